@@ -1,0 +1,23 @@
+/** Decoding untrusted values into domain values, with failures as one readable typed error. */
+import { Result, Schema } from "effect"
+
+/** A value from outside (a flag, a file, a row) that does not satisfy its schema. */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  subject: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid ${this.subject}: ${this.detail}`
+  }
+}
+
+/** Flattens a schema failure's multi-line report into one line a user can read. */
+export const oneLine = (report: string): string =>
+  report.split("\n").map((line) => line.trim()).filter((line) => line.length > 0).join(" ")
+
+/** Decodes `input` with `schema`; a failure names `subject` (e.g. "--top-k") and says what was wrong. */
+export const decodeAs = <S extends Schema.ConstraintDecoder<unknown>>(schema: S, subject: string) => {
+  const decode = Schema.decodeUnknownResult(schema)
+  return (input: unknown): Result.Result<S["Type"], InvalidInput> =>
+    Result.mapError(decode(input), (error) => new InvalidInput({ subject, detail: oneLine(error.message) }))
+}
