@@ -75,7 +75,7 @@ describe("parity: embed_text", () => {
     assert.strictEqual(createHash("sha256").update(e.text, "utf8").digest("hex"), e.sha256)
     const vector = embedText(e.text).vector
     assert.deepStrictEqual(vector, e.vector)
-    assert.deepStrictEqual(vector, e.vector_hex.map(parseHexFloat))
+    assert.deepStrictEqual<ReadonlyArray<number>>(vector, e.vector_hex.map(parseHexFloat))
     assert.deepStrictEqual(vector.map((v) => v * 65535), e.u16)
   })
 })
@@ -160,7 +160,7 @@ describe("parity: retrieval", () => {
       const query = Result.getOrThrow(makeQuery(q.query_text_cleaned, TopK.make(Number(k))))
       const rawQuery = { ...query, embedding: embedText(q.query_text) } as typeof query
       const ranked = Result.getOrThrow(retrieve(rawQuery, index))
-      assert.deepStrictEqual(ranked.map((x) => [x.chunk.docId, x.chunk.start, x.chunk.end, x.chunk.text]), expected)
+      assert.deepStrictEqual<ReadonlyArray<unknown>>(ranked.map((x) => [x.chunk.docId, x.chunk.start, x.chunk.end, x.chunk.text]), expected)
     })
   })
 
