@@ -1,0 +1,137 @@
+/** Properties of the pure stages over generated documents, configs and queries. */
+import { assert, describe, it } from "@effect/vitest"
+import { Result, Schema } from "effect"
+import fc from "fast-check"
+import { Chunk, ChunkDraft } from "@funcpipe/domain/Chunk"
+import { ChunkerConfig, ChunkSize, CleanerConfig, type CleanRule, Overlap, type TailPolicy } from "@funcpipe/domain/Config"
+import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
+import { SearchQuery } from "@funcpipe/domain/Query"
+import { RankedChunk, rankingOrder, rankKey } from "@funcpipe/domain/Ranking"
+import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
+import { chunkDoc } from "../src/stages/Chunker.ts"
+import { cosineSimilarity } from "../src/stages/Cosine.ts"
+import { embedChunk, LOCAL_SHA256 } from "../src/stages/Embed.ts"
+import { makeQuery } from "../src/stages/Query.ts"
+import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
+
+/** Characters that stress the stages: Python-only and JS-only whitespace, case pairs, astral and wide code points. */
+const unit = fc.constantFrom(
+  "a", "b", "c", "A", "B", " ", "  ", "\t", "\n", "\r\n", "\u000b", "\u001c", "\u0085", "\u00a0", "\u3000", "\ufeff",
+  "É", "ß", "İ", "Σ", "😀", "～", "深", "\u0301", "𐐀"
+)
+const text = fc.string({ unit, maxLength: 40 })
+const docIds = fc.constantFrom("a", "b", "doc-～", "doc-😀", "Doc-B")
+const tailPolicy = fc.constantFrom<TailPolicy>("emit_short", "drop", "pad")
+const chunker = fc.integer({ min: 1, max: 9 }).chain((size) =>
+  fc.record({ size: fc.constant(size), overlap: fc.integer({ min: 0, max: size - 1 }), tail: tailPolicy })
+).map(({ overlap, size, tail }) =>
+  new ChunkerConfig({ chunkSize: ChunkSize.make(size), overlap: Overlap.make(overlap), tailPolicy: tail })
+)
+const rawDoc = fc.record({ docId: docIds, body: text }).map(({ body, docId }) =>
+  new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
+)
+// Short chunks over a small alphabet give many equal texts, hence many score ties.
+const corpus = fc.array(rawDoc, { maxLength: 8 }).map((docs) =>
+  docs.flatMap((doc) =>
+    chunkDoc(cleanDoc(doc), new ChunkerConfig({ chunkSize: ChunkSize.make(2), overlap: Overlap.make(1), tailPolicy: "emit_short" })).map((d) => embedChunk(d))
+  )
+)
+const queryText = fc.string({ unit: fc.constantFrom("a", "b", "c", "😀", "～"), minLength: 1, maxLength: 2 })
+
+const ruleLists: ReadonlyArray<ReadonlyArray<CleanRule>> = [
+  ["strip", "lower", "collapse_ws"],
+  ["strip"],
+  ["lower"],
+  ["upper"],
+  ["collapse_ws"],
+  ["replace_newlines"],
+  ["replace_newlines", "upper", "strip"],
+  ["collapse_ws", "lower", "replace_newlines"]
+]
+
+const indexOf = (chunks: ReadonlyArray<Chunk>) => Result.getOrThrow(vectorIndex(LOCAL_SHA256, 16, chunks))
+const keyOf = (r: RankedChunk) => [r.rank, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const
+
+const roundTrips = <S extends Schema.Codec<any, any>>(schema: S, value: S["Type"]): boolean =>
+  Result.isSuccess(Schema.decodeUnknownResult(schema)(Schema.encodeSync(schema)(value)))
+
+describe("clean", () => {
+  it.each(ruleLists.map((rules) => [rules.join(","), rules] as const))("is idempotent with rules %s", (_, rules) => {
+    const cleaner = new CleanerConfig({ rules })
+    fc.assert(fc.property(text, (s) => cleanText(cleanText(s, cleaner), cleaner) === cleanText(s, cleaner)))
+  })
+})
+
+describe("chunk", () => {
+  it("with overlap 0 and emit_short, the chunk texts concatenate to the cleaned body", () => {
+    fc.assert(fc.property(rawDoc, fc.integer({ min: 1, max: 12 }), (doc, size) => {
+      const clean = cleanDoc(doc)
+      const config = new ChunkerConfig({ chunkSize: ChunkSize.make(size), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+      return chunkDoc(clean, config).map((c) => c.text).join("") === clean.body
+    }))
+  })
+
+  it("every window's text is its code point span of the body (or the padded tail)", () => {
+    fc.assert(fc.property(rawDoc, chunker, (doc, config) => {
+      const points = Array.from(cleanDoc(doc).body)
+      return chunkDoc(cleanDoc(doc), config).every((c) =>
+        c.text === points.slice(c.start, c.end).join("").padEnd(c.text.length, "\u0000") &&
+        Array.from(c.text).length === (config.tailPolicy === "pad" ? config.chunkSize : c.end - c.start)
+      )
+    }))
+  })
+})
+
+describe("retrieve", () => {
+  it("gives the same result for every permutation of the index", () => {
+    fc.assert(fc.property(corpus, queryText, fc.integer({ min: 1, max: 6 }), fc.infiniteStream(fc.nat()), (chunks, q, k, seeds) => {
+      const query = Result.getOrThrow(makeQuery(q, k))
+      const keys = [...seeds.take(chunks.length)]
+      const shuffled = chunks.map((c, i) => [keys[i]!, c] as const).sort((x, y) => x[0] - y[0]).map(([, c]) => c)
+      const a = Result.getOrThrow(retrieve(query, indexOf(chunks))).map(keyOf)
+      const b = Result.getOrThrow(retrieve(query, indexOf(shuffled))).map(keyOf)
+      assert.deepStrictEqual(b, a)
+    }))
+  })
+
+  it("topK = k is a prefix of topK = k + 1", () => {
+    fc.assert(fc.property(corpus, queryText, fc.integer({ min: 1, max: 10 }), (chunks, q, k) => {
+      const index = indexOf(chunks)
+      const small = Result.getOrThrow(retrieve(Result.getOrThrow(makeQuery(q, k)), index)).map(keyOf)
+      const large = Result.getOrThrow(retrieve(Result.getOrThrow(makeQuery(q, k + 1)), index)).map(keyOf)
+      assert.deepStrictEqual(large.slice(0, small.length), small)
+      assert.strictEqual(small.length, Math.min(k, chunks.length))
+    }))
+  })
+
+  it("equals a naive full sort of all chunks under the ranking order", () => {
+    fc.assert(fc.property(corpus, queryText, fc.integer({ min: 1, max: 10 }), (chunks, q, k) => {
+      const query = Result.getOrThrow(makeQuery(q, k))
+      const naive = chunks
+        .map((c) => ({ c, key: rankKey(c, Result.getOrThrow(cosineSimilarity(query.embedding.vector, c.embedding.vector))) }))
+        .sort((x, y) => rankingOrder(x.key, y.key))
+        .slice(0, k)
+        .map(({ c, key }) => [c.docId, c.start, c.end, c.text, key.score])
+      const fast = Result.getOrThrow(retrieve(query, indexOf(chunks)))
+        .map((r) => [r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text, r.score])
+      assert.deepStrictEqual(fast, naive)
+    }))
+  })
+})
+
+describe("every stage output decodes through its own schema", () => {
+  it("clean docs, drafts, chunks, queries and ranked chunks", () => {
+    fc.assert(fc.property(rawDoc, chunker, queryText, (doc, config, q) => {
+      const clean = cleanDoc(doc)
+      const drafts = chunkDoc(clean, config)
+      const chunks = drafts.map((d) => embedChunk(d))
+      const query = Result.getOrThrow(makeQuery(q, 3))
+      const ranked = Result.getOrThrow(retrieve(query, indexOf(chunks)))
+      return roundTrips(CleanDoc, clean) &&
+        drafts.every((d) => roundTrips(ChunkDraft, d)) &&
+        chunks.every((c) => roundTrips(Chunk, c)) &&
+        roundTrips(SearchQuery, query) &&
+        ranked.every((r) => roundTrips(RankedChunk, r))
+    }))
+  })
+})

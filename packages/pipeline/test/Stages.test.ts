@@ -1,0 +1,138 @@
+/** Unit tests of the pure stages' contracts, bad input included. */
+import { assert, describe, it } from "@effect/vitest"
+import { Result } from "effect"
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
+import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
+import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
+import { chunkDoc } from "../src/stages/Chunker.ts"
+import { cosineSimilarity } from "../src/stages/Cosine.ts"
+import { csvRecords, parseCsvDocs } from "../src/stages/Csv.ts"
+import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/Embed.ts"
+import { fileDoc } from "../src/stages/FileDoc.ts"
+import { parseJsonlDocs } from "../src/stages/Jsonl.ts"
+import { makeQuery } from "../src/stages/Query.ts"
+import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
+
+const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "T", body, categories: null })
+const failureTag = <E extends { readonly _tag: string }>(r: Result.Result<unknown, E>) =>
+  Result.isFailure(r) ? r.failure._tag : "success"
+
+describe("cleanText", () => {
+  it("applies the rules in order", () => {
+    assert.strictEqual(cleanText("  A\nb  ", new CleanerConfig({ rules: ["replace_newlines", "upper"] })), "  A B  ")
+    assert.strictEqual(cleanText("a\r\nb\rc\nd", new CleanerConfig({ rules: ["replace_newlines"] })), "a b c d")
+    assert.strictEqual(cleanText("  Hello\u3000\u0085World\ufeff "), "hello world\ufeff")
+  })
+  it("leaves the title alone", () => {
+    assert.strictEqual(cleanDoc(doc("a", "X")).title, "T")
+  })
+})
+
+describe("chunkDoc", () => {
+  const clean = new CleanDoc({ docId: DocId.make("d"), title: "", body: "a😀bcdefg", categories: null })
+  const config = (tailPolicy: "emit_short" | "drop" | "pad") =>
+    new ChunkerConfig({ chunkSize: ChunkSize.make(3), overlap: Overlap.make(1), tailPolicy })
+  it("counts code points, so an emoji is one position", () => {
+    assert.deepStrictEqual(chunkDoc(clean, config("emit_short")).map((c) => [c.start, c.end, c.text]), [
+      [0, 3, "a😀b"], [2, 5, "bcd"], [4, 7, "def"], [6, 8, "fg"]
+    ])
+  })
+  it("drops or pads the short tail", () => {
+    assert.deepStrictEqual(chunkDoc(clean, config("drop")).map((c) => c.end), [3, 5, 7])
+    assert.deepStrictEqual(chunkDoc(clean, config("pad")).at(-1)?.text, "fg\u0000")
+    assert.deepStrictEqual(chunkDoc(clean, config("pad")).at(-1)?.end, 9)
+  })
+  it("yields no chunks for an empty body", () => {
+    assert.deepStrictEqual(chunkDoc(cleanDoc(doc("e", " \t ")), ChunkerConfig.default), [])
+  })
+})
+
+describe("cosineSimilarity", () => {
+  it("fails on a dimension mismatch, an empty or a zero vector", () => {
+    assert.strictEqual(failureTag(cosineSimilarity([1, 2], [1, 2, 3])), "DimensionMismatch")
+    assert.strictEqual(failureTag(cosineSimilarity([], [])), "ZeroVector")
+    assert.strictEqual(failureTag(cosineSimilarity([0, 0], [1, 1])), "ZeroVector")
+  })
+  it("clamps to [-1, 1]", () => {
+    assert.strictEqual(Result.getOrThrow(cosineSimilarity([1, 0], [-1, 0])), -1)
+  })
+})
+
+describe("makeQuery", () => {
+  it("rejects a blank query and a bad top-k with readable errors", () => {
+    const blank = makeQuery(" \u3000 ", 3)
+    assert.strictEqual(failureTag(blank), "InvalidInput")
+    if (Result.isFailure(blank)) assert.include(blank.failure.message, "the query is blank")
+    for (const k of [0, -1, 1.5, NaN, true]) assert.strictEqual(failureTag(makeQuery("q", k)), "InvalidInput")
+  })
+})
+
+describe("retrieve", () => {
+  const chunks = chunkDoc(cleanDoc(doc("a", "graph neural networks")), ChunkerConfig.default).map((d) => embedChunk(d))
+  const index = Result.getOrThrow(vectorIndex(LOCAL_SHA256, 16, chunks))
+  it("refuses a query from another model before scoring", () => {
+    const query = Result.getOrThrow(makeQuery("graph", 1, CleanerConfig.default, (t) =>
+      new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") })))
+    assert.strictEqual(failureTag(retrieve(query, index)), "ModelMismatch")
+  })
+  it("refuses chunks of mixed models or dimensions when laying out the index", () => {
+    const odd = embedChunk(chunks[0]!, new Embedding({ vector: [1, 2], model: LOCAL_SHA256 }))
+    assert.strictEqual(failureTag(vectorIndex(LOCAL_SHA256, 16, [...chunks, odd])), "DimensionMismatch")
+    assert.strictEqual(failureTag(vectorIndex(ModelLabel.make("m"), 16, chunks)), "ModelMismatch")
+  })
+  it("returns at most as many results as there are chunks", () => {
+    assert.strictEqual(Result.getOrThrow(retrieve(Result.getOrThrow(makeQuery("x", 50)), index)).length, chunks.length)
+  })
+})
+
+describe("CSV reading", () => {
+  it("keeps quoted line breaks and reports the line each record starts on", () => {
+    const records = csvRecords("h1,h2\n\"a\nb\",c\nd,e")
+    assert.deepStrictEqual(records.map((r) => [r.line, Result.getOrThrow(r.fields)]), [
+      [1, ["h1", "h2"]], [2, ["a\nb", "c"]], [4, ["d", "e"]]
+    ])
+  })
+  it("makes an unclosed quote that record's error, while earlier rows flow", () => {
+    const rows = parseCsvDocs("doc_id,title,abstract,categories\n1,T,A,c\n2,T,\"open,c\n", "x.csv")
+    assert.isTrue(Result.isSuccess(rows[0]!))
+    assert.strictEqual(failureTag(rows[1]!), "BadRecord")
+    if (Result.isFailure(rows[1]!)) assert.strictEqual(rows[1].failure.message, "x.csv:3: a quoted field that starts on line 3 is never closed")
+  })
+  it("rejects an empty doc id and a row lacking the abstract, naming the line", () => {
+    const rows = parseCsvDocs("doc_id,title,abstract,categories\n,T,A,c\n3,T\n", "y.csv")
+    assert.deepStrictEqual(rows.map((r) => (Result.isFailure(r) ? r.failure.line : 0)), [2, 3])
+    if (Result.isFailure(rows[0]!)) assert.include(rows[0].failure.message, "a document id must not be empty")
+  })
+})
+
+describe("JSONL reading", () => {
+  it("reads the id, body and title aliases and keeps going past a bad line", () => {
+    const rows = parseJsonlDocs(
+      [
+        `{"id": 7, "title": "T", "text": "body"}`,
+        ``,
+        `{"doc_id": "x", "abstract": "a", "categories": ["cs.AI", "cs.LG"]}`,
+        `not json`,
+        `{"_id": "z"}`,
+        `{"doc_id": "y", "body": "b"}`
+      ].join("\n"),
+      "c.jsonl"
+    )
+    assert.deepStrictEqual(rows.map((r) => (Result.isSuccess(r) ? r.success.docId : `line ${r.failure.line}`)), [
+      "7", "x", "line 4", "line 5", "y"
+    ])
+    assert.strictEqual(Result.isSuccess(rows[1]!) ? rows[1].success.categories : "", "cs.AI cs.LG")
+  })
+})
+
+describe("fileDoc", () => {
+  it("takes a Markdown file's first heading as its title", () => {
+    const d = Result.getOrThrow(fileDoc("notes/intro.md", "Some text\n\n## Getting started ##\nbody"))
+    assert.deepStrictEqual([d.docId, d.title, d.categories], ["notes/intro.md", "Getting started", null])
+  })
+  it("falls back to the file name", () => {
+    assert.strictEqual(Result.getOrThrow(fileDoc("a/b.txt", "# not a heading in text")).title, "b.txt")
+    assert.strictEqual(Result.getOrThrow(fileDoc("c.md", "no heading")).title, "c.md")
+  })
+})
