@@ -10,9 +10,27 @@ import { embedText } from "./Embed.ts"
 const decodeText = decodeAs(QueryText, "query")
 const decodeTopK = decodeAs(TopK, "top-k")
 
+/** Query text after cleaning, checked, with its checked result count: everything but the embedding. */
+export interface PreparedQuery {
+  readonly text: QueryText
+  readonly topK: TopK
+}
+
+/** Cleans `text` with the index's own rules and rejects a blank query or a bad `topK`. */
+export const prepareQuery = (
+  text: string,
+  topK: unknown,
+  cleaner: CleanerConfig = CleanerConfig.default
+): Result.Result<PreparedQuery, InvalidInput> =>
+  Result.gen(function*() {
+    const cleaned = yield* decodeText(cleanText(text, cleaner))
+    const k = yield* decodeTopK(topK)
+    return { text: cleaned, topK: k }
+  })
+
 /**
- * Cleans `text` with the index's own rules (so a query and a chunk with the same text get the same vector), rejects
- * a blank query or a bad `topK`, and embeds the cleaned text with `embed` (`local-sha256` by default).
+ * `prepareQuery`, then embeds the cleaned text with `embed` (`local-sha256` by default), so a query and a chunk with
+ * the same text get the same vector.
  */
 export const makeQuery = (
   text: string,
@@ -20,8 +38,4 @@ export const makeQuery = (
   cleaner: CleanerConfig = CleanerConfig.default,
   embed: (cleaned: string) => Embedding = embedText
 ): Result.Result<SearchQuery, InvalidInput> =>
-  Result.gen(function*() {
-    const cleaned = yield* decodeText(cleanText(text, cleaner))
-    const k = yield* decodeTopK(topK)
-    return new SearchQuery({ text: cleaned, embedding: embed(cleaned), topK: k })
-  })
+  Result.map(prepareQuery(text, topK, cleaner), (q) => new SearchQuery({ text: q.text, embedding: embed(q.text), topK: q.topK }))

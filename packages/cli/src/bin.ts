@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+/** Process entry: the only file that names the Node platform. */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { CliOutput, Command } from "effect/cli"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { cli, version } from "./Cli.ts"
+import { presenter, reportFailure } from "./Report.ts"
+
+const MainLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256, CliOutput.layerPresenter(presenter)).pipe(
+  Layer.provideMerge(NodeServices.layer)
+)
+
+Command.run(cli, { version }).pipe(
+  Effect.tapCause(reportFailure),
+  Effect.provide(MainLayer),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)

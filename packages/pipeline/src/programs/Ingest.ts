@@ -1,0 +1,88 @@
+/** The indexing workflow: read → clean → chunk → embed, with a summary of what was kept and skipped. */
+import { Clock, Effect, Result, Stream } from "effect"
+import type { ChunkDraft } from "@funcpipe/domain/Chunk"
+import type { Chunk } from "@funcpipe/domain/Chunk"
+import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { DocumentSource } from "../services/DocumentSource.ts"
+import { Embedder } from "../services/Embedder.ts"
+import { chunkDoc } from "../stages/Chunker.ts"
+import { cleanDoc } from "../stages/Clean.ts"
+import { embedChunk } from "../stages/Embed.ts"
+
+/** A record that produced no chunks, and why. */
+export interface Skip {
+  readonly source: string
+  readonly line: number
+  readonly reason: string
+}
+
+/** What an ingest run did: records read, documents kept (with at least one chunk), skips with reasons, chunks. */
+export interface RunSummary {
+  readonly read: number
+  readonly kept: number
+  readonly skipped: ReadonlyArray<Skip>
+  readonly chunks: number
+  readonly elapsedMillis: number
+}
+
+/** How an ingest run cleans and chunks. */
+export interface IngestOptions {
+  readonly cleaner?: CleanerConfig
+  readonly chunker?: ChunkerConfig
+  /** Texts per `embedMany` call. */
+  readonly batchSize?: number
+}
+
+/**
+ * Reads the paths, cleans and chunks each document, and embeds the chunks in batches. Chunks come out in pipeline
+ * order (documents in the order read, windows in body order). A bad record or a document whose cleaned body is empty
+ * is skipped and listed in the summary; a missing or unreadable path or a failing model fails the run.
+ */
+export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>, options: IngestOptions = {}) {
+  const source = yield* DocumentSource
+  const embedder = yield* Embedder
+  const cleaner = options.cleaner ?? CleanerConfig.default
+  const chunker = options.chunker ?? ChunkerConfig.default
+  const batchSize = options.batchSize ?? 256
+  const startedAt = yield* Clock.currentTimeMillis
+
+  let read = 0
+  let kept = 0
+  const skipped: Array<Skip> = []
+  const drafts: Array<ChunkDraft> = []
+  yield* source.read(paths).pipe(
+    Stream.runForEach((record) =>
+      Effect.sync(() => {
+        read++
+        if (Result.isFailure(record)) {
+          const { line, reason, source } = record.failure
+          skipped.push({ source, line, reason })
+          return
+        }
+        const docChunks = chunkDoc(cleanDoc(record.success, cleaner), chunker)
+        if (docChunks.length === 0) {
+          skipped.push({ source: record.success.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
+          return
+        }
+        kept++
+        drafts.push(...docChunks)
+      })
+    )
+  )
+
+  const chunks: Array<Chunk> = []
+  for (let from = 0; from < drafts.length; from += batchSize) {
+    const batch = drafts.slice(from, from + batchSize)
+    const embeddings = yield* embedder.embedMany(batch.map((d) => d.text))
+    batch.forEach((draft, i) => chunks.push(embedChunk(draft, embeddings[i]!)))
+  }
+
+  const summary: RunSummary = {
+    read,
+    kept,
+    skipped,
+    chunks: chunks.length,
+    elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
+  }
+  return { chunks, summary } as const
+})
