@@ -34,12 +34,12 @@ export class UnsupportedSource extends Schema.TaggedError<UnsupportedSource>()("
   }
 }
 
-/** A directory named for indexing holds no `.md` or `.txt` file. */
+/** A directory named for indexing holds no file FuncPipe reads. */
 export class NoDocuments extends Schema.TaggedError<NoDocuments>()("NoDocuments", {
   path: Schema.String
 }) {
   override get message(): string {
-    return `${this.path} holds no .md or .txt files to index`
+    return `${this.path} holds no .md, .txt, .csv or .jsonl files to index`
   }
 }
 
@@ -52,6 +52,17 @@ export type SourceRecord = Result.Result<RawDoc, BadRecord>
 const TEXT_FILE = /\.(md|markdown|txt)$/i
 const CSV_FILE = /\.csv$/i
 const JSONL_FILE = /\.(jsonl|ndjson)$/i
+const READABLE_FILE = /\.(md|markdown|txt|csv|jsonl|ndjson)$/i
+
+/** How a file's text becomes records, by its name; `undefined` for a kind FuncPipe does not read. */
+const parserFor = (name: string) =>
+  CSV_FILE.test(name)
+    ? parseCsvDocs
+    : JSONL_FILE.test(name)
+    ? parseJsonlDocs
+    : TEXT_FILE.test(name)
+    ? (text: string, docId: string) => [fileDoc(docId, text)]
+    : undefined
 
 /** Decodes UTF-8 strictly; a leading byte order mark is dropped. */
 const decodeUtf8 = (bytes: Uint8Array): Result.Result<string, string> => {
@@ -69,9 +80,10 @@ const describe = (error: PlatformError.PlatformError): string => error.reason._t
 
 export class DocumentSource extends Context.Service<DocumentSource, {
   /**
-   * Reads every path in order: a directory is walked for `.md` and `.txt` files (sorted, hidden entries and
-   * `node_modules` left out; doc id = path relative to the directory with `/`), a `.csv` or `.jsonl` file yields one
-   * record per row or line, a single text file yields one document named by its file name. A bad record is a
+   * Reads every path in order. A `.md` or `.txt` file is one document; a `.csv` or `.jsonl` file yields one record
+   * per row or line, with the doc ids it holds. A directory is walked for all of these (sorted, hidden entries and
+   * `node_modules` left out), and a text file's doc id is its path relative to the directory with `/`; a text file
+   * named directly gets its file name as doc id. A bad record is a
    * `BadRecord` value in the stream and reading goes on; a missing, unreadable or unsupported path, or a directory
    * with nothing to index, ends the stream with a `SourceError`.
    */
@@ -109,12 +121,19 @@ export class DocumentSource extends Context.Service<DocumentSource, {
               const info = yield* fs.stat(path.join(root, child)).pipe(Effect.result)
               if (Result.isFailure(info)) continue // a dangling link: nothing to read
               if (info.success.type === "Directory") yield* walk(child)
-              else if (info.success.type === "File" && TEXT_FILE.test(name)) found.push(child)
+              else if (info.success.type === "File" && READABLE_FILE.test(name)) found.push(child)
             }
           })
         yield* walk("")
         return found
       })
+
+      /** The records of one file; `shown` is the doc id of a text file and the source name of a CSV or JSONL file. */
+      const readFile = (file: string, shown: string): Stream.Stream<SourceRecord> =>
+        Stream.unwrap(Effect.map(readText(file, shown), (text) =>
+          Result.isFailure(text)
+            ? Stream.make(Result.fail(text.failure))
+            : Stream.fromIterable(parserFor(file)!(text.success, shown))))
 
       const readPath = (target: string): Stream.Stream<SourceRecord, SourceError> =>
         Stream.unwrap(Effect.gen(function*() {
@@ -122,18 +141,11 @@ export class DocumentSource extends Context.Service<DocumentSource, {
           if (info.type === "Directory") {
             const files = yield* textFiles(target)
             if (files.length === 0) return yield* new NoDocuments({ path: target })
-            return Stream.fromIterable(files).pipe(
-              Stream.mapEffect((relative) =>
-                Effect.map(readText(path.join(target, relative), relative), (text) => Result.flatMap(text, (t) => fileDoc(relative, t)))
-              )
-            )
+            return Stream.fromIterable(files).pipe(Stream.flatMap((relative) => readFile(path.join(target, relative), relative)))
           }
           const name = path.basename(target)
-          const parse = CSV_FILE.test(name) ? parseCsvDocs : JSONL_FILE.test(name) ? parseJsonlDocs : TEXT_FILE.test(name) ? undefined : null
-          if (parse === null) return yield* new UnsupportedSource({ path: target })
-          const text = yield* readText(target, target)
-          if (Result.isFailure(text)) return Stream.make(Result.fail(text.failure))
-          return Stream.fromIterable(parse === undefined ? [fileDoc(name, text.success)] : parse(text.success, target))
+          if (parserFor(name) === undefined) return yield* new UnsupportedSource({ path: target })
+          return readFile(target, TEXT_FILE.test(name) ? name : target)
         }))
 
       return DocumentSource.of({

@@ -1,0 +1,106 @@
+/** The funcpipe commands run through `Command.runWith` over the sample corpus and temporary files. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer } from "effect"
+import { Command } from "effect/cli"
+import { TestConsole } from "effect/testing"
+import { fileURLToPath } from "node:url"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { cli, version } from "../src/Cli.ts"
+
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(
+  Layer.provideMerge(NodeServices.layer)
+)
+const run = Command.runWith(cli, { version })
+const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
+const voyager = "Launched in 1977, Voyager 1 flew past Jupiter and Saturn and is now in interstellar space."
+
+describe("funcpipe search", () => {
+  it.effect("finds the exact sentence in the sample corpus first and summarizes the run on stderr", () =>
+    Effect.gen(function*() {
+      yield* run(["search", sample, "--query", voyager])
+      const lines = yield* TestConsole.logLines
+      const out = String(lines[0]).split("\n")
+      assert.strictEqual(out.length, 3)
+      assert.match(out[0]!, /^1\. 1\.000000 {2}voyager-1 {2}\[0, 90\) {2}launched in 1977, voyager 1 flew/)
+      assert.match(out[1]!, /^2\. 0\.\d{6} {2}\S+ {2}\[\d+, \d+\) {2}/)
+      const errors = yield* TestConsole.errorLines
+      assert.deepStrictEqual(errors, ["read 17 records: 17 kept, 0 skipped; 17 chunks (0.0 s)"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("prints stable JSON with --json", () =>
+    Effect.gen(function*() {
+      yield* run(["search", sample, "-q", voyager, "--top-k", "2", "--json"])
+      const parsed = JSON.parse(String((yield* TestConsole.logLines)[0]))
+      assert.deepStrictEqual(Object.keys(parsed), ["query", "top_k", "model", "results"])
+      assert.strictEqual(parsed.query, voyager.toLowerCase())
+      assert.strictEqual(parsed.top_k, 2)
+      assert.strictEqual(parsed.model, "local-sha256")
+      assert.strictEqual(parsed.results.length, 2)
+      assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "start", "end", "text"])
+      assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
+      assert.isAbove(parsed.results[0].score, parsed.results[1].score)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("applies the chunking flags", () =>
+    Effect.gen(function*() {
+      yield* run(["search", `${sample}/missions.csv`, "-q", "launched in", "--chunk-size", "11", "--overlap", "0", "--tail", "drop"])
+      assert.match(String((yield* TestConsole.logLines)[0]).split("\n")[0]!, /^1\. 1\.000000 {2}voyager-1 {2}\[0, 11\) {2}launched in$/)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("rejects an overlap not below the chunk size with the domain's message", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(run(["search", sample, "-q", "x", "--chunk-size", "4", "--overlap", "4"]))
+      assert.strictEqual(error._tag, "InvalidInput")
+      assert.strictEqual(error.message, "invalid chunking flags: overlap (4) must be smaller than the chunk size (4)")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("rejects a bad --top-k while parsing flags", () =>
+    Effect.gen(function*() {
+      for (const k of ["0", "-1", "1.5", "many"]) {
+        const error = yield* Effect.flip(run(["search", sample, "-q", "x", "--top-k", k]))
+        assert.strictEqual(error._tag, "ShowHelp", `--top-k ${k}`)
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("fails with SourceMissing for a path that is not there", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(run(["search", "/no/such/corpus", "-q", "x"]))
+      assert.strictEqual(error._tag, "SourceMissing")
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("funcpipe chunks", () => {
+  it.effect("writes one JSON object per chunk, in pipeline order, atomically to --out", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-cli-" })
+      yield* fs.writeFileString(`${dir}/b.md`, "# B\nSecond  file")
+      yield* fs.writeFileString(`${dir}/a.txt`, "First file, a little longer.")
+      yield* fs.writeFileString(`${dir}/empty.md`, "  \n")
+      yield* run(["chunks", dir, "--chunk-size", "12", "--overlap", "2", "--out", `${dir}/out.jsonl`])
+      const rows = (yield* fs.readFileString(`${dir}/out.jsonl`)).trimEnd().split("\n").map((l) => JSON.parse(l))
+      assert.deepStrictEqual(rows.map((r) => Object.keys(r)), rows.map(() => ["doc_id", "start", "end", "text", "embedding"]))
+      assert.deepStrictEqual(rows.map((r) => [r.doc_id, r.start, r.end, r.text]), [
+        ["a.txt", 0, 12, "first file, "],
+        ["a.txt", 10, 22, ", a little l"],
+        ["a.txt", 20, 28, " longer."],
+        ["b.md", 0, 12, "# b second f"],
+        ["b.md", 10, 15, " file"]
+      ])
+      assert.isTrue(rows.every((r) => r.embedding.length === 16))
+      assert.deepStrictEqual(yield* TestConsole.logLines, [])
+      assert.deepStrictEqual(yield* TestConsole.errorLines, [
+        "read 3 records: 2 kept, 1 skipped; 5 chunks (0.0 s)",
+        "  skipped empty.md: the cleaned body is empty, so it has no chunks"
+      ])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("prints the chunks to stdout without --out", () =>
+    Effect.gen(function*() {
+      yield* run(["chunks", `${sample}/missions.csv`])
+      const lines = String((yield* TestConsole.logLines)[0]).split("\n")
+      assert.deepStrictEqual(lines.map((l) => JSON.parse(l).doc_id), ["apollo-11", "voyager-1", "hubble", "cassini", "jwst"])
+    }).pipe(Effect.provide(TestLayer)))
+})

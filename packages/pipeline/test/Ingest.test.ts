@@ -1,0 +1,114 @@
+/** The ingest and search workflows over fake sources and embedders, and the index-to-retrieval proof. */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Result, Stream } from "effect"
+import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { TestClock } from "effect/testing"
+import { ingest } from "../src/programs/Ingest.ts"
+import { searchPaths } from "../src/programs/Search.ts"
+import { DocumentSource, type SourceRecord } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
+import { BadRecord } from "../src/stages/BadRecord.ts"
+import { chunkDoc } from "../src/stages/Chunker.ts"
+import { cleanDoc } from "../src/stages/Clean.ts"
+import { embedChunk } from "../src/stages/Embed.ts"
+import { makeQuery } from "../src/stages/Query.ts"
+import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
+import { LOCAL_SHA256 } from "../src/stages/Embed.ts"
+
+const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
+
+const sourceOf = (records: ReadonlyArray<SourceRecord>) =>
+  Layer.mock(DocumentSource, { read: () => Stream.fromIterable(records) })
+
+const records: ReadonlyArray<SourceRecord> = [
+  Result.succeed(doc("a", "Alpha beta gamma delta")),
+  Result.fail(new BadRecord({ source: "rows.csv", line: 3, reason: "the row has 5 cells but the header has 4" })),
+  Result.succeed(doc("empty", " \n\t ")),
+  Result.succeed(doc("b", "Epsilon"))
+]
+const small = new ChunkerConfig({ chunkSize: ChunkSize.make(5), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+
+describe("ingest", () => {
+  it.effect("counts records read, kept and skipped with reasons, and chunks in pipeline order", () =>
+    Effect.gen(function*() {
+      const { chunks, summary } = yield* ingest(["ignored"], { chunker: small })
+      assert.deepStrictEqual(chunks.map((c) => c.docId), ["a", "a", "a", "a", "a", "b", "b"])
+      assert.deepStrictEqual(chunks.map((c) => c.text).join("|"), "alpha| beta| gamm|a del|ta|epsil|on")
+      assert.deepStrictEqual({ ...summary, skipped: summary.skipped.map((s) => `${s.source}:${s.line}`) }, {
+        read: 4,
+        kept: 2,
+        skipped: ["rows.csv:3", "empty:0"],
+        chunks: 7,
+        elapsedMillis: 0
+      })
+      assert.include(summary.skipped[1]!.reason, "cleaned body is empty")
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256))))
+
+  it.effect("gives the same chunks whatever the embedding batch size", () =>
+    Effect.gen(function*() {
+      const one = yield* ingest([], { chunker: small, batchSize: 1 })
+      const many = yield* ingest([], { chunker: small, batchSize: 1000 })
+      assert.deepStrictEqual(one.chunks, many.chunks)
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256))))
+
+  it.effect("calls the embedder in batches of the given size", () => {
+    const calls: Array<number> = []
+    const counting = Layer.effect(Embedder, Effect.gen(function*() {
+      const local = yield* Embedder
+      return Embedder.of({ ...local, embedMany: (texts) => (calls.push(texts.length), local.embedMany(texts)) })
+    })).pipe(Layer.provide(Embedder.layerLocalSha256))
+    return Effect.gen(function*() {
+      yield* ingest([], { chunker: small, batchSize: 3 })
+      assert.deepStrictEqual(calls, [3, 3, 1])
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), counting)))
+  })
+
+  it.effect("measures the run with the Clock", () => {
+    const slow = Layer.mock(DocumentSource, {
+      read: () => Stream.fromEffect(Effect.as(Effect.sleep("3 seconds"), Result.succeed(doc("a", "x"))))
+    })
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.forkChild(ingest([]))
+      yield* TestClock.adjust("3 seconds")
+      const { summary } = yield* Fiber.join(fiber)
+      assert.strictEqual(summary.elapsedMillis, 3000)
+    }).pipe(Effect.provide(Layer.mergeAll(slow, Embedder.layerLocalSha256)))
+  })
+})
+
+describe("searchPaths", () => {
+  it.effect("answers from the ingested chunks, once per chunk even if a document comes twice", () =>
+    Effect.gen(function*() {
+      const { results } = yield* searchPaths([], "epsilon", 5)
+      assert.strictEqual(results[0]!.chunk.docId, "b")
+      assert.closeTo(results[0]!.score, 1, 1e-12)
+      assert.strictEqual(results.filter((r) => r.chunk.docId === "b").length, 1)
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf([...records, records[3]!]), Embedder.layerLocalSha256))))
+
+  it.effect("rejects a blank query before reading anything", () => {
+    let reads = 0
+    const counting = Layer.mock(DocumentSource, { read: () => (reads++, Stream.empty) })
+    return Effect.gen(function*() {
+      const error = yield* Effect.flip(searchPaths(["x"], "   ", 3))
+      assert.strictEqual(error._tag, "InvalidInput")
+      assert.strictEqual(reads, 0)
+    }).pipe(Effect.provide(Layer.mergeAll(counting, Embedder.layerLocalSha256)))
+  })
+})
+
+describe("the index-to-retrieval proof", () => {
+  it("indexes two documents and retrieves the exact local match first", () => {
+    const docs = [doc("doc-1", "Graph Neural Networks for   Molecules"), doc("doc-2", "Transformers for protein folding")]
+    const chunks = docs.flatMap((d) => chunkDoc(cleanDoc(d)).map((draft) => embedChunk(draft)))
+    const index = Result.getOrThrow(vectorIndex(LOCAL_SHA256, 16, chunks))
+    const query = Result.getOrThrow(makeQuery("  graph neural networks for molecules ", 2))
+    const ranked = Result.getOrThrow(retrieve(query, index))
+    assert.strictEqual(ranked[0]!.chunk.docId, "doc-1")
+    assert.strictEqual(ranked[0]!.chunk.text, "graph neural networks for molecules")
+    // A self-similarity is 1 up to rounding (the reference gets 0.9999999999999999 for "abcd").
+    assert.closeTo(ranked[0]!.score, 1, 1e-12)
+    assert.strictEqual(ranked[0]!.rank, 1)
+    assert.isBelow(ranked[1]!.score, 1)
+  })
+})
