@@ -26,8 +26,9 @@ const readAll = (paths: ReadonlyArray<string>) =>
     return yield* Stream.runCollect(source.read(paths))
   })
 
-const summarize = (records: ReadonlyArray<Result.Result<{ readonly docId: string }, { readonly message: string }>>) =>
-  records.map((r) => (Result.isSuccess(r) ? r.success.docId : `! ${r.failure.message}`))
+const summarize = (
+  records: ReadonlyArray<Result.Result<{ readonly doc: { readonly docId: string } }, { readonly message: string }>>
+) => records.map((r) => (Result.isSuccess(r) ? r.success.doc.docId : `! ${r.failure.message}`))
 
 describe("DocumentSource", () => {
   it.effect("walks a directory in sorted order with relative doc ids and reads CSV and JSONL inside it", () =>
@@ -44,8 +45,9 @@ describe("DocumentSource", () => {
       })
       const records = yield* readAll([root])
       assert.deepStrictEqual(summarize(records), ["a/y.md", "a/z.txt", "b.md", "j1", "r1"])
-      const bee = records.find((r) => Result.isSuccess(r) && r.success.docId === "b.md")
-      assert.strictEqual(bee && Result.isSuccess(bee) ? bee.success.title : "", "Bee")
+      const bee = records.find((r) => Result.isSuccess(r) && r.success.doc.docId === "b.md")
+      assert.strictEqual(bee && Result.isSuccess(bee) ? bee.success.doc.title : "", "Bee")
+      assert.strictEqual(bee && Result.isSuccess(bee) ? bee.success.source : "", `${root}/b.md`)
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("names a text file given directly by its file name", () =>
@@ -70,7 +72,7 @@ describe("DocumentSource", () => {
         "d.md"
       ])
       const bom = records[3]!
-      assert.strictEqual(Result.isSuccess(bom) ? bom.success.body : "", "fine too")
+      assert.strictEqual(Result.isSuccess(bom) ? bom.success.doc.body : "", "fine too")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("reports a bad CSV row with file and line while good rows flow, quoted newlines included", () =>
@@ -81,7 +83,7 @@ describe("DocumentSource", () => {
       const file = `${root}/docs.csv`
       const records = yield* readAll([file])
       assert.deepStrictEqual(summarize(records), ["1", `! ${file}:4: the row has 5 cells but the header has 4`, "3"])
-      assert.strictEqual(Result.isSuccess(records[0]!) ? records[0].success.body : "", "two\r\nlines")
+      assert.strictEqual(Result.isSuccess(records[0]!) ? records[0].success.doc.body : "", "two\r\nlines")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("fails with SourceMissing for a path that does not exist", () =>
@@ -112,7 +114,7 @@ describe("DocumentSource", () => {
       const seen: Array<string> = []
       const error = yield* Effect.flip(
         source.read([root, "/missing/too"]).pipe(
-          Stream.runForEach((r) => Effect.sync(() => seen.push(Result.isSuccess(r) ? r.success.docId : "bad")))
+          Stream.runForEach((r) => Effect.sync(() => seen.push(Result.isSuccess(r) ? r.success.doc.docId : "bad")))
         )
       )
       assert.deepStrictEqual(seen, ["a.md"])

@@ -18,14 +18,16 @@ import { LOCAL_SHA256 } from "../src/stages/Embed.ts"
 
 const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
 
+const sourced = (docId: string, body: string) => ({ source: "mem", doc: doc(docId, body) })
+
 const sourceOf = (records: ReadonlyArray<SourceRecord>) =>
   Layer.mock(DocumentSource, { read: () => Stream.fromIterable(records) })
 
 const records: ReadonlyArray<SourceRecord> = [
-  Result.succeed(doc("a", "Alpha beta gamma delta")),
+  Result.succeed(sourced("a", "Alpha beta gamma delta")),
   Result.fail(new BadRecord({ source: "rows.csv", line: 3, reason: "the row has 5 cells but the header has 4" })),
-  Result.succeed(doc("empty", " \n\t ")),
-  Result.succeed(doc("b", "Epsilon"))
+  Result.succeed(sourced("empty", " \n\t ")),
+  Result.succeed(sourced("b", "Epsilon"))
 ]
 const small = new ChunkerConfig({ chunkSize: ChunkSize.make(5), overlap: Overlap.make(0), tailPolicy: "emit_short" })
 
@@ -66,7 +68,7 @@ describe("ingest", () => {
 
   it.effect("measures the run with the Clock", () => {
     const slow = Layer.mock(DocumentSource, {
-      read: () => Stream.fromEffect(Effect.as(Effect.sleep("3 seconds"), Result.succeed(doc("a", "x"))))
+      read: () => Stream.fromEffect(Effect.as(Effect.sleep("3 seconds"), Result.succeed(sourced("a", "x"))))
     })
     return Effect.gen(function*() {
       const fiber = yield* Effect.forkChild(ingest([]))

@@ -59,9 +59,9 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
           skipped.push({ source, line, reason })
           return
         }
-        const docChunks = chunkDoc(cleanDoc(record.success, cleaner), chunker)
+        const docChunks = chunkDoc(cleanDoc(record.success.doc, cleaner), chunker)
         if (docChunks.length === 0) {
-          skipped.push({ source: record.success.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
+          skipped.push({ source: record.success.doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
           return
         }
         kept++

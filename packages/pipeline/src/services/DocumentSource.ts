@@ -46,8 +46,14 @@ export class NoDocuments extends Schema.TaggedError<NoDocuments>()("NoDocuments"
 /** What stops reading altogether (as opposed to a `BadRecord`, which skips one record). */
 export type SourceError = SourceMissing | SourceUnreadable | UnsupportedSource | NoDocuments
 
-/** One record read: a document, or the reason this record was skipped. */
-export type SourceRecord = Result.Result<RawDoc, BadRecord>
+/** A document with the file it was read from. */
+export interface SourcedDoc {
+  readonly source: string
+  readonly doc: RawDoc
+}
+
+/** One record read: a document with its file, or the reason this record was skipped. */
+export type SourceRecord = Result.Result<SourcedDoc, BadRecord>
 
 const TEXT_FILE = /\.(md|markdown|txt)$/i
 const CSV_FILE = /\.csv$/i
@@ -133,7 +139,7 @@ export class DocumentSource extends Context.Service<DocumentSource, {
         Stream.unwrap(Effect.map(readText(file, shown), (text) =>
           Result.isFailure(text)
             ? Stream.make(Result.fail(text.failure))
-            : Stream.fromIterable(parserFor(file)!(text.success, shown))))
+            : Stream.fromIterable(parserFor(file)!(text.success, shown).map((r) => Result.map(r, (doc) => ({ source: file, doc }))))))
 
       const readPath = (target: string): Stream.Stream<SourceRecord, SourceError> =>
         Stream.unwrap(Effect.gen(function*() {

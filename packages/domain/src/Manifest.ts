@@ -1,0 +1,36 @@
+/** The self-description of a stored index: what it was built with, when, and how much it holds. */
+import { Schema } from "effect"
+import { ChunkerConfig, CleanerConfig } from "./Config.ts"
+import { ModelLabel } from "./Embedding.ts"
+
+/** The layout version of a stored index that this build reads and writes. */
+export const FORMAT_VERSION = 1
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+/** Milliseconds since the Unix epoch, as read from the Clock. */
+const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * Everything needed to decide whether a stored index can answer a query or must be rebuilt: its format version, the
+ * embedding model and vector length, the clean rules (queries are cleaned with them too) and the chunker settings.
+ */
+export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexManifest")({
+  formatVersion: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  model: ModelLabel,
+  dimensions: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  cleaner: CleanerConfig,
+  chunker: ChunkerConfig,
+  createdAt: Millis,
+  updatedAt: Millis,
+  documents: Count,
+  chunks: Count
+}) {}
+
+/** What a command asks an index to be built with. */
+export interface IndexSettings {
+  readonly formatVersion: number
+  readonly model: ModelLabel
+  readonly dimensions: number
+  readonly cleaner: CleanerConfig
+  readonly chunker: ChunkerConfig
+}
