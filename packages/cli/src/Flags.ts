@@ -22,6 +22,9 @@ export const chunkingFlags = {
   )
 }
 
+/** Where an index lives unless `--index` says otherwise: under the working directory. */
+export const DEFAULT_INDEX = ".funcpipe/index.db"
+
 const decodeChunker = decodeAs(ChunkerConfig, "chunking flags")
 
 /** Checks the flags together (the overlap must be below the chunk size). */
@@ -41,6 +44,12 @@ export const json = Flag.Boolean("json").pipe(
 export const out = Flag.String("out").pipe(
   Flag.withDescription("Write to this file (atomically: it holds the old content or the new, never a mix) instead of stdout"),
   Flag.optional
+)
+
+/** `--index PATH`: where the index file lives. */
+export const indexPath = Flag.String("index").pipe(
+  Flag.withDescription("The index file to use"),
+  Flag.withDefault(DEFAULT_INDEX)
 )
 
 export type { Option }

@@ -2,16 +2,107 @@
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { SearchQuery } from "@funcpipe/domain/Query"
 import type { RankedChunk } from "@funcpipe/domain/Ranking"
-import type { RunSummary } from "@funcpipe/pipeline/programs/Ingest"
+import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
+import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
+import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /** The run summary for stderr: one line of counts, then one line per skipped record. */
 export const summaryLines = (summary: RunSummary): ReadonlyArray<string> => [
   `read ${plural(summary.read, "record")}: ${summary.kept} kept, ${summary.skipped.length} skipped; ` +
-  `${plural(summary.chunks, "chunk")} (${(summary.elapsedMillis / 1000).toFixed(1)} s)`,
-  ...summary.skipped.map((s) => `  skipped ${s.line > 0 ? `${s.source}:${s.line}` : s.source}: ${s.reason}`)
+  `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
+  ...skipLines(summary.skipped)
 ]
+
+const seconds = (millis: number) => `${(millis / 1000).toFixed(1)} s`
+
+/** One stderr line per skipped record, with file and line where known. */
+export const skipLines = (skipped: ReadonlyArray<Skip>): ReadonlyArray<string> =>
+  skipped.map((s) => `  skipped ${s.line > 0 ? `${s.source}:${s.line}` : s.source}: ${s.reason}`)
+
+/** The result of `funcpipe index`: the plan counts and what the index holds now. */
+export const indexReportLine = (report: IndexReport, location: string): string => {
+  const { added, deleted, unchanged, updated } = report.plan
+  const counts = `added ${added.length}, updated ${updated.length}, unchanged ${unchanged.length}, deleted ${deleted.length}`
+  return report.dryRun
+    ? `dry run, nothing written: would have ${counts} (${plural(report.documents, "document")} read)`
+    : `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
+      `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
+      `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
+}
+
+/** The `--json` form of `funcpipe index`. */
+export const indexReportJson = (report: IndexReport, location: string): string =>
+  JSON.stringify({
+    index: location,
+    dry_run: report.dryRun,
+    rebuilt: report.rebuilt,
+    added: report.plan.added.length,
+    updated: report.plan.updated.length,
+    unchanged: report.plan.unchanged.length,
+    deleted: report.plan.deleted.length,
+    chunks_written: report.chunksWritten,
+    documents: report.documents,
+    chunks: report.chunks,
+    skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason }))
+  })
+
+/** The status of an index, as returned by `indexStatus`. */
+export interface StatusView {
+  readonly location: string
+  readonly manifest: IndexManifest
+  readonly roots: ReadonlyArray<string>
+  readonly documents: number
+  readonly changed: ReadonlyArray<FileChange>
+  readonly unreadable: ReadonlyArray<string>
+}
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+const changeLine = (c: FileChange) =>
+  `  ${c.source}: ${[c.added && `${c.added} new`, c.updated && `${c.updated} changed`, c.deleted && `${c.deleted} gone`]
+    .filter(Boolean).join(", ")}`
+
+/** `funcpipe status` for people. */
+export const statusLines = (s: StatusView): ReadonlyArray<string> => [
+  `index      ${s.location}`,
+  `format     ${s.manifest.formatVersion}`,
+  `model      ${s.manifest.model} (${s.manifest.dimensions} dimensions)`,
+  `cleaning   ${s.manifest.cleaner.rules.join(", ") || "(none)"}`,
+  `chunking   size ${s.manifest.chunker.chunkSize}, overlap ${s.manifest.chunker.overlap}, tail ${s.manifest.chunker.tailPolicy}`,
+  `created    ${iso(s.manifest.createdAt)}`,
+  `updated    ${iso(s.manifest.updatedAt)}`,
+  `documents  ${s.documents}`,
+  `chunks     ${s.manifest.chunks}`,
+  `paths      ${s.roots.join(", ")}`,
+  ...(s.changed.length === 0 && s.unreadable.length === 0
+    ? ["changed    nothing since the last index run"]
+    : [`changed    ${plural(s.changed.length, "file")} since the last index run (run funcpipe index again to update):`,
+      ...s.changed.map(changeLine),
+      ...s.unreadable.map((u) => `  ${u}`)])
+]
+
+/** `funcpipe status --json`. */
+export const statusJson = (s: StatusView): string =>
+  JSON.stringify({
+    index: s.location,
+    format_version: s.manifest.formatVersion,
+    model: s.manifest.model,
+    dimensions: s.manifest.dimensions,
+    clean_rules: s.manifest.cleaner.rules,
+    chunk_size: s.manifest.chunker.chunkSize,
+    overlap: s.manifest.chunker.overlap,
+    tail_policy: s.manifest.chunker.tailPolicy,
+    created_at: iso(s.manifest.createdAt),
+    updated_at: iso(s.manifest.updatedAt),
+    documents: s.documents,
+    chunks: s.manifest.chunks,
+    paths: s.roots,
+    changed: s.changed,
+    unreadable: s.unreadable
+  })
 
 /** Shows a chunk's text on one line: line breaks and tabs as escapes, long texts cut at 160 code points. */
 const oneLine = (text: string): string => {

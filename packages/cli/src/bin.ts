@@ -6,11 +6,20 @@ import { CliOutput, Command } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { cli, version } from "./Cli.ts"
+import { Progress, terminalProgress } from "./Progress.ts"
 import { presenter, reportFailure } from "./Report.ts"
 
-const MainLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256, CliOutput.layerPresenter(presenter)).pipe(
-  Layer.provideMerge(NodeServices.layer)
-)
+// A progress bar only when a person watches stderr; never in pipes or files.
+const ProgressLayer = process.stderr.isTTY
+  ? Layer.effect(Progress, terminalProgress((text) => void process.stderr.write(text)))
+  : Layer.empty
+
+const MainLayer = Layer.mergeAll(
+  DocumentSource.layer,
+  Embedder.layerLocalSha256,
+  CliOutput.layerPresenter(presenter),
+  ProgressLayer
+).pipe(Layer.provideMerge(NodeServices.layer))
 
 Command.run(cli, { version }).pipe(
   Effect.tapCause(reportFailure),

@@ -1,0 +1,49 @@
+/** `funcpipe index`: build or update the persistent index from files. */
+import { Console, Effect } from "effect"
+import { Command, Flag } from "effect/cli"
+import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
+import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { chunkerFrom, chunkingFlags, indexPath, json } from "../Flags.ts"
+import { indexReportJson, indexReportLine, skipLines } from "../Format.ts"
+import { Progress, silentProgress } from "../Progress.ts"
+import { paths } from "./Search.ts"
+
+export const index = Command.make(
+  "index",
+  {
+    paths,
+    index: indexPath,
+    ...chunkingFlags,
+    dryRun: Flag.Boolean("dry-run").pipe(
+      Flag.withDescription("Show what would be added, updated and deleted, and write nothing"),
+      Flag.withDefault(false)
+    ),
+    rebuild: Flag.Boolean("rebuild").pipe(
+      Flag.withDescription("Rebuild the whole index, for example after changing the chunking settings"),
+      Flag.withDefault(false)
+    ),
+    json
+  },
+  Effect.fn("index")(function*(input) {
+    const chunker = yield* chunkerFrom(input)
+    const progress = input.json ? silentProgress : yield* Progress
+    const report = yield* indexPaths(input.paths, {
+      chunker,
+      dryRun: input.dryRun,
+      rebuild: input.rebuild,
+      progress: (done, total) => progress.update("embedding documents", done, total)
+    }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(input.index)))
+    for (const line of skipLines(report.skipped)) yield* Console.error(line)
+    yield* Console.log(input.json ? indexReportJson(report, input.index) : indexReportLine(report, input.index))
+  })
+).pipe(
+  Command.withDescription(
+    "Build or update the index: new and changed documents are chunked and embedded, unchanged ones kept, " +
+      "and documents no longer under the paths removed"
+  ),
+  Command.withExamples([
+    { command: "funcpipe index sample", description: "Index the sample corpus into .funcpipe/index.db" },
+    { command: "funcpipe index notes/ --dry-run", description: "Show what a run would change" },
+    { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" }
+  ])
+)

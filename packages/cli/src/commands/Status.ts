@@ -1,0 +1,18 @@
+/** `funcpipe status`: what the index holds and what changed since it was built. */
+import { Console, Effect } from "effect"
+import { Command } from "effect/cli"
+import { indexStatus } from "@funcpipe/pipeline/programs/IndexStatus"
+import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { indexPath, json } from "../Flags.ts"
+import { statusJson, statusLines } from "../Format.ts"
+
+export const status = Command.make(
+  "status",
+  { index: indexPath, json },
+  Effect.fn("status")(function*(input) {
+    const view = yield* indexStatus().pipe(Effect.provide(IndexStore.layerSqlite(input.index)))
+    yield* Console.log(input.json ? statusJson(view) : statusLines(view).join("\n"))
+  })
+).pipe(
+  Command.withDescription("Show the index's settings and counts, and which indexed files changed since the last run")
+)

@@ -1,0 +1,59 @@
+/** What the stored index holds, and which of its files changed since it was built. */
+import { Effect, Result, Stream } from "effect"
+import { DocumentSource } from "../services/DocumentSource.ts"
+import { IndexStore } from "../services/IndexStore.ts"
+import { hashDoc, planSync } from "../stages/Sync.ts"
+import { requireManifest } from "./QueryIndex.ts"
+
+/** One file whose documents differ from the index: new documents, changed ones, or ones that are gone. */
+export interface FileChange {
+  readonly source: string
+  readonly added: number
+  readonly updated: number
+  readonly deleted: number
+}
+
+/**
+ * The manifest, the indexed paths and the files that changed since the last index run, found by reading the paths
+ * again and comparing content hashes (nothing is embedded or written). A path that can no longer be read counts
+ * as deleted, with the reason in `unreadable`.
+ */
+export const indexStatus = Effect.fn("indexStatus")(function*() {
+  const store = yield* IndexStore
+  const source = yield* DocumentSource
+  const manifest = yield* requireManifest()
+  const roots = yield* store.roots
+  const stored = yield* store.documents
+  const current: Array<{ readonly docId: string; readonly hash: string; readonly source: string }> = []
+  const unreadable: Array<string> = []
+  for (const root of roots) {
+    yield* source.read([root]).pipe(
+      Stream.runForEach((record) =>
+        Effect.sync(() => {
+          if (Result.isSuccess(record)) {
+            current.push({ docId: record.success.doc.docId, hash: hashDoc(record.success.doc), source: record.success.source })
+          }
+        })
+      ),
+      Effect.catch((error) => Effect.sync(() => void unreadable.push(error.message)))
+    )
+  }
+  const seen = new Set<string>()
+  const firsts = current.filter((d) => (seen.has(d.docId) ? false : (seen.add(d.docId), true)))
+  const plan = planSync(stored, firsts)
+  const changes = new Map<string, { added: number; updated: number; deleted: number }>()
+  const bump = (file: string, kind: "added" | "updated" | "deleted") => {
+    const entry = changes.get(file) ?? { added: 0, updated: 0, deleted: 0 }
+    entry[kind]++
+    changes.set(file, entry)
+  }
+  const sourceNow = new Map(firsts.map((d) => [d.docId, d.source] as const))
+  const sourceThen = new Map<string, string>(stored.map((d) => [d.docId, d.source] as const))
+  for (const id of plan.added) bump(sourceNow.get(id)!, "added")
+  for (const id of plan.updated) bump(sourceNow.get(id)!, "updated")
+  for (const id of plan.deleted) bump(sourceThen.get(id)!, "deleted")
+  const changed: ReadonlyArray<FileChange> = [...changes.entries()]
+    .map(([file, counts]) => ({ source: file, ...counts }))
+    .sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0))
+  return { location: store.location, manifest, roots, documents: stored.length, changed, unreadable } as const
+})
