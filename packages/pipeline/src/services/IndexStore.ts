@@ -165,14 +165,15 @@ export class IndexStore extends Context.Service<IndexStore, {
         const hasTables = (d: DatabaseSync) =>
           (d.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
 
+        // Every read looks at `db` when it runs: the first transaction may create the file after this layer is built.
         const readMeta = (key: string): Effect.Effect<Option.Option<string>, StoreError> =>
-          db === undefined
+          Effect.suspend(() => db === undefined
             ? Effect.succeed(Option.none())
             : run(`reading ${key}`, (d) => {
               if (!hasTables(d)) return Option.none()
               const row = d.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
               return Option.fromNullishOr(row?.value)
-            })
+            }))
 
         const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
 
@@ -190,7 +191,7 @@ export class IndexStore extends Context.Service<IndexStore, {
           return Result.isSuccess(parsed) ? Effect.succeed(parsed.success) : Effect.fail(corrupt("the list of indexed paths is unreadable"))
         })
 
-        const documents = db === undefined ? Effect.succeed([]) : Effect.flatMap(
+        const documents = Effect.suspend(() => db === undefined ? Effect.succeed([]) : Effect.flatMap(
           run("reading documents", (d) =>
             hasTables(d) ? d.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents ORDER BY rowid").all() : []),
           (rows) =>
@@ -208,7 +209,7 @@ export class IndexStore extends Context.Service<IndexStore, {
                 ? Effect.succeed(decoded.success)
                 : Effect.fail(corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`))
             })
-        )
+        ))
 
         const chunks = Effect.gen(function*() {
           const m = yield* manifest
