@@ -1,0 +1,217 @@
+/** The SQLite index file: damaged and foreign files, read isolation, and the index and query workflows' errors. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Stream } from "effect"
+import { DatabaseSync } from "node:sqlite"
+import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
+import { IndexStore } from "../src/services/IndexStore.ts"
+import { embedText } from "../src/stages/Embed.ts"
+
+const docs = (...bodies: ReadonlyArray<string>) =>
+  Layer.succeed(DocumentSource, DocumentSource.of({
+    read: () =>
+      Stream.fromIterable(bodies.map((body, i) =>
+        Result.succeed({ source: "mem", doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null }) })
+      ))
+  }))
+
+const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
+
+/** A temporary index file holding two documents. */
+const builtIndex = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+  const file = `${dir}/index.db`
+  yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
+  return file
+})
+
+const queryFile = (file: string, text = "gamma") => queryIndex(text, 5).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+
+/** Runs SQL against the file behind FuncPipe's back. */
+const tamper = (file: string, sql: string) =>
+  Effect.sync(() => {
+    const db = new DatabaseSync(file)
+    db.exec(sql)
+    db.close()
+  })
+
+describe("the SQLite index file", () => {
+  it.effect("answers after reopening, and a missing file is an index not built yet", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const { results } = yield* queryFile(file)
+      assert.strictEqual(results[0]!.chunk.docId, "d1")
+      const error = yield* Effect.flip(queryFile(`${file}.absent`))
+      assert.strictEqual(error._tag, "IndexMissing")
+      const fs = yield* FileSystem.FileSystem
+      assert.isFalse(yield* fs.exists(`${file}.absent`), "a query creates no file")
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("rejects a file that is not a database", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.writeFileString(file, "these are notes, not an index\n".repeat(200))
+      yield* fs.remove(`${file}-wal`, { force: true })
+      const error = yield* Effect.flip(queryFile(file))
+      assert.strictEqual(error._tag, "NotAnIndex")
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("rejects a truncated file with a clear error", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      yield* tamper(file, "PRAGMA wal_checkpoint(TRUNCATE)")
+      const fs = yield* FileSystem.FileSystem
+      const bytes = yield* fs.readFile(file)
+      yield* fs.writeFile(file, bytes.slice(0, Math.floor(bytes.length / 2)))
+      const error = yield* Effect.flip(queryFile(file))
+      assert.include(["IndexCorrupt", "NotAnIndex"], error._tag)
+      assert.match(error.message, /index/)
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("rejects another program's SQLite database", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+      yield* tamper(`${dir}/other.db`, "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hi')")
+      const error = yield* Effect.flip(queryFile(`${dir}/other.db`))
+      assert.strictEqual(error._tag, "NotAnIndex")
+      const writing = yield* Effect.flip(
+        indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(`${dir}/other.db`), docs("a"))))
+      )
+      assert.strictEqual(writing._tag, "NotAnIndex")
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("rejects an index from a newer format version", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      yield* tamper(file, "PRAGMA user_version = 9")
+      const error = yield* Effect.flip(queryFile(file))
+      assert.strictEqual(error._tag, "IndexTooNew")
+      assert.include(error.message, "format version 9")
+    }).pipe(Effect.provide(Base)))
+
+  it.effect.each([
+    ["a vector that is not finite", "UPDATE chunks SET vector = X'000000000000F87F' || substr(vector, 9)"],
+    ["a vector of the wrong length", "UPDATE chunks SET vector = X'00'"],
+    ["a span that ends before it starts", "UPDATE chunks SET start = \"end\" + 1"],
+    ["an empty doc id", "UPDATE documents SET doc_id = '' WHERE doc_id = 'd0'"],
+    ["a manifest that is not JSON", "UPDATE meta SET value = '{' WHERE key = 'manifest'"]
+  ])("reports %s as IndexCorrupt instead of answering", ([, sql]) =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      yield* tamper(file, `PRAGMA foreign_keys = OFF; ${sql}`)
+      const error = yield* Effect.flip(
+        Effect.gen(function*() {
+          yield* queryFile(file)
+          const store = yield* IndexStore
+          yield* store.documents
+        }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      )
+      assert.strictEqual(error._tag, "IndexCorrupt")
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("lets a reader see the old index while a writer's transaction is open, and the new one after", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const writing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const writer = yield* Effect.forkChild(
+        Effect.gen(function*() {
+          const store = yield* IndexStore
+          yield* store.transaction((w) =>
+            Effect.gen(function*() {
+              yield* w.deleteDoc("d1")
+              yield* Deferred.succeed(writing, undefined)
+              yield* Deferred.await(release)
+            })
+          )
+        }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      )
+      yield* Deferred.await(writing)
+      const during = yield* queryFile(file)
+      assert.deepStrictEqual(during.results.map((r) => r.chunk.docId), ["d1", "d0"])
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(writer)
+      const after = yield* queryFile(file)
+      assert.deepStrictEqual(after.results.map((r) => r.chunk.docId), ["d0"])
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("keeps the old index when a run fails halfway", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const before = yield* queryFile(file)
+      let calls = 0
+      const failing = Layer.succeed(Embedder, Embedder.of({
+        model: ModelLabel.make("local-sha256"),
+        dimensions: 16,
+        embedMany: (texts) =>
+          ++calls === 2 ? Effect.die("the model went away") : Effect.succeed(texts.map(embedText))
+      }))
+      const exit = yield* Effect.exit(
+        indexPaths(["x"], { batchSize: 1 }).pipe(
+          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("new one", "new two", "new three"), failing))
+        )
+      )
+      assert.isTrue(exit._tag === "Failure")
+      const after = yield* queryFile(file)
+      assert.deepStrictEqual(after, before)
+    }).pipe(Effect.provide(Base)))
+})
+
+describe("index and query workflows", () => {
+  it.effect("refuses a changed chunker without --rebuild, and rebuilds with it", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(4), overlap: Overlap.make(0), tailPolicy: "drop" })
+      const run = (rebuild: boolean) =>
+        indexPaths(["x"], { chunker, rebuild }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
+      const error = yield* Effect.flip(run(false))
+      assert.strictEqual(error._tag, "SettingsChanged")
+      assert.include(error.message, "--rebuild")
+      const report = yield* run(true)
+      assert.deepStrictEqual([report.rebuilt, report.plan.added.length, report.chunks], [true, 2, 3])
+      const manifest = yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      assert.strictEqual(Option.getOrThrow(manifest).chunker.chunkSize, 4)
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("writes nothing on a dry run", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const report = yield* indexPaths(["x"], { dryRun: true }).pipe(
+        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other")))
+      )
+      assert.deepStrictEqual(report.plan, { added: [], updated: ["d0"], unchanged: [], deleted: ["d1"] })
+      assert.strictEqual((yield* queryFile(file)).results.length, 2)
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("fails a query against an index of another model with ModelMismatch, before scoring", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      let embedded = 0
+      const other = Layer.succeed(Embedder, Embedder.of({
+        model: ModelLabel.make("other-model"),
+        dimensions: 16,
+        embedMany: (texts) =>
+          Effect.sync(() => (embedded += texts.length, texts.map((t) => new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") }))))
+      }))
+      const error = yield* Effect.flip(queryFile(file).pipe(Effect.provide(other)))
+      assert.strictEqual(error._tag, "ModelMismatch")
+      assert.strictEqual(embedded, 0)
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("cleans the query with the index's own rules", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const { query, results } = yield* queryFile(file, "   GAMMA ")
+      assert.strictEqual(query.text, "gamma")
+      assert.closeTo(results[0]!.score, 1, 1e-12)
+    }).pipe(Effect.provide(Base)))
+})

@@ -1,0 +1,54 @@
+/** planMigration and planSync: pure decisions about an existing index. */
+import { assert, describe, it } from "@effect/vitest"
+import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
+import { ModelLabel } from "@funcpipe/domain/Embedding"
+import { IndexManifest } from "@funcpipe/domain/Manifest"
+import { describeMigration, planMigration } from "../src/stages/Migration.ts"
+import { planSync } from "../src/stages/Sync.ts"
+
+const stored = new IndexManifest({
+  formatVersion: 1,
+  model: ModelLabel.make("local-sha256"),
+  dimensions: 16,
+  cleaner: CleanerConfig.default,
+  chunker: ChunkerConfig.default,
+  createdAt: 0,
+  updatedAt: 0,
+  documents: 3,
+  chunks: 9
+})
+const same = { formatVersion: 1, model: stored.model, dimensions: 16, cleaner: stored.cleaner, chunker: stored.chunker }
+
+describe("planMigration", () => {
+  it("finds nothing to do for the same settings", () => {
+    assert.deepStrictEqual(planMigration(stored, same), { _tag: "Compatible" })
+  })
+  it("asks to re-chunk when the clean rules or chunker change", () => {
+    const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(100), overlap: Overlap.make(10), tailPolicy: "drop" })
+    const plan = planMigration(stored, { ...same, chunker, cleaner: new CleanerConfig({ rules: ["strip"] }) })
+    assert.strictEqual(plan._tag, "Rechunk")
+    assert.include(describeMigration(plan), "clean rules strip, lower, collapse_ws → strip")
+    assert.include(describeMigration(plan), "size 512, overlap 0, tail emit_short → size 100, overlap 10, tail drop")
+  })
+  it("asks to re-embed when the model or dimensions change, even if chunking changed too", () => {
+    const plan = planMigration(stored, { ...same, model: ModelLabel.make("other"), dimensions: 384 })
+    assert.strictEqual(plan._tag, "Reembed")
+    assert.include(describeMigration(plan), "model local-sha256 → other; dimensions 16 → 384")
+  })
+  it("refuses another format version", () => {
+    const plan = planMigration(new IndexManifest({ ...stored, formatVersion: 2 }), same)
+    assert.deepStrictEqual(plan, { _tag: "IncompatibleFormat", found: 2, supported: 1 })
+    assert.include(describeMigration(plan), "upgrade FuncPipe")
+  })
+})
+
+describe("planSync", () => {
+  const entry = (docId: string, hash: string, source = "f") => ({ docId, hash, source })
+  it("sorts documents into added, updated, unchanged and deleted", () => {
+    const plan = planSync(
+      [entry("a", "1"), entry("b", "2"), entry("c", "3"), entry("m", "4", "old-file")],
+      [entry("d", "9"), entry("b", "2"), entry("a", "7"), entry("m", "4", "new-file")]
+    )
+    assert.deepStrictEqual(plan, { added: ["d"], updated: ["a", "m"], unchanged: ["b"], deleted: ["c"] })
+  })
+})
