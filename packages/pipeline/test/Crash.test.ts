@@ -1,0 +1,86 @@
+/** Nothing lost: a real indexing process killed with SIGKILL mid-transaction leaves the previous index intact. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer } from "effect"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
+import { IndexStore } from "../src/services/IndexStore.ts"
+
+const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
+const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(30), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+
+/** A JSONL corpus of `count` documents of about 600 characters; `version` changes every body. */
+const corpus = (count: number, version: string) =>
+  Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      id: `doc-${i}`,
+      title: `Document ${i}`,
+      text: Array.from({ length: 12 }, (_, s) => `Sentence ${s} of document ${i}, ${version}, with some words.`).join(" ")
+    })).join("\n") + "\n"
+
+/** Starts the child, waits until it says it is inside its write, kills it with SIGKILL, and resolves its signal. */
+const runUntilKilled = (indexFile: string, corpusFile: string, stopAfter: number) =>
+  Effect.callback<string, Error>((resume) => {
+    const proc = spawn(process.execPath, [child, indexFile, corpusFile, String(stopAfter)], { stdio: ["ignore", "pipe", "pipe"] })
+    let stderr = ""
+    proc.stderr.on("data", (data: Buffer) => void (stderr += data.toString()))
+    proc.stdout.on("data", (data: Buffer) => {
+      if (data.toString().includes("mid-run")) proc.kill("SIGKILL")
+    })
+    proc.on("exit", (code, signal) =>
+      resume(signal === "SIGKILL" ? Effect.succeed(signal) : Effect.fail(new Error(`child exited with ${code}: ${stderr}`))))
+  })
+
+const Base = Layer.mergeAll(Embedder.layerLocalSha256, DocumentSource.layer).pipe(Layer.provideMerge(NodeServices.layer))
+
+const snapshot = (indexFile: string) =>
+  Effect.gen(function*() {
+    const answers = yield* Effect.forEach(
+      ["sentence 3 of document 17, v1, with some", "document 1999", "with some words."],
+      (q) => Effect.map(queryIndex(q, 10), (r) => r.results.map((x) => [x.score, x.chunk.docId, x.chunk.start, x.chunk.text]))
+    )
+    const store = yield* IndexStore
+    return { answers, manifest: yield* store.manifest, documents: yield* store.documents }
+  }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+
+describe("crash safety", () => {
+  it.effect("a SIGKILL in the middle of re-indexing thousands of documents leaves the index as it was", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
+      const indexFile = `${dir}/index.db`
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(2000, "v1"))
+      yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+      const before = yield* snapshot(indexFile)
+      assert.strictEqual(before.documents.length, 2000)
+
+      // Every document changes, so the killed run had rewritten most of the index inside its transaction.
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(2500, "v2"))
+      const signal = yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 30)
+      assert.strictEqual(signal, "SIGKILL")
+      const wal = yield* fs.stat(`${indexFile}-wal`)
+      assert.isAbove(Number(wal.size), 1_000_000, "the killed run had written uncommitted pages to disk")
+
+      const after = yield* snapshot(indexFile)
+      assert.deepStrictEqual(after, before)
+
+      // And the index still takes the next run normally.
+      const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+      assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [500, 2000])
+    }).pipe(Effect.provide(Base)), 120_000)
+
+  it.effect("a SIGKILL during the very first run leaves no index rather than half of one", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(500, "v1"))
+      yield* runUntilKilled(`${dir}/index.db`, `${dir}/corpus.jsonl`, 3)
+      const error = yield* Effect.flip(queryIndex("anything", 3).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`))))
+      assert.strictEqual(error._tag, "IndexMissing")
+    }).pipe(Effect.provide(Base)), 60_000)
+})
