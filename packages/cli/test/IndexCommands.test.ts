@@ -1,0 +1,91 @@
+/** funcpipe index, query and status over a copy of the sample corpus: the quick start's edit-and-re-index loop. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer, Path } from "effect"
+import { Command } from "effect/cli"
+import { TestConsole } from "effect/testing"
+import { fileURLToPath } from "node:url"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { cli, version } from "../src/Cli.ts"
+
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(
+  Layer.provideMerge(NodeServices.layer)
+)
+const run = Command.runWith(cli, { version })
+const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
+
+/** Copies the sample corpus into a fresh directory; returns the copy and an index path beside it. */
+const workspace = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-index-cli-" })
+  yield* fs.copy(sample, path.join(dir, "sample"))
+  return { corpus: path.join(dir, "sample"), index: path.join(dir, ".funcpipe", "index.db") }
+})
+
+/** Runs a command and returns what it printed to stdout, clearing the captured lines. */
+const output = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const before = (yield* TestConsole.logLines).length
+    yield* run(args)
+    return (yield* TestConsole.logLines).slice(before).map(String).join("\n")
+  })
+
+describe("funcpipe index / query / status", () => {
+  it.effect("indexes, re-indexes incrementally after an edit, queries and reports status", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { corpus, index } = yield* workspace
+      const first = yield* output(["index", corpus, "--index", index])
+      assert.match(first, /^added 17, updated 0, unchanged 0, deleted 0; 17 chunks written; .* holds 17 documents and 17 chunks/)
+
+      const again = yield* output(["index", corpus, "--index", index])
+      assert.match(again, /^added 0, updated 0, unchanged 17, deleted 0; 0 chunks written/)
+
+      yield* fs.writeFileString(`${corpus}/sky/moon.md`, "# The Moon\n\nThe Moon is about 384,000 km away.\n")
+      const status = yield* output(["status", "--index", index])
+      assert.include(status, "model      local-sha256 (16 dimensions)")
+      assert.include(status, `  ${corpus}/sky/moon.md: 1 changed`)
+
+      const dry = yield* output(["index", corpus, "--index", index, "--dry-run"])
+      assert.match(dry, /^dry run, nothing written: would have added 0, updated 1, unchanged 16, deleted 0/)
+
+      const update = yield* output(["index", corpus, "--index", index, "--json"])
+      const report = JSON.parse(update)
+      assert.deepStrictEqual(
+        [report.added, report.updated, report.unchanged, report.deleted, report.chunks_written, report.chunks],
+        [0, 1, 16, 0, 1, 17]
+      )
+
+      const answer = yield* output(["query", "# The Moon  The Moon is about 384,000 km away.", "--index", index, "--json"])
+      const parsed = JSON.parse(answer)
+      assert.strictEqual(parsed.results[0].doc_id, "sky/moon.md")
+      assert.closeTo(parsed.results[0].score, 1, 1e-12)
+      assert.strictEqual(parsed.results.length, 3)
+
+      const clean = yield* output(["status", "--index", index, "--json"])
+      assert.deepStrictEqual(JSON.parse(clean).changed, [])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("refuses changed chunking without --rebuild and explains what changed", () =>
+    Effect.gen(function*() {
+      const { corpus, index } = yield* workspace
+      yield* run(["index", corpus, "--index", index])
+      const error = yield* Effect.flip(run(["index", corpus, "--index", index, "--chunk-size", "64"]))
+      assert.strictEqual(error._tag, "SettingsChanged")
+      assert.include(error.message, "size 512, overlap 0, tail emit_short → size 64, overlap 0, tail emit_short")
+      const rebuilt = yield* output(["index", corpus, "--index", index, "--chunk-size", "64", "--rebuild"])
+      assert.match(rebuilt, /^added 17, .* \(rebuilt\)/)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("fails clearly when there is no index yet", () =>
+    Effect.gen(function*() {
+      const { index } = yield* workspace
+      const query = yield* Effect.flip(run(["query", "moon", "--index", index]))
+      assert.strictEqual(query._tag, "IndexMissing")
+      assert.include(query.message, "funcpipe index")
+      const status = yield* Effect.flip(run(["status", "--index", index]))
+      assert.strictEqual(status._tag, "IndexMissing")
+    }).pipe(Effect.provide(TestLayer)))
+})
