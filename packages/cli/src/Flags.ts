@@ -1,7 +1,7 @@
 /** Flags shared by several commands: the chunking settings and the output switches. */
 import { Effect, Option } from "effect"
 import { Flag } from "effect/cli"
-import { ChunkerConfig, ChunkSize, Overlap, TailPolicy } from "@funcpipe/domain/Config"
+import { AnalyzerConfig, B, Bm25Params, ChunkerConfig, ChunkSize, K1, Overlap, RetrievalMode, Stemmer, StopWords, TailPolicy } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
 
 /** `--chunk-size`, `--overlap`, `--tail`: how bodies are cut into chunks. */
@@ -45,6 +45,59 @@ export const out = Flag.String("out").pipe(
   Flag.withDescription("Write to this file (atomically: it holds the old content or the new, never a mix) instead of stdout"),
   Flag.optional
 )
+
+/** `--stop-words`, `--stemmer`: how text becomes search terms; stored with the index. */
+export const analyzerFlags = {
+  stopWords: Flag.Literals("stop-words", StopWords.literals).pipe(
+    Flag.withDescription("Words left out of lexical search: english (33 common words) or none"),
+    Flag.withDefault(AnalyzerConfig.default.stopWords)
+  ),
+  stemmer: Flag.Literals("stemmer", Stemmer.literals).pipe(
+    Flag.withDescription("Reduce English words to stems (porter: 'indexing' and 'indexed' both become 'index') or not (none)"),
+    Flag.withDefault(AnalyzerConfig.default.stemmer)
+  )
+}
+
+/** The analyzer the flags name. */
+export const analyzerFrom = (flags: { readonly stopWords: StopWords; readonly stemmer: Stemmer }) =>
+  new AnalyzerConfig({ stopWords: flags.stopWords, stemmer: flags.stemmer })
+
+/** `--mode`, `--explain`, `--k1`, `--b`: how a query is answered. */
+export const queryFlags = {
+  mode: Flag.Literals("mode", RetrievalMode.literals).pipe(
+    Flag.withDescription(
+      "vector (embedding similarity), lexical (BM25 over words) or hybrid (both rankings fused); default: lexical for " +
+        "local-sha256 indexes, hybrid otherwise"
+    ),
+    Flag.optional
+  ),
+  explain: Flag.Boolean("explain").pipe(
+    Flag.withDescription("Show each result's score breakdown: BM25 per term, vector score, fused ranks"),
+    Flag.withDefault(false)
+  ),
+  k1: Flag.Finite("k1").pipe(
+    Flag.withSchema(K1),
+    Flag.withDescription("BM25 term-frequency saturation (0 or more)"),
+    Flag.withDefault(Bm25Params.default.k1)
+  ),
+  b: Flag.Finite("b").pipe(
+    Flag.withSchema(B),
+    Flag.withDescription("BM25 length normalisation (0 to 1)"),
+    Flag.withDefault(Bm25Params.default.b)
+  )
+}
+
+/** The query options the flags name. */
+export const queryOptionsFrom = (flags: {
+  readonly mode: Option.Option<RetrievalMode>
+  readonly explain: boolean
+  readonly k1: K1
+  readonly b: B
+}) => ({
+  ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
+  explain: flags.explain,
+  bm25: new Bm25Params({ k1: flags.k1, b: flags.b })
+})
 
 /** `--index PATH`: where the index file lives. */
 export const indexPath = Flag.String("index").pipe(

@@ -1,7 +1,7 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import type { SearchQuery } from "@funcpipe/domain/Query"
-import type { RankedChunk } from "@funcpipe/domain/Ranking"
+import type { ScoredChunk } from "@funcpipe/domain/Ranking"
+import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
@@ -110,29 +110,67 @@ const oneLine = (text: string): string => {
   return points.length > 160 ? `${points.slice(0, 159).join("")}…` : points.join("")
 }
 
-/** Human-readable results: rank, score, doc id, span and text, one result per line. */
-export const resultLines = (results: ReadonlyArray<RankedChunk>): ReadonlyArray<string> =>
-  results.length === 0
-    ? ["no results: nothing was indexed"]
-    : results.map((r) =>
-      `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}  [${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`
-    )
+/** A query's answer, as `queryIndex` and `searchPaths` return it. */
+export interface AnswerView {
+  readonly manifest: { readonly model: string }
+  readonly query: { readonly text: string; readonly topK: number; readonly mode: string }
+  readonly results: ReadonlyArray<ScoredChunk>
+  readonly explanations: ReadonlyArray<Explanation> | undefined
+}
 
-/** The `--json` form of a search: stable keys, documented in the README. */
-export const resultsJson = (query: SearchQuery, results: ReadonlyArray<RankedChunk>): string =>
+const num = (x: number) => Number(x.toPrecision(6)).toString()
+
+/** An explanation on indented lines under its result. */
+const explainLines = (e: Explanation): ReadonlyArray<string> => [
+  ...(e.bm25 === null ? [] : [
+    `     bm25 ${num(e.bm25.score)}` + (e.bm25.terms.length === 0 ? " (no query terms)" : ` = ${
+      e.bm25.terms.map((t) => `${t.term} ${num(t.score)} (tf ${t.tf}, df ${t.df}, idf ${num(t.idf)})`).join(" + ")
+    }`)
+  ]),
+  ...(e.cosine === null ? [] : [`     cosine ${num(e.cosine)}`]),
+  ...(e.vectorRank === null && e.lexicalRank === null ? [] : [
+    `     fused from vector rank ${e.vectorRank ?? "-"} and lexical rank ${e.lexicalRank ?? "-"} (1/(60 + rank) each)`
+  ])
+]
+
+/** Human-readable results: rank, score, doc id, span and text, one result per line (plus explanations). */
+export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
+  answer.results.length === 0
+    ? [`no results in ${answer.query.mode} mode`]
+    : answer.results.flatMap((r, i) => [
+      `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}  [${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
+      ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
+    ])
+
+const explainJson = (e: Explanation) => ({
+  cosine: e.cosine,
+  bm25: e.bm25 === null ? null : { score: e.bm25.score, terms: e.bm25.terms },
+  vector_rank: e.vectorRank,
+  lexical_rank: e.lexicalRank
+})
+
+/** The `--json` form of an answer: stable keys, documented in the README. */
+export const resultsJson = (answer: AnswerView): string =>
   JSON.stringify({
-    query: query.text,
-    top_k: query.topK,
-    model: query.embedding.model,
-    results: results.map((r) => ({
+    query: answer.query.text,
+    top_k: answer.query.topK,
+    mode: answer.query.mode,
+    model: answer.manifest.model,
+    results: answer.results.map((r, i) => ({
       rank: r.rank,
       score: r.score,
       doc_id: r.chunk.docId,
       start: r.chunk.start,
       end: r.chunk.end,
-      text: r.chunk.text
+      text: r.chunk.text,
+      ...(answer.explanations?.[i] === undefined ? {} : { explain: explainJson(answer.explanations[i]) })
     }))
   })
+
+/** The one-line summary of an in-memory search's indexing, for stderr. */
+export const searchSummaryLine = (report: IndexReport): string =>
+  `indexed ${plural(report.documents, "document")} into ${plural(report.chunks, "chunk")} in memory, ` +
+  `${report.skipped.length} skipped (${seconds(report.elapsedMillis)})`
 
 /** One JSON object per chunk with the reference's field names, in pipeline order; ends with a newline if non-empty. */
 export const chunksJsonl = (chunks: ReadonlyArray<Chunk>): string =>

@@ -17,35 +17,47 @@ const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 const voyager = "Launched in 1977, Voyager 1 flew past Jupiter and Saturn and is now in interstellar space."
 
 describe("funcpipe search", () => {
-  it.effect("finds the exact sentence in the sample corpus first and summarizes the run on stderr", () =>
+  it.effect("finds the exact sentence first in vector mode and summarizes the run on stderr", () =>
     Effect.gen(function*() {
-      yield* run(["search", sample, "--query", voyager])
+      yield* run(["search", sample, "--query", voyager, "--mode", "vector"])
       const lines = yield* TestConsole.logLines
       const out = String(lines[0]).split("\n")
       assert.strictEqual(out.length, 3)
       assert.match(out[0]!, /^1\. 1\.000000 {2}voyager-1 {2}\[0, 90\) {2}launched in 1977, voyager 1 flew/)
       assert.match(out[1]!, /^2\. 0\.\d{6} {2}\S+ {2}\[\d+, \d+\) {2}/)
       const errors = yield* TestConsole.errorLines
-      assert.deepStrictEqual(errors, ["read 17 records: 17 kept, 0 skipped; 17 chunks (0.0 s)"])
+      assert.deepStrictEqual(errors, ["indexed 17 documents into 17 chunks in memory, 0 skipped (0.0 s)"])
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("prints stable JSON with --json", () =>
+  it.effect("answers a question in words lexically by default", () =>
     Effect.gen(function*() {
-      yield* run(["search", sample, "-q", voyager, "--top-k", "2", "--json"])
+      yield* run(["search", sample, "-q", "Which probe reached interstellar space?", "--top-k", "2"])
+      assert.match(String((yield* TestConsole.logLines)[0]).split("\n")[0]!, /^1\. \d+\.\d{6} {2}voyager-1 /)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("prints stable JSON with --json, explanations included with --explain", () =>
+    Effect.gen(function*() {
+      yield* run(["search", sample, "-q", voyager, "--top-k", "2", "--json", "--mode", "hybrid", "--explain"])
       const parsed = JSON.parse(String((yield* TestConsole.logLines)[0]))
-      assert.deepStrictEqual(Object.keys(parsed), ["query", "top_k", "model", "results"])
+      assert.deepStrictEqual(Object.keys(parsed), ["query", "top_k", "mode", "model", "results"])
       assert.strictEqual(parsed.query, voyager.toLowerCase())
+      assert.strictEqual(parsed.mode, "hybrid")
       assert.strictEqual(parsed.top_k, 2)
+      const explain = parsed.results[0].explain
+      assert.deepStrictEqual(Object.keys(explain), ["cosine", "bm25", "vector_rank", "lexical_rank"])
+      assert.deepStrictEqual([explain.vector_rank, explain.lexical_rank], [1, 1])
+      assert.closeTo(parsed.results[0].score, 2 / 61, 1e-15)
+      assert.isAbove(explain.bm25.terms.find((t: { term: string }) => t.term === "voyag").score, 0)
       assert.strictEqual(parsed.model, "local-sha256")
       assert.strictEqual(parsed.results.length, 2)
-      assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "start", "end", "text"])
+      assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "start", "end", "text", "explain"])
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("applies the chunking flags", () =>
     Effect.gen(function*() {
-      yield* run(["search", `${sample}/missions.csv`, "-q", "launched in", "--chunk-size", "11", "--overlap", "0", "--tail", "drop"])
+      yield* run(["search", `${sample}/missions.csv`, "-q", "launched in", "--mode", "vector", "--chunk-size", "11", "--overlap", "0", "--tail", "drop"])
       assert.match(String((yield* TestConsole.logLines)[0]).split("\n")[0]!, /^1\. 1\.000000 {2}voyager-1 {2}\[0, 11\) {2}launched in$/)
     }).pipe(Effect.provide(TestLayer)))
 

@@ -58,11 +58,14 @@ describe("funcpipe index / query / status", () => {
         [0, 1, 16, 0, 1, 17]
       )
 
-      const answer = yield* output(["query", "# The Moon  The Moon is about 384,000 km away.", "--index", index, "--json"])
+      const answer = yield* output(["query", "# The Moon  The Moon is about 384,000 km away.", "--index", index, "--json", "--mode", "vector"])
       const parsed = JSON.parse(answer)
       assert.strictEqual(parsed.results[0].doc_id, "sky/moon.md")
       assert.closeTo(parsed.results[0].score, 1, 1e-12)
       assert.strictEqual(parsed.results.length, 3)
+
+      const words = yield* output(["query", "How far away is the Moon?", "--index", index, "--top-k", "1"])
+      assert.match(words, /^1\. \d+\.\d{6} {2}sky\/moon\.md /)
 
       const clean = yield* output(["status", "--index", index, "--json"])
       assert.deepStrictEqual(JSON.parse(clean).changed, [])

@@ -43,3 +43,40 @@ export class ChunkerConfig extends Schema.Class<ChunkerConfig>("domain/ChunkerCo
     tailPolicy: "emit_short"
   })
 }
+
+/** Which stop words the lexical analyzer drops: Lucene's 33 English ones, or none. */
+export const StopWords = Schema.Literals(["english", "none"])
+export type StopWords = typeof StopWords.Type
+
+/** How the lexical analyzer reduces words to stems: the Porter stemmer, or not at all. */
+export const Stemmer = Schema.Literals(["porter", "none"])
+export type Stemmer = typeof Stemmer.Type
+
+/** How text becomes search terms for lexical retrieval; stored with an index, since terms are stored. */
+export class AnalyzerConfig extends Schema.Class<AnalyzerConfig>("domain/AnalyzerConfig")({
+  stopWords: StopWords,
+  stemmer: Stemmer
+}) {
+  static readonly default = new AnalyzerConfig({ stopWords: "english", stemmer: "porter" })
+}
+
+/** BM25's term-frequency saturation: finite and at least 0. */
+export const K1 = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0, { message: "k1 must be 0 or more" })).pipe(
+  Schema.brand("K1")
+)
+export type K1 = typeof K1.Type
+
+/** BM25's length normalisation: between 0 (none) and 1 (full). */
+export const B = Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }, { message: "b must be between 0 and 1" })).pipe(
+  Schema.brand("B")
+)
+export type B = typeof B.Type
+
+/** Okapi BM25 parameters; query-time only, so changing them needs no re-indexing. Defaults as Anserini's. */
+export class Bm25Params extends Schema.Class<Bm25Params>("domain/Bm25Params")({ k1: K1, b: B }) {
+  static readonly default = new Bm25Params({ k1: K1.make(0.9), b: B.make(0.4) })
+}
+
+/** How a query is answered: by embedding similarity, by BM25 over words, or by fusing both rankings. */
+export const RetrievalMode = Schema.Literals(["vector", "lexical", "hybrid"])
+export type RetrievalMode = typeof RetrievalMode.Type

@@ -1,6 +1,6 @@
 /** The self-description of a stored index: what it was built with, when, and how much it holds. */
 import { Schema } from "effect"
-import { ChunkerConfig, CleanerConfig } from "./Config.ts"
+import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "./Config.ts"
 import { ModelLabel } from "./Embedding.ts"
 
 /** The layout version of a stored index that this build reads and writes. */
@@ -12,7 +12,8 @@ const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * Everything needed to decide whether a stored index can answer a query or must be rebuilt: its format version, the
- * embedding model and vector length, the clean rules (queries are cleaned with them too) and the chunker settings.
+ * embedding model and vector length, the clean rules (queries are cleaned with them too), the chunker settings, and
+ * the lexical analyzer (queries are analyzed with it too).
  */
 export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexManifest")({
   formatVersion: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
@@ -20,6 +21,7 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
   dimensions: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
   cleaner: CleanerConfig,
   chunker: ChunkerConfig,
+  analyzer: AnalyzerConfig,
   createdAt: Millis,
   updatedAt: Millis,
   documents: Count,
@@ -33,4 +35,5 @@ export interface IndexSettings {
   readonly dimensions: number
   readonly cleaner: CleanerConfig
   readonly chunker: ChunkerConfig
+  readonly analyzer: AnalyzerConfig
 }

@@ -73,3 +73,21 @@ export const rankKey = (chunk: Chunk, score: number): RankKey => ({
   end: chunk.end,
   text: chunk.text
 })
+
+/** What a score measures: cosine similarity, a BM25 sum, or a reciprocal rank fusion. */
+export const ScoreKind = Schema.Literals(["cosine", "bm25", "rrf"])
+export type ScoreKind = typeof ScoreKind.Type
+
+/**
+ * A result of any retrieval mode. The score's range depends on its kind: cosine in [-1, 1], BM25 above 0, a fused
+ * score in (0, 1]. Results of every mode are ordered by `rankingOrder`.
+ */
+export class ScoredChunk extends Schema.Class<ScoredChunk>("domain/ScoredChunk")(
+  Schema.Struct({ chunk: Chunk, score: Schema.Finite, rank: Rank, kind: ScoreKind }).check(
+    Schema.makeFilter((r: { readonly score: number; readonly kind: ScoreKind }) =>
+      (r.kind === "cosine" ? r.score >= -1 && r.score <= 1 : r.kind === "bm25" ? r.score > 0 : r.score > 0 && r.score <= 1)
+        ? undefined
+        : { path: ["score"], issue: `a ${r.kind} score cannot be ${r.score}` }
+    )
+  )
+) {}

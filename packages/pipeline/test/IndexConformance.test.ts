@@ -5,6 +5,7 @@ import { Effect, FileSystem, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { rankingOrder } from "@funcpipe/domain/Ranking"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { searchPaths } from "../src/programs/Search.ts"
@@ -33,15 +34,18 @@ const makeSource = () => {
 
 const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(3), overlap: Overlap.make(1), tailPolicy: "emit_short" })
 
-/** Everything a query returns that must agree between stores: span, text, score and rank. */
-const answer = (text: string, topK: number) =>
-  Effect.map(queryIndex(text, topK), ({ results }) =>
-    results.map((r) => [r.rank, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const))
+const modes = ["vector", "lexical", "hybrid"] as const
+
+/** Everything a query returns that must agree between stores, in every mode: span, text, score, kind and rank. */
+const answer = (text: string, topK: number, mode: (typeof modes)[number]) =>
+  Effect.map(queryIndex(text, topK, { mode }), ({ results }) =>
+    results.map((r) => [r.rank, r.kind, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const))
 
 const queries = ["abc", "a b", "zz", "b", "c a"]
+const cases = queries.flatMap((q) => modes.flatMap((mode) => [[q, 100, mode], [q, 3, mode]] as const))
 
-/** The answers of every query at top-k 100 and 3. */
-const allAnswers = Effect.forEach(queries.flatMap((q) => [[q, 100], [q, 3]] as const), ([q, k]) => answer(q, k))
+/** The answers of every query in every mode at top-k 100 and 3. */
+const allAnswers = Effect.forEach(cases, ([q, k, mode]) => answer(q, k, mode))
 
 /** The stores under test, each with a fresh location. */
 const backends = {
@@ -73,12 +77,21 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
         yield* indexPaths(["corpus"], { chunker })
         return yield* allAnswers
       }).pipe(Effect.provide(Layer.mergeAll(store, source.layer)))
-      const direct = yield* Effect.forEach(queries.flatMap((q) => [[q, 100], [q, 3]] as const), ([q, k]) =>
-        Effect.map(searchPaths(["corpus"], q, k, { chunker }), ({ results }) =>
-          results.map((r) => [r.rank, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const))
+      const direct = yield* Effect.forEach(cases, ([q, k, mode]) =>
+        Effect.map(searchPaths(["corpus"], q, k, { chunker, mode }), ({ results }) =>
+          results.map((r) => [r.rank, r.kind, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const))
       ).pipe(Effect.provide(source.layer))
       assert.deepStrictEqual(stored, direct)
-      assert.isTrue(stored[0]!.some((row, i) => i > 0 && row[1] === stored[0]![i - 1]![1]), "the corpus has ties")
+      for (const rows of stored) {
+        // Every mode's list is in the ranking order: score descending, then doc id, start, end, text by code point.
+        const keys = rows.map(([, , score, docId, start, end, text]) => ({ score, docId, start, end, text }))
+        assert.deepStrictEqual([...keys].sort(rankingOrder), keys)
+      }
+      // Fused scores rarely tie (both rankings break ties the same way); the vector and lexical scores do here.
+      for (const mode of ["vector", "lexical"] as const) {
+        const lists = stored.filter((_, i) => cases[i]![2] === mode)
+        assert.isTrue(lists.some((rows) => rows.some((row, i) => i > 0 && row[2] === rows[i - 1]![2])), `${mode} meets ties`)
+      }
     }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))))
 
   it.effect("after any sequence of add / change / delete runs, equals indexing the final documents from scratch", () =>

@@ -32,7 +32,7 @@ const builtIndex = Effect.gen(function*() {
   return file
 })
 
-const queryFile = (file: string, text = "gamma") => queryIndex(text, 5).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+const queryFile = (file: string, text = "gamma") => queryIndex(text, 5, { mode: "vector" }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
 
 /** Runs SQL against the file behind FuncPipe's back. */
 const tamper = (file: string, sql: string) =>

@@ -1,6 +1,6 @@
 /** The ingest and search workflows over fake sources and embedders, and the index-to-retrieval proof. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Result, Stream } from "effect"
+import { Effect, Fiber, Layer, Path, Result, Stream } from "effect"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { TestClock } from "effect/testing"
@@ -80,13 +80,22 @@ describe("ingest", () => {
 })
 
 describe("searchPaths", () => {
-  it.effect("answers from the ingested chunks, once per chunk even if a document comes twice", () =>
+  it.effect("answers from an in-memory index, once per document even if a document comes twice", () =>
     Effect.gen(function*() {
-      const { results } = yield* searchPaths([], "epsilon", 5)
+      const { query, report, results } = yield* searchPaths([], "epsilon", 5, { mode: "vector" })
+      assert.strictEqual(query.mode, "vector")
       assert.strictEqual(results[0]!.chunk.docId, "b")
       assert.closeTo(results[0]!.score, 1, 1e-12)
       assert.strictEqual(results.filter((r) => r.chunk.docId === "b").length, 1)
-    }).pipe(Effect.provide(Layer.mergeAll(sourceOf([...records, records[3]!]), Embedder.layerLocalSha256))))
+      assert.include(report.skipped.map((s) => s.reason).join("\n"), "was already read")
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf([...records, records[3]!]), Embedder.layerLocalSha256, Path.layer))))
+
+  it.effect("answers lexically by default for local-sha256", () =>
+    Effect.gen(function*() {
+      const { query, results } = yield* searchPaths([], "gamma and delta", 5)
+      assert.strictEqual(query.mode, "lexical")
+      assert.deepStrictEqual(results.map((r) => [r.chunk.docId, r.kind]), [["a", "bm25"]])
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256, Path.layer))))
 
   it.effect("rejects a blank query before reading anything", () => {
     let reads = 0
@@ -95,7 +104,7 @@ describe("searchPaths", () => {
       const error = yield* Effect.flip(searchPaths(["x"], "   ", 3))
       assert.strictEqual(error._tag, "InvalidInput")
       assert.strictEqual(reads, 0)
-    }).pipe(Effect.provide(Layer.mergeAll(counting, Embedder.layerLocalSha256)))
+    }).pipe(Effect.provide(Layer.mergeAll(counting, Embedder.layerLocalSha256, Path.layer)))
   })
 })
 

@@ -1,6 +1,6 @@
 /** planMigration and planSync: pure decisions about an existing index. */
 import { assert, describe, it } from "@effect/vitest"
-import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
+import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { ModelLabel } from "@funcpipe/domain/Embedding"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { describeMigration, planMigration } from "../src/stages/Migration.ts"
@@ -12,12 +12,20 @@ const stored = new IndexManifest({
   dimensions: 16,
   cleaner: CleanerConfig.default,
   chunker: ChunkerConfig.default,
+  analyzer: AnalyzerConfig.default,
   createdAt: 0,
   updatedAt: 0,
   documents: 3,
   chunks: 9
 })
-const same = { formatVersion: 1, model: stored.model, dimensions: 16, cleaner: stored.cleaner, chunker: stored.chunker }
+const same = {
+  formatVersion: 1,
+  model: stored.model,
+  dimensions: 16,
+  cleaner: stored.cleaner,
+  chunker: stored.chunker,
+  analyzer: stored.analyzer
+}
 
 describe("planMigration", () => {
   it("finds nothing to do for the same settings", () => {
@@ -29,6 +37,11 @@ describe("planMigration", () => {
     assert.strictEqual(plan._tag, "Rechunk")
     assert.include(describeMigration(plan), "clean rules strip, lower, collapse_ws → strip")
     assert.include(describeMigration(plan), "size 512, overlap 0, tail emit_short → size 100, overlap 10, tail drop")
+  })
+  it("asks to re-index when the analyzer changes", () => {
+    const plan = planMigration(stored, { ...same, analyzer: new AnalyzerConfig({ stopWords: "none", stemmer: "porter" }) })
+    assert.strictEqual(plan._tag, "Rechunk")
+    assert.include(describeMigration(plan), "analyzer stop words english, stemmer porter → stop words none, stemmer porter")
   })
   it("asks to re-embed when the model or dimensions change, even if chunking changed too", () => {
     const plan = planMigration(stored, { ...same, model: ModelLabel.make("other"), dimensions: 384 })

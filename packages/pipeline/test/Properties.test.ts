@@ -12,6 +12,7 @@ import { chunkDoc } from "../src/stages/Chunker.ts"
 import { cosineSimilarity } from "../src/stages/Cosine.ts"
 import { embedChunk, LOCAL_SHA256 } from "../src/stages/Embed.ts"
 import { makeQuery } from "../src/stages/Query.ts"
+import { anyScore, positiveScore, topChunks, topDocuments } from "../src/stages/Ranker.ts"
 import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
 
 /** Characters that stress the stages: Python-only and JS-only whitespace, case pairs, astral and wide code points. */
@@ -132,6 +133,43 @@ describe("every stage output decodes through its own schema", () => {
         chunks.every((c) => roundTrips(Chunk, c)) &&
         roundTrips(SearchQuery, query) &&
         ranked.every((r) => roundTrips(RankedChunk, r))
+    }))
+  })
+})
+
+describe("ranking over any scores", () => {
+  const scoresAndChunks = corpus.chain((chunks) =>
+    fc.tuple(
+      fc.constant(chunks),
+      // Few distinct values, so many ties; NaN and 0 test the candidate rules.
+      fc.array(fc.constantFrom(NaN, 0, 0.25, 0.5, 1, 2), { minLength: chunks.length, maxLength: chunks.length })
+    )
+  )
+  const naive = (chunks: ReadonlyArray<Chunk>, scores: ReadonlyArray<number>, keep: (s: number) => boolean) =>
+    chunks.map((c, position) => ({ position, key: rankKey(c, scores[position]!) }))
+      .filter(({ key }) => keep(key.score))
+      .sort((a, b) => rankingOrder(a.key, b.key))
+
+  it("topChunks equals a naive full sort, for every candidate rule", () => {
+    fc.assert(fc.property(scoresAndChunks, fc.integer({ min: 0, max: 12 }), ([chunks, scores], k) => {
+      // Compared by key: two chunks with equal keys (the same span of the same document, read twice) are the same result.
+      const keyAt = (position: number, score: number) => rankKey(chunks[position]!, score)
+      for (const keep of [anyScore, positiveScore]) {
+        const fast = topChunks(Float64Array.from(scores), chunks, k, keep).map((t) => keyAt(t.position, t.score))
+        assert.deepStrictEqual(fast, naive(chunks, scores, keep).slice(0, k).map((x) => x.key))
+      }
+    }))
+  })
+
+  it("topDocuments ranks each document by its best chunk", () => {
+    fc.assert(fc.property(scoresAndChunks, fc.integer({ min: 0, max: 12 }), ([chunks, scores], k) => {
+      const seen = new Set<string>()
+      const expected = naive(chunks, scores, positiveScore)
+        .filter(({ key }) => (seen.has(key.docId) ? false : (seen.add(key.docId), true)))
+        .slice(0, k)
+        .map((x) => x.key)
+      const fast = topDocuments(Float64Array.from(scores), chunks, k, positiveScore)
+      assert.deepStrictEqual(fast.map((t) => rankKey(chunks[t.position]!, t.score)), expected)
     }))
   })
 })

@@ -3,7 +3,7 @@ import { Console, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { chunkerFrom, chunkingFlags, indexPath, json } from "../Flags.ts"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json } from "../Flags.ts"
 import { indexReportJson, indexReportLine, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
@@ -14,6 +14,7 @@ export const index = Command.make(
     paths,
     index: indexPath,
     ...chunkingFlags,
+    ...analyzerFlags,
     dryRun: Flag.Boolean("dry-run").pipe(
       Flag.withDescription("Show what would be added, updated and deleted, and write nothing"),
       Flag.withDefault(false)
@@ -29,6 +30,7 @@ export const index = Command.make(
     const progress = input.json ? silentProgress : yield* Progress
     const report = yield* indexPaths(input.paths, {
       chunker,
+      analyzer: analyzerFrom(input),
       dryRun: input.dryRun,
       rebuild: input.rebuild,
       progress: (done, total) => progress.update("embedding documents", done, total)

@@ -1,11 +1,11 @@
 /** The persistent indexing workflow: read the paths, plan the changes against the stored index, write them atomically. */
 import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
-import type { Chunk } from "@funcpipe/domain/Chunk"
-import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { DocumentSource, type SourcedDoc } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
-import { IndexStore, StoredDoc } from "../services/IndexStore.ts"
+import { type IndexedChunk, IndexStore, StoredDoc } from "../services/IndexStore.ts"
+import { analyze, termCounts } from "../stages/Analyzer.ts"
 import { chunkDoc } from "../stages/Chunker.ts"
 import { cleanDoc } from "../stages/Clean.ts"
 import { embedChunk } from "../stages/Embed.ts"
@@ -28,6 +28,7 @@ export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("Sett
 export interface IndexOptions {
   readonly cleaner?: CleanerConfig
   readonly chunker?: ChunkerConfig
+  readonly analyzer?: AnalyzerConfig
   /** Plan only: read and compare, write nothing. */
   readonly dryRun?: boolean
   /** Replace the whole index, whatever it was built with. */
@@ -98,7 +99,8 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
     model: embedder.model,
     dimensions: embedder.dimensions,
     cleaner: options.cleaner ?? CleanerConfig.default,
-    chunker: options.chunker ?? ChunkerConfig.default
+    chunker: options.chunker ?? ChunkerConfig.default,
+    analyzer: options.analyzer ?? AnalyzerConfig.default
   }
   const rebuild = options.rebuild === true
   const dryRun = options.dryRun === true
@@ -144,7 +146,11 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         let next = 0
         for (let i = 0; i < batch.length; i++) {
           const { hash, source, sourced: { doc } } = batch[i]!
-          const chunks: Array<Chunk> = drafts[i]!.map((draft) => embedChunk(draft, embeddings[next++]!))
+          const chunks: Array<IndexedChunk> = drafts[i]!.map((draft) => {
+            // The title is searchable text of every chunk of its document.
+            const terms = analyze(`${doc.title}\n${draft.text}`, settings.analyzer)
+            return { chunk: embedChunk(draft, embeddings[next++]!), length: terms.length, terms: termCounts(terms) }
+          })
           if (chunks.length === 0) {
             skipped.push({ source: doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
           }

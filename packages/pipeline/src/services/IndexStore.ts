@@ -5,6 +5,20 @@ import { Chunk } from "@funcpipe/domain/Chunk"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
+import { averageOf, type LexicalIndex, lexicalIndex, type Postings } from "../stages/Bm25.ts"
+
+/** A chunk as written: with its terms (for BM25) and its length in terms. */
+export interface IndexedChunk {
+  readonly chunk: Chunk
+  readonly length: number
+  readonly terms: ReadonlyMap<string, number>
+}
+
+/** What a query reads, from one consistent snapshot: every chunk, and the lexical data for the asked terms. */
+export interface SearchData {
+  readonly chunks: ReadonlyArray<Chunk>
+  readonly lexical: LexicalIndex
+}
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
 export class StoredDoc extends Schema.Class<StoredDoc>("pipeline/StoredDoc")({
@@ -76,7 +90,7 @@ export interface IndexWriter {
   /** Removes a document and its chunks. */
   readonly deleteDoc: (docId: string) => Effect.Effect<void, StoreError>
   /** Stores a document and its chunks, replacing any earlier version and its chunks. */
-  readonly putDoc: (doc: StoredDoc, chunks: ReadonlyArray<Chunk>) => Effect.Effect<void, StoreError>
+  readonly putDoc: (doc: StoredDoc, chunks: ReadonlyArray<IndexedChunk>) => Effect.Effect<void, StoreError>
   /** Stores the manifest. */
   readonly putManifest: (manifest: IndexManifest) => Effect.Effect<void, StoreError>
   /** Stores the paths the index mirrors. */
@@ -92,8 +106,11 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Every stored document. */
   readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
-  /** Every stored chunk with its vector (labelled with the manifest's model), decoded through the domain schema. */
-  readonly chunks: Effect.Effect<ReadonlyArray<Chunk>, StoreError>
+  /**
+   * Every stored chunk with its vector (labelled with the manifest's model, decoded through the domain schema), with
+   * each chunk's length and the postings of `terms`, all read from one snapshot.
+   */
+  readonly searchData: (terms: ReadonlyArray<string>) => Effect.Effect<SearchData, StoreError>
   /**
    * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
    * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix.
@@ -109,7 +126,7 @@ export class IndexStore extends Context.Service<IndexStore, {
       interface State {
         readonly manifest: Option.Option<IndexManifest>
         readonly roots: ReadonlyArray<string>
-        readonly docs: ReadonlyMap<string, { readonly doc: StoredDoc; readonly chunks: ReadonlyArray<Chunk> }>
+        readonly docs: ReadonlyMap<string, { readonly doc: StoredDoc; readonly chunks: ReadonlyArray<IndexedChunk> }>
       }
       const state = yield* Ref.make<State>({ manifest: Option.none(), roots: [], docs: new Map() })
       return IndexStore.of({
@@ -117,7 +134,11 @@ export class IndexStore extends Context.Service<IndexStore, {
         manifest: Effect.map(Ref.get(state), (s) => s.manifest),
         roots: Effect.map(Ref.get(state), (s) => s.roots),
         documents: Effect.map(Ref.get(state), (s) => [...s.docs.values()].map((d) => d.doc)),
-        chunks: Effect.map(Ref.get(state), (s) => [...s.docs.values()].flatMap((d) => d.chunks)),
+        searchData: () =>
+          Effect.map(Ref.get(state), (s) => {
+            const indexed = [...s.docs.values()].flatMap((d) => d.chunks)
+            return { chunks: indexed.map((c) => c.chunk), lexical: lexicalIndex(indexed) }
+          }),
         transaction: (body) =>
           Effect.gen(function*() {
             const before = yield* Ref.get(state)
@@ -211,30 +232,64 @@ export class IndexStore extends Context.Service<IndexStore, {
             })
         ))
 
-        const chunks = Effect.gen(function*() {
-          const m = yield* manifest
-          if (Option.isNone(m) || db === undefined) return []
-          const { dimensions, model } = m.value
-          const rows = yield* run("reading chunks", (d) =>
-            d.prepare("SELECT doc_id, start, \"end\", text, vector FROM chunks ORDER BY rowid").all())
-          const out: Array<Chunk> = []
-          for (const row of rows) {
-            const r = row as Record<string, unknown>
-            const blob = r["vector"]
-            if (!(blob instanceof Uint8Array) || blob.byteLength !== dimensions * 8) {
-              return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])} has a vector of the wrong size`)
-            }
-            const vector = Array.from(new Float64Array(blob.slice().buffer))
-            const decoded = Schema.decodeUnknownResult(Chunk)({
-              docId: r["doc_id"], start: r["start"], end: r["end"], text: r["text"], embedding: { vector, model }
+        const searchData = (terms: ReadonlyArray<string>) =>
+          Effect.gen(function*() {
+            const m = yield* manifest
+            if (Option.isNone(m) || db === undefined) return { chunks: [], lexical: lexicalIndex([]) }
+            const { dimensions, model } = m.value
+            // One read transaction: in WAL mode it sees one snapshot, even if a writer commits meanwhile.
+            const read = yield* run("reading chunks", (d) => {
+              d.exec("BEGIN")
+              try {
+                const rows = d.prepare("SELECT id, doc_id, start, \"end\", text, vector, length FROM chunks ORDER BY id").all()
+                const byTerm = d.prepare("SELECT chunk, tf FROM postings WHERE term = ?")
+                const postingRows = [...new Set(terms)].map((term) => [term, byTerm.all(term)] as const)
+                return { rows, postingRows }
+              } finally {
+                d.exec("COMMIT")
+              }
             })
-            if (Result.isFailure(decoded)) {
-              return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
+            const chunks: Array<Chunk> = []
+            const lengths = new Uint32Array(read.rows.length)
+            const positionOf = new Map<number, number>()
+            let total = 0
+            for (const row of read.rows) {
+              const r = row as Record<string, unknown>
+              const blob = r["vector"]
+              if (!(blob instanceof Uint8Array) || blob.byteLength !== dimensions * 8) {
+                return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])} has a vector of the wrong size`)
+              }
+              const vector = Array.from(new Float64Array(blob.slice().buffer))
+              const decoded = Schema.decodeUnknownResult(Chunk)({
+                docId: r["doc_id"], start: r["start"], end: r["end"], text: r["text"], embedding: { vector, model }
+              })
+              if (Result.isFailure(decoded)) {
+                return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
+              }
+              const length = r["length"]
+              if (typeof length !== "number" || !Number.isInteger(length) || length < 0) {
+                return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])} has no valid length`)
+              }
+              positionOf.set(Number(r["id"]), chunks.length)
+              lengths[chunks.length] = length
+              total += length
+              chunks.push(decoded.success)
             }
-            out.push(decoded.success)
-          }
-          return out
-        })
+            const postings = new Map<string, Postings>()
+            for (const [term, rows] of read.postingRows) {
+              const positions = new Uint32Array(rows.length)
+              const tfs = new Uint32Array(rows.length)
+              for (let i = 0; i < rows.length; i++) {
+                const r = rows[i] as { chunk: number; tf: number }
+                const position = positionOf.get(r.chunk)
+                if (position === undefined || !(r.tf >= 1)) return yield* corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+                positions[i] = position
+                tfs[i] = r.tf
+              }
+              postings.set(term, { positions, tfs })
+            }
+            return { chunks, lexical: { lengths, averageLength: averageOf(lengths, total), postings } }
+          })
 
         const transaction = <A, E, R>(body: (writer: IndexWriter) => Effect.Effect<A, E, R>) =>
           Effect.uninterruptibleMask((restore) =>
@@ -260,7 +315,7 @@ export class IndexStore extends Context.Service<IndexStore, {
             })
           )
 
-        return IndexStore.of({ location, manifest, roots, documents, chunks, transaction })
+        return IndexStore.of({ location, manifest, roots, documents, searchData, transaction })
       })
     )
 }
@@ -333,13 +388,22 @@ const createTables = (db: DatabaseSync): void => {
       chunks INTEGER NOT NULL
     );
     CREATE TABLE IF NOT EXISTS chunks (
+      id INTEGER PRIMARY KEY,
       doc_id TEXT NOT NULL REFERENCES documents (doc_id) ON DELETE CASCADE,
       start INTEGER NOT NULL,
       "end" INTEGER NOT NULL,
       text TEXT NOT NULL,
-      vector BLOB NOT NULL
+      vector BLOB NOT NULL,
+      length INTEGER NOT NULL
     );
     CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id);
+    CREATE TABLE IF NOT EXISTS postings (
+      term TEXT NOT NULL,
+      chunk INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+      tf INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS postings_by_term ON postings (term);
+    CREATE INDEX IF NOT EXISTS postings_by_chunk ON postings (chunk);
   `)
 }
 
@@ -355,17 +419,19 @@ const sqliteWriter = (location: string, db: DatabaseSync): IndexWriter => {
   const putMeta = (key: string, value: string) =>
     run(`writing ${key}`, () => prepared("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(key, value))
   return {
-    clear: run("clearing", () => db.exec("DELETE FROM chunks; DELETE FROM documents; DELETE FROM meta;")),
+    clear: run("clearing", () => db.exec("DELETE FROM postings; DELETE FROM chunks; DELETE FROM documents; DELETE FROM meta;")),
     deleteDoc: (docId) => run("deleting a document", () => prepared("DELETE FROM documents WHERE doc_id = ?").run(docId)),
     putDoc: (doc, chunks) =>
       run("writing a document", () => {
         prepared("DELETE FROM documents WHERE doc_id = ?").run(doc.docId)
         prepared("INSERT INTO documents (doc_id, source, title, categories, hash, chunks) VALUES (?, ?, ?, ?, ?, ?)")
           .run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, doc.chunks)
-        const insert = prepared("INSERT INTO chunks (doc_id, start, \"end\", text, vector) VALUES (?, ?, ?, ?, ?)")
-        for (const c of chunks) {
+        const insert = prepared("INSERT INTO chunks (doc_id, start, \"end\", text, vector, length) VALUES (?, ?, ?, ?, ?, ?)")
+        const posting = prepared("INSERT INTO postings (term, chunk, tf) VALUES (?, ?, ?)")
+        for (const { chunk: c, length, terms } of chunks) {
           const vector = new Uint8Array(Float64Array.from(c.embedding.vector).buffer)
-          insert.run(c.docId, c.start, c.end, c.text, vector)
+          const id = insert.run(c.docId, c.start, c.end, c.text, vector, length).lastInsertRowid
+          for (const [term, tf] of terms) posting.run(term, id, tf)
         }
       }),
     putManifest: (manifest) => putMeta("manifest", encodeManifest(manifest)),

@@ -1,5 +1,5 @@
 /** Migration planning: what a change of settings means for an existing index. */
-import type { CleanerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
+import type { AnalyzerConfig, CleanerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, type IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 
 /**
@@ -15,6 +15,7 @@ export type Migration =
 
 const rules = (c: CleanerConfig) => c.rules.join(", ") || "(none)"
 const chunking = (c: ChunkerConfig) => `size ${c.chunkSize}, overlap ${c.overlap}, tail ${c.tailPolicy}`
+const analysis = (a: AnalyzerConfig) => `stop words ${a.stopWords}, stemmer ${a.stemmer}`
 
 /** Classifies the difference between a stored manifest and the settings a command asks for. Pure. */
 export const planMigration = (stored: IndexManifest, requested: IndexSettings): Migration => {
@@ -32,6 +33,9 @@ export const planMigration = (stored: IndexManifest, requested: IndexSettings): 
   }
   if (chunking(stored.chunker) !== chunking(requested.chunker)) {
     chunks.push(`chunking ${chunking(stored.chunker)} → ${chunking(requested.chunker)}`)
+  }
+  if (analysis(stored.analyzer) !== analysis(requested.analyzer)) {
+    chunks.push(`analyzer ${analysis(stored.analyzer)} → ${analysis(requested.analyzer)}`)
   }
   if (embedding.length > 0) return { _tag: "Reembed", changes: [...embedding, ...chunks] }
   if (chunks.length > 0) return { _tag: "Rechunk", changes: chunks }

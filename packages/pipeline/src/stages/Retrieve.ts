@@ -1,10 +1,11 @@
 /** Vector retrieval: score every chunk against a query and keep the best `topK` in the ranking order. */
 import { Result, Schema } from "effect"
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import type { ModelLabel } from "@funcpipe/domain/Embedding"
+import type { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import type { SearchQuery } from "@funcpipe/domain/Query"
-import { Rank, RankedChunk, rankingOrder, type RankKey } from "@funcpipe/domain/Ranking"
+import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
 import { clampScore, DimensionMismatch, squaredNorm, ZeroVector } from "./Cosine.ts"
+import { anyScore, topChunks } from "./Ranker.ts"
 
 /** The query and the index were embedded by different models, so their vectors cannot be compared. */
 export class ModelMismatch extends Schema.TaggedError<ModelMismatch>()("ModelMismatch", {
@@ -49,47 +50,36 @@ export const vectorIndex = (
   return Result.succeed({ model, dimensions, chunks, vectors, norms })
 }
 
-interface Candidate extends RankKey {
-  readonly index: number
-}
-
-const candidate = (chunk: Chunk, score: number, index: number): Candidate => ({
-  score,
-  docId: chunk.docId,
-  start: chunk.start,
-  end: chunk.end,
-  text: chunk.text,
-  index
-})
-
-/** Max-heap on the ranking order: the root is the worst of the kept candidates. */
-const siftDown = (heap: Array<Candidate>, from: number): void => {
-  const n = heap.length
-  let i = from
-  for (;;) {
-    const left = 2 * i + 1
-    const right = left + 1
-    let worst = i
-    if (left < n && rankingOrder(heap[left]!, heap[worst]!) > 0) worst = left
-    if (right < n && rankingOrder(heap[right]!, heap[worst]!) > 0) worst = right
-    if (worst === i) return
-    const tmp = heap[i]!
-    heap[i] = heap[worst]!
-    heap[worst] = tmp
-    i = worst
+/**
+ * The clamped cosine similarity of the query with every chunk, in chunk order; NaN for a chunk whose vector is all
+ * zeros (its cosine is undefined). Fails when the query's model or dimensions differ from the index's, or when the
+ * query vector is all zeros.
+ */
+export const cosineScores = (
+  embedding: Embedding,
+  index: VectorIndex
+): Result.Result<Float64Array, ModelMismatch | DimensionMismatch | ZeroVector> => {
+  const q = embedding.vector
+  if (embedding.model !== index.model) return Result.fail(new ModelMismatch({ index: index.model, query: embedding.model }))
+  const d = index.dimensions
+  if (q.length !== d) return Result.fail(new DimensionMismatch({ expected: d, actual: q.length }))
+  const qNorm = squaredNorm(q)
+  if (qNorm === 0) return Result.fail(new ZeroVector({ length: q.length }))
+  const qLength = Math.sqrt(qNorm)
+  const { norms, vectors } = index
+  const scores = new Float64Array(norms.length)
+  for (let i = 0; i < norms.length; i++) {
+    const norm = norms[i]!
+    if (norm === 0) {
+      scores[i] = NaN
+      continue
+    }
+    let dot = 0
+    const row = i * d
+    for (let j = 0; j < d; j++) dot += q[j]! * vectors[row + j]!
+    scores[i] = clampScore(dot / (qLength * Math.sqrt(norm)))
   }
-}
-
-const siftUp = (heap: Array<Candidate>, from: number): void => {
-  let i = from
-  while (i > 0) {
-    const parent = (i - 1) >> 1
-    if (rankingOrder(heap[i]!, heap[parent]!) <= 0) return
-    const tmp = heap[i]!
-    heap[i] = heap[parent]!
-    heap[parent] = tmp
-    i = parent
-  }
+  return Result.succeed(scores)
 }
 
 /**
@@ -101,40 +91,8 @@ const siftUp = (heap: Array<Candidate>, from: number): void => {
 export const retrieve = (
   query: SearchQuery,
   index: VectorIndex
-): Result.Result<ReadonlyArray<RankedChunk>, ModelMismatch | DimensionMismatch | ZeroVector> => {
-  const q = query.embedding.vector
-  if (query.embedding.model !== index.model) {
-    return Result.fail(new ModelMismatch({ index: index.model, query: query.embedding.model }))
-  }
-  const d = index.dimensions
-  if (q.length !== d) return Result.fail(new DimensionMismatch({ expected: d, actual: q.length }))
-  const qNorm = squaredNorm(q)
-  if (qNorm === 0) return Result.fail(new ZeroVector({ length: q.length }))
-  const qLength = Math.sqrt(qNorm)
-  const { chunks, norms, vectors } = index
-  const k = query.topK
-  const heap: Array<Candidate> = []
-  for (let i = 0; i < chunks.length; i++) {
-    const norm = norms[i]!
-    if (norm === 0) continue
-    let dot = 0
-    const row = i * d
-    for (let j = 0; j < d; j++) dot += q[j]! * vectors[row + j]!
-    const score = clampScore(dot / (qLength * Math.sqrt(norm)))
-    if (heap.length < k) {
-      heap.push(candidate(chunks[i]!, score, i))
-      siftUp(heap, heap.length - 1)
-    } else if (score >= heap[0]!.score) {
-      // Only build the full key when the score can beat or tie the worst kept candidate.
-      const next = candidate(chunks[i]!, score, i)
-      if (rankingOrder(next, heap[0]!) < 0) {
-        heap[0] = next
-        siftDown(heap, 0)
-      }
-    }
-  }
-  heap.sort(rankingOrder)
-  return Result.succeed(
-    heap.map((c, position) => new RankedChunk({ chunk: chunks[c.index]!, score: clampScore(c.score), rank: Rank.make(position + 1) }))
-  )
-}
+): Result.Result<ReadonlyArray<RankedChunk>, ModelMismatch | DimensionMismatch | ZeroVector> =>
+  Result.map(cosineScores(query.embedding, index), (scores) =>
+    topChunks(scores, index.chunks, query.topK, anyScore).map((top, i) =>
+      new RankedChunk({ chunk: index.chunks[top.position]!, score: clampScore(top.score), rank: Rank.make(i + 1) })
+    ))

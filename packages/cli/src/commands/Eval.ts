@@ -1,0 +1,123 @@
+/** `funcpipe eval`: measure retrieval quality on a test collection. */
+import { Console, Effect, FileSystem, Option, Path, Schema } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
+import { writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
+import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, out, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import { skipLines } from "../Format.ts"
+import { Progress, silentProgress } from "../Progress.ts"
+
+/** A metric fell below the baseline by more than the tolerance. */
+export class QualityRegression extends Schema.TaggedError<QualityRegression>()("QualityRegression", {
+  drops: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `retrieval quality dropped below the baseline: ${this.drops.join("; ")}`
+  }
+}
+
+/** The baseline file cannot be used. */
+export class BaselineInvalid extends Schema.TaggedError<BaselineInvalid>()("BaselineInvalid", {
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `cannot use the baseline ${this.path}: ${this.reason}; give a file written by funcpipe eval --json`
+  }
+}
+
+const Baseline = Schema.fromJsonString(Schema.Struct({ metrics: Schema.Record(Schema.String, Schema.Finite) }))
+
+const metricNames = Object.keys(METRICS) as Array<MetricName>
+
+/** The `--json` form: one object, metrics under `metrics` by key (`ndcg@10`, …). */
+export const evaluationJson = (e: Evaluation): string =>
+  JSON.stringify({
+    collection: e.collection,
+    mode: e.mode,
+    queries: e.queries,
+    documents: e.index.documents,
+    chunks: e.index.chunks,
+    metrics: e.metrics,
+    seconds: e.elapsedMillis / 1000
+  })
+
+/** The metrics table for people. */
+export const evaluationLines = (e: Evaluation): ReadonlyArray<string> => [
+  `${e.collection}: ${e.queries} judged queries, ${e.index.documents} documents in ${e.index.chunks} chunks, mode ${e.mode}`,
+  `metric        value`,
+  ...metricNames.map((name) => `${name.padEnd(12)}  ${e.metrics[name].toFixed(4)}`)
+]
+
+export const evaluate = Command.make(
+  "eval",
+  {
+    collection: Argument.String("collection").pipe(
+      Argument.withDescription("A folder with corpus.jsonl, queries.jsonl and qrels.tsv (the BEIR layout)")
+    ),
+    index: Flag.String("index").pipe(
+      Flag.withDescription("The index file to build or reuse (default: .funcpipe/eval/<collection folder name>.db)"),
+      Flag.optional
+    ),
+    ...queryFlags,
+    ...chunkingFlags,
+    ...analyzerFlags,
+    rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
+    out,
+    baseline: Flag.String("baseline").pipe(
+      Flag.withDescription("A --json result to compare with: exit non-zero if a metric drops by more than --tolerance"),
+      Flag.optional
+    ),
+    tolerance: Flag.Finite("tolerance").pipe(
+      Flag.withDescription("How far a metric may fall below the baseline"),
+      Flag.withDefault(0.005)
+    ),
+    json
+  },
+  Effect.fn("eval")(function*(input) {
+    const path = yield* Path.Path
+    const fs = yield* FileSystem.FileSystem
+    const chunker = yield* chunkerFrom(input)
+    const indexFile = Option.getOrElse(input.index, () => path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}.db`))
+    const progress = input.json ? silentProgress : yield* Progress
+    const evaluation = yield* evaluateCollection(input.collection, {
+      chunker,
+      analyzer: analyzerFrom(input),
+      rebuild: input.rebuild,
+      ...queryOptionsFrom(input),
+      progress: (stage, done, total) => progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
+    }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(indexFile)))
+    for (const line of skipLines(evaluation.index.skipped)) yield* Console.error(line)
+    if (Option.isSome(input.out)) {
+      yield* writeFileAtomic(
+        input.out.value,
+        evaluation.perQuery.map((q) =>
+          JSON.stringify({ query_id: q.queryId, metrics: q.metrics, results: q.results.map((r) => ({ doc_id: r.docId, score: r.score })) }) + "\n"
+        ).join("")
+      )
+    }
+    yield* Console.log(input.json ? evaluationJson(evaluation) : evaluationLines(evaluation).join("\n"))
+    if (Option.isSome(input.baseline)) {
+      const file = input.baseline.value
+      const text = yield* fs.readFileString(file).pipe(Effect.mapError((e) => new BaselineInvalid({ path: file, reason: e.message })))
+      const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(
+        Effect.mapError(() => new BaselineInvalid({ path: file, reason: "it is not a funcpipe eval --json result" }))
+      )
+      const drops = metricNames.flatMap((name) => {
+        const before = baseline.metrics[name]
+        const now = evaluation.metrics[name]
+        return before !== undefined && now < before - input.tolerance ? [`${name} ${now.toFixed(4)} < ${before.toFixed(4)}`] : []
+      })
+      if (drops.length > 0) return yield* new QualityRegression({ drops })
+    }
+  })
+).pipe(
+  Command.withDescription("Measure retrieval quality on a test collection (nDCG@10, MRR@10, P@10, recall@100/1000, MAP)"),
+  Command.withExamples([
+    { command: "funcpipe eval path/to/scifact", description: "Index SciFact and print its metrics" },
+    { command: "funcpipe eval path/to/scifact --json > base.json", description: "Save a baseline" },
+    { command: "funcpipe eval path/to/scifact --baseline base.json", description: "Fail if quality dropped" }
+  ])
+)

@@ -1,0 +1,134 @@
+/** Measuring retrieval quality on a test collection: index its corpus, run its queries, score against its judgements. */
+import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
+import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import { Embedder } from "../services/Embedder.ts"
+import { IndexStore } from "../services/IndexStore.ts"
+import { analyze } from "../stages/Analyzer.ts"
+import { parseQrels, parseQueries } from "../stages/Collection.ts"
+import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
+import { rankDocuments } from "../stages/Modes.ts"
+import { prepareQuery } from "../stages/Query.ts"
+import { ModelMismatch } from "../stages/Retrieve.ts"
+import { indexPaths, type IndexReport } from "./IndexRun.ts"
+import { defaultMode, requireManifest, scoreQuery, scoring } from "./QueryIndex.ts"
+
+/** The folder is not a test collection FuncPipe can read. */
+export class CollectionInvalid extends Schema.TaggedError<CollectionInvalid>()("CollectionInvalid", {
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `${this.path} is not a test collection: ${this.reason} (expected corpus.jsonl, queries.jsonl and qrels.tsv)`
+  }
+}
+
+/** How deep each query's document ranking goes: MAP and recall@1000 look this far. */
+export const EVAL_DEPTH = 1000
+
+/** How a collection is evaluated. */
+export interface EvalOptions {
+  readonly mode?: RetrievalMode
+  readonly bm25?: Bm25Params
+  readonly chunker?: ChunkerConfig
+  readonly analyzer?: AnalyzerConfig
+  readonly rebuild?: boolean
+  /** Called while indexing (documents) and while querying (queries). */
+  readonly progress?: (stage: "indexing" | "querying", done: number, total: number) => Effect.Effect<void>
+}
+
+/** One query's outcome: its ranked documents and, if it is judged, its metrics. */
+export interface QueryOutcome {
+  readonly queryId: string
+  readonly results: ReadonlyArray<{ readonly docId: string; readonly score: number }>
+  readonly metrics: MetricValues | null
+}
+
+/** The evaluation of one collection in one mode. */
+export interface Evaluation {
+  readonly collection: string
+  readonly mode: RetrievalMode
+  readonly index: IndexReport
+  readonly queries: number
+  readonly metrics: MetricValues
+  readonly perQuery: ReadonlyArray<QueryOutcome>
+  readonly elapsedMillis: number
+}
+
+/**
+ * Indexes `<dir>/corpus.jsonl` (incrementally: a second run reuses the index), runs every query of
+ * `<dir>/queries.jsonl` with document-level results (a document ranks by its best chunk, EVAL_DEPTH deep), and
+ * averages the metrics over the queries judged in `<dir>/qrels.tsv`.
+ */
+export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir: string, options: EvalOptions = {}) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const store = yield* IndexStore
+  const embedder = yield* Embedder
+  const startedAt = yield* Clock.currentTimeMillis
+  const progress = options.progress ?? (() => Effect.void)
+
+  const readFile = (name: string) =>
+    fs.readFileString(path.join(dir, name)).pipe(
+      Effect.mapError(() => new CollectionInvalid({ path: dir, reason: `${name} is missing or unreadable` }))
+    )
+  const queries = yield* Effect.flatMap(readFile("queries.jsonl"), (text) =>
+    Effect.fromResult(Result.mapError(parseQueries(text, path.join(dir, "queries.jsonl")), (e) =>
+      new CollectionInvalid({ path: dir, reason: e.message }))))
+  const qrels = yield* Effect.flatMap(readFile("qrels.tsv"), (text) =>
+    Effect.fromResult(Result.mapError(parseQrels(text, path.join(dir, "qrels.tsv")), (e) =>
+      new CollectionInvalid({ path: dir, reason: e.message }))))
+  const corpus = path.join(dir, "corpus.jsonl")
+  if (!(yield* fs.exists(corpus).pipe(Effect.orElseSucceed(() => false)))) {
+    return yield* new CollectionInvalid({ path: dir, reason: "corpus.jsonl is missing" })
+  }
+
+  const index = yield* indexPaths([corpus], {
+    ...(options.chunker === undefined ? {} : { chunker: options.chunker }),
+    analyzer: options.analyzer ?? AnalyzerConfig.default,
+    rebuild: options.rebuild === true,
+    progress: (done, total) => progress("indexing", done, total)
+  })
+  const manifest = yield* requireManifest()
+  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
+    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
+  }
+  const mode = options.mode ?? defaultMode(manifest.model)
+  const params = options.bm25 ?? Bm25Params.default
+
+  // A query that cleans to nothing cannot be asked; it stays in the run with no results.
+  const prepared = queries.map((q) => {
+    const p = prepareQuery(q.text, EVAL_DEPTH, manifest.cleaner)
+    return Result.isSuccess(p) ? { id: q.id, text: p.success.text, terms: analyze(p.success.text, manifest.analyzer) } : { id: q.id, text: null, terms: [] }
+  })
+  const data = yield* store.searchData([...new Set(prepared.flatMap((q) => q.terms))])
+  const context = scoring(data, manifest)
+  const askable = prepared.filter((q) => q.text !== null)
+  const embeddings = mode === "lexical" ? [] : yield* embedder.embedMany(askable.map((q) => q.text!))
+  const embeddingOf = new Map(askable.map((q, i) => [q.id, embeddings[i]] as const))
+
+  const rankings = new Map<string, ReadonlyArray<string>>()
+  const perQuery: Array<QueryOutcome> = []
+  for (let i = 0; i < prepared.length; i++) {
+    const q = prepared[i]!
+    let results: Array<{ readonly docId: string; readonly score: number }> = []
+    if (q.text !== null) {
+      const scorer = yield* Effect.fromResult(scoreQuery(context, q.terms, embeddingOf.get(q.id), mode, params))
+      results = rankDocuments(scorer.scores, data.chunks, EVAL_DEPTH).results.map((r) => ({ docId: r.chunk.docId, score: r.score }))
+    }
+    const ranking = results.map((r) => r.docId)
+    rankings.set(q.id, ranking)
+    const judged = qrels.get(q.id)
+    perQuery.push({ queryId: q.id, results, metrics: judged === undefined ? null : queryMetrics(ranking, judged) })
+    if ((i + 1) % 10 === 0 || i + 1 === prepared.length) yield* progress("querying", i + 1, prepared.length)
+  }
+  const { metrics, queries: judgedQueries } = meanMetrics(rankings, qrels)
+  return {
+    collection: dir,
+    mode,
+    index,
+    queries: judgedQueries,
+    metrics,
+    perQuery,
+    elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
+  } satisfies Evaluation
+})
