@@ -1,0 +1,84 @@
+/** funcpipe eval over the tiny committed collection, whose metrics are worked out by hand below. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer } from "effect"
+import { Command } from "effect/cli"
+import { TestConsole } from "effect/testing"
+import { fileURLToPath } from "node:url"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { cli, version } from "../src/Cli.ts"
+
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(Layer.provideMerge(NodeServices.layer))
+const run = Command.runWith(cli, { version })
+const tiny = fileURLToPath(new URL("../../../examples/tiny-collection", import.meta.url))
+
+// Lexical retrieval puts t1, t2, t3 and t5 first for q1, q2, q3 and q5 (each query's words are in that document only).
+// q1, q3: the relevant document first, nDCG 1. q2: t2 first, t5 never found: DCG 1, ideal 1 + 1/log2(3).
+// q5: its relevant t6 is never found: 0. q4 has no judgements and is left out. So over 4 queries:
+const ndcg10 = (1 + 1 / (1 + 1 / Math.log2(3)) + 1 + 0) / 4
+const expected = { "ndcg@10": ndcg10, "mrr@10": 0.75, "p@10": 0.075, "recall@100": 0.625, "recall@1000": 0.625, "map": 0.625 }
+
+const workspace = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  return yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-eval-" })
+})
+
+const lastJson = Effect.map(TestConsole.logLines, (lines) => JSON.parse(String(lines.at(-1))))
+
+describe("funcpipe eval", () => {
+  it.effect("prints the metrics worked out by hand, and per-query results with --out", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* workspace
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--json", "--out", `${dir}/runs.jsonl`])
+      const result = yield* lastJson
+      assert.deepStrictEqual([result.mode, result.queries, result.documents], ["lexical", 4, 6])
+      for (const [name, value] of Object.entries(expected)) assert.closeTo(result.metrics[name], value, 1e-12, name)
+      const perQuery = (yield* fs.readFileString(`${dir}/runs.jsonl`)).trim().split("\n").map((l) => JSON.parse(l))
+      assert.deepStrictEqual(perQuery.map((q) => q.query_id), ["q1", "q2", "q3", "q4", "q5"])
+      assert.deepStrictEqual(perQuery.map((q) => q.results[0]?.doc_id), ["t1", "t2", "t3", "t4", "t5"])
+      assert.strictEqual(perQuery[3].metrics, null)
+      assert.strictEqual(perQuery[1].metrics["mrr@10"], 1)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("prints a table for people and reuses the index on the next run", () =>
+    Effect.gen(function*() {
+      const dir = yield* workspace
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`])
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--mode", "hybrid"])
+      const lines = (yield* TestConsole.logLines).map(String)
+      assert.include(lines[0]!, "4 judged queries, 6 documents in 6 chunks, mode lexical")
+      assert.include(lines[0]!, "ndcg@10       0.6533")
+      assert.include(lines[1]!, "mode hybrid")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("fails with QualityRegression when a metric drops below the baseline, and passes at the baseline", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* workspace
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--json"])
+      const same = yield* lastJson
+      yield* fs.writeFileString(`${dir}/same.json`, JSON.stringify(same))
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--json", "--baseline", `${dir}/same.json`])
+      yield* fs.writeFileString(`${dir}/better.json`, JSON.stringify({ ...same, metrics: { ...same.metrics, "ndcg@10": 0.9 } }))
+      const error = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--baseline", `${dir}/better.json`]))
+      assert.strictEqual(error._tag, "QualityRegression")
+      assert.include(error.message, "ndcg@10 0.6533 < 0.9000")
+      const within = yield* Effect.exit(
+        run(["eval", tiny, "--index", `${dir}/tiny.db`, "--baseline", `${dir}/better.json`, "--tolerance", "0.3"])
+      )
+      assert.strictEqual(within._tag, "Success")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("rejects a folder that is not a collection, and a baseline that is not an eval result", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* workspace
+      const notCollection = yield* Effect.flip(run(["eval", dir, "--index", `${dir}/x.db`]))
+      assert.strictEqual(notCollection._tag, "CollectionInvalid")
+      yield* fs.writeFileString(`${dir}/junk.json`, "[1, 2]")
+      const badBaseline = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--baseline", `${dir}/junk.json`]))
+      assert.strictEqual(badBaseline._tag, "BaselineInvalid")
+    }).pipe(Effect.provide(TestLayer)))
+})
