@@ -8,16 +8,16 @@ import { decodeAs } from "@funcpipe/domain/Decode"
 export const chunkingFlags = {
   chunkSize: Flag.Int("chunk-size").pipe(
     Flag.withSchema(ChunkSize),
-    Flag.withDescription("Length of each chunk in Unicode code points (at least 1)"),
+    Flag.withDescription("Length of each chunk in Unicode code points (at least 1; default 512)"),
     Flag.withDefault(ChunkerConfig.default.chunkSize)
   ),
   overlap: Flag.Int("overlap").pipe(
     Flag.withSchema(Overlap),
-    Flag.withDescription("Code points each chunk shares with the next (0 or more, below --chunk-size)"),
+    Flag.withDescription("Code points each chunk shares with the next (0 or more, below --chunk-size; default 0)"),
     Flag.withDefault(ChunkerConfig.default.overlap)
   ),
   tail: Flag.Literals("tail", TailPolicy.literals).pipe(
-    Flag.withDescription("The last, shorter chunk: emit_short keeps it, drop discards it, pad fills it with U+0000"),
+    Flag.withDescription("The last, shorter chunk: emit_short (default) keeps it, drop discards it, pad fills it with U+0000"),
     Flag.withDefault(ChunkerConfig.default.tailPolicy)
   )
 }
@@ -49,11 +49,11 @@ export const out = Flag.String("out").pipe(
 /** `--stop-words`, `--stemmer`: how text becomes search terms; stored with the index. */
 export const analyzerFlags = {
   stopWords: Flag.Literals("stop-words", StopWords.literals).pipe(
-    Flag.withDescription("Words left out of lexical search: english (33 common words) or none"),
+    Flag.withDescription("Words left out of lexical search: english (default; 33 common words) or none"),
     Flag.withDefault(AnalyzerConfig.default.stopWords)
   ),
   stemmer: Flag.Literals("stemmer", Stemmer.literals).pipe(
-    Flag.withDescription("Reduce English words to stems (porter: 'indexing' and 'indexed' both become 'index') or not (none)"),
+    Flag.withDescription("Reduce English words to stems (porter, the default: 'indexing' and 'indexed' both become 'index') or not (none)"),
     Flag.withDefault(AnalyzerConfig.default.stemmer)
   )
 }
@@ -77,12 +77,12 @@ export const queryFlags = {
   ),
   k1: Flag.Finite("k1").pipe(
     Flag.withSchema(K1),
-    Flag.withDescription("BM25 term-frequency saturation (0 or more)"),
+    Flag.withDescription("BM25 term-frequency saturation (0 or more; default 0.9)"),
     Flag.withDefault(Bm25Params.default.k1)
   ),
   b: Flag.Finite("b").pipe(
     Flag.withSchema(B),
-    Flag.withDescription("BM25 length normalisation (0 to 1)"),
+    Flag.withDescription("BM25 length normalisation (0 to 1; default 0.4)"),
     Flag.withDefault(Bm25Params.default.b)
   )
 }
@@ -101,7 +101,7 @@ export const queryOptionsFrom = (flags: {
 
 /** `--index PATH`: where the index file lives. */
 export const indexPath = Flag.String("index").pipe(
-  Flag.withDescription("The index file to use"),
+  Flag.withDescription("The index file to use (default .funcpipe/index.db)"),
   Flag.withDefault(DEFAULT_INDEX)
 )
 

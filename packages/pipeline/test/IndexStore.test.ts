@@ -144,6 +144,25 @@ describe("the SQLite index file", () => {
       assert.deepStrictEqual(after.results.map((r) => r.chunk.docId), ["d0"])
     }).pipe(Effect.provide(Base)))
 
+  it.effect("fails a second writer with IndexBusy while the first one writes", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const writing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const first = yield* Effect.forkChild(
+        IndexStore.use((store) =>
+          store.transaction(() => Effect.andThen(Deferred.succeed(writing, undefined), Deferred.await(release)))
+        ).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      )
+      yield* Deferred.await(writing)
+      const error = yield* Effect.flip(
+        indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other"))))
+      )
+      assert.strictEqual(error._tag, "IndexBusy")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(first)
+    }).pipe(Effect.provide(Base)), 20_000)
+
   it.effect("keeps the old index when a run fails halfway", () =>
     Effect.gen(function*() {
       const file = yield* builtIndex

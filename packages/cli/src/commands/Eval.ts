@@ -71,7 +71,7 @@ export const evaluate = Command.make(
       Flag.optional
     ),
     tolerance: Flag.Finite("tolerance").pipe(
-      Flag.withDescription("How far a metric may fall below the baseline"),
+      Flag.withDescription("How far a metric may fall below the baseline (default 0.005)"),
       Flag.withDefault(0.005)
     ),
     json

@@ -10,7 +10,7 @@ import { resultLines, resultsJson } from "../Format.ts"
 /** `--top-k N`, default 3. */
 export const topK = Flag.Int("top-k").pipe(
   Flag.withSchema(TopK),
-  Flag.withDescription("How many results to show (at least 1)"),
+  Flag.withDescription("How many results to show (at least 1; default 3)"),
   Flag.withDefault(TopK.make(3))
 )
 
