@@ -10,6 +10,7 @@ import { RankedChunk, rankingOrder, rankKey } from "@funcpipe/domain/Ranking"
 import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
 import { chunkDoc } from "../src/stages/Chunker.ts"
 import { cosineSimilarity } from "../src/stages/Cosine.ts"
+import { csvRecords } from "../src/stages/Csv.ts"
 import { embedChunk, LOCAL_SHA256 } from "../src/stages/Embed.ts"
 import { makeQuery } from "../src/stages/Query.ts"
 import { anyScore, positiveScore, topChunks, topDocuments } from "../src/stages/Ranker.ts"
@@ -170,6 +171,26 @@ describe("ranking over any scores", () => {
         .map((x) => x.key)
       const fast = topDocuments(Float64Array.from(scores), chunks, k, positiveScore)
       assert.deepStrictEqual(fast.map((t) => rankKey(chunks[t.position]!, t.score)), expected)
+    }))
+  })
+})
+
+describe("CSV records", () => {
+  const cell = fc.string({ unit: fc.constantFrom("a", "b", ",", "\"", "\n", "\r\n", " ", "é", "😀"), maxLength: 6 })
+  const rows = fc.array(fc.array(cell, { minLength: 2, maxLength: 4 }), { minLength: 1, maxLength: 5 })
+  const quote = (s: string) => `"${s.replace(/"/g, "\"\"")}"`
+
+  it("reads back any rows written with RFC 4180 quoting, line breaks inside quotes included", () => {
+    fc.assert(fc.property(rows, fc.constantFrom("\n", "\r\n"), (table, eol) => {
+      const text = table.map((row) => row.map(quote).join(",")).join(eol) + eol
+      const records = csvRecords(text)
+      assert.deepStrictEqual(records.map((r) => Result.getOrThrow(r.fields)), table)
+      // Each record starts on the line after the previous record's last line.
+      let line = 1
+      records.forEach((r, i) => {
+        assert.strictEqual(r.line, line)
+        line += 1 + table[i]!.join("").split(/\r\n|\n/).length - 1
+      })
     }))
   })
 })

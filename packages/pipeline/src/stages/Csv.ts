@@ -17,19 +17,27 @@ export interface CsvRecord {
  * line. A quoted field still open at the end of the text is an error for that record.
  */
 export const csvRecords = (text: string): ReadonlyArray<CsvRecord> => {
+  type State = "record" | "field" | "unquoted" | "quoted" | "quote"
   const records: Array<CsvRecord> = []
-  let state: "record" | "field" | "unquoted" | "quoted" | "quote" = "record"
+  let state: State = "record"
   let fields: Array<string> = []
   let field = ""
   let line = 1
   let recordLine = 1
-  const saveField = () => {
+  const endField = (): State => {
     fields.push(field)
     field = ""
+    return "field"
   }
-  const saveRecord = () => {
+  const endRecord = (): State => {
+    endField()
     records.push({ line: recordLine, fields: Result.succeed(fields) })
     fields = []
+    return "record"
+  }
+  const append = (ch: string, next: State): State => {
+    field += ch
+    return next
   }
   for (let i = 0; i < text.length; i++) {
     let c = text[i]!
@@ -41,32 +49,24 @@ export const csvRecords = (text: string): ReadonlyArray<CsvRecord> => {
     const isBreak = c === "\n" || c === "\r" || c === "\r\n"
     if (state === "record") {
       recordLine = line
-      if (isBreak) saveRecord()
+      if (isBreak) records.push({ line, fields: Result.succeed([]) }) // a blank line
       else state = "field"
     }
     switch (state) {
       case "record":
         break
       case "field":
-        if (c === "\"") state = "quoted"
-        else if (c === ",") saveField()
-        else if (isBreak) (saveField(), saveRecord(), (state = "record"))
-        else (field += c, (state = "unquoted"))
+        state = c === "\"" ? "quoted" : c === "," ? endField() : isBreak ? endRecord() : append(c, "unquoted")
         break
       case "unquoted":
-        if (c === ",") (saveField(), (state = "field"))
-        else if (isBreak) (saveField(), saveRecord(), (state = "record"))
-        else field += c
+        state = c === "," ? endField() : isBreak ? endRecord() : append(c, "unquoted")
         break
       case "quoted":
-        if (c === "\"") state = "quote"
-        else field += c
+        state = c === "\"" ? "quote" : append(c, "quoted")
         break
       case "quote":
-        if (c === "\"") (field += c, (state = "quoted"))
-        else if (c === ",") (saveField(), (state = "field"))
-        else if (isBreak) (saveField(), saveRecord(), (state = "record"))
-        else (field += c, (state = "unquoted")) // text after a closing quote joins the field, as Python reads it
+        // `""` is a quote; after a closing quote, other text joins the field, as Python's csv module reads it.
+        state = c === "\"" ? append(c, "quoted") : c === "," ? endField() : isBreak ? endRecord() : append(c, "unquoted")
         break
     }
     if (isBreak) line++
@@ -74,8 +74,7 @@ export const csvRecords = (text: string): ReadonlyArray<CsvRecord> => {
   if (state === "quoted") {
     records.push({ line: recordLine, fields: Result.fail(`a quoted field that starts on line ${recordLine} is never closed`) })
   } else if (state !== "record") {
-    saveField()
-    saveRecord()
+    endRecord()
   }
   return records
 }
