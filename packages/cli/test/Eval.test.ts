@@ -34,7 +34,7 @@ describe("funcpipe eval", () => {
       yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--json", "--out", `${dir}/runs.jsonl`])
       const result = yield* lastJson
       assert.deepStrictEqual([result.mode, result.queries, result.documents], ["lexical", 4, 6])
-      for (const [name, value] of Object.entries(expected)) assert.closeTo(result.metrics[name], value, 1e-12, name)
+      for (const [name, value] of Object.entries(expected)) assert.closeTo(result[name], value, 1e-12, name)
       const perQuery = (yield* fs.readFileString(`${dir}/runs.jsonl`)).trim().split("\n").map((l) => JSON.parse(l))
       assert.deepStrictEqual(perQuery.map((q) => q.query_id), ["q1", "q2", "q3", "q4", "q5"])
       assert.deepStrictEqual(perQuery.map((q) => q.results[0]?.doc_id), ["t1", "t2", "t3", "t4", "t5"])
@@ -61,7 +61,7 @@ describe("funcpipe eval", () => {
       const same = yield* lastJson
       yield* fs.writeFileString(`${dir}/same.json`, JSON.stringify(same))
       yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--json", "--baseline", `${dir}/same.json`])
-      yield* fs.writeFileString(`${dir}/better.json`, JSON.stringify({ ...same, metrics: { ...same.metrics, "ndcg@10": 0.9 } }))
+      yield* fs.writeFileString(`${dir}/better.json`, JSON.stringify({ ...same, "ndcg@10": 0.9 }))
       const error = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--baseline", `${dir}/better.json`]))
       assert.strictEqual(error._tag, "QualityRegression")
       assert.include(error.message, "ndcg@10 0.6533 < 0.9000")

@@ -97,6 +97,21 @@ describe("searchPaths", () => {
       assert.deepStrictEqual(results.map((r) => [r.chunk.docId, r.kind]), [["a", "bm25"]])
     }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256, Path.layer))))
 
+  it.effect("searches each chunk together with its document's title", () => {
+    const titled = Layer.succeed(DocumentSource, DocumentSource.of({
+      read: () =>
+        Stream.make(Result.succeed({
+          source: "mem",
+          doc: new RawDoc({ docId: DocId.make("z"), title: "Zebras", body: "Black and white stripes.", categories: null })
+        }))
+    }))
+    return Effect.gen(function*() {
+      const { explanations, results } = yield* searchPaths([], "zebra", 3, { explain: true })
+      assert.deepStrictEqual(results.map((r) => r.chunk.text), ["black and white stripes."])
+      assert.deepStrictEqual(explanations![0]!.bm25!.terms.map((t) => [t.term, t.tf]), [["zebra", 1]])
+    }).pipe(Effect.provide(Layer.mergeAll(titled, Embedder.layerLocalSha256, Path.layer)))
+  })
+
   it.effect("rejects a blank query before reading anything", () => {
     let reads = 0
     const counting = Layer.mock(DocumentSource, { read: () => (reads++, Stream.empty) })

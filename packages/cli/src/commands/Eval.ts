@@ -28,19 +28,19 @@ export class BaselineInvalid extends Schema.TaggedError<BaselineInvalid>()("Base
   }
 }
 
-const Baseline = Schema.fromJsonString(Schema.Struct({ metrics: Schema.Record(Schema.String, Schema.Finite) }))
+const Baseline = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 
 const metricNames = Object.keys(METRICS) as Array<MetricName>
 
-/** The `--json` form: one object, metrics under `metrics` by key (`ndcg@10`, …). */
+/** The `--json` form: one object with the metrics by key (`ndcg@10`, …) and what was measured. */
 export const evaluationJson = (e: Evaluation): string =>
   JSON.stringify({
+    ...e.metrics,
     collection: e.collection,
     mode: e.mode,
     queries: e.queries,
     documents: e.index.documents,
     chunks: e.index.chunks,
-    metrics: e.metrics,
     seconds: e.elapsedMillis / 1000
   })
 
@@ -105,10 +105,14 @@ export const evaluate = Command.make(
       const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(
         Effect.mapError(() => new BaselineInvalid({ path: file, reason: "it is not a funcpipe eval --json result" }))
       )
-      const drops = metricNames.flatMap((name) => {
-        const before = baseline.metrics[name]
+      const known = metricNames.filter((name) => typeof baseline[name] === "number")
+      if (known.length === 0) {
+        return yield* new BaselineInvalid({ path: file, reason: "it holds none of the metrics" })
+      }
+      const drops = known.flatMap((name) => {
+        const before = baseline[name] as number
         const now = evaluation.metrics[name]
-        return before !== undefined && now < before - input.tolerance ? [`${name} ${now.toFixed(4)} < ${before.toFixed(4)}`] : []
+        return now < before - input.tolerance ? [`${name} ${now.toFixed(4)} < ${before.toFixed(4)}`] : []
       })
       if (drops.length > 0) return yield* new QualityRegression({ drops })
     }
