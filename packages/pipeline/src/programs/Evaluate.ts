@@ -8,9 +8,8 @@ import { parseQrels, parseQueries } from "../stages/Collection.ts"
 import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
 import { rankDocuments } from "../stages/Modes.ts"
 import { prepareQuery } from "../stages/Query.ts"
-import { ModelMismatch } from "../stages/Retrieve.ts"
 import { indexPaths, type IndexReport } from "./IndexRun.ts"
-import { defaultMode, requireManifest, scoreQuery, scoring } from "./QueryIndex.ts"
+import { defaultMode, requireManifestFor, scoreQuery, scoring } from "./QueryIndex.ts"
 
 /** The folder is not a test collection FuncPipe can read. */
 export class CollectionInvalid extends Schema.TaggedError<CollectionInvalid>()("CollectionInvalid", {
@@ -67,16 +66,16 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
   const startedAt = yield* Clock.currentTimeMillis
   const progress = options.progress ?? (() => Effect.void)
 
-  const readFile = (name: string) =>
+  /** Reads and parses one file of the collection; any problem is the collection's. */
+  const readParsed = <A>(name: string, parse: (text: string, source: string) => Result.Result<A, { readonly message: string }>) =>
     fs.readFileString(path.join(dir, name)).pipe(
-      Effect.mapError(() => new CollectionInvalid({ path: dir, reason: `${name} is missing or unreadable` }))
+      Effect.mapError(() => new CollectionInvalid({ path: dir, reason: `${name} is missing or unreadable` })),
+      Effect.flatMap((text) =>
+        Effect.fromResult(Result.mapError(parse(text, path.join(dir, name)), (e) => new CollectionInvalid({ path: dir, reason: e.message })))
+      )
     )
-  const queries = yield* Effect.flatMap(readFile("queries.jsonl"), (text) =>
-    Effect.fromResult(Result.mapError(parseQueries(text, path.join(dir, "queries.jsonl")), (e) =>
-      new CollectionInvalid({ path: dir, reason: e.message }))))
-  const qrels = yield* Effect.flatMap(readFile("qrels.tsv"), (text) =>
-    Effect.fromResult(Result.mapError(parseQrels(text, path.join(dir, "qrels.tsv")), (e) =>
-      new CollectionInvalid({ path: dir, reason: e.message }))))
+  const queries = yield* readParsed("queries.jsonl", parseQueries)
+  const qrels = yield* readParsed("qrels.tsv", parseQrels)
   const corpus = path.join(dir, "corpus.jsonl")
   if (!(yield* fs.exists(corpus).pipe(Effect.orElseSucceed(() => false)))) {
     return yield* new CollectionInvalid({ path: dir, reason: "corpus.jsonl is missing" })
@@ -88,10 +87,7 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
     rebuild: options.rebuild === true,
     progress: (done, total) => progress("indexing", done, total)
   })
-  const manifest = yield* requireManifest()
-  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
-    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
-  }
+  const manifest = yield* requireManifestFor()
   const mode = options.mode ?? defaultMode(manifest.model)
   const params = options.bm25 ?? Bm25Params.default
 

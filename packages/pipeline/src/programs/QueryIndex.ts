@@ -29,6 +29,16 @@ export const requireManifest = Effect.fn("requireManifest")(function*() {
   return manifest.value
 })
 
+/** The stored manifest, checked to match the `Embedder` in use (`ModelMismatch` otherwise), before anything is scored. */
+export const requireManifestFor = Effect.fn("requireManifestFor")(function*() {
+  const embedder = yield* Embedder
+  const manifest = yield* requireManifest()
+  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
+    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
+  }
+  return manifest
+})
+
 /**
  * The best mode for an index's model: `local-sha256` vectors only match identical text, so its indexes answer
  * lexically (BM25); a real embedding model's indexes fuse both rankings.
@@ -108,10 +118,7 @@ export const scoreQuery = (
 export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: number, options: QueryOptions = {}) {
   const store = yield* IndexStore
   const embedder = yield* Embedder
-  const manifest = yield* requireManifest()
-  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
-    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
-  }
+  const manifest = yield* requireManifestFor()
   const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
   const mode = options.mode ?? defaultMode(manifest.model)
   const terms = analyze(prepared.text, manifest.analyzer)
