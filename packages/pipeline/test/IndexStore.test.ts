@@ -18,7 +18,8 @@ const docs = (...bodies: ReadonlyArray<string>) =>
     read: () =>
       Stream.fromIterable(bodies.map((body, i) =>
         Result.succeed({ source: "mem", doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null }) })
-      ))
+      )),
+    size: () => Effect.succeed(0)
   }))
 
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
@@ -99,8 +100,13 @@ describe("the SQLite index file", () => {
     }).pipe(Effect.provide(Base)))
 
   it.effect.each([
-    ["a vector that is not finite", "UPDATE chunks SET vector = X'000000000000F87F' || substr(vector, 9)"],
-    ["a vector of the wrong length", "UPDATE chunks SET vector = X'00'"],
+    ["a vector that is not finite", "UPDATE segments SET vectors = X'000000000000F87F' || substr(vectors, 9)"],
+    ["a vector blob of the wrong length", "UPDATE segments SET vectors = X'00'"],
+    ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'"],
+    ["postings that do not decode", "UPDATE postings SET data = X'FF'"],
+    ["postings pointing past the segment", "UPDATE postings SET data = X'6401'"],
+    ["a live count that disagrees with the deleted chunks", "UPDATE segments SET live = live - 1, deleted = zeroblob(1)"],
+    ["a missing chunk row", "DELETE FROM chunks"],
     ["a span that ends before it starts", "UPDATE chunks SET start = \"end\" + 1"],
     ["an empty doc id", "UPDATE documents SET doc_id = '' WHERE doc_id = 'd0'"],
     ["a manifest that is not JSON", "UPDATE meta SET value = '{' WHERE key = 'manifest'"]
@@ -111,6 +117,7 @@ describe("the SQLite index file", () => {
       const error = yield* Effect.flip(
         Effect.gen(function*() {
           yield* queryFile(file)
+          yield* queryIndex("gamma alpha", 5, { mode: "lexical" })
           const store = yield* IndexStore
           yield* store.documents
         }).pipe(Effect.provide(IndexStore.layerSqlite(file)))

@@ -1,15 +1,14 @@
 /** Measuring retrieval quality on a test collection: index its corpus, run its queries, score against its judgements. */
 import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
 import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type RetrievalMode } from "@funcpipe/domain/Config"
-import { Embedder } from "../services/Embedder.ts"
-import { IndexStore } from "../services/IndexStore.ts"
+import { IndexStore, readSnapshot } from "../services/IndexStore.ts"
 import { analyze } from "../stages/Analyzer.ts"
 import { parseQrels, parseQueries } from "../stages/Collection.ts"
+import { scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
 import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
-import { rankDocuments } from "../stages/Modes.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { indexPaths, type IndexReport } from "./IndexRun.ts"
-import { defaultMode, requireManifestFor, scoreQuery, scoring } from "./QueryIndex.ts"
+import { defaultMode, embedQueries, openSnapshot } from "./QueryIndex.ts"
 
 /** The folder is not a test collection FuncPipe can read. */
 export class CollectionInvalid extends Schema.TaggedError<CollectionInvalid>()("CollectionInvalid", {
@@ -62,7 +61,6 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const store = yield* IndexStore
-  const embedder = yield* Embedder
   const startedAt = yield* Clock.currentTimeMillis
   const progress = options.progress ?? (() => Effect.void)
 
@@ -87,36 +85,42 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
     rebuild: options.rebuild === true,
     progress: (done, total) => progress("indexing", done, total)
   })
-  const manifest = yield* requireManifestFor()
-  const mode = options.mode ?? defaultMode(manifest.model)
   const params = options.bm25 ?? Bm25Params.default
-
-  // A query that cleans to nothing cannot be asked; it stays in the run with no results.
-  const prepared = queries.map((q) => {
-    const p = prepareQuery(q.text, EVAL_DEPTH, manifest.cleaner)
-    return Result.isSuccess(p) ? { id: q.id, text: p.success.text, terms: analyze(p.success.text, manifest.analyzer) } : { id: q.id, text: null, terms: [] }
-  })
-  const data = yield* store.searchData([...new Set(prepared.flatMap((q) => q.terms))])
-  const context = scoring(data, manifest)
-  const askable = prepared.filter((q) => q.text !== null)
-  const embeddings = mode === "lexical" ? [] : yield* embedder.embedMany(askable.map((q) => q.text!))
-  const embeddingOf = new Map(askable.map((q, i) => [q.id, embeddings[i]] as const))
-
-  const rankings = new Map<string, ReadonlyArray<string>>()
-  const perQuery: Array<QueryOutcome> = []
-  for (let i = 0; i < prepared.length; i++) {
-    const q = prepared[i]!
-    let results: Array<{ readonly docId: string; readonly score: number }> = []
-    if (q.text !== null) {
-      const scorer = yield* Effect.fromResult(scoreQuery(context, q.terms, embeddingOf.get(q.id), mode, params))
-      results = rankDocuments(scorer.scores, data.chunks, EVAL_DEPTH).results.map((r) => ({ docId: r.chunk.docId, score: r.score }))
+  const { mode, perQuery, rankings } = yield* Effect.scoped(Effect.gen(function*() {
+    const snapshot = yield* openSnapshot()
+    const { manifest } = snapshot
+    const mode = options.mode ?? defaultMode(manifest.model)
+    // A query that cleans to nothing cannot be asked; it stays in the run with no results.
+    const prepared = queries.map((q) => {
+      const p = prepareQuery(q.text, EVAL_DEPTH, manifest.cleaner)
+      return Result.isSuccess(p)
+        ? { id: q.id, text: p.success.text, terms: analyze(p.success.text, manifest.analyzer) }
+        : { id: q.id, text: null, terms: [] }
+    })
+    const askable = prepared.filter((q) => q.text !== null)
+    const embeddings = mode === "lexical" ? [] : yield* embedQueries(askable.map((q) => q.text!), manifest)
+    const embeddingOf = new Map(askable.map((q, i) => [q.id, embeddings[i]] as const))
+    const rankings = new Map<string, ReadonlyArray<string>>()
+    const perQuery: Array<QueryOutcome> = []
+    for (let i = 0; i < prepared.length; i++) {
+      const q = prepared[i]!
+      let results: Array<{ readonly docId: string; readonly score: number }> = []
+      if (q.text !== null) {
+        const query = { terms: q.terms, vector: embeddingOf.get(q.id)?.vector }
+        results = yield* readSnapshot(store.location, () =>
+          topDocumentsOfView(snapshot, scoreQuery(snapshot, query, mode, params), EVAL_DEPTH).map((top) => ({
+            docId: snapshot.keyOf(top.position).docId,
+            score: top.score
+          })))
+      }
+      const ranking = results.map((r) => r.docId)
+      rankings.set(q.id, ranking)
+      const judged = qrels.get(q.id)
+      perQuery.push({ queryId: q.id, results, metrics: judged === undefined ? null : queryMetrics(ranking, judged) })
+      if ((i + 1) % 10 === 0 || i + 1 === prepared.length) yield* progress("querying", i + 1, prepared.length)
     }
-    const ranking = results.map((r) => r.docId)
-    rankings.set(q.id, ranking)
-    const judged = qrels.get(q.id)
-    perQuery.push({ queryId: q.id, results, metrics: judged === undefined ? null : queryMetrics(ranking, judged) })
-    if ((i + 1) % 10 === 0 || i + 1 === prepared.length) yield* progress("querying", i + 1, prepared.length)
-  }
+    return { mode, perQuery, rankings }
+  }))
   const { metrics, queries: judgedQueries } = meanMetrics(rankings, qrels)
   return {
     collection: dir,

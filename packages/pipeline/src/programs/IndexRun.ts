@@ -4,13 +4,13 @@ import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/C
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { DocumentSource, type SourcedDoc } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
-import { type IndexedChunk, IndexStore, StoredDoc } from "../services/IndexStore.ts"
+import { type ChunkRecord, IndexStore, type StoredEntry } from "../services/IndexStore.ts"
 import { analyze, termCounts } from "../stages/Analyzer.ts"
-import { chunkDoc } from "../stages/Chunker.ts"
-import { cleanDoc } from "../stages/Clean.ts"
-import { embedChunk } from "../stages/Embed.ts"
+import { chunkSpans } from "../stages/Chunker.ts"
+import { cleanText } from "../stages/Clean.ts"
+import { DimensionMismatch } from "../stages/Cosine.ts"
 import { describeMigration, planMigration } from "../stages/Migration.ts"
-import { type DocEntry, hashDoc, planSync, type SyncPlan } from "../stages/Sync.ts"
+import { hashDoc, type SyncPlan } from "../stages/Sync.ts"
 import type { Skip } from "./Ingest.ts"
 
 /** The stored index was built with other settings; the message says what changed and how to go on. */
@@ -35,7 +35,7 @@ export interface IndexOptions {
   readonly rebuild?: boolean
   /** Documents per embedding batch. */
   readonly batchSize?: number
-  /** Called after each batch with documents done and documents to do. */
+  /** Called after each batch with the documents read so far; `total` is 0 until the run knows it (at the end). */
   readonly progress?: (done: number, total: number) => Effect.Effect<void>
 }
 
@@ -51,47 +51,24 @@ export interface IndexReport {
   readonly elapsedMillis: number
 }
 
-/** A document read in this run, with its content hash. */
-interface ReadDoc extends DocEntry {
+/** A document of this run that must be (re)written: its record and hash, in read order. */
+interface Pending {
   readonly sourced: SourcedDoc
+  readonly hash: string
 }
-
-/** Reads every record under the roots; the first document of an id wins, later ones are skipped with a reason. */
-const readDocs = Effect.fn("readDocs")(function*(roots: ReadonlyArray<string>) {
-  const source = yield* DocumentSource
-  const docs: Array<ReadDoc> = []
-  const firstSource = new Map<string, string>()
-  const skipped: Array<Skip> = []
-  yield* source.read(roots).pipe(
-    Stream.runForEach((record) =>
-      Effect.sync(() => {
-        if (Result.isFailure(record)) {
-          skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
-          return
-        }
-        const { doc, source } = record.success
-        const first = firstSource.get(doc.docId)
-        if (first !== undefined) {
-          skipped.push({ source, line: 0, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
-          return
-        }
-        firstSource.set(doc.docId, source)
-        docs.push({ docId: doc.docId, hash: hashDoc(doc), source, sourced: record.success })
-      })
-    )
-  )
-  return { docs, skipped } as const
-})
 
 /**
  * Makes the index at the `IndexStore` mirror the documents under `paths`: new documents are added, changed ones
  * (another content hash) re-chunked and re-embedded, unchanged ones left alone without embedding, and documents no
- * longer found are deleted. All writes happen in one transaction, so an interrupted run leaves the previous index.
- * If the index was built with other settings the run fails with `SettingsChanged` unless `rebuild` is set.
+ * longer found are deleted. Documents stream through clean → chunk → analyze → embed in batches of `batchSize` and
+ * are written as they go, so memory does not grow with the corpus. Everything, the settings check and the sync plan
+ * included, happens inside one write transaction: an interrupted run leaves the previous index, and two runs cannot
+ * interleave. If the index was built with other settings the run fails with `SettingsChanged` unless `rebuild` is set.
  */
 export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray<string>, options: IndexOptions = {}) {
   const store = yield* IndexStore
   const embedder = yield* Embedder
+  const source = yield* DocumentSource
   const path = yield* Path.Path
   const startedAt = yield* Clock.currentTimeMillis
   const settings: IndexSettings = {
@@ -104,75 +81,118 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   }
   const rebuild = options.rebuild === true
   const dryRun = options.dryRun === true
-  const existing = yield* store.manifest
-  if (Option.isSome(existing) && !rebuild) {
-    const migration = planMigration(existing.value, settings)
-    if (migration._tag !== "Compatible") {
-      return yield* new SettingsChanged({ location: store.location, detail: describeMigration(migration) })
-    }
-  }
-
-  const roots = paths.map((p) => path.resolve(p))
-  const { docs, skipped } = yield* readDocs(roots)
-  const stored = rebuild ? [] : yield* store.documents
-  const plan = planSync(stored, docs)
-  const storedChunks = new Map<string, number>(stored.map((d) => [d.docId, d.chunks] as const))
-  const toWrite = new Set([...plan.added, ...plan.updated])
-  const pending = docs.filter((d) => toWrite.has(d.docId))
-  const keptChunks = plan.unchanged.reduce((sum, id) => sum + (storedChunks.get(id) ?? 0), 0)
-  const report = (chunksWritten: number): IndexReport => ({
-    plan,
-    chunksWritten,
-    documents: docs.length,
-    chunks: keptChunks + chunksWritten,
-    skipped,
-    dryRun,
-    rebuilt: rebuild,
-    elapsedMillis: 0
-  })
-  if (dryRun) return { ...report(0), elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt }
-
   const batchSize = options.batchSize ?? 64
   const progress = options.progress ?? (() => Effect.void)
-  const chunksWritten = yield* store.transaction((writer) =>
+  const roots = paths.map((p) => path.resolve(p))
+
+  return yield* store.transaction((writer) =>
     Effect.gen(function*() {
-      if (rebuild) yield* writer.clear
-      for (const docId of plan.deleted) yield* writer.deleteDoc(docId)
+      const existing = yield* writer.manifest
+      if (Option.isSome(existing) && !rebuild) {
+        const migration = planMigration(existing.value, settings)
+        if (migration._tag !== "Compatible") {
+          return yield* new SettingsChanged({ location: store.location, detail: describeMigration(migration) })
+        }
+      }
+      const stored = rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
+      if (rebuild && !dryRun) yield* writer.clear
+
+      const added: Array<string> = []
+      const updated: Array<string> = []
+      const unchanged: Array<string> = []
+      const skipped: Array<Skip> = []
+      const firstSource = new Map<string, string>()
+      let keptChunks = 0
       let written = 0
-      for (let from = 0; from < pending.length; from += batchSize) {
-        const batch = pending.slice(from, from + batchSize)
-        const drafts = batch.map((d) => chunkDoc(cleanDoc(d.sourced.doc, settings.cleaner), settings.chunker))
-        const embeddings = yield* embedder.embedMany(drafts.flat().map((d) => d.text))
-        let next = 0
-        for (let i = 0; i < batch.length; i++) {
-          const { hash, source, sourced: { doc } } = batch[i]!
-          const chunks: Array<IndexedChunk> = drafts[i]!.map((draft) => {
+      let read = 0
+      let batch: Array<Pending> = []
+
+      const writeBatch = Effect.gen(function*() {
+        const docs = batch
+        batch = []
+        if (docs.length === 0 || dryRun) return
+        const prepared = docs.map(({ sourced: { doc } }) => {
+          const body = cleanText(doc.body, settings.cleaner)
+          return chunkSpans(body, settings.chunker).map((span): ChunkRecord => {
             // The title is searchable text of every chunk of its document.
-            const terms = analyze(`${doc.title}\n${draft.text}`, settings.analyzer)
-            return { chunk: embedChunk(draft, embeddings[next++]!), length: terms.length, terms: termCounts(terms) }
+            const terms = analyze(`${doc.title}\n${span.text}`, settings.analyzer)
+            return { start: span.start, end: span.end, text: span.text, length: terms.length, terms: termCounts(terms) }
           })
+        })
+        const embeddings = yield* embedder.embedMany(prepared.flat().map((c) => c.text))
+        const d = settings.dimensions
+        let next = 0
+        for (let i = 0; i < docs.length; i++) {
+          const { hash, sourced: { doc, source: file } } = docs[i]!
+          const chunks = prepared[i]!
+          const vectors = new Float64Array(chunks.length * d)
+          for (let c = 0; c < chunks.length; c++) {
+            const vector = embeddings[next++]!.vector
+            if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
+            vectors.set(vector, c * d)
+          }
           if (chunks.length === 0) {
             skipped.push({ source: doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
           }
-          const entry = new StoredDoc({ docId: doc.docId, source, title: doc.title, categories: doc.categories, hash, chunks: chunks.length })
-          yield* writer.putDoc(entry, chunks)
+          yield* writer.putDoc({ docId: doc.docId, source: file, title: doc.title, categories: doc.categories, hash }, chunks, vectors)
           written += chunks.length
         }
-        yield* progress(Math.min(from + batchSize, pending.length), pending.length)
-      }
-      const now = yield* Clock.currentTimeMillis
-      yield* writer.putRoots(roots)
-      yield* writer.putManifest(
-        new IndexManifest({
-          ...settings,
-          createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
-          updatedAt: now,
-          documents: docs.length,
-          chunks: keptChunks + written
+      })
+
+      yield* source.read(roots).pipe(
+        Stream.runForEach((record) => {
+          if (Result.isFailure(record)) {
+            skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
+            return Effect.void
+          }
+          const { doc, source: file } = record.success
+          const first = firstSource.get(doc.docId)
+          if (first !== undefined) {
+            skipped.push({ source: file, line: 0, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
+            return Effect.void
+          }
+          firstSource.set(doc.docId, file)
+          read++
+          const hash = hashDoc(doc)
+          const before = stored.get(doc.docId)
+          if (before !== undefined && before.hash === hash && before.source === file) {
+            unchanged.push(doc.docId)
+            keptChunks += before.chunks
+            return Effect.void
+          }
+          ;(before === undefined ? added : updated).push(doc.docId)
+          batch.push({ sourced: record.success, hash })
+          return batch.length < batchSize ? Effect.void : Effect.andThen(writeBatch, progress(read, 0))
         })
       )
-      return written
-    })
-  )
-  return { ...report(chunksWritten), elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt }
+      yield* writeBatch
+      yield* progress(read, read)
+
+      const deleted = [...stored.keys()].filter((docId) => !firstSource.has(docId))
+      if (!dryRun) {
+        for (const docId of deleted) yield* writer.deleteDoc(docId)
+        const now = yield* Clock.currentTimeMillis
+        yield* writer.putRoots(roots)
+        yield* writer.putManifest(
+          new IndexManifest({
+            ...settings,
+            createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
+            updatedAt: now,
+            documents: read,
+            chunks: keptChunks + written
+          })
+        )
+      }
+      const plan: SyncPlan = { added, updated, unchanged, deleted }
+      return {
+        plan,
+        chunksWritten: written,
+        documents: read,
+        chunks: keptChunks + written,
+        skipped,
+        dryRun,
+        rebuilt: rebuild,
+        elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
+      } satisfies IndexReport
+    }), { readOnly: dryRun })
 })

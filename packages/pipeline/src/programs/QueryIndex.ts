@@ -1,16 +1,19 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
 import { Effect, Option, Result, Schema } from "effect"
+import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type RetrievalMode } from "@funcpipe/domain/Config"
-import type { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { oneLine } from "@funcpipe/domain/Decode"
+import type { ModelLabel } from "@funcpipe/domain/Embedding"
+import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import { Rank, ScoredChunk } from "@funcpipe/domain/Ranking"
 import { Embedder } from "../services/Embedder.ts"
-import { IndexStore, type SearchData } from "../services/IndexStore.ts"
+import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
 import { analyze } from "../stages/Analyzer.ts"
-import { bm25Scores, explainBm25, type TermExplanation } from "../stages/Bm25.ts"
+import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
 import { LOCAL_SHA256 } from "../stages/Embed.ts"
-import { type ModeScores, modeScores, rankChunks } from "../stages/Modes.ts"
+import { type Explanation, scoreQuery, topChunksOf } from "../stages/Engine.ts"
 import { prepareQuery } from "../stages/Query.ts"
-import type { DimensionMismatch, ZeroVector } from "../stages/Cosine.ts"
-import { cosineScores, ModelMismatch, type VectorIndex, vectorIndex } from "../stages/Retrieve.ts"
+import { ModelMismatch } from "../stages/Retrieve.ts"
 
 /** Nothing has been indexed at the location yet. */
 export class IndexMissing extends Schema.TaggedError<IndexMissing>()("IndexMissing", {
@@ -54,80 +57,82 @@ export interface QueryOptions {
   readonly explain?: boolean
 }
 
-/** Why a result scored what it did, as far as the mode used each part. */
-export interface Explanation {
-  readonly cosine: number | null
-  readonly bm25: { readonly score: number; readonly terms: ReadonlyArray<TermExplanation> } | null
-  readonly vectorRank: number | null
-  readonly lexicalRank: number | null
-}
+export type { Explanation }
 
-/** A query scored against loaded index data in one mode. */
-export interface Scorer {
-  readonly mode: RetrievalMode
-  readonly terms: ReadonlyArray<string>
-  readonly scores: ModeScores
-  readonly explain: (position: number) => Explanation
-}
+/** The snapshot of the index, with its manifest checked to match the `Embedder` in use; `IndexMissing` if empty. */
+export const openSnapshot = Effect.fn("openSnapshot")(function*() {
+  const store = yield* IndexStore
+  const embedder = yield* Embedder
+  const snapshot = yield* store.snapshot
+  if (Option.isNone(snapshot)) return yield* new IndexMissing({ location: store.location })
+  const { manifest } = snapshot.value
+  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
+    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
+  }
+  return snapshot.value
+})
 
-/** Loaded index data ready for many queries: the vector layout is built once, on first use. */
-export interface Scoring {
-  readonly data: SearchData
-  readonly vectors: () => Result.Result<VectorIndex, ModelMismatch | DimensionMismatch>
-}
+/** Embeds cleaned query texts with the index's model, checking each vector can be compared with the index's. */
+export const embedQueries = Effect.fn("embedQueries")(function*(texts: ReadonlyArray<string>, manifest: IndexManifest) {
+  const embedder = yield* Embedder
+  if (texts.length === 0) return []
+  const embeddings = yield* embedder.embedMany(texts)
+  for (const embedding of embeddings) {
+    if (embedding.model !== manifest.model) return yield* new ModelMismatch({ index: manifest.model, query: embedding.model })
+    if (embedding.vector.length !== manifest.dimensions) {
+      return yield* new DimensionMismatch({ expected: manifest.dimensions, actual: embedding.vector.length })
+    }
+    if (squaredNorm(embedding.vector) === 0) return yield* new ZeroVector({ length: embedding.vector.length })
+  }
+  return embeddings
+})
 
-/** Prepares loaded data for scoring queries against an index of `manifest`'s model. */
-export const scoring = (data: SearchData, manifest: { readonly model: ModelLabel; readonly dimensions: number }): Scoring => {
-  let vectors: Result.Result<VectorIndex, ModelMismatch | DimensionMismatch> | undefined
-  return { data, vectors: () => (vectors ??= vectorIndex(manifest.model, manifest.dimensions, data.chunks)) }
-}
-
-/**
- * Scores one cleaned and analyzed query in `mode`. `embedding` is the query's vector, needed by the vector and hybrid
- * modes only.
- */
-export const scoreQuery = (
-  context: Scoring,
-  terms: ReadonlyArray<string>,
-  embedding: Embedding | undefined,
-  mode: RetrievalMode,
-  params: Bm25Params
-): Result.Result<Scorer, ModelMismatch | DimensionMismatch | ZeroVector> =>
-  Result.gen(function*() {
-    const { data } = context
-    let cosine: Float64Array | undefined
-    if (embedding !== undefined && mode !== "lexical") cosine = yield* cosineScores(embedding, yield* context.vectors())
-    let lexical: Float64Array | undefined
-    const bm25 = () => (lexical ??= bm25Scores(terms, data.lexical, params))
-    const scores = modeScores(mode, data.chunks, () => cosine!, bm25)
-    const explain = (position: number): Explanation => ({
-      cosine: cosine === undefined ? null : cosine[position]!,
-      bm25: mode === "vector" ? null : { score: bm25()[position]!, terms: explainBm25(terms, position, data.lexical, params) },
-      vectorRank: scores.vectorRanks.get(position) ?? null,
-      lexicalRank: scores.lexicalRanks.get(position) ?? null
+/** Decodes the stored chunk at `position` into a domain `Chunk`; a value breaking the domain's rules is `IndexCorrupt`. */
+export const chunkAt = (snapshot: Snapshot, location: string, position: number) =>
+  Effect.flatMap(readSnapshot(location, () => snapshot.chunkAt(position)), (stored) => {
+    const decoded = decodeChunk({
+      docId: stored.docId,
+      start: stored.start,
+      end: stored.end,
+      text: stored.text,
+      embedding: { vector: stored.vector, model: snapshot.manifest.model }
     })
-    return { mode, terms, scores, explain }
+    return Result.isSuccess(decoded)
+      ? Effect.succeed(decoded.success)
+      : Effect.fail(
+        new IndexCorrupt({ location, detail: `a chunk of ${JSON.stringify(stored.docId)}: ${oneLine(decoded.failure.message)}` })
+      )
   })
 
+const decodeChunk = Schema.decodeUnknownResult(Chunk)
+
 /**
- * Answers `text` from the stored index. The embedder must be the index's model (checked before anything is read or
- * scored); the text is cleaned with the index's clean rules and analyzed with its analyzer; vectors are laid out in
- * one contiguous array and ranked by the same code as the in-memory path. Results follow the ranking order in every
- * mode.
+ * Answers `text` from the stored index, reading only what the mode needs from one snapshot: the postings of the
+ * query's terms (lexical), the vector blobs (vector), or both (hybrid), and the stored chunks of the results. The
+ * embedder must be the index's model (checked before anything is embedded or scored); the text is cleaned with the
+ * index's clean rules and analyzed with its analyzer. Results follow the ranking order in every mode.
  */
 export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: number, options: QueryOptions = {}) {
   const store = yield* IndexStore
-  const embedder = yield* Embedder
-  const manifest = yield* requireManifestFor()
-  const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
-  const mode = options.mode ?? defaultMode(manifest.model)
-  const terms = analyze(prepared.text, manifest.analyzer)
-  const embedding = mode === "lexical" ? undefined : (yield* embedder.embedMany([prepared.text]))[0]
-  const data = yield* store.searchData(terms)
-  const scorer = yield* Effect.fromResult(
-    scoreQuery(scoring(data, manifest), terms, embedding, mode, options.bm25 ?? Bm25Params.default)
-  )
-  const { positions, results } = rankChunks(scorer.scores, data.chunks, prepared.topK)
-  const explanations = options.explain === true ? positions.map(scorer.explain) : undefined
-  return { manifest, query: { text: prepared.text, topK: prepared.topK, mode, terms }, results, explanations } as const
+  return yield* Effect.scoped(Effect.gen(function*() {
+    const snapshot = yield* openSnapshot()
+    const { manifest } = snapshot
+    const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
+    const mode = options.mode ?? defaultMode(manifest.model)
+    const terms = analyze(prepared.text, manifest.analyzer)
+    const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
+    const query = { terms, vector: embedding?.vector }
+    const params = options.bm25 ?? Bm25Params.default
+    const { scored, tops } = yield* readSnapshot(store.location, () => {
+      const scored = scoreQuery(snapshot, query, mode, params)
+      return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
+    })
+    const results = yield* Effect.forEach(tops, (top, i) =>
+      Effect.map(chunkAt(snapshot, store.location, top.position), (chunk) =>
+        new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })))
+    const explanations = options.explain === true
+      ? yield* readSnapshot(store.location, () => tops.map((top) => scored.explain(top.position)))
+      : undefined
+    return { manifest, query: { text: prepared.text, topK: prepared.topK, mode, terms }, results, explanations } as const
+  }))
 })

@@ -1,24 +1,20 @@
-/** Boundary service: the persistent index (manifest, documents with content hashes, chunks with vectors). */
-import { Context, Effect, Exit, FileSystem, Layer, Option, Path, Ref, Result, Schema } from "effect"
-import { DatabaseSync, type StatementSync } from "node:sqlite"
-import { Chunk } from "@funcpipe/domain/Chunk"
+/**
+ * Boundary service: the persistent index, one SQLite file laid out for search. Documents and chunk text are rows;
+ * search data lives in immutable segments (chunk lengths, vector magnitudes and vectors as typed-array blobs, and
+ * varint-encoded postings per term) with a bitmap of deleted chunks.
+ */
+import { Context, Effect, Exit, Layer, Option, Result, Schema, Scope } from "effect"
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
-import { averageOf, type LexicalIndex, lexicalIndex, type Postings } from "../stages/Bm25.ts"
-
-/** A chunk as written: with its terms (for BM25) and its length in terms. */
-export interface IndexedChunk {
-  readonly chunk: Chunk
-  readonly length: number
-  readonly terms: ReadonlyMap<string, number>
-}
-
-/** What a query reads, from one consistent snapshot: every chunk, and the lexical data for the asked terms. */
-export interface SearchData {
-  readonly chunks: ReadonlyArray<Chunk>
-  readonly lexical: LexicalIndex
-}
+import type { RankKey } from "@funcpipe/domain/Ranking"
+import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
+import { decodePostings } from "../stages/Postings.ts"
+import { type ChunkTerms, SegmentBuilder } from "../stages/Segment.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
 export class StoredDoc extends Schema.Class<StoredDoc>("pipeline/StoredDoc")({
@@ -30,6 +26,39 @@ export class StoredDoc extends Schema.Class<StoredDoc>("pipeline/StoredDoc")({
   /** How many chunks the document has in the index. */
   chunks: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 }) {}
+
+/** A document to write, as the indexing run built it (checked where it was read, so plain values). */
+export interface DocRecord {
+  readonly docId: string
+  readonly source: string
+  readonly title: string
+  readonly categories: string | null
+  readonly hash: string
+}
+
+/** A chunk to write: its span and text, with its terms for BM25. */
+export interface ChunkRecord extends ChunkTerms {
+  readonly start: number
+  readonly end: number
+  readonly text: string
+}
+
+/** What the sync plan needs of a stored document. */
+export interface StoredEntry {
+  readonly docId: string
+  readonly hash: string
+  readonly source: string
+  readonly chunks: number
+}
+
+/** A stored chunk, as read for a result: span, text and vector (checked against the domain schema by the caller). */
+export interface StoredChunk {
+  readonly docId: string
+  readonly start: number
+  readonly end: number
+  readonly text: string
+  readonly vector: ReadonlyArray<number>
+}
 
 /** The file is not a FuncPipe index (another SQLite database, or not a database at all). */
 export class NotAnIndex extends Schema.TaggedError<NotAnIndex>()("NotAnIndex", {
@@ -62,6 +91,18 @@ export class IndexTooNew extends Schema.TaggedError<IndexTooNew>()("IndexTooNew"
   }
 }
 
+/** The index was written by an older FuncPipe whose layout this build no longer reads; it must be rebuilt. */
+export class IndexTooOld extends Schema.TaggedError<IndexTooOld>()("IndexTooOld", {
+  location: Schema.String,
+  found: Schema.Int,
+  supported: Schema.Int
+}) {
+  override get message(): string {
+    return `the index at ${this.location} has format version ${this.found}, older than this FuncPipe's ` +
+      `(${this.supported}); rebuild it with: funcpipe index <paths...> --rebuild --index ${this.location}`
+  }
+}
+
 /** Another process is writing the index right now. */
 export class IndexBusy extends Schema.TaggedError<IndexBusy>()("IndexBusy", {
   location: Schema.String
@@ -81,20 +122,52 @@ export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailu
   }
 }
 
-export type StoreError = NotAnIndex | IndexCorrupt | IndexTooNew | IndexBusy | StoreFailure
+export type StoreError = NotAnIndex | IndexCorrupt | IndexTooNew | IndexTooOld | IndexBusy | StoreFailure
+
+const isStoreError = (error: unknown): error is StoreError =>
+  error instanceof NotAnIndex || error instanceof IndexCorrupt || error instanceof IndexTooNew ||
+  error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure
+
+/**
+ * One consistent, read-only view of the index (a read transaction): what the engine scores, plus the manifest and
+ * the stored chunks of results. Writers that commit meanwhile are not seen. The view's functions read lazily and throw
+ * `StoreError`s; `readSnapshot` turns those into typed failures.
+ */
+export interface Snapshot extends IndexView {
+  readonly manifest: IndexManifest
+  /** The stored chunk at a position. */
+  readonly chunkAt: (position: number) => StoredChunk
+}
+
+/** Runs synchronous snapshot reads, turning what they throw into the store's typed errors. */
+export const readSnapshot = <A>(location: string, f: () => A): Effect.Effect<A, StoreError> =>
+  Effect.try({ try: f, catch: (error) => (isStoreError(error) ? error : storeError(location, "reading", error)) })
 
 /** Changes made inside one `transaction`; none is visible to readers until the transaction commits. */
 export interface IndexWriter {
-  /** Removes every document, chunk and setting. */
+  /** The manifest as of this transaction (read under the write lock). */
+  readonly manifest: Effect.Effect<Option.Option<IndexManifest>, StoreError>
+  /** Every stored document's id, hash, source and chunk count, as of this transaction. */
+  readonly storedDocs: Effect.Effect<ReadonlyMap<string, StoredEntry>, StoreError>
+  /** Removes every document, chunk and setting (and an older format's tables). */
   readonly clear: Effect.Effect<void, StoreError>
   /** Removes a document and its chunks. */
   readonly deleteDoc: (docId: string) => Effect.Effect<void, StoreError>
-  /** Stores a document and its chunks, replacing any earlier version and its chunks. */
-  readonly putDoc: (doc: StoredDoc, chunks: ReadonlyArray<IndexedChunk>) => Effect.Effect<void, StoreError>
+  /**
+   * Stores a document and its chunks (in body order; `vectors` holds their vectors, `dimensions` components each),
+   * replacing any earlier version and its chunks.
+   */
+  readonly putDoc: (doc: DocRecord, chunks: ReadonlyArray<ChunkRecord>, vectors: Float64Array) => Effect.Effect<void, StoreError>
   /** Stores the manifest. */
   readonly putManifest: (manifest: IndexManifest) => Effect.Effect<void, StoreError>
   /** Stores the paths the index mirrors. */
   readonly putRoots: (roots: ReadonlyArray<string>) => Effect.Effect<void, StoreError>
+}
+
+/** How a transaction runs. */
+export interface TransactionOptions {
+  /** Read only (for a dry run): the body sees the index as of now and whatever it writes is discarded. */
+  readonly readOnly?: boolean
 }
 
 export class IndexStore extends Context.Service<IndexStore, {
@@ -104,224 +177,61 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly manifest: Effect.Effect<Option.Option<IndexManifest>, StoreError>
   /** The paths the last index run read. */
   readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
-  /** Every stored document. */
+  /** Every stored document, decoded. */
   readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
-  /**
-   * Every stored chunk with its vector (labelled with the manifest's model, decoded through the domain schema), with
-   * each chunk's length and the postings of `terms`, all read from one snapshot.
-   */
-  readonly searchData: (terms: ReadonlyArray<string>) => Effect.Effect<SearchData, StoreError>
+  /** A consistent read-only view for queries, held until the scope closes; `None` when nothing is indexed yet. */
+  readonly snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope>
   /**
    * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
-   * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix.
+   * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix. Only one
+   * transaction writes at a time: a second writer fails with `IndexBusy` after a short wait.
    */
   readonly transaction: <A, E, R>(
-    body: (writer: IndexWriter) => Effect.Effect<A, E, R>
+    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+    options?: TransactionOptions
   ) => Effect.Effect<A, E | StoreError, R>
 }>()("pipeline/IndexStore") {
-  /** An index held in memory, for tests and one-off runs. It follows the same contract as the SQLite file. */
-  static readonly layerMemory = Layer.effect(
-    IndexStore,
-    Effect.gen(function*() {
-      interface State {
-        readonly manifest: Option.Option<IndexManifest>
-        readonly roots: ReadonlyArray<string>
-        readonly docs: ReadonlyMap<string, { readonly doc: StoredDoc; readonly chunks: ReadonlyArray<IndexedChunk> }>
-      }
-      const state = yield* Ref.make<State>({ manifest: Option.none(), roots: [], docs: new Map() })
-      return IndexStore.of({
-        location: "memory",
-        manifest: Effect.map(Ref.get(state), (s) => s.manifest),
-        roots: Effect.map(Ref.get(state), (s) => s.roots),
-        documents: Effect.map(Ref.get(state), (s) => [...s.docs.values()].map((d) => d.doc)),
-        searchData: () =>
-          Effect.map(Ref.get(state), (s) => {
-            const indexed = [...s.docs.values()].flatMap((d) => d.chunks)
-            return { chunks: indexed.map((c) => c.chunk), lexical: lexicalIndex(indexed) }
-          }),
-        transaction: (body) =>
-          Effect.gen(function*() {
-            const before = yield* Ref.get(state)
-            let manifest = before.manifest
-            let roots = before.roots
-            const docs = new Map(before.docs)
-            const writer: IndexWriter = {
-              clear: Effect.sync(() => {
-                docs.clear()
-                manifest = Option.none()
-                roots = []
-              }),
-              deleteDoc: (docId) => Effect.sync(() => void docs.delete(docId)),
-              putDoc: (doc, chunks) => Effect.sync(() => void docs.set(doc.docId, { doc, chunks })),
-              putManifest: (m) => Effect.sync(() => void (manifest = Option.some(m))),
-              putRoots: (r) => Effect.sync(() => void (roots = [...r]))
-            }
-            const result = yield* body(writer)
-            yield* Ref.set(state, { manifest, roots, docs })
-            return result
-          })
-      })
-    })
-  )
-
   /**
    * The index as one SQLite file at `file` (Node's built-in `node:sqlite`, write-ahead log on). A missing file is an
-   * empty index until the first transaction creates it, with its folder. Opening checks that the file is a FuncPipe
-   * index of a format this build reads.
+   * empty index until the first transaction creates it, with its folder. Reading opens the file read-only and checks
+   * that it is a FuncPipe index of this build's format. Segment data is immutable, so it is cached across snapshots.
    */
   static readonly layerSqlite = (file: string) =>
     Layer.effect(
       IndexStore,
-      Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        const path = yield* Path.Path
-        const location = file
-        const exists = yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false))
-        let db: DatabaseSync | undefined = exists ? yield* open(location) : undefined
-        yield* Effect.addFinalizer(() => Effect.sync(() => db?.isOpen && db.close()))
-
-        const run = <A>(what: string, f: (db: DatabaseSync) => A): Effect.Effect<A, StoreError> =>
-          Effect.try({ try: () => f(db!), catch: (error) => storeError(location, what, error) })
-
-        const hasTables = (d: DatabaseSync) =>
-          (d.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
-
-        // Every read looks at `db` when it runs: the first transaction may create the file after this layer is built.
-        const readMeta = (key: string): Effect.Effect<Option.Option<string>, StoreError> =>
-          Effect.suspend(() => db === undefined
-            ? Effect.succeed(Option.none())
-            : run(`reading ${key}`, (d) => {
-              if (!hasTables(d)) return Option.none()
-              const row = d.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
-              return Option.fromNullishOr(row?.value)
-            }))
-
-        const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-
-        const manifest = Effect.flatMap(readMeta("manifest"), (json) =>
-          Option.isNone(json)
-            ? Effect.succeed(Option.none<IndexManifest>())
-            : Effect.map(
-              Effect.fromResult(Result.mapError(decodeManifest(json.value), (detail) => corrupt(`manifest: ${detail}`))),
-              Option.some
-            ))
-
-        const roots = Effect.flatMap(readMeta("roots"), (json) => {
-          if (Option.isNone(json)) return Effect.succeed<ReadonlyArray<string>>([])
-          const parsed = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))(json.value)
-          return Result.isSuccess(parsed) ? Effect.succeed(parsed.success) : Effect.fail(corrupt("the list of indexed paths is unreadable"))
-        })
-
-        const documents = Effect.suspend(() => db === undefined ? Effect.succeed([]) : Effect.flatMap(
-          run("reading documents", (d) =>
-            hasTables(d) ? d.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents ORDER BY rowid").all() : []),
-          (rows) =>
-            Effect.forEach(rows, (row) => {
-              const r = row as Record<string, unknown>
-              const decoded = Schema.decodeUnknownResult(StoredDoc)({
-                docId: r["doc_id"],
-                source: r["source"],
-                title: r["title"],
-                categories: r["categories"],
-                hash: r["hash"],
-                chunks: r["chunks"]
-              })
-              return Result.isSuccess(decoded)
-                ? Effect.succeed(decoded.success)
-                : Effect.fail(corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`))
-            })
-        ))
-
-        const searchData = (terms: ReadonlyArray<string>) =>
-          Effect.gen(function*() {
-            const m = yield* manifest
-            if (Option.isNone(m) || db === undefined) return { chunks: [], lexical: lexicalIndex([]) }
-            const { dimensions, model } = m.value
-            // One read transaction: in WAL mode it sees one snapshot, even if a writer commits meanwhile.
-            const read = yield* run("reading chunks", (d) => {
-              d.exec("BEGIN")
-              try {
-                const rows = d.prepare("SELECT id, doc_id, start, \"end\", text, vector, length FROM chunks ORDER BY id").all()
-                const byTerm = d.prepare("SELECT chunk, tf FROM postings WHERE term = ?")
-                const postingRows = [...new Set(terms)].map((term) => [term, byTerm.all(term)] as const)
-                return { rows, postingRows }
-              } finally {
-                d.exec("COMMIT")
-              }
-            })
-            const chunks: Array<Chunk> = []
-            const lengths = new Uint32Array(read.rows.length)
-            const positionOf = new Map<number, number>()
-            let total = 0
-            for (const row of read.rows) {
-              const r = row as Record<string, unknown>
-              const blob = r["vector"]
-              if (!(blob instanceof Uint8Array) || blob.byteLength !== dimensions * 8) {
-                return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])} has a vector of the wrong size`)
-              }
-              const vector = Array.from(new Float64Array(blob.slice().buffer))
-              const decoded = Schema.decodeUnknownResult(Chunk)({
-                docId: r["doc_id"], start: r["start"], end: r["end"], text: r["text"], embedding: { vector, model }
-              })
-              if (Result.isFailure(decoded)) {
-                return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
-              }
-              const length = r["length"]
-              if (typeof length !== "number" || !Number.isInteger(length) || length < 0) {
-                return yield* corrupt(`a chunk of ${JSON.stringify(r["doc_id"])} has no valid length`)
-              }
-              positionOf.set(Number(r["id"]), chunks.length)
-              lengths[chunks.length] = length
-              total += length
-              chunks.push(decoded.success)
-            }
-            const postings = new Map<string, Postings>()
-            for (const [term, rows] of read.postingRows) {
-              const positions = new Uint32Array(rows.length)
-              const tfs = new Uint32Array(rows.length)
-              for (let i = 0; i < rows.length; i++) {
-                const r = rows[i] as { chunk: number; tf: number }
-                const position = positionOf.get(r.chunk)
-                if (position === undefined || !(r.tf >= 1)) return yield* corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
-                positions[i] = position
-                tfs[i] = r.tf
-              }
-              postings.set(term, { positions, tfs })
-            }
-            return { chunks, lexical: { lengths, averageLength: averageOf(lengths, total), postings } }
-          })
-
-        const transaction = <A, E, R>(body: (writer: IndexWriter) => Effect.Effect<A, E, R>) =>
-          Effect.uninterruptibleMask((restore) =>
-            Effect.gen(function*() {
-              if (db === undefined) {
-                yield* fs.makeDirectory(path.dirname(file), { recursive: true }).pipe(
-                  Effect.mapError((error) => new StoreFailure({ location, reason: error.message }))
-                )
-                db = yield* open(location)
-              }
-              yield* run("starting a write", (d) => d.exec("BEGIN IMMEDIATE"))
-              const exit = yield* Effect.exit(
-                Effect.flatMap(run("creating the tables", createTables), () => restore(body(sqliteWriter(location, db!))))
-              )
-              if (Exit.isSuccess(exit)) {
-                yield* run("committing", (d) => d.exec("COMMIT")).pipe(
-                  Effect.tapError(() => Effect.sync(() => db!.isTransaction && db!.exec("ROLLBACK")))
-                )
-                return exit.value
-              }
-              if (db.isTransaction) db.exec("ROLLBACK")
-              return yield* exit
-            })
-          )
-
-        return IndexStore.of({ location, manifest, roots, documents, searchData, transaction })
-      })
+      Effect.map(Effect.acquireRelease(Effect.sync(() => make(file)), (store) => store.close), (store) => store.service)
     )
+
+  /**
+   * A private index that lives as long as the layer, for tests and one-off runs (`funcpipe search`). It is the SQLite
+   * store on a file in a temporary folder that is removed when the layer is released, so it follows the same contract
+   * and keeps memory bounded however much is indexed.
+   */
+  static readonly layerMemory = Layer.effect(
+    IndexStore,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.try({
+          try: () => {
+            const dir = mkdtempSync(join(tmpdir(), "funcpipe-memory-"))
+            return { dir, store: make(join(dir, "index.db")) }
+          },
+          catch: (error) => new StoreFailure({ location: "memory", reason: String(error) })
+        }),
+        ({ dir, store }) => Effect.andThen(store.close, Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      ),
+      ({ store }) => IndexStore.of({ ...store.service, location: "memory" })
+    )
+  )
 }
 
 /** 'FPIP': marks a SQLite file as a FuncPipe index. */
 const APPLICATION_ID = 0x46504950
+
+/** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
+const MAX_SEGMENT_VECTOR_BYTES = 64 * 1024 * 1024
+/** A run flushes its segment once it holds this much, bounding the writer's memory. */
+const SEGMENT_BUDGET_BYTES = 96 * 1024 * 1024
 
 const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
   Result.mapError(
@@ -337,6 +247,7 @@ const sqliteCode = (error: unknown): number | undefined =>
     : undefined
 
 const storeError = (location: string, what: string, error: unknown): StoreError => {
+  if (isStoreError(error)) return error
   switch (sqliteCode(error)) {
     case 5: // SQLITE_BUSY
     case 6: // SQLITE_LOCKED
@@ -350,91 +261,640 @@ const storeError = (location: string, what: string, error: unknown): StoreError 
   }
 }
 
-/** Opens an existing or new file and checks that it is a FuncPipe index this build can read. */
-const open = (location: string): Effect.Effect<DatabaseSync, StoreError> =>
-  Effect.try({
-    try: () => {
-      const db = new DatabaseSync(location)
-      try {
-        db.exec("PRAGMA busy_timeout = 2000")
-        const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n
-        const appId = (db.prepare("PRAGMA application_id").get() as { application_id: number }).application_id
-        const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
-        if (tables > 0 && appId !== APPLICATION_ID) throw new NotAnIndex({ location })
-        if (version > FORMAT_VERSION) throw new IndexTooNew({ location, found: version, supported: FORMAT_VERSION })
-        db.exec("PRAGMA journal_mode = WAL")
-        db.exec("PRAGMA foreign_keys = ON")
-        return db
-      } catch (error) {
-        db.close()
-        throw error
-      }
-    },
-    catch: (error) =>
-      error instanceof NotAnIndex || error instanceof IndexTooNew ? error : storeError(location, "opening", error)
-  })
+/** The file's layout version, or 0 for an empty file; fails for another program's database or a newer layout. */
+const checkFile = (location: string, db: DatabaseSync): number => {
+  const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n
+  const appId = (db.prepare("PRAGMA application_id").get() as { application_id: number }).application_id
+  const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
+  if (tables > 0 && appId !== APPLICATION_ID) throw new NotAnIndex({ location })
+  if (version > FORMAT_VERSION) throw new IndexTooNew({ location, found: version, supported: FORMAT_VERSION })
+  return tables === 0 ? 0 : version
+}
+
+/**
+ * Opens the file read-only. In a folder this process may not write (where SQLite cannot make its shared-memory file)
+ * the file is opened as immutable, which is right for an index nobody is writing.
+ */
+const openReader = (location: string): DatabaseSync => {
+  let db: DatabaseSync
+  try {
+    db = new DatabaseSync(location, { readOnly: true, timeout: 2000 })
+    db.prepare("SELECT count(*) FROM sqlite_master").get()
+  } catch (error) {
+    const code = sqliteCode(error)
+    if (code !== 8 && code !== 14) throw error // SQLITE_READONLY, SQLITE_CANTOPEN
+    db = new DatabaseSync(`file:${encodeURI(location).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, { readOnly: true })
+  }
+  try {
+    const version = checkFile(location, db)
+    if (version > 0 && version < FORMAT_VERSION) {
+      throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
+    }
+    return db
+  } catch (error) {
+    db.close()
+    throw error
+  }
+}
 
 const createTables = (db: DatabaseSync): void => {
   db.exec(`
     PRAGMA application_id = ${APPLICATION_ID};
     PRAGMA user_version = ${FORMAT_VERSION};
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS documents (
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE documents (
       doc_id TEXT PRIMARY KEY,
       source TEXT NOT NULL,
       title TEXT NOT NULL,
       categories TEXT,
       hash TEXT NOT NULL,
+      first INTEGER NOT NULL,
       chunks INTEGER NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS chunks (
+    ) WITHOUT ROWID;
+    CREATE TABLE chunks (
       id INTEGER PRIMARY KEY,
-      doc_id TEXT NOT NULL REFERENCES documents (doc_id) ON DELETE CASCADE,
+      doc_id TEXT NOT NULL,
       start INTEGER NOT NULL,
       "end" INTEGER NOT NULL,
-      text TEXT NOT NULL,
-      vector BLOB NOT NULL,
-      length INTEGER NOT NULL
+      text TEXT NOT NULL
     );
-    CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id);
-    CREATE TABLE IF NOT EXISTS postings (
+    CREATE TABLE segments (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      base INTEGER NOT NULL,
+      count INTEGER NOT NULL,
+      live INTEGER NOT NULL,
+      live_length INTEGER NOT NULL,
+      version INTEGER NOT NULL,
+      lengths BLOB NOT NULL,
+      magnitudes BLOB NOT NULL,
+      vectors BLOB NOT NULL,
+      deleted BLOB
+    );
+    CREATE TABLE postings (
+      segment INTEGER NOT NULL,
       term TEXT NOT NULL,
-      chunk INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
-      tf INTEGER NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS postings_by_term ON postings (term);
-    CREATE INDEX IF NOT EXISTS postings_by_chunk ON postings (chunk);
+      df INTEGER NOT NULL,
+      data BLOB NOT NULL,
+      PRIMARY KEY (segment, term)
+    ) WITHOUT ROWID;
   `)
 }
 
-const sqliteWriter = (location: string, db: DatabaseSync): IndexWriter => {
-  const statements = new Map<string, StatementSync>()
-  const prepared = (sql: string) => {
-    let statement = statements.get(sql)
-    if (statement === undefined) statements.set(sql, statement = db.prepare(sql))
-    return statement
+const dropTables = (db: DatabaseSync): void => {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all()
+  for (const row of tables) db.exec(`DROP TABLE IF EXISTS "${String((row as { name: string }).name)}"`)
+}
+
+/** A segment's row without its blobs. */
+interface SegmentRow {
+  readonly id: number
+  readonly base: number
+  readonly count: number
+  readonly live: number
+  readonly liveLength: number
+  readonly version: number
+}
+
+/** A segment's immutable columns, decoded once and cached by segment id. */
+interface SegmentColumns {
+  readonly lengths: Uint32Array
+  readonly magnitudes: Float64Array
+  vectors: Float64Array | undefined
+}
+
+/** A view of a blob as a typed array, copying only when the bytes are not aligned for it. */
+const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
+  const aligned = blob.byteOffset % size === 0 ? blob : blob.slice()
+  return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
+}
+
+const make = (file: string) => {
+  const location = file
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const columnsCache = new Map<number, SegmentColumns>()
+  const deletedCache = new Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>()
+
+  const exists = Effect.sync(() => existsSync(file))
+
+  /** Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction). */
+  const idle: Array<DatabaseSync> = []
+  const acquireReader = (): DatabaseSync => {
+    const db = idle.pop() ?? openReader(location)
+    try {
+      db.exec("BEGIN")
+      return db
+    } catch (error) {
+      db.close()
+      throw error
+    }
   }
-  const run = (what: string, f: () => void): Effect.Effect<void, StoreError> =>
-    Effect.try({ try: f, catch: (error) => storeError(location, what, error) })
-  const putMeta = (key: string, value: string) =>
-    run(`writing ${key}`, () => prepared("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(key, value))
-  return {
-    clear: run("clearing", () => db.exec("DELETE FROM postings; DELETE FROM chunks; DELETE FROM documents; DELETE FROM meta;")),
-    deleteDoc: (docId) => run("deleting a document", () => prepared("DELETE FROM documents WHERE doc_id = ?").run(docId)),
-    putDoc: (doc, chunks) =>
-      run("writing a document", () => {
-        prepared("DELETE FROM documents WHERE doc_id = ?").run(doc.docId)
-        prepared("INSERT INTO documents (doc_id, source, title, categories, hash, chunks) VALUES (?, ?, ?, ?, ?, ?)")
-          .run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, doc.chunks)
-        const insert = prepared("INSERT INTO chunks (doc_id, start, \"end\", text, vector, length) VALUES (?, ?, ?, ?, ?, ?)")
-        const posting = prepared("INSERT INTO postings (term, chunk, tf) VALUES (?, ?, ?)")
-        for (const { chunk: c, length, terms } of chunks) {
-          const vector = new Uint8Array(Float64Array.from(c.embedding.vector).buffer)
-          const id = insert.run(c.docId, c.start, c.end, c.text, vector, length).lastInsertRowid
-          for (const [term, tf] of terms) posting.run(term, id, tf)
+  const releaseReader = (db: DatabaseSync): void => {
+    if (!db.isOpen) return
+    try {
+      if (db.isTransaction) db.exec("COMMIT")
+      idle.push(db)
+    } catch {
+      db.close()
+    }
+  }
+  const closeReaders = Effect.sync(() => {
+    for (const db of idle.splice(0)) if (db.isOpen) db.close()
+  })
+
+  /** Runs `f` in a read transaction of a fresh read-only connection; `None` when the file does not exist. */
+  const reading = <A>(what: string, f: (db: DatabaseSync) => A): Effect.Effect<Option.Option<A>, StoreError> =>
+    Effect.flatMap(exists, (present) =>
+      !present ? Effect.succeedNone : Effect.try({
+        try: () => {
+          const db = acquireReader()
+          try {
+            return Option.some(f(db))
+          } finally {
+            releaseReader(db)
+          }
+        },
+        catch: (error) => storeError(location, what, error)
+      }))
+
+  const hasTables = (db: DatabaseSync) =>
+    (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
+
+  const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
+    if (!hasTables(db)) return undefined
+    const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
+    return row?.value
+  }
+
+  const manifestIn = (db: DatabaseSync): Option.Option<IndexManifest> => {
+    const json = readMetaIn(db, "manifest")
+    if (json === undefined) return Option.none()
+    const decoded = decodeManifest(json)
+    if (Result.isFailure(decoded)) throw corrupt(`manifest: ${decoded.failure}`)
+    return Option.some(decoded.success)
+  }
+
+  const manifest = Effect.map(reading("reading the manifest", manifestIn), Option.flatten)
+
+  const roots = Effect.map(reading("reading the indexed paths", (db) => {
+    const json = readMetaIn(db, "roots")
+    if (json === undefined) return []
+    const parsed = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))(json)
+    if (Result.isFailure(parsed)) throw corrupt("the list of indexed paths is unreadable")
+    return parsed.success
+  }), Option.getOrElse((): ReadonlyArray<string> => []))
+
+  const documents = Effect.map(reading("reading documents", (db) => {
+    if (!hasTables(db)) return []
+    const rows = db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all()
+    const decode = Schema.decodeUnknownResult(StoredDoc)
+    return rows.map((row) => {
+      const r = row as Record<string, unknown>
+      const decoded = decode({
+        docId: r["doc_id"],
+        source: r["source"],
+        title: r["title"],
+        categories: r["categories"],
+        hash: r["hash"],
+        chunks: r["chunks"]
+      })
+      if (Result.isFailure(decoded)) throw corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
+      return decoded.success
+    })
+  }), Option.getOrElse((): ReadonlyArray<StoredDoc> => []))
+
+  const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
+    db.prepare("SELECT id, base, count, live, live_length, version FROM segments ORDER BY base").all().map((row) => {
+      const r = row as Record<string, unknown>
+      const [id, base, count, live, liveLength, version] = [r["id"], r["base"], r["count"], r["live"], r["live_length"], r["version"]]
+      if (
+        typeof id !== "number" || typeof base !== "number" || typeof count !== "number" || typeof live !== "number" ||
+        typeof liveLength !== "number" || typeof version !== "number" || count < 1 || live < 0 || live > count
+      ) throw corrupt(`segment ${String(id)} has invalid counts`)
+      return { id, base, count, live, liveLength, version }
+    })
+
+  const columnsOf = (db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
+    const cached = columnsCache.get(segment.id)
+    if (cached !== undefined) return cached
+    const row = db.prepare("SELECT lengths, magnitudes FROM segments WHERE id = ?").get(segment.id) as
+      | { lengths: unknown; magnitudes: unknown }
+      | undefined
+    const { lengths, magnitudes } = row ?? {}
+    if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
+      throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
+    }
+    if (!(magnitudes instanceof Uint8Array) || magnitudes.byteLength !== segment.count * 8) {
+      throw corrupt(`segment ${segment.id} has vector magnitudes of the wrong size`)
+    }
+    const columns: SegmentColumns = {
+      lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)),
+      magnitudes: view(magnitudes, 8, (b, o, n) => new Float64Array(b, o, n)),
+      vectors: undefined
+    }
+    for (const m of columns.magnitudes) if (!(m >= 0 && m < Infinity)) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    columnsCache.set(segment.id, columns)
+    return columns
+  }
+
+  const vectorsOf = (db: DatabaseSync, segment: SegmentRow, dimensions: number, columns: SegmentColumns): Float64Array => {
+    if (columns.vectors !== undefined) return columns.vectors
+    const row = db.prepare("SELECT vectors FROM segments WHERE id = ?").get(segment.id) as { vectors: unknown } | undefined
+    const blob = row?.vectors
+    if (!(blob instanceof Uint8Array) || blob.byteLength !== segment.count * dimensions * 8) {
+      throw corrupt(`segment ${segment.id} has a vector of the wrong size`)
+    }
+    const vectors = view(blob, 8, (b, o, n) => new Float64Array(b, o, n))
+    for (let i = 0; i < vectors.length; i++) {
+      if (!Number.isFinite(vectors[i]!)) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    }
+    columns.vectors = vectors
+    return vectors
+  }
+
+  const deletedOf = (db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
+    if (segment.live === segment.count) return undefined
+    const cached = deletedCache.get(segment.id)
+    if (cached !== undefined && cached.version === segment.version) return cached.bits
+    const row = db.prepare("SELECT deleted FROM segments WHERE id = ?").get(segment.id) as { deleted: unknown } | undefined
+    const bits = row?.deleted
+    if (!(bits instanceof Uint8Array) || bits.byteLength !== Math.ceil(segment.count / 8)) {
+      throw corrupt(`segment ${segment.id} has a damaged list of deleted chunks`)
+    }
+    let live = 0
+    for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) === 0) live++
+    if (live !== segment.live) throw corrupt(`segment ${segment.id} counts ${segment.live} live chunks but has ${live}`)
+    deletedCache.set(segment.id, { version: segment.version, bits })
+    return bits
+  }
+
+  /** Builds the snapshot's view over the segments of one read transaction on `db`. */
+  const snapshotOf = (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
+    const dimensions = manifestValue.dimensions
+    const segments = segmentRows(db)
+    const offsets: Array<number> = []
+    let positions = 0
+    let liveChunks = 0
+    let liveLength = 0
+    for (const segment of segments) {
+      offsets.push(positions)
+      positions += segment.count
+      liveChunks += segment.live
+      liveLength += segment.liveLength
+    }
+    const lengths = new Uint32Array(positions)
+    let deleted: Uint8Array | undefined
+    segments.forEach((segment, s) => {
+      const columns = columnsOf(db, segment)
+      lengths.set(columns.lengths, offsets[s]!)
+      const bits = deletedOf(db, segment)
+      if (bits === undefined) return
+      deleted ??= new Uint8Array(positions)
+      for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) deleted[offsets[s]! + i] = 1
+    })
+
+    const segmentAt = (position: number): number => {
+      let lo = 0
+      let hi = segments.length - 1
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1
+        if (offsets[mid]! <= position) lo = mid
+        else hi = mid - 1
+      }
+      if (segments.length === 0 || position < 0 || position >= positions) throw corrupt(`no chunk at position ${position}`)
+      return lo
+    }
+
+    const postingsStatement = db.prepare("SELECT df, data FROM postings WHERE segment = ? AND term = ?")
+    const postings = (term: string): ReadonlyArray<TermBlock> => {
+      const blocks: Array<TermBlock> = []
+      segments.forEach((segment, s) => {
+        const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
+        if (row === undefined) return
+        const decoded = typeof row.df === "number" && row.data instanceof Uint8Array
+          ? decodePostings(row.data, row.df, segment.count)
+          : undefined
+        if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+        blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
+      })
+      return blocks
+    }
+
+    let blocks: ReadonlyArray<VectorBlock> | undefined
+    const vectorBlocks = () =>
+      (blocks ??= segments.map((segment, s) => {
+        const columns = columnsOf(db, segment)
+        return {
+          offset: offsets[s]!,
+          count: segment.count,
+          vectors: vectorsOf(db, segment, dimensions, columns),
+          magnitudes: columns.magnitudes
         }
+      }))
+
+    const chunkStatement = db.prepare("SELECT doc_id, start, \"end\", text FROM chunks WHERE id = ?")
+    const rowAt = (position: number) => {
+      const s = segmentAt(position)
+      const id = segments[s]!.base + position - offsets[s]!
+      const row = chunkStatement.get(id) as Record<string, unknown> | undefined
+      const docId = row?.["doc_id"]
+      const start = row?.["start"]
+      const end = row?.["end"]
+      const text = row?.["text"]
+      if (typeof docId !== "string" || typeof start !== "number" || typeof end !== "number" || typeof text !== "string") {
+        throw corrupt(`chunk ${id} is missing or unreadable`)
+      }
+      return { s, docId, start, end, text }
+    }
+    const keyOf = (position: number): RankKey => {
+      const { docId, end, start, text } = rowAt(position)
+      return { score: 0, docId, start, end, text }
+    }
+    const chunkAt = (position: number): StoredChunk => {
+      const { docId, end, s, start, text } = rowAt(position)
+      const row = position - offsets[s]!
+      const vectors = vectorsOf(db, segments[s]!, dimensions, columnsOf(db, segments[s]!))
+      return { docId, start, end, text, vector: Array.from(vectors.subarray(row * dimensions, (row + 1) * dimensions)) }
+    }
+
+    let docs: { readonly docOf: Int32Array; readonly count: number } | undefined
+    const documentsOf = () => {
+      if (docs !== undefined) return docs
+      const docOf = new Int32Array(positions).fill(-1)
+      let count = 0
+      for (const row of db.prepare("SELECT first, chunks FROM documents WHERE chunks > 0").iterate()) {
+        const { chunks, first } = row as { first: number; chunks: number }
+        const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
+        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count) throw corrupt("a document's chunks are not in the index")
+        const from = offsets[s]! + first - segments[s]!.base
+        docOf.fill(count++, from, from + chunks)
+      }
+      return (docs = { docOf, count })
+    }
+
+    return {
+      manifest: manifestValue,
+      dimensions,
+      positions,
+      liveChunks,
+      averageLength: liveChunks === 0 ? 0 : liveLength / liveChunks,
+      lengths,
+      deleted,
+      postings,
+      vectorBlocks,
+      keyOf,
+      chunkAt,
+      documents: documentsOf
+    }
+  }
+
+  const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function*() {
+    if (!(yield* exists)) return Option.none()
+    const db = yield* Effect.acquireRelease(
+      Effect.try({ try: acquireReader, catch: (error) => storeError(location, "opening", error) }),
+      (db) => Effect.sync(() => releaseReader(db))
+    )
+    return yield* readSnapshot(location, () => Option.map(manifestIn(db), (m) => snapshotOf(db, m)))
+  })
+
+  const transaction = <A, E, R>(body: (writer: IndexWriter) => Effect.Effect<A, E, R>, options: TransactionOptions = {}) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const readOnly = options.readOnly === true
+        if (readOnly && !(yield* exists)) {
+          return yield* restore(body(emptyWriter(location)))
+        }
+        if (!readOnly) {
+          yield* Effect.try({
+            try: () => mkdirSync(dirname(file), { recursive: true }),
+            catch: (error) => new StoreFailure({ location, reason: `creating its folder: ${String(error)}` })
+          })
+        }
+        const db = yield* Effect.try({
+          try: () => {
+            if (readOnly) return openReader(location)
+            const db = new DatabaseSync(location, { timeout: 2000 })
+            try {
+              checkFile(location, db)
+              db.exec("PRAGMA journal_mode = WAL")
+              return db
+            } catch (error) {
+              db.close()
+              throw error
+            }
+          },
+          catch: (error) => storeError(location, "opening", error)
+        })
+        const run = <B>(what: string, f: () => B): Effect.Effect<B, StoreError> =>
+          Effect.try({ try: f, catch: (error) => storeError(location, what, error) })
+        const close = Effect.sync(() => {
+          if (!db.isOpen) return
+          if (db.isTransaction) db.exec("ROLLBACK")
+          db.close()
+        })
+        return yield* Effect.gen(function*() {
+          yield* run("starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
+          const version = yield* run("opening", () => checkFile(location, db))
+          if (version === 0 && !readOnly) yield* run("creating the tables", () => createTables(db))
+          const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
+          const exit = yield* Effect.exit(restore(body(writer.writer)))
+          if (Exit.isFailure(exit) || readOnly) {
+            yield* close
+            return yield* exit
+          }
+          yield* run("writing the index", writer.finish)
+          yield* run("committing", () => db.exec("COMMIT"))
+          // Fold the write-ahead log into the file, so the file alone is the index (and the log stays small).
+          yield* Effect.ignore(run("checkpointing", () => db.exec("PRAGMA wal_checkpoint(TRUNCATE)")))
+          yield* close
+          return exit.value
+        }).pipe(Effect.onError(() => close))
+      })
+    )
+
+  return { service: IndexStore.of({ location, manifest, roots, documents, snapshot, transaction }), close: closeReaders }
+}
+
+/** The writer of a dry run over an index that does not exist yet: nothing stored, nothing to write. */
+const emptyWriter = (location: string): IndexWriter => {
+  const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
+  return {
+    manifest: Effect.succeedNone,
+    storedDocs: Effect.succeed(new Map()),
+    clear: refuse,
+    deleteDoc: () => refuse,
+    putDoc: () => refuse,
+    putManifest: () => refuse,
+    putRoots: () => refuse
+  }
+}
+
+/**
+ * Writes inside one SQLite transaction: document and chunk rows as they come, search data into a segment that is
+ * flushed whenever it reaches the memory budget, and deletions as tombstones applied by `finish`. `current` is false
+ * for a file of an older layout, which only `clear` may touch.
+ */
+const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
+  let layoutCurrent = current
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const run = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
+    Effect.try({
+      try: () => {
+        if (!layoutCurrent) {
+          const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
+          throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
+        }
+        return f()
+      },
+      catch: (error) => storeError(location, what, error)
+    })
+
+  let manifestValue: Option.Option<IndexManifest> | undefined
+  let pending: SegmentBuilder | undefined
+  /** Deleted chunk ranges per segment id: [first ordinal, count] pairs. */
+  const tombstones = new Map<number, Array<number>>()
+
+  const readManifest = (): Option.Option<IndexManifest> => {
+    const row = db.prepare("SELECT value FROM meta WHERE key = 'manifest'").get() as { value: string } | undefined
+    if (row === undefined) return Option.none()
+    const decoded = decodeManifest(row.value)
+    if (Result.isFailure(decoded)) throw corrupt(`manifest: ${decoded.failure}`)
+    return Option.some(decoded.success)
+  }
+
+  const nextBase = (): number => {
+    const row = db.prepare("SELECT max(base + count) AS next FROM segments").get() as { next: number | null }
+    return row.next ?? 0
+  }
+
+  const flush = () => {
+    if (pending === undefined || pending.count === 0) return
+    const segment = pending
+    const { lengths, magnitudes, vectors } = segment.columns()
+    const id = db.prepare(
+      "INSERT INTO segments (base, count, live, live_length, version, lengths, magnitudes, vectors, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, ?, NULL)"
+    ).run(segment.base, segment.count, segment.count, segment.totalLength, lengths, magnitudes, vectors).lastInsertRowid
+    const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
+    const terms = [...segment.postings.keys()].sort()
+    for (const term of terms) {
+      const list = segment.postings.get(term)!
+      insert.run(id, term, list.count, list.encoded())
+    }
+    pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
+  }
+
+  const removeChunks = (docId: string) => {
+    const row = db.prepare("SELECT first, chunks FROM documents WHERE doc_id = ?").get(docId) as
+      | { first: number; chunks: number }
+      | undefined
+    if (row === undefined) return
+    // Chunks written earlier in this transaction are still in memory: flush them so they can be deleted like others.
+    if (pending !== undefined && row.chunks > 0 && row.first >= pending.base) flush()
+    if (row.chunks > 0) {
+      const segment = db.prepare("SELECT id, base, count FROM segments WHERE base <= ? ORDER BY base DESC LIMIT 1").get(row.first) as
+        | { id: number; base: number; count: number }
+        | undefined
+      if (segment === undefined || row.first + row.chunks > segment.base + segment.count) {
+        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      }
+      const ranges = tombstones.get(segment.id) ?? []
+      ranges.push(row.first - segment.base, row.chunks)
+      tombstones.set(segment.id, ranges)
+      db.prepare("DELETE FROM chunks WHERE id >= ? AND id < ?").run(row.first, row.first + row.chunks)
+    }
+    db.prepare("DELETE FROM documents WHERE doc_id = ?").run(docId)
+  }
+
+  const applyTombstones = () => {
+    for (const [id, ranges] of tombstones) {
+      const row = db.prepare("SELECT count, live, live_length, deleted, lengths FROM segments WHERE id = ?").get(id) as
+        | { count: number; live: number; live_length: number; deleted: Uint8Array | null; lengths: Uint8Array }
+        | undefined
+      if (row === undefined) throw corrupt(`segment ${id} is missing`)
+      const bits = row.deleted === null ? new Uint8Array(Math.ceil(row.count / 8)) : Uint8Array.from(row.deleted)
+      const lengths = view(row.lengths, 4, (b, o, n) => new Uint32Array(b, o, n))
+      let live = row.live
+      let liveLength = row.live_length
+      for (let r = 0; r < ranges.length; r += 2) {
+        for (let i = ranges[r]!; i < ranges[r]! + ranges[r + 1]!; i++) {
+          if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) continue
+          bits[i >> 3] = bits[i >> 3]! | (1 << (i & 7))
+          live--
+          liveLength -= lengths[i]!
+        }
+      }
+      if (live === 0) {
+        db.prepare("DELETE FROM postings WHERE segment = ?").run(id)
+        db.prepare("DELETE FROM segments WHERE id = ?").run(id)
+      } else {
+        db.prepare("UPDATE segments SET live = ?, live_length = ?, deleted = ?, version = version + 1 WHERE id = ?")
+          .run(live, liveLength, bits, id)
+      }
+    }
+    tombstones.clear()
+  }
+
+  const writer: IndexWriter = {
+    manifest: Effect.try({
+      try: () => (manifestValue ??= readManifest()),
+      catch: (error) => storeError(location, "reading the manifest", error)
+    }),
+    storedDocs: run("reading documents", () => {
+      const stored = new Map<string, StoredEntry>()
+      for (const row of db.prepare("SELECT doc_id, hash, source, chunks FROM documents").iterate()) {
+        const r = row as { doc_id: string; hash: string; source: string; chunks: number }
+        stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+      }
+      return stored
+    }),
+    clear: Effect.try({
+      try: () => {
+        dropTables(db)
+        createTables(db)
+        layoutCurrent = true
+        pending = undefined
+        tombstones.clear()
+        manifestValue = Option.none()
+      },
+      catch: (error) => storeError(location, "clearing", error)
+    }),
+    deleteDoc: (docId) => run("deleting a document", () => removeChunks(docId)),
+    putDoc: (doc, chunks, vectors) =>
+      run("writing a document", () => {
+        removeChunks(doc.docId)
+        if (chunks.length === 0) {
+          db.prepare("INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, 0, 0)")
+            .run(doc.docId, doc.source, doc.title, doc.categories, doc.hash)
+          return
+        }
+        pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
+        db.prepare("INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?)")
+          .run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, pending.base + pending.count, chunks.length)
+        const insert = db.prepare("INSERT INTO chunks (id, doc_id, start, \"end\", text) VALUES (?, ?, ?, ?, ?)")
+        const d = pending.dimensions
+        chunks.forEach((chunk, i) => {
+          const ordinal = pending!.add(chunk, vectors, i * d)
+          insert.run(pending!.base + ordinal, doc.docId, chunk.start, chunk.end, chunk.text)
+        })
+        const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
+        if (pending.byteLength >= SEGMENT_BUDGET_BYTES || pending.count >= maxChunks) flush()
       }),
-    putManifest: (manifest) => putMeta("manifest", encodeManifest(manifest)),
-    putRoots: (roots) => putMeta("roots", JSON.stringify(roots))
+    putManifest: (m) =>
+      run("writing the manifest", () => {
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)").run(encodeManifest(m))
+        manifestValue = Option.some(m)
+      }),
+    putRoots: (roots) =>
+      run("writing the indexed paths", () =>
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots)))
+  }
+
+  return {
+    writer,
+    /** Flushes the last segment and applies the deletions; called once, just before the commit. */
+    finish: () => {
+      if (!layoutCurrent) return
+      flush()
+      applyTombstones()
+    }
   }
 }

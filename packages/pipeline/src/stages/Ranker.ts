@@ -1,4 +1,4 @@
-/** Top-k selection in the ranking order over per-chunk scores, for chunks and for documents, and rank fusion. */
+/** Top-k selection in the ranking order over scored positions, for chunks and for documents, and rank fusion. */
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import { rankingOrder, type RankKey } from "@funcpipe/domain/Ranking"
 
@@ -8,63 +8,105 @@ export interface Top {
   readonly score: number
 }
 
-interface Candidate extends RankKey {
-  readonly position: number
-}
+/**
+ * The ranking key (doc id, start, end, text) of a position. Only consulted when two scores are equal, so a store can
+ * look keys up lazily; the `score` field of what it returns is ignored.
+ */
+export type KeyOf = (position: number) => RankKey
 
-const keyOf = (chunks: ReadonlyArray<Chunk>, position: number, score: number): Candidate => {
-  const chunk = chunks[position]!
-  return { score, docId: chunk.docId, start: chunk.start, end: chunk.end, text: chunk.text, position }
-}
-
-/** Max-heap on the ranking order: the root is the worst of the kept candidates. */
-const siftDown = (heap: Array<Candidate>, from: number): void => {
-  const n = heap.length
-  let i = from
-  for (;;) {
-    const left = 2 * i + 1
-    const right = left + 1
-    let worst = i
-    if (left < n && rankingOrder(heap[left]!, heap[worst]!) > 0) worst = left
-    if (right < n && rankingOrder(heap[right]!, heap[worst]!) > 0) worst = right
-    if (worst === i) return
-    const tmp = heap[i]!
-    heap[i] = heap[worst]!
-    heap[worst] = tmp
-    i = worst
+/** Caches a `KeyOf`, so a key is looked up at most once per selection. */
+export const cachedKeys = (keyOf: KeyOf): KeyOf => {
+  const cache = new Map<number, RankKey>()
+  return (position) => {
+    let key = cache.get(position)
+    if (key === undefined) cache.set(position, key = keyOf(position))
+    return key
   }
 }
 
-const siftUp = (heap: Array<Candidate>, from: number): void => {
-  let i = from
-  while (i > 0) {
-    const parent = (i - 1) >> 1
-    if (rankingOrder(heap[i]!, heap[parent]!) <= 0) return
-    const tmp = heap[i]!
-    heap[i] = heap[parent]!
-    heap[parent] = tmp
-    i = parent
-  }
+/** The ranking order of two scored positions: score descending, then their keys. Negative when `a` ranks first. */
+const compare = (keyOf: KeyOf, pa: number, sa: number, pb: number, sb: number): number => {
+  if (sa !== sb) return sa > sb ? -1 : 1
+  if (pa === pb) return 0
+  const a = keyOf(pa)
+  const b = keyOf(pb)
+  return rankingOrder({ ...a, score: 0 }, { ...b, score: 0 })
 }
 
-/** Keeps the best `k` of the offered candidates in a bounded heap; `take` returns them in the ranking order. */
-const boundedHeap = (k: number) => {
-  const heap: Array<Candidate> = []
-  return {
-    /** Offers a candidate; `make` builds its key only if its score can beat or tie the worst kept one. */
-    offer: (score: number, make: () => Candidate) => {
-      if (heap.length < k) {
-        heap.push(make())
-        siftUp(heap, heap.length - 1)
-      } else if (k > 0 && score >= heap[0]!.score) {
-        const next = make()
-        if (rankingOrder(next, heap[0]!) < 0) {
-          heap[0] = next
-          siftDown(heap, 0)
-        }
+/**
+ * Keeps the best `k` offered (position, score) pairs in the ranking order, in a bounded max-heap whose root is the
+ * worst kept one. Memory is O(k); keys are looked up only for equal scores. `threshold` is the score an offer must
+ * reach to have a chance, so hot loops can skip the call.
+ */
+export class TopK {
+  private readonly positions: Int32Array
+  private readonly scores: Float64Array
+  private size = 0
+  private readonly keyOf: KeyOf
+  readonly k: number
+
+  constructor(k: number, keyOf: KeyOf) {
+    this.k = k
+    this.positions = new Int32Array(Math.max(k, 0))
+    this.scores = new Float64Array(Math.max(k, 0))
+    this.keyOf = cachedKeys(keyOf)
+  }
+
+  /** The lowest score that can still enter: -Infinity until `k` are kept. */
+  get threshold(): number {
+    return this.size < this.k ? -Infinity : this.scores[0]!
+  }
+
+  /** Offers a candidate; it is kept if it ranks before the worst kept one (or fewer than `k` are kept). */
+  offer(position: number, score: number): void {
+    if (this.size < this.k) {
+      let i = this.size++
+      while (i > 0) {
+        const parent = (i - 1) >> 1
+        if (this.rankFirst(this.positions[parent]!, this.scores[parent]!, position, score) <= 0) break
+        this.positions[i] = this.positions[parent]!
+        this.scores[i] = this.scores[parent]!
+        i = parent
       }
-    },
-    take: (): Array<Top> => heap.sort(rankingOrder).map((c) => ({ position: c.position, score: c.score }))
+      this.positions[i] = position
+      this.scores[i] = score
+      return
+    }
+    if (this.k === 0 || score < this.scores[0]!) return
+    if (compare(this.keyOf, position, score, this.positions[0]!, this.scores[0]!) >= 0) return
+    this.siftDown(position, score)
+  }
+
+  /** Negative when (pa, sa) is worse than (pb, sb), i.e. belongs nearer the root. */
+  private rankFirst(pa: number, sa: number, pb: number, sb: number): number {
+    return -compare(this.keyOf, pa, sa, pb, sb)
+  }
+
+  private siftDown(position: number, score: number): void {
+    const n = this.size
+    let i = 0
+    for (;;) {
+      const left = 2 * i + 1
+      if (left >= n) break
+      const right = left + 1
+      let worst = left
+      if (right < n && this.rankFirst(this.positions[right]!, this.scores[right]!, this.positions[left]!, this.scores[left]!) < 0) {
+        worst = right
+      }
+      if (this.rankFirst(this.positions[worst]!, this.scores[worst]!, position, score) >= 0) break
+      this.positions[i] = this.positions[worst]!
+      this.scores[i] = this.scores[worst]!
+      i = worst
+    }
+    this.positions[i] = position
+    this.scores[i] = score
+  }
+
+  /** The kept candidates, best first. */
+  take(): Array<Top> {
+    const out: Array<Top> = []
+    for (let i = 0; i < this.size; i++) out.push({ position: this.positions[i]!, score: this.scores[i]! })
+    return out.sort((a, b) => compare(this.keyOf, a.position, a.score, b.position, b.score))
   }
 }
 
@@ -72,6 +114,60 @@ const boundedHeap = (k: number) => {
 export type IsCandidate = (score: number) => boolean
 export const anyScore: IsCandidate = (score) => !Number.isNaN(score)
 export const positiveScore: IsCandidate = (score) => score > 0
+
+/** Visits scored candidates: calls `visit(position, score)` once per candidate position. */
+export type Candidates = (visit: (position: number, score: number) => void) => void
+
+/** The best `k` candidates in the ranking order. */
+export const topOf = (candidates: Candidates, k: number, keyOf: KeyOf): Array<Top> => {
+  const heap = new TopK(k, keyOf)
+  candidates((position, score) => heap.offer(position, score))
+  return heap.take()
+}
+
+/**
+ * The best `k` documents, each ranked by its best chunk (the first of its chunks in the ranking order), in the ranking
+ * order of those best chunks; `docOf` numbers each position's document from 0 to `documents - 1`. Returns the best
+ * chunk of each document.
+ */
+export const topDocumentsOf = (
+  candidates: Candidates,
+  k: number,
+  keyOf: KeyOf,
+  docOf: (position: number) => number,
+  documents: number
+): Array<Top> => {
+  const cached = cachedKeys(keyOf)
+  const bestPosition = new Int32Array(documents).fill(-1)
+  const bestScore = new Float64Array(documents)
+  candidates((position, score) => {
+    const doc = docOf(position)
+    const current = bestPosition[doc]!
+    if (current < 0 || compare(cached, position, score, current, bestScore[doc]!) < 0) {
+      bestPosition[doc] = position
+      bestScore[doc] = score
+    }
+  })
+  const heap = new TopK(k, cached)
+  for (let doc = 0; doc < documents; doc++) {
+    const position = bestPosition[doc]!
+    if (position >= 0) heap.offer(position, bestScore[doc]!)
+  }
+  return heap.take()
+}
+
+/** The candidates of a dense score array: every position whose score `isCandidate` accepts. */
+export const denseCandidates = (scores: Float64Array, isCandidate: IsCandidate): Candidates => (visit) => {
+  for (let position = 0; position < scores.length; position++) {
+    const score = scores[position]!
+    if (isCandidate(score)) visit(position, score)
+  }
+}
+
+const chunkKeys = (chunks: ReadonlyArray<Chunk>): KeyOf => (position) => {
+  const chunk = chunks[position]!
+  return { score: 0, docId: chunk.docId, start: chunk.start, end: chunk.end, text: chunk.text }
+}
 
 /**
  * The best `k` chunks by `scores[position]` in the ranking order (score descending, then doc id, start, end, text by
@@ -82,14 +178,7 @@ export const topChunks = (
   chunks: ReadonlyArray<Chunk>,
   k: number,
   isCandidate: IsCandidate
-): Array<Top> => {
-  const heap = boundedHeap(k)
-  for (let position = 0; position < scores.length; position++) {
-    const score = scores[position]!
-    if (isCandidate(score)) heap.offer(score, () => keyOf(chunks, position, score))
-  }
-  return heap.take()
-}
+): Array<Top> => topOf(denseCandidates(scores, isCandidate), k, chunkKeys(chunks))
 
 /**
  * The best `k` documents, each ranked by its best chunk (the first of its chunks in the ranking order), in the
@@ -101,35 +190,36 @@ export const topDocuments = (
   k: number,
   isCandidate: IsCandidate
 ): Array<Top> => {
-  const best = new Map<string, Candidate>()
-  for (let position = 0; position < scores.length; position++) {
-    const score = scores[position]!
-    if (!isCandidate(score)) continue
-    const docId = chunks[position]!.docId
-    const current = best.get(docId)
-    if (current === undefined || score >= current.score) {
-      const next = keyOf(chunks, position, score)
-      if (current === undefined || rankingOrder(next, current) < 0) best.set(docId, next)
-    }
-  }
-  const heap = boundedHeap(k)
-  for (const candidate of best.values()) heap.offer(candidate.score, () => candidate)
-  return heap.take()
+  const numbers = new Map<string, number>()
+  const docOf = new Int32Array(chunks.length)
+  chunks.forEach((chunk, position) => {
+    let n = numbers.get(chunk.docId)
+    if (n === undefined) numbers.set(chunk.docId, n = numbers.size)
+    docOf[position] = n
+  })
+  return topDocumentsOf(denseCandidates(scores, isCandidate), k, chunkKeys(chunks), (p) => docOf[p]!, numbers.size)
 }
 
 /** The reciprocal rank fusion constant: ranks deeper than it contribute little. */
 export const RRF_K = 60
 
 /**
- * Reciprocal rank fusion: each chunk scores `Σ 1 / (RRF_K + rank)` over the rankings it appears in (ranks from 1),
- * summed in the order the rankings are given; a chunk in no ranking scores 0.
+ * Reciprocal rank fusion: each position scores `Σ 1 / (RRF_K + rank)` over the rankings it appears in (ranks from 1),
+ * summed in the order the rankings are given. Only positions in some ranking appear in the result.
  */
-export const reciprocalRankFusion = (rankings: ReadonlyArray<ReadonlyArray<Top>>, count: number): Float64Array => {
-  const fused = new Float64Array(count)
+export const fuseRankings = (rankings: ReadonlyArray<ReadonlyArray<Top>>): Map<number, number> => {
+  const fused = new Map<number, number>()
   for (const ranking of rankings) {
     ranking.forEach((top, i) => {
-      fused[top.position] = fused[top.position]! + 1 / (RRF_K + i + 1)
+      fused.set(top.position, (fused.get(top.position) ?? 0) + 1 / (RRF_K + i + 1))
     })
   }
   return fused
+}
+
+/** `fuseRankings` as a dense array over `count` positions (0 where a position is in no ranking). */
+export const reciprocalRankFusion = (rankings: ReadonlyArray<ReadonlyArray<Top>>, count: number): Float64Array => {
+  const dense = new Float64Array(count)
+  for (const [position, score] of fuseRankings(rankings)) dense[position] = score
+  return dense
 }

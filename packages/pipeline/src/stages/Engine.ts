@@ -1,0 +1,302 @@
+/**
+ * The query engine: scores a query against an index view (segments of typed arrays and lazily read postings) in
+ * every retrieval mode, touching only what the mode needs, and selects the top k in the ranking order.
+ */
+import type { Bm25Params, RetrievalMode } from "@funcpipe/domain/Config"
+import type { ScoreKind } from "@funcpipe/domain/Ranking"
+import { idf, termScore, type TermExplanation } from "./Bm25.ts"
+import { type Candidates, fuseRankings, type KeyOf, positiveScore, type Top, topDocumentsOf, TopK, topOf } from "./Ranker.ts"
+
+/** How deep each ranking goes before hybrid fusion: enough for document-level evaluation at depth 1000. */
+export const FUSION_DEPTH = 1000
+
+/**
+ * One segment's vectors: `count` rows of `dimensions` float64 components starting at position `offset`, and each
+ * row's magnitude `sqrt(Σ x·x)` (summed left to right; 0 for an all-zero row).
+ */
+export interface VectorBlock {
+  readonly offset: number
+  readonly count: number
+  readonly vectors: Float64Array
+  readonly magnitudes: Float64Array
+}
+
+/** The postings of one term in one segment: positions are `offset + ordinals[i]`, ascending. */
+export interface TermBlock {
+  readonly offset: number
+  readonly ordinals: Uint32Array
+  readonly tfs: Uint32Array
+}
+
+/**
+ * What the engine reads from an index. Positions number every stored chunk, deleted ones included (`deleted[p]` is
+ * 1 for those); BM25 statistics count live chunks only, so an index updated in place scores exactly like one built
+ * from scratch. The functions may read from storage; they throw the store's typed errors, never anything else.
+ */
+export interface IndexView {
+  readonly dimensions: number
+  /** Stored positions, deleted ones included. */
+  readonly positions: number
+  /** Live chunks: the N of BM25's idf. */
+  readonly liveChunks: number
+  /** Mean length in terms of the live chunks (0 without chunks). */
+  readonly averageLength: number
+  /** Each position's length in terms. */
+  readonly lengths: Uint32Array
+  /** 1 for a deleted position, or `undefined` when none is. */
+  readonly deleted: Uint8Array | undefined
+  /** The postings of a term, one block per segment that holds it (deleted positions included). */
+  readonly postings: (term: string) => ReadonlyArray<TermBlock>
+  /** Every segment's vectors. */
+  readonly vectorBlocks: () => ReadonlyArray<VectorBlock>
+  /** The ranking key of a position. */
+  readonly keyOf: KeyOf
+  /** Numbers each position's document (0 … documents - 1), for document-level ranking. */
+  readonly documents: () => { readonly docOf: Int32Array; readonly count: number }
+}
+
+/** A query as the engine takes it: its analyzed terms and, for the vector and hybrid modes, its vector. */
+export interface EngineQuery {
+  readonly terms: ReadonlyArray<string>
+  readonly vector: ReadonlyArray<number> | undefined
+}
+
+/** Why a result scored what it did, as far as the mode used each part. */
+export interface Explanation {
+  readonly cosine: number | null
+  readonly bm25: { readonly score: number; readonly terms: ReadonlyArray<TermExplanation> } | null
+  readonly vectorRank: number | null
+  readonly lexicalRank: number | null
+}
+
+/** A query scored in one mode: its candidates, what kind of score they carry, and explanations on demand. */
+export interface Scored {
+  readonly mode: RetrievalMode
+  readonly kind: ScoreKind
+  readonly candidates: Candidates
+  readonly explain: (position: number) => Explanation
+}
+
+/** Clamps rounding overshoot of a cosine into [-1, 1]. */
+const clamp = (raw: number): number => (raw > 1 ? 1 : raw < -1 ? -1 : raw)
+
+/** Sums `Σ x·x` left to right, as the reference's cosine does. */
+const magnitudeOf = (v: ArrayLike<number>): number => {
+  let sum = 0
+  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!
+  return Math.sqrt(sum)
+}
+
+/**
+ * Visits every live row with its clamped cosine similarity to `query` (rows of magnitude 0 are passed over: their
+ * cosine is undefined). Same sums in the same order as `cosineSimilarity`, so the scores are bit-identical. `floor`
+ * lets a top-k caller skip rows that cannot enter; it is read before each visit.
+ */
+export const scanVectors = (
+  view: IndexView,
+  query: ArrayLike<number>,
+  visit: (position: number, score: number) => void,
+  floor: () => number = () => -Infinity
+): void => {
+  const d = view.dimensions
+  const qLength = magnitudeOf(query)
+  const q = Float64Array.from(query as ArrayLike<number>)
+  const deleted = view.deleted
+  for (const block of view.vectorBlocks()) {
+    const { count, magnitudes, offset, vectors } = block
+    for (let row = 0; row < count; row++) {
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
+      if (deleted !== undefined && deleted[offset + row] === 1) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(offset + row, score)
+    }
+  }
+}
+
+/** The cosine of one position with the query, or null where undefined (zero vector). */
+const cosineAt = (view: IndexView, query: ArrayLike<number>, position: number): number | null => {
+  for (const block of view.vectorBlocks()) {
+    if (position < block.offset || position >= block.offset + block.count) continue
+    const row = position - block.offset
+    const magnitude = block.magnitudes[row]!
+    if (magnitude === 0) return null
+    let dot = 0
+    for (let j = 0; j < view.dimensions; j++) dot += query[j]! * block.vectors[row * view.dimensions + j]!
+    return clamp(dot / (magnitudeOf(query) * magnitude))
+  }
+  return null
+}
+
+/** One query term's postings with its live document frequency. */
+interface LoadedTerm {
+  readonly term: string
+  readonly blocks: ReadonlyArray<TermBlock>
+  readonly df: number
+}
+
+const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<string, LoadedTerm> => {
+  const loaded = new Map<string, LoadedTerm>()
+  const deleted = view.deleted
+  for (const term of terms) {
+    if (loaded.has(term)) continue
+    const blocks = view.postings(term)
+    let df = 0
+    for (const block of blocks) {
+      if (deleted === undefined) df += block.ordinals.length
+      else for (let i = 0; i < block.ordinals.length; i++) if (deleted[block.offset + block.ordinals[i]!] !== 1) df++
+    }
+    loaded.set(term, { term, blocks, df })
+  }
+  return loaded
+}
+
+/**
+ * BM25 over the postings of the query terms only: a repeated term counts each time (as in Lucene), shares are summed
+ * in query-term order (so every store and layout gets the same bits), deleted positions are skipped. Returns the
+ * touched positions and a dense score array that is 0 elsewhere.
+ */
+const bm25 = (view: IndexView, loaded: Map<string, LoadedTerm>, terms: ReadonlyArray<string>, params: Bm25Params) => {
+  const scores = new Float64Array(view.positions)
+  let touched = new Int32Array(64)
+  let touchedCount = 0
+  const deleted = view.deleted
+  const { averageLength, lengths, liveChunks } = view
+  for (const term of terms) {
+    const entry = loaded.get(term)!
+    if (entry.df === 0) continue
+    const weight = idf(liveChunks, entry.df)
+    for (const block of entry.blocks) {
+      const { offset, ordinals, tfs } = block
+      for (let i = 0; i < ordinals.length; i++) {
+        const position = offset + ordinals[i]!
+        if (deleted !== undefined && deleted[position] === 1) continue
+        const before = scores[position]!
+        if (before === 0) {
+          if (touchedCount === touched.length) {
+            const grown = new Int32Array(touched.length * 2)
+            grown.set(touched)
+            touched = grown
+          }
+          touched[touchedCount++] = position
+        }
+        scores[position] = before + termScore(weight, tfs[i]!, lengths[position]!, averageLength, params)
+      }
+    }
+  }
+  const candidates: Candidates = (visit) => {
+    for (let i = 0; i < touchedCount; i++) {
+      const position = touched[i]!
+      const score = scores[position]!
+      if (score > 0) visit(position, score)
+    }
+  }
+  return { scores, candidates }
+}
+
+const tfAt = (block: TermBlock, ordinal: number): number => {
+  let lo = 0
+  let hi = block.ordinals.length - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    const at = block.ordinals[mid]!
+    if (at === ordinal) return block.tfs[mid]!
+    if (at < ordinal) lo = mid + 1
+    else hi = mid - 1
+  }
+  return 0
+}
+
+/** Each query term's share of one position's BM25 score, in query order. */
+const explainTerms = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  position: number,
+  params: Bm25Params
+): ReadonlyArray<TermExplanation> =>
+  terms.map((term) => {
+    const entry = loaded.get(term)!
+    let tf = 0
+    for (const block of entry.blocks) if (position >= block.offset) tf = tf || tfAt(block, position - block.offset)
+    const weight = entry.df === 0 ? 0 : idf(view.liveChunks, entry.df)
+    const score = tf === 0 ? 0 : termScore(weight, tf, view.lengths[position]!, view.averageLength, params)
+    return { term, tf, df: entry.df, idf: weight, score }
+  })
+
+const ranksOf = (ranking: ReadonlyArray<Top>) => new Map(ranking.map((top, i) => [top.position, i + 1] as const))
+
+/**
+ * Scores `query` in `mode`: `vector` visits every live chunk with a defined cosine, `lexical` only the chunks holding
+ * a query term, `hybrid` fuses the best `depth` of each by reciprocal rank fusion. The query's vector is needed by the
+ * vector and hybrid modes only.
+ */
+export const scoreQuery = (
+  view: IndexView,
+  query: EngineQuery,
+  mode: RetrievalMode,
+  params: Bm25Params,
+  depth = FUSION_DEPTH
+): Scored => {
+  const { terms, vector } = query
+  let loaded: Map<string, LoadedTerm> | undefined
+  const terms$ = () => (loaded ??= loadTerms(view, terms))
+  let lexical: ReturnType<typeof bm25> | undefined
+  const lexical$ = () => (lexical ??= bm25(view, terms$(), terms, params))
+  const explainWith = (vectorRanks: ReadonlyMap<number, number>, lexicalRanks: ReadonlyMap<number, number>) =>
+  (position: number): Explanation => ({
+    cosine: vector === undefined || mode === "lexical" ? null : cosineAt(view, vector, position),
+    bm25: mode === "vector"
+      ? null
+      : { score: lexical$().scores[position]!, terms: explainTerms(view, terms$(), terms, position, params) },
+    vectorRank: vectorRanks.get(position) ?? null,
+    lexicalRank: lexicalRanks.get(position) ?? null
+  })
+  const none = new Map<number, number>()
+  switch (mode) {
+    case "vector":
+      return {
+        mode,
+        kind: "cosine",
+        candidates: (visit) => scanVectors(view, vector!, visit),
+        explain: explainWith(none, none)
+      }
+    case "lexical":
+      return { mode, kind: "bm25", candidates: lexical$().candidates, explain: explainWith(none, none) }
+    case "hybrid": {
+      const vectorTop = topVectors(view, vector!, depth)
+      const lexicalTop = topOf(lexical$().candidates, depth, view.keyOf)
+      const fused = fuseRankings([vectorTop, lexicalTop])
+      return {
+        mode,
+        kind: "rrf",
+        candidates: (visit) => {
+          for (const [position, score] of fused) if (positiveScore(score)) visit(position, score)
+        },
+        explain: explainWith(ranksOf(vectorTop), ranksOf(lexicalTop))
+      }
+    }
+  }
+}
+
+/** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
+const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number): Array<Top> => {
+  const heap = new TopK(k, view.keyOf)
+  scanVectors(view, vector, (position, score) => heap.offer(position, score), () => heap.threshold)
+  return heap.take()
+}
+
+/** The best `k` chunks of a scored query, in the ranking order. */
+export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
+  scored.mode === "vector" && query?.vector !== undefined
+    ? topVectors(view, query.vector, k)
+    : topOf(scored.candidates, k, view.keyOf)
+
+/** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */
+export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): Array<Top> => {
+  const { count, docOf } = view.documents()
+  return topDocumentsOf(scored.candidates, k, view.keyOf, (p) => docOf[p]!, count)
+}
