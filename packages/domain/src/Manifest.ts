@@ -4,7 +4,7 @@ import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "./Config.ts"
 import { ModelLabel } from "./Embedding.ts"
 
 /** The layout version of a stored index that this build reads and writes. */
-export const FORMAT_VERSION = 1
+export const FORMAT_VERSION = 2
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /** Milliseconds since the Unix epoch, as read from the Clock. */

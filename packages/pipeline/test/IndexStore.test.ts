@@ -241,3 +241,50 @@ describe("index and query workflows", () => {
       assert.closeTo(results[0]!.score, 1, 1e-12)
     }).pipe(Effect.provide(Base)))
 })
+
+describe("an index written by an older FuncPipe", () => {
+  /** A file laid out as format version 1 (one row per chunk and per posting), holding one document. */
+  const versionOne = Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+    const file = `${dir}/index.db`
+    const manifest = {
+      formatVersion: 1,
+      model: "local-sha256",
+      dimensions: 16,
+      cleaner: { rules: ["strip", "lower", "collapse_ws"] },
+      chunker: { chunkSize: 512, overlap: 0, tailPolicy: "emit_short" },
+      analyzer: { stopWords: "english", stemmer: "porter" },
+      createdAt: 0,
+      updatedAt: 0,
+      documents: 1,
+      chunks: 1
+    }
+    yield* tamper(file, `
+      PRAGMA application_id = ${0x46504950};
+      PRAGMA user_version = 1;
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE documents (doc_id TEXT PRIMARY KEY, source TEXT, title TEXT, categories TEXT, hash TEXT, chunks INTEGER);
+      CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc_id TEXT, start INTEGER, "end" INTEGER, text TEXT, vector BLOB, length INTEGER);
+      CREATE TABLE postings (term TEXT, chunk INTEGER, tf INTEGER);
+      INSERT INTO meta VALUES ('manifest', '${JSON.stringify(manifest)}');
+    `)
+    return file
+  })
+
+  it.effect("is refused with the way on: queries name --rebuild, an update is a planned change, --rebuild converts it", () =>
+    Effect.gen(function*() {
+      const file = yield* versionOne
+      const query = yield* Effect.flip(queryFile(file))
+      assert.strictEqual(query._tag, "IndexTooOld")
+      assert.include(query.message, "--rebuild")
+      const update = (rebuild: boolean) =>
+        indexPaths(["x"], { rebuild }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
+      const refused = yield* Effect.flip(update(false))
+      assert.strictEqual(refused._tag, "SettingsChanged")
+      assert.include(refused.message, "format version 1, older than this FuncPipe")
+      yield* update(true)
+      const { results } = yield* queryFile(file)
+      assert.strictEqual(results[0]!.chunk.docId, "d1")
+    }).pipe(Effect.provide(Base)))
+})
