@@ -63,8 +63,9 @@ describe("crash safety", () => {
       yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(2500, "v2"))
       const signal = yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 30)
       assert.strictEqual(signal, "SIGKILL")
-      const wal = yield* fs.stat(`${indexFile}-wal`)
-      assert.isAbove(Number(wal.size), 100_000, "the killed run had written uncommitted pages to disk")
+      // The killed run was inside its write transaction (it stalls in the embedder, which runs inside it); what it had
+      // written is in the write-ahead log or still in memory, and neither may show.
+      assert.isTrue(yield* fs.exists(`${indexFile}-wal`), "the killed run had opened the index for writing")
 
       const after = yield* snapshot(indexFile)
       assert.deepStrictEqual(after, before)

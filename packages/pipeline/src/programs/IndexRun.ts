@@ -5,7 +5,7 @@ import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/dom
 import { DocumentSource, type SourcedDoc } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { type ChunkRecord, IndexStore, type StoredEntry } from "../services/IndexStore.ts"
-import { analyze, termCounts } from "../stages/Analyzer.ts"
+import { analyze } from "../stages/Analyzer.ts"
 import { chunkSpans } from "../stages/Chunker.ts"
 import { cleanText } from "../stages/Clean.ts"
 import { DimensionMismatch } from "../stages/Cosine.ts"
@@ -111,14 +111,13 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         const docs = batch
         batch = []
         if (docs.length === 0 || dryRun) return
-        const prepared = docs.map(({ sourced: { doc } }) => {
-          const body = cleanText(doc.body, settings.cleaner)
-          return chunkSpans(body, settings.chunker).map((span): ChunkRecord => {
+        const bodies = docs.map(({ sourced: { doc } }) => cleanText(doc.body, settings.cleaner))
+        const prepared = docs.map(({ sourced: { doc } }, i) =>
+          chunkSpans(bodies[i]!, settings.chunker).map((span): ChunkRecord => {
             // The title is searchable text of every chunk of its document.
             const terms = analyze(`${doc.title}\n${span.text}`, settings.analyzer)
-            return { start: span.start, end: span.end, text: span.text, length: terms.length, terms: termCounts(terms) }
-          })
-        })
+            return { start: span.start, end: span.end, text: span.text, terms }
+          }))
         const embeddings = yield* embedder.embedMany(prepared.flat().map((c) => c.text))
         const d = settings.dimensions
         let next = 0
@@ -134,7 +133,11 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
           if (chunks.length === 0) {
             skipped.push({ source: doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
           }
-          yield* writer.putDoc({ docId: doc.docId, source: file, title: doc.title, categories: doc.categories, hash }, chunks, vectors)
+          yield* writer.putDoc(
+            { docId: doc.docId, source: file, title: doc.title, categories: doc.categories, hash, body: bodies[i]! },
+            chunks,
+            vectors
+          )
           written += chunks.length
         }
       })

@@ -7,13 +7,14 @@ import { Context, Effect, Exit, Layer, Option, Result, Schema, Scope } from "eff
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
+import { DatabaseSync, type StatementSync } from "node:sqlite"
+import { deflateRawSync, inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import type { RankKey } from "@funcpipe/domain/Ranking"
 import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
-import { decodePostings } from "../stages/Postings.ts"
+import { decodePostings, encodePostings } from "../stages/Postings.ts"
 import { type ChunkTerms, SegmentBuilder } from "../stages/Segment.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
@@ -34,6 +35,8 @@ export interface DocRecord {
   readonly title: string
   readonly categories: string | null
   readonly hash: string
+  /** The cleaned body: chunk texts are its code-point spans, so it is stored once, compressed, instead of per chunk. */
+  readonly body: string
 }
 
 /** A chunk to write: its span and text, with its terms for BM25. */
@@ -303,21 +306,17 @@ const createTables = (db: DatabaseSync): void => {
     PRAGMA user_version = ${FORMAT_VERSION};
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE documents (
-      doc_id TEXT PRIMARY KEY,
+      id INTEGER PRIMARY KEY,
+      doc_id TEXT NOT NULL UNIQUE,
       source TEXT NOT NULL,
       title TEXT NOT NULL,
       categories TEXT,
       hash TEXT NOT NULL,
       first INTEGER NOT NULL,
       chunks INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE chunks (
-      id INTEGER PRIMARY KEY,
-      doc_id TEXT NOT NULL,
-      start INTEGER NOT NULL,
-      "end" INTEGER NOT NULL,
-      text TEXT NOT NULL
     );
+    CREATE TABLE bodies (doc INTEGER PRIMARY KEY, body BLOB NOT NULL);
+    CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL);
     CREATE TABLE segments (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       base INTEGER NOT NULL,
@@ -361,6 +360,31 @@ interface SegmentColumns {
   readonly magnitudes: Float64Array
   vectors: Float64Array | undefined
 }
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * The text of the chunk `[start, end)` of a cleaned body, offsets in code points: the body's code points in the span,
+ * and U+0000 for the part of a padded tail that lies past the body (as the chunker's `pad` policy makes it).
+ */
+const spanText = (body: string, start: number, end: number): string => {
+  if (!SURROGATE.test(body)) {
+    const text = body.slice(start, end)
+    return end > body.length ? text + "\u0000".repeat(end - Math.max(start, body.length)) : text
+  }
+  const next = (i: number) => {
+    const unit = body.charCodeAt(i)
+    return unit >= 0xd800 && unit <= 0xdbff && (body.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? i + 2 : i + 1
+  }
+  let from = 0
+  let points = 0
+  for (; points < start && from < body.length; points++) from = next(from)
+  let to = from
+  for (; points < end && to < body.length; points++) to = next(to)
+  return body.slice(from, to) + (points < end ? "\u0000".repeat(end - Math.max(points, start)) : "")
+}
+
+const SURROGATE = /[\uD800-\uDFFF]/
 
 /** A view of a blob as a typed array, copying only when the bytes are not aligned for it. */
 const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
@@ -591,26 +615,55 @@ const make = (file: string) => {
         }
       }))
 
-    const chunkStatement = db.prepare("SELECT doc_id, start, \"end\", text FROM chunks WHERE id = ?")
+    const chunkStatement = db.prepare(
+      "SELECT d.doc_id AS doc_id, c.doc AS doc, c.start AS start, c.\"end\" AS \"end\" FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
+    )
+    const bodyStatement = db.prepare("SELECT body FROM bodies WHERE doc = ?")
+    const bodies = new Map<number, string>()
+    const bodyOf = (doc: number): string => {
+      let body = bodies.get(doc)
+      if (body !== undefined) return body
+      const blob = (bodyStatement.get(doc) as { body: unknown } | undefined)?.body
+      if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
+      try {
+        body = utf8.decode(inflateRawSync(blob))
+      } catch {
+        throw corrupt(`the text of document ${doc} does not decompress`)
+      }
+      if (bodies.size >= 256) bodies.clear()
+      bodies.set(doc, body)
+      return body
+    }
     const rowAt = (position: number) => {
       const s = segmentAt(position)
       const id = segments[s]!.base + position - offsets[s]!
       const row = chunkStatement.get(id) as Record<string, unknown> | undefined
       const docId = row?.["doc_id"]
+      const doc = row?.["doc"]
       const start = row?.["start"]
       const end = row?.["end"]
-      const text = row?.["text"]
-      if (typeof docId !== "string" || typeof start !== "number" || typeof end !== "number" || typeof text !== "string") {
+      if (typeof docId !== "string" || typeof doc !== "number" || typeof start !== "number" || typeof end !== "number") {
         throw corrupt(`chunk ${id} is missing or unreadable`)
       }
-      return { s, docId, start, end, text }
+      return { s, docId, start, end, text: () => spanText(bodyOf(doc), start, end) }
     }
     const keyOf = (position: number): RankKey => {
       const { docId, end, start, text } = rowAt(position)
-      return { score: 0, docId, start, end, text }
+      // Doc id, start and end already tell chunks apart; the text is only read if a comparison ever gets to it.
+      let cached: string | undefined
+      return {
+        score: 0,
+        docId,
+        start,
+        end,
+        get text() {
+          return (cached ??= text())
+        }
+      }
     }
     const chunkAt = (position: number): StoredChunk => {
-      const { docId, end, s, start, text } = rowAt(position)
+      const { docId, end, s, start, text: textOf } = rowAt(position)
+      const text = textOf()
       const row = position - offsets[s]!
       const vectors = vectorsOf(db, segments[s]!, dimensions, columnsOf(db, segments[s]!))
       return { docId, start, end, text, vector: Array.from(vectors.subarray(row * dimensions, (row + 1) * dimensions)) }
@@ -750,6 +803,14 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
 
   let manifestValue: Option.Option<IndexManifest> | undefined
   let pending: SegmentBuilder | undefined
+  /** True while the index holds no document from before this transaction, so nothing can need replacing. */
+  let fresh: boolean | undefined
+  const statements = new Map<string, StatementSync>()
+  const prepared = (sql: string): StatementSync => {
+    let statement = statements.get(sql)
+    if (statement === undefined) statements.set(sql, statement = db.prepare(sql))
+    return statement
+  }
   /** Deleted chunk ranges per segment id: [first ordinal, count] pairs. */
   const tombstones = new Map<number, Array<number>>()
 
@@ -774,17 +835,16 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       "INSERT INTO segments (base, count, live, live_length, version, lengths, magnitudes, vectors, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, ?, NULL)"
     ).run(segment.base, segment.count, segment.count, segment.totalLength, lengths, magnitudes, vectors).lastInsertRowid
     const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
-    const terms = [...segment.postings.keys()].sort()
-    for (const term of terms) {
-      const list = segment.postings.get(term)!
-      insert.run(id, term, list.count, list.encoded())
-    }
+    const lists = [...segment.termPostings()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    for (const [term, pairs] of lists) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
   }
 
   const removeChunks = (docId: string) => {
-    const row = db.prepare("SELECT first, chunks FROM documents WHERE doc_id = ?").get(docId) as
-      | { first: number; chunks: number }
+    fresh ??= db.prepare("SELECT count(*) AS n FROM documents").get()!["n"] === 0
+    if (fresh) return
+    const row = prepared("SELECT id, first, chunks FROM documents WHERE doc_id = ?").get(docId) as
+      | { id: number; first: number; chunks: number }
       | undefined
     if (row === undefined) return
     // Chunks written earlier in this transaction are still in memory: flush them so they can be deleted like others.
@@ -799,9 +859,10 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       const ranges = tombstones.get(segment.id) ?? []
       ranges.push(row.first - segment.base, row.chunks)
       tombstones.set(segment.id, ranges)
-      db.prepare("DELETE FROM chunks WHERE id >= ? AND id < ?").run(row.first, row.first + row.chunks)
+      prepared("DELETE FROM chunks WHERE id >= ? AND id < ?").run(row.first, row.first + row.chunks)
     }
-    db.prepare("DELETE FROM documents WHERE doc_id = ?").run(docId)
+    prepared("DELETE FROM bodies WHERE doc = ?").run(row.id)
+    prepared("DELETE FROM documents WHERE id = ?").run(row.id)
   }
 
   const applyTombstones = () => {
@@ -854,26 +915,35 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         pending = undefined
         tombstones.clear()
         manifestValue = Option.none()
+        fresh = true
+        statements.clear()
       },
       catch: (error) => storeError(location, "clearing", error)
     }),
-    deleteDoc: (docId) => run("deleting a document", () => removeChunks(docId)),
+    deleteDoc: (docId) =>
+      run("deleting a document", () => {
+        fresh = false
+        removeChunks(docId)
+      }),
     putDoc: (doc, chunks, vectors) =>
       run("writing a document", () => {
         removeChunks(doc.docId)
+        const insertDoc = prepared(
+          "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
         if (chunks.length === 0) {
-          db.prepare("INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, 0, 0)")
-            .run(doc.docId, doc.source, doc.title, doc.categories, doc.hash)
+          insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, 0, 0)
           return
         }
         pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
-        db.prepare("INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?)")
-          .run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, pending.base + pending.count, chunks.length)
-        const insert = db.prepare("INSERT INTO chunks (id, doc_id, start, \"end\", text) VALUES (?, ?, ?, ?, ?)")
+        const docRow = insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, pending.base + pending.count, chunks.length)
+          .lastInsertRowid
+        prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, deflateRawSync(doc.body, { level: 1 }))
+        const insert = prepared("INSERT INTO chunks (id, doc, start, \"end\") VALUES (?, ?, ?, ?)")
         const d = pending.dimensions
         chunks.forEach((chunk, i) => {
           const ordinal = pending!.add(chunk, vectors, i * d)
-          insert.run(pending!.base + ordinal, doc.docId, chunk.start, chunk.end, chunk.text)
+          insert.run(pending!.base + ordinal, docRow, chunk.start, chunk.end)
         })
         const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
         if (pending.byteLength >= SEGMENT_BUDGET_BYTES || pending.count >= maxChunks) flush()

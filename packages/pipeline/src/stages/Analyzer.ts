@@ -15,6 +15,17 @@ export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
 const WORD = /\p{Ideographic}|[[\p{L}\p{M}\p{N}]--\p{Ideographic}]+(?:['’.][[\p{L}\p{M}\p{N}]--\p{Ideographic}]+)*/gv
 const ASCII_WORD = /^[a-z]+$/
 
+/** Stems seen recently: word frequencies are skewed, so most words repeat and the Porter rules run once per word. */
+const stems = new Map<string, string>()
+const stemOf = (word: string): string => {
+  let stem = stems.get(word)
+  if (stem === undefined) {
+    if (stems.size >= 200_000) stems.clear()
+    stems.set(word, stem = stemmer(word))
+  }
+  return stem
+}
+
 /**
  * The terms of `text`, in order: words lowercased, a possessive `'s` removed, stop words dropped and the rest
  * Porter-stemmed (English words only) as `config` says. The same function analyzes chunks and queries.
@@ -27,7 +38,7 @@ export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.de
     let term = match[0]
     if (term.endsWith("'s") || term.endsWith("’s")) term = term.slice(0, -2)
     if (stop && ENGLISH_STOP_WORDS.has(term)) continue
-    if (stem && ASCII_WORD.test(term)) term = stemmer(term)
+    if (stem && ASCII_WORD.test(term)) term = stemOf(term)
     terms.push(term)
   }
   return terms

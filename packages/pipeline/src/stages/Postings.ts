@@ -1,39 +1,21 @@
-/** Compact postings: the chunks holding one term and how often, as varint-encoded gaps, built and read without allocation per posting. */
+/** Compact postings: the chunks holding one term and how often, as varint-encoded gaps. */
 
 /**
- * Appends the postings of one term, chunk by chunk in increasing ordinal order, into a growable byte buffer: each
- * posting is the gap to the previous ordinal (the first one: the ordinal itself) and the term frequency, both as
- * unsigned LEB128 varints. A term in a few chunks costs a few bytes.
+ * Encodes the postings of one term, given as `[ordinal, tf, ordinal, tf, …]` with ordinals increasing: each posting is
+ * the gap to the previous ordinal (the first one: the ordinal itself) and the term frequency, both as unsigned LEB128
+ * varints. A term in a few chunks costs a few bytes.
  */
-export class PostingsBuilder {
-  private bytes = new Uint8Array(8)
-  private size = 0
-  private last = -1
-  /** How many chunks hold the term. */
-  count = 0
-
-  /** Adds `ordinal` (greater than every ordinal added before) with term frequency `tf` (at least 1). */
-  add(ordinal: number, tf: number): void {
-    if (this.size + 10 > this.bytes.length) {
-      const grown = new Uint8Array(this.bytes.length * 2)
-      grown.set(this.bytes)
-      this.bytes = grown
-    }
-    this.size = writeVarint(this.bytes, this.size, this.last < 0 ? ordinal : ordinal - this.last)
-    this.size = writeVarint(this.bytes, this.size, tf)
-    this.last = ordinal
-    this.count++
+export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => {
+  const bytes = new Uint8Array(pairs.length * 5)
+  let size = 0
+  let last = -1
+  for (let i = 0; i < pairs.length; i += 2) {
+    const ordinal = pairs[i]!
+    size = writeVarint(bytes, size, last < 0 ? ordinal : ordinal - last)
+    size = writeVarint(bytes, size, pairs[i + 1]!)
+    last = ordinal
   }
-
-  /** Bytes held, for the writer's memory budget. */
-  get byteLength(): number {
-    return this.size
-  }
-
-  /** The encoded postings (a view, valid until the next `add`). */
-  encoded(): Uint8Array {
-    return this.bytes.subarray(0, this.size)
-  }
+  return bytes.subarray(0, size)
 }
 
 const writeVarint = (bytes: Uint8Array, at: number, value: number): number => {

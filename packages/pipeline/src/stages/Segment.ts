@@ -1,10 +1,8 @@
 /** An index segment under construction: chunks appended in order, with typed-array columns and per-term postings. */
-import { PostingsBuilder } from "./Postings.ts"
 
-/** What the engine stores of one chunk for search: its length in terms and its term frequencies. */
+/** What the engine stores of one chunk for search: its analyzed terms, in order (its length is their count). */
 export interface ChunkTerms {
-  readonly length: number
-  readonly terms: ReadonlyMap<string, number>
+  readonly terms: ReadonlyArray<string>
 }
 
 const grow = <A extends Float64Array | Uint32Array>(array: A, needed: number, make: (n: number) => A): A => {
@@ -14,9 +12,18 @@ const grow = <A extends Float64Array | Uint32Array>(array: A, needed: number, ma
   return next
 }
 
+const growInt = (array: Int32Array, needed: number): Int32Array => {
+  if (needed <= array.length) return array
+  const next = new Int32Array(Math.max(needed, array.length * 2)).fill(-1)
+  next.set(array)
+  return next
+}
+
 /**
  * Accumulates chunks for one segment. Ordinals count from 0 in the order chunks are added; the segment's first chunk
- * id is `base`, so chunk `ordinal` has id `base + ordinal`. `byteLength` tracks memory for the writer's budget.
+ * id is `base`, so chunk `ordinal` has id `base + ordinal`. Postings are appended to flat typed arrays as (term number,
+ * ordinal, tf) and grouped by term only when the segment is written, so adding a chunk allocates almost nothing.
+ * `byteLength` tracks memory for the writer's budget.
  */
 export class SegmentBuilder {
   count = 0
@@ -24,9 +31,16 @@ export class SegmentBuilder {
   lengths = new Uint32Array(1024)
   magnitudes = new Float64Array(1024)
   vectors: Float64Array
-  readonly postings = new Map<string, PostingsBuilder>()
-  private postingBytes = 0
-
+  /** The segment's terms, numbered in order of first use. */
+  readonly vocabulary = new Map<string, number>()
+  private termBytes = 0
+  private postingCount = 0
+  private postingTerms = new Uint32Array(1 << 16)
+  private postingOrdinals = new Uint32Array(1 << 16)
+  private postingTfs = new Uint32Array(1 << 16)
+  /** Per term number: the last chunk it occurred in and where that posting is, to count repeats in one chunk. */
+  private lastOrdinal: Int32Array = new Int32Array(1024).fill(-1)
+  private lastPosting: Int32Array = new Int32Array(1024).fill(-1)
   readonly base: number
   readonly dimensions: number
 
@@ -42,8 +56,9 @@ export class SegmentBuilder {
     this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
     this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
     this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
-    this.lengths[ordinal] = chunk.length
-    this.totalLength += chunk.length
+    const terms = chunk.terms
+    this.lengths[ordinal] = terms.length
+    this.totalLength += terms.length
     let sum = 0
     const row = ordinal * this.dimensions
     for (let j = 0; j < this.dimensions; j++) {
@@ -52,22 +67,59 @@ export class SegmentBuilder {
       sum += x * x
     }
     this.magnitudes[ordinal] = Math.sqrt(sum)
-    for (const [term, tf] of chunk.terms) {
-      let list = this.postings.get(term)
-      if (list === undefined) {
-        this.postings.set(term, list = new PostingsBuilder())
-        this.postingBytes += 64 + term.length
+    if (this.postingCount + terms.length > this.postingTerms.length) {
+      const size = Math.max(this.postingCount + terms.length, this.postingTerms.length * 2)
+      this.postingTerms = grow(this.postingTerms, size, (n) => new Uint32Array(n))
+      this.postingOrdinals = grow(this.postingOrdinals, size, (n) => new Uint32Array(n))
+      this.postingTfs = grow(this.postingTfs, size, (n) => new Uint32Array(n))
+    }
+    const vocabulary = this.vocabulary
+    for (let i = 0; i < terms.length; i++) {
+      const term = terms[i]!
+      let id = vocabulary.get(term)
+      if (id === undefined) {
+        id = vocabulary.size
+        vocabulary.set(term, id)
+        this.termBytes += 64 + 2 * term.length
+        this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
+        this.lastPosting = growInt(this.lastPosting, id + 1)
       }
-      const before = list.byteLength
-      list.add(ordinal, tf)
-      this.postingBytes += list.byteLength - before
+      if (this.lastOrdinal[id] === ordinal) {
+        this.postingTfs[this.lastPosting[id]!]!++
+        continue
+      }
+      const n = this.postingCount++
+      this.postingTerms[n] = id
+      this.postingOrdinals[n] = ordinal
+      this.postingTfs[n] = 1
+      this.lastOrdinal[id] = ordinal
+      this.lastPosting[id] = n
     }
     return ordinal
   }
 
   /** Approximate memory held, in bytes. */
   get byteLength(): number {
-    return this.postingBytes + this.count * (12 + 8 * this.dimensions)
+    return this.termBytes + this.postingTerms.length * 12 + this.count * (12 + 8 * this.dimensions)
+  }
+
+  /**
+   * Each term with its postings as `[ordinal, tf, …]` pairs in increasing ordinal order, terms in the order they were
+   * first used. Groups the flat postings with one counting sort.
+   */
+  *termPostings(): Generator<readonly [term: string, pairs: Uint32Array]> {
+    const terms = this.vocabulary.size
+    const starts = new Uint32Array(terms + 1)
+    for (let i = 0; i < this.postingCount; i++) starts[this.postingTerms[i]! + 1]!++
+    for (let t = 0; t < terms; t++) starts[t + 1] = starts[t + 1]! + starts[t]!
+    const pairs = new Uint32Array(this.postingCount * 2)
+    const next = starts.slice(0, terms)
+    for (let i = 0; i < this.postingCount; i++) {
+      const at = next[this.postingTerms[i]!]!++
+      pairs[2 * at] = this.postingOrdinals[i]!
+      pairs[2 * at + 1] = this.postingTfs[i]!
+    }
+    for (const [term, id] of this.vocabulary) yield [term, pairs.subarray(2 * starts[id]!, 2 * starts[id + 1]!)] as const
   }
 
   /** The finished columns, trimmed to `count`, as bytes for storage. */
