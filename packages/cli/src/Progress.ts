@@ -2,7 +2,7 @@
 import { Clock, Context, Effect } from "effect"
 
 export interface Progress {
-  /** Reports `done` of `total` units of work named by `label`. */
+  /** Reports `done` of `total` units of work named by `label`; `total` 0 means not known yet. */
   readonly update: (label: string, done: number, total: number) => Effect.Effect<void>
   /** Clears the bar, if one was drawn. */
   readonly finish: Effect.Effect<void>
@@ -31,8 +31,9 @@ export const terminalProgress = (write: (text: string) => void): Effect.Effect<P
           Effect.sync(() => {
             if (now - startedAt < QUIET_MILLIS && !drawn) return
             const width = 30
-            const filled = total === 0 ? width : Math.round((done / total) * width)
-            write(`\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total}`)
+            const filled = Math.round((Math.min(done, total) / total) * width)
+            // Without a known total (a streaming run learns it at the end) the count alone is shown.
+            write(total === 0 ? `\r${label}: ${done}` : `\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total}`)
             drawn = true
           })),
       finish: Effect.sync(() => {

@@ -19,3 +19,14 @@ describe("terminalProgress", () => {
       ])
     }))
 })
+
+describe("terminalProgress without a known total", () => {
+  it.effect("shows the running count alone", () =>
+    Effect.gen(function*() {
+      const written: Array<string> = []
+      const progress = yield* terminalProgress((text) => void written.push(text))
+      yield* TestClock.adjust("1 second")
+      yield* progress.update("indexing documents", 640, 0)
+      assert.deepStrictEqual(written, ["\rindexing documents: 640"])
+    }))
+})

@@ -33,7 +33,7 @@ export const index = Command.make(
       analyzer: analyzerFrom(input),
       dryRun: input.dryRun,
       rebuild: input.rebuild,
-      progress: (done, total) => progress.update("embedding documents", done, total)
+      progress: (done, total) => progress.update("indexing documents", done, total)
     }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(input.index)))
     for (const line of skipLines(report.skipped)) yield* Console.error(line)
     yield* Console.log(input.json ? indexReportJson(report, input.index) : indexReportLine(report, input.index))
