@@ -8,6 +8,9 @@ import { chunkDoc, chunkSpans } from "../src/stages/Chunker.ts"
 import { cleanText, cleanTextGeneric } from "../src/stages/Clean.ts"
 import { embedText, embedTextInto } from "../src/stages/Embed.ts"
 import { createHash } from "node:crypto"
+import { stemmer } from "stemmer"
+import { AnalyzerConfig } from "@funcpipe/domain/Config"
+import { analyze, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/Analyzer.ts"
 
 // Every Python whitespace character, plus characters only JavaScript's `\s` or neither counts (U+FEFF, U+180E, U+200B).
 const whitespace = [
@@ -148,5 +151,35 @@ describe("embedTextInto", () => {
     assert.throws(() => embedTextInto("a", new Float64Array(16), 1), RangeError)
     assert.throws(() => embedTextInto("a", new Float64Array(16), -1), RangeError)
     assert.throws(() => embedTextInto("a", new Float64Array(32), 0.5), RangeError)
+  })
+})
+
+describe("the analyzer's word scanner", () => {
+  // Word characters of several scripts, ideographs, joiners in every position, digits, marks and astral letters.
+  const pieces = [
+    "a", "z", "q", "e", "s", "'", "’", ".", "..", "'s", "’s", " ", "-", ",", "0", "9", "é", "\u0301", "ß", "İ", "Σ",
+    "ж", "ب", "深", "漢", "か", "カ", "한", "𝐀", "𐐨", "😀", "\u00b2", "½", "_", "\ud800", "\t"
+  ]
+  const texts = fc.string({ unit: fc.constantFrom(...pieces), maxLength: 40 })
+
+  it("finds exactly the words the WORD pattern finds", () => {
+    fc.assert(fc.property(texts, (text) => {
+      const lowered = text.toLowerCase()
+      assert.deepStrictEqual(words(lowered), wordsReference(lowered))
+    }), { numRuns: 3000 })
+  })
+
+  it("analyzes exactly as the pattern-based analyzer, with and without stop words and stemming", () => {
+    const reference = (text: string, config: AnalyzerConfig) =>
+      wordsReference(text.toLowerCase()).flatMap((word) => {
+        const term = word.endsWith("'s") || word.endsWith("’s") ? word.slice(0, -2) : word
+        if (config.stopWords === "english" && ENGLISH_STOP_WORDS.has(term)) return []
+        return [config.stemmer === "porter" && /^[a-z]+$/.test(term) ? stemmer(term) : term]
+      })
+    const english = fc.string({ unit: fc.constantFrom("the ", "running ", "ran ", "it's ", "cats' ", "i.e. ", "U.S.", "don’t ", "Ölçü ", "3.5 "), maxLength: 12 })
+    const configs = [AnalyzerConfig.default, new AnalyzerConfig({ stopWords: "none", stemmer: "none" })]
+    fc.assert(fc.property(fc.oneof(texts, english), fc.constantFrom(...configs), (text, config) => {
+      assert.deepStrictEqual(analyze(text, config), reference(text, config))
+    }), { numRuns: 2000 })
   })
 })
