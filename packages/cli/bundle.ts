@@ -1,11 +1,11 @@
-/** Bundles the CLI into one JavaScript file, so `funcpipe` starts without compiling TypeScript or resolving modules. */
+/** Bundles the CLI (and its worker) into JavaScript files, so `funcpipe` starts without compiling TypeScript. */
 import { build } from "rolldown"
 
 const root = new URL("./", import.meta.url).pathname
 
 await build({
-  input: `${root}src/bin.ts`,
+  input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/PrepareWorker.ts` },
   platform: "node",
   logLevel: "warn",
-  output: { file: `${root}dist/funcpipe.mjs`, format: "esm", minify: false }
+  output: { dir: `${root}dist`, format: "esm", entryFileNames: "[name].mjs", chunkFileNames: "[name]-[hash].mjs" }
 })

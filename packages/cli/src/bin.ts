@@ -5,6 +5,9 @@ import { Effect, Layer } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { cli, version } from "./Cli.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
 import { presenter, reportFailure } from "./Report.ts"
@@ -14,7 +17,14 @@ const ProgressLayer = process.stderr.isTTY
   ? Layer.effect(Progress, terminalProgress((text) => void process.stderr.write(text)))
   : Layer.empty
 
+// The per-document stage runs on worker threads: the bundled worker beside the bundled CLI, or the sources.
+const bundledWorker = new URL("./prepare-worker.mjs", import.meta.url)
+const PreparerLayer = layerWorkers(
+  existsSync(fileURLToPath(bundledWorker)) ? bundledWorker : new URL(import.meta.resolve("@funcpipe/pipeline/stages/PrepareWorker"))
+)
+
 const MainLayer = Layer.mergeAll(
+  PreparerLayer,
   DocumentSource.layer,
   Embedder.layerLocalSha256,
   CliOutput.layerPresenter(presenter),

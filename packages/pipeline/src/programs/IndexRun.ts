@@ -2,12 +2,11 @@
 import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
-import { DocumentSource, type SourcedDoc } from "../services/DocumentSource.ts"
+import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { type ChunkRecord, IndexStore, type StoredEntry } from "../services/IndexStore.ts"
-import { analyze } from "../stages/Analyzer.ts"
-import { chunkSpans } from "../stages/Chunker.ts"
-import { cleanText } from "../stages/Clean.ts"
+import { Preparer } from "../services/Preparer.ts"
+import type { PreparedBatch } from "../stages/Prepare.ts"
 import { DimensionMismatch } from "../stages/Cosine.ts"
 import { describeMigration, planMigration } from "../stages/Migration.ts"
 import { hashDoc, type SyncPlan } from "../stages/Sync.ts"
@@ -84,6 +83,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   const batchSize = options.batchSize ?? 64
   const progress = options.progress ?? (() => Effect.void)
   const roots = paths.map((p) => path.resolve(p))
+  const preparer = yield* Preparer
 
   return yield* store.transaction((writer) =>
     Effect.gen(function*() {
@@ -105,70 +105,78 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       let keptChunks = 0
       let written = 0
       let read = 0
-      let batch: Array<Pending> = []
 
-      const writeBatch = Effect.gen(function*() {
-        const docs = batch
-        batch = []
-        if (docs.length === 0 || dryRun) return
-        const bodies = docs.map(({ sourced: { doc } }) => cleanText(doc.body, settings.cleaner))
-        const prepared = docs.map(({ sourced: { doc } }, i) =>
-          chunkSpans(bodies[i]!, settings.chunker).map((span): ChunkRecord => {
-            // The title is searchable text of every chunk of its document.
-            const terms = analyze(`${doc.title}\n${span.text}`, settings.analyzer)
-            return { start: span.start, end: span.end, text: span.text, terms }
-          }))
-        const embeddings = yield* embedder.embedMany(prepared.flat().map((c) => c.text))
-        const d = settings.dimensions
-        let next = 0
-        for (let i = 0; i < docs.length; i++) {
-          const { hash, sourced: { doc, source: file } } = docs[i]!
-          const chunks = prepared[i]!
-          const vectors = new Float64Array(chunks.length * d)
-          for (let c = 0; c < chunks.length; c++) {
-            const vector = embeddings[next++]!.vector
-            if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
-            vectors.set(vector, c * d)
-          }
-          if (chunks.length === 0) {
-            skipped.push({ source: doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
-          }
-          yield* writer.putDoc(
-            { docId: doc.docId, source: file, title: doc.title, categories: doc.categories, hash, body: bodies[i]! },
-            chunks,
-            vectors
-          )
-          written += chunks.length
+      /** Plans one record: skipped, unchanged, or to be written (returned). */
+      const planRecord = (record: SourceRecord): Pending | undefined => {
+        if (Result.isFailure(record)) {
+          skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
+          return undefined
         }
-      })
+        const { doc, source: file } = record.success
+        const first = firstSource.get(doc.docId)
+        if (first !== undefined) {
+          skipped.push({ source: file, line: 0, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
+          return undefined
+        }
+        firstSource.set(doc.docId, file)
+        read++
+        const hash = hashDoc(doc)
+        const before = stored.get(doc.docId)
+        if (before !== undefined && before.hash === hash && before.source === file) {
+          unchanged.push(doc.docId)
+          keptChunks += before.chunks
+          return undefined
+        }
+        ;(before === undefined ? added : updated).push(doc.docId)
+        return dryRun ? undefined : { sourced: record.success, hash }
+      }
 
-      yield* source.read(roots).pipe(
-        Stream.runForEach((record) => {
-          if (Result.isFailure(record)) {
-            skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
-            return Effect.void
+      /** Embeds a prepared batch and writes its documents. */
+      const write = ({ batch, prepared }: { readonly batch: ReadonlyArray<Pending>; readonly prepared: PreparedBatch }) =>
+        Effect.gen(function*() {
+          const embeddings = yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
+          const d = settings.dimensions
+          const terms = { vocabulary: prepared.vocabulary, ids: prepared.termIds }
+          let chunkIndex = 0
+          let termAt = 0
+          for (let i = 0; i < batch.length; i++) {
+            const { hash, sourced: { doc, source: file } } = batch[i]!
+            const { deflatedBody, ends, starts } = prepared.docs[i]!
+            const vectors = new Float64Array(starts.length * d)
+            const chunks: Array<ChunkRecord> = []
+            for (let c = 0; c < starts.length; c++) {
+              const vector = embeddings[chunkIndex]!.vector
+              if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
+              vectors.set(vector, c * d)
+              const count = prepared.termCounts[chunkIndex++]!
+              chunks.push({ start: starts[c]!, end: ends[c]!, from: termAt, to: termAt + count })
+              termAt += count
+            }
+            if (chunks.length === 0) {
+              skipped.push({ source: doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
+            }
+            yield* writer.putDoc(
+              { docId: doc.docId, source: file, title: doc.title, categories: doc.categories, hash, deflatedBody },
+              chunks,
+              terms,
+              vectors
+            )
+            written += chunks.length
           }
-          const { doc, source: file } = record.success
-          const first = firstSource.get(doc.docId)
-          if (first !== undefined) {
-            skipped.push({ source: file, line: 0, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
-            return Effect.void
-          }
-          firstSource.set(doc.docId, file)
-          read++
-          const hash = hashDoc(doc)
-          const before = stored.get(doc.docId)
-          if (before !== undefined && before.hash === hash && before.source === file) {
-            unchanged.push(doc.docId)
-            keptChunks += before.chunks
-            return Effect.void
-          }
-          ;(before === undefined ? added : updated).push(doc.docId)
-          batch.push({ sourced: record.success, hash })
-          return batch.length < batchSize ? Effect.void : Effect.andThen(writeBatch, progress(read, 0))
+          yield* progress(read, 0)
         })
+
+      // Batches are prepared (clean, chunk, analyze) ahead on the preparer's threads while earlier ones are written.
+      yield* source.read(roots).pipe(
+        Stream.map(planRecord),
+        Stream.filter((pending): pending is Pending => pending !== undefined),
+        Stream.grouped(batchSize),
+        Stream.mapEffect(
+          (batch) => Effect.map(preparer.prepare(batch.map((p) => p.sourced.doc), settings), (prepared) => ({ batch, prepared })),
+          { concurrency: preparer.concurrency }
+        ),
+        Stream.runForEach(write)
       )
-      yield* writeBatch
       yield* progress(read, read)
 
       const deleted = [...stored.keys()].filter((docId) => !firstSource.has(docId))

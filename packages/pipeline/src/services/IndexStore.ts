@@ -8,14 +8,14 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
-import { deflateRawSync, inflateRawSync } from "node:zlib"
+import { inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import type { RankKey } from "@funcpipe/domain/Ranking"
 import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
 import { decodePostings, encodePostings } from "../stages/Postings.ts"
-import { type ChunkTerms, SegmentBuilder } from "../stages/Segment.ts"
+import { SegmentBuilder } from "../stages/Segment.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
 export class StoredDoc extends Schema.Class<StoredDoc>("pipeline/StoredDoc")({
@@ -35,15 +35,25 @@ export interface DocRecord {
   readonly title: string
   readonly categories: string | null
   readonly hash: string
-  /** The cleaned body: chunk texts are its code-point spans, so it is stored once, compressed, instead of per chunk. */
-  readonly body: string
+  /**
+   * The cleaned body, deflated (raw DEFLATE of its UTF-8): chunk texts are its code-point spans, so it is stored once
+   * instead of per chunk.
+   */
+  readonly deflatedBody: Uint8Array
 }
 
-/** A chunk to write: its span and text, with its terms for BM25. */
-export interface ChunkRecord extends ChunkTerms {
+/** The terms of a batch of chunks: `ids` are numbers into `vocabulary`, chunk after chunk. */
+export interface TermTable {
+  readonly vocabulary: ReadonlyArray<string>
+  readonly ids: Uint32Array
+}
+
+/** A chunk to write: its span in code points, and its terms in order, `ids[from … to)` of the batch's `TermTable`. */
+export interface ChunkRecord {
   readonly start: number
   readonly end: number
-  readonly text: string
+  readonly from: number
+  readonly to: number
 }
 
 /** What the sync plan needs of a stored document. */
@@ -160,7 +170,12 @@ export interface IndexWriter {
    * Stores a document and its chunks (in body order; `vectors` holds their vectors, `dimensions` components each),
    * replacing any earlier version and its chunks.
    */
-  readonly putDoc: (doc: DocRecord, chunks: ReadonlyArray<ChunkRecord>, vectors: Float64Array) => Effect.Effect<void, StoreError>
+  readonly putDoc: (
+    doc: DocRecord,
+    chunks: ReadonlyArray<ChunkRecord>,
+    terms: TermTable,
+    vectors: Float64Array
+  ) => Effect.Effect<void, StoreError>
   /** Stores the manifest. */
   readonly putManifest: (manifest: IndexManifest) => Effect.Effect<void, StoreError>
   /** Stores the paths the index mirrors. */
@@ -840,6 +855,20 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
   }
 
+  /** Maps a batch's term numbers to the segment's, remembering the mapping while the batch and segment stay. */
+  let mapping: { readonly terms: TermTable; readonly segment: SegmentBuilder; readonly numbers: Int32Array } | undefined
+  const termNumbers = (terms: TermTable, segment: SegmentBuilder) => {
+    if (mapping?.terms !== terms || mapping.segment !== segment) {
+      mapping = { terms, segment, numbers: new Int32Array(terms.vocabulary.length).fill(-1) }
+    }
+    const { numbers } = mapping
+    return (id: number): number => {
+      let n = numbers[id]!
+      if (n < 0) numbers[id] = n = segment.termId(terms.vocabulary[id]!)
+      return n
+    }
+  }
+
   const removeChunks = (docId: string) => {
     fresh ??= db.prepare("SELECT count(*) AS n FROM documents").get()!["n"] === 0
     if (fresh) return
@@ -925,7 +954,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         fresh = false
         removeChunks(docId)
       }),
-    putDoc: (doc, chunks, vectors) =>
+    putDoc: (doc, chunks, terms, vectors) =>
       run("writing a document", () => {
         removeChunks(doc.docId)
         const insertDoc = prepared(
@@ -938,12 +967,14 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
         const docRow = insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, pending.base + pending.count, chunks.length)
           .lastInsertRowid
-        prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, deflateRawSync(doc.body, { level: 1 }))
+        prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
         const insert = prepared("INSERT INTO chunks (id, doc, start, \"end\") VALUES (?, ?, ?, ?)")
-        const d = pending.dimensions
+        const segment = pending
+        const d = segment.dimensions
+        const numberOf = termNumbers(terms, segment)
         chunks.forEach((chunk, i) => {
-          const ordinal = pending!.add(chunk, vectors, i * d)
-          insert.run(pending!.base + ordinal, docRow, chunk.start, chunk.end)
+          const ordinal = segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
+          insert.run(segment.base + ordinal, docRow, chunk.start, chunk.end)
         })
         const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
         if (pending.byteLength >= SEGMENT_BUDGET_BYTES || pending.count >= maxChunks) flush()

@@ -1,10 +1,5 @@
 /** An index segment under construction: chunks appended in order, with typed-array columns and per-term postings. */
 
-/** What the engine stores of one chunk for search: its analyzed terms, in order (its length is their count). */
-export interface ChunkTerms {
-  readonly terms: ReadonlyArray<string>
-}
-
 const grow = <A extends Float64Array | Uint32Array>(array: A, needed: number, make: (n: number) => A): A => {
   if (needed <= array.length) return array
   const next = make(Math.max(needed, array.length * 2))
@@ -50,15 +45,31 @@ export class SegmentBuilder {
     this.vectors = new Float64Array(1024 * dimensions)
   }
 
-  /** Appends one chunk: its terms and its vector (`dimensions` components of `vectors` from `at`). */
-  add(chunk: ChunkTerms, vectors: Float64Array, at: number): number {
+  /** The segment's number for `term`, numbering it if it is new. */
+  termId(term: string): number {
+    let id = this.vocabulary.get(term)
+    if (id === undefined) {
+      id = this.vocabulary.size
+      this.vocabulary.set(term, id)
+      this.termBytes += 64 + 2 * term.length
+      this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
+      this.lastPosting = growInt(this.lastPosting, id + 1)
+    }
+    return id
+  }
+
+  /**
+   * Appends one chunk: its terms in order (`ids[from … to)`, mapped to segment term numbers by `numberOf`) and its
+   * vector (`dimensions` components of `vectors` from `at`). Returns the chunk's ordinal.
+   */
+  add(ids: ArrayLike<number>, from: number, to: number, numberOf: (id: number) => number, vectors: Float64Array, at: number): number {
     const ordinal = this.count++
     this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
     this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
     this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
-    const terms = chunk.terms
-    this.lengths[ordinal] = terms.length
-    this.totalLength += terms.length
+    const length = to - from
+    this.lengths[ordinal] = length
+    this.totalLength += length
     let sum = 0
     const row = ordinal * this.dimensions
     for (let j = 0; j < this.dimensions; j++) {
@@ -67,23 +78,14 @@ export class SegmentBuilder {
       sum += x * x
     }
     this.magnitudes[ordinal] = Math.sqrt(sum)
-    if (this.postingCount + terms.length > this.postingTerms.length) {
-      const size = Math.max(this.postingCount + terms.length, this.postingTerms.length * 2)
+    if (this.postingCount + length > this.postingTerms.length) {
+      const size = Math.max(this.postingCount + length, this.postingTerms.length * 2)
       this.postingTerms = grow(this.postingTerms, size, (n) => new Uint32Array(n))
       this.postingOrdinals = grow(this.postingOrdinals, size, (n) => new Uint32Array(n))
       this.postingTfs = grow(this.postingTfs, size, (n) => new Uint32Array(n))
     }
-    const vocabulary = this.vocabulary
-    for (let i = 0; i < terms.length; i++) {
-      const term = terms[i]!
-      let id = vocabulary.get(term)
-      if (id === undefined) {
-        id = vocabulary.size
-        vocabulary.set(term, id)
-        this.termBytes += 64 + 2 * term.length
-        this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
-        this.lastPosting = growInt(this.lastPosting, id + 1)
-      }
+    for (let i = from; i < to; i++) {
+      const id = numberOf(ids[i]!)
       if (this.lastOrdinal[id] === ordinal) {
         this.postingTfs[this.lastPosting[id]!]!++
         continue
