@@ -103,6 +103,8 @@ describe("the SQLite index file", () => {
     ["a vector that is not finite", "UPDATE segments SET vectors = X'000000000000F87F' || substr(vectors, 9)"],
     ["a vector blob of the wrong length", "UPDATE segments SET vectors = X'00'"],
     ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'"],
+    ["vector magnitudes of the wrong size", "UPDATE segments SET magnitudes = X'00'"],
+    ["a body that does not decompress", "UPDATE bodies SET body = X'FFFF'"],
     ["postings that do not decode", "UPDATE postings SET data = X'FF'"],
     ["postings pointing past the segment", "UPDATE postings SET data = X'6401'"],
     ["a live count that disagrees with the deleted chunks", "UPDATE segments SET live = live - 1, deleted = zeroblob(1)"],

@@ -369,11 +369,10 @@ interface SegmentRow {
   readonly version: number
 }
 
-/** A segment's immutable columns, decoded once and cached by segment id. */
+/** A segment's immutable columns, decoded once (the vector side only when a query needs it) and cached by segment id. */
 interface SegmentColumns {
   readonly lengths: Uint32Array
-  readonly magnitudes: Float64Array
-  vectors: Float64Array | undefined
+  vectors: { readonly vectors: Float64Array; readonly magnitudes: Float64Array } | undefined
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -515,39 +514,38 @@ const make = (file: string) => {
   const columnsOf = (db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
     const cached = columnsCache.get(segment.id)
     if (cached !== undefined) return cached
-    const row = db.prepare("SELECT lengths, magnitudes FROM segments WHERE id = ?").get(segment.id) as
-      | { lengths: unknown; magnitudes: unknown }
-      | undefined
-    const { lengths, magnitudes } = row ?? {}
+    const row = db.prepare("SELECT lengths FROM segments WHERE id = ?").get(segment.id) as { lengths: unknown } | undefined
+    const lengths = row?.lengths
     if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
       throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
     }
-    if (!(magnitudes instanceof Uint8Array) || magnitudes.byteLength !== segment.count * 8) {
-      throw corrupt(`segment ${segment.id} has vector magnitudes of the wrong size`)
-    }
-    const columns: SegmentColumns = {
-      lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)),
-      magnitudes: view(magnitudes, 8, (b, o, n) => new Float64Array(b, o, n)),
-      vectors: undefined
-    }
-    for (const m of columns.magnitudes) if (!(m >= 0 && m < Infinity)) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    const columns: SegmentColumns = { lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)), vectors: undefined }
     columnsCache.set(segment.id, columns)
     return columns
   }
 
-  const vectorsOf = (db: DatabaseSync, segment: SegmentRow, dimensions: number, columns: SegmentColumns): Float64Array => {
+  const vectorsOf = (db: DatabaseSync, segment: SegmentRow, dimensions: number, columns: SegmentColumns) => {
     if (columns.vectors !== undefined) return columns.vectors
-    const row = db.prepare("SELECT vectors FROM segments WHERE id = ?").get(segment.id) as { vectors: unknown } | undefined
+    const row = db.prepare("SELECT vectors, magnitudes FROM segments WHERE id = ?").get(segment.id) as
+      | { vectors: unknown; magnitudes: unknown }
+      | undefined
     const blob = row?.vectors
     if (!(blob instanceof Uint8Array) || blob.byteLength !== segment.count * dimensions * 8) {
       throw corrupt(`segment ${segment.id} has a vector of the wrong size`)
     }
+    if (!(row?.magnitudes instanceof Uint8Array) || row.magnitudes.byteLength !== segment.count * 8) {
+      throw corrupt(`segment ${segment.id} has vector magnitudes of the wrong size`)
+    }
     const vectors = view(blob, 8, (b, o, n) => new Float64Array(b, o, n))
+    const magnitudes = view(row.magnitudes, 8, (b, o, n) => new Float64Array(b, o, n))
+    // Integrity checks once per segment, so the scan itself needs none.
     for (let i = 0; i < vectors.length; i++) {
       if (!Number.isFinite(vectors[i]!)) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
     }
-    columns.vectors = vectors
-    return vectors
+    for (let i = 0; i < magnitudes.length; i++) {
+      if (!(magnitudes[i]! >= 0 && magnitudes[i]! < Infinity)) throw corrupt(`segment ${segment.id} has a vector magnitude that is not finite`)
+    }
+    return (columns.vectors = { vectors, magnitudes })
   }
 
   const deletedOf = (db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
@@ -621,13 +619,8 @@ const make = (file: string) => {
     let blocks: ReadonlyArray<VectorBlock> | undefined
     const vectorBlocks = () =>
       (blocks ??= segments.map((segment, s) => {
-        const columns = columnsOf(db, segment)
-        return {
-          offset: offsets[s]!,
-          count: segment.count,
-          vectors: vectorsOf(db, segment, dimensions, columns),
-          magnitudes: columns.magnitudes
-        }
+        const { magnitudes, vectors } = vectorsOf(db, segment, dimensions, columnsOf(db, segment))
+        return { offset: offsets[s]!, count: segment.count, vectors, magnitudes }
       }))
 
     const chunkStatement = db.prepare(
@@ -680,7 +673,7 @@ const make = (file: string) => {
       const { docId, end, s, start, text: textOf } = rowAt(position)
       const text = textOf()
       const row = position - offsets[s]!
-      const vectors = vectorsOf(db, segments[s]!, dimensions, columnsOf(db, segments[s]!))
+      const { vectors } = vectorsOf(db, segments[s]!, dimensions, columnsOf(db, segments[s]!))
       return { docId, start, end, text, vector: Array.from(vectors.subarray(row * dimensions, (row + 1) * dimensions)) }
     }
 
