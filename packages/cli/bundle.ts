@@ -1,8 +1,10 @@
 /** Bundles the CLI (and its worker) into JavaScript files, so `funcpipe` starts without compiling TypeScript. */
+import { rmSync } from "node:fs"
 import { build } from "rolldown"
 
 const root = new URL("./", import.meta.url).pathname
 
+rmSync(`${root}dist`, { recursive: true, force: true })
 await build({
   input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/PrepareWorker.ts` },
   platform: "node",

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** Process entry: the only file that names the Node platform. */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
