@@ -20,6 +20,11 @@ const tree = Effect.fn("tree")(function*(files: Record<string, string | Uint8Arr
   return root
 })
 
+/** The same service reading CSV and JSONL 7 bytes at a time, and text files of at most 16 bytes. */
+const TinyLayer = DocumentSource.layerWith({ chunkBytes: 7, maxTextFileBytes: 16 }).pipe(
+  Layer.provideMerge(NodeServices.layer)
+)
+
 const readAll = (paths: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const source = yield* DocumentSource
@@ -84,6 +89,76 @@ describe("DocumentSource", () => {
       const records = yield* readAll([file])
       assert.deepStrictEqual(summarize(records), ["1", `! ${file}:4: the row has 5 cells but the header has 4`, "3"])
       assert.strictEqual(Result.isSuccess(records[0]!) ? records[0].success.doc.body : "", "two\r\nlines")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("reads CSV and JSONL 7 bytes at a time into the records of a whole read", () =>
+    Effect.gen(function*() {
+      const root = yield* tree({
+        "a.jsonl": "\ufeff{\"id\":\"j1\",\"text\":\"café 😀\"}\r\n\r\n" +
+          "{\"id\":2,\"body\":\"中文\",\"categories\":[\"x\",\"y\"]}\r\n[1]\n{\"id\":\"j3\",\"text\":\"€\"}",
+        "b.csv": "\ufeffdoc_id,title,abstract,categories\r\n" +
+          "c1,Été,\"deux\r\nlignes 😀\",x\r\nc2,T,€,\r\n\r\nc3,T\r\n"
+      })
+      const whole = summarize(yield* readAll([root]))
+      assert.deepStrictEqual(whole, [
+        "j1",
+        "2",
+        "! a.jsonl:4: expected a JSON object with an id and a body",
+        "j3",
+        "c1",
+        "c2",
+        "! b.csv:6: the row has 2 cells and no value for abstract"
+      ])
+      const tiny = yield* readAll([root]).pipe(Effect.provide(TinyLayer))
+      assert.deepStrictEqual(summarize(tiny), whole)
+      const c1 = tiny[4]!
+      assert.strictEqual(Result.isSuccess(c1) ? c1.success.doc.body : "", "deux\r\nlignes 😀")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("skips a JSONL line that is not UTF-8 and reads the other lines", () =>
+    Effect.gen(function*() {
+      const root = yield* tree({
+        "docs.jsonl": new Uint8Array([
+          ...new TextEncoder().encode("{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"b\",\"text\":\""),
+          0xe9,
+          ...new TextEncoder().encode("\"}\n{\"id\":\"c\",\"text\":\"z\"}\n")
+        ])
+      })
+      const file = `${root}/docs.jsonl`
+      const expected = [
+        "a",
+        `! ${file}:2: the line is not UTF-8 text, skipped; convert the file to UTF-8 to index it`,
+        "c"
+      ]
+      assert.deepStrictEqual(summarize(yield* readAll([file])), expected)
+      assert.deepStrictEqual(summarize(yield* readAll([file]).pipe(Effect.provide(TinyLayer))), expected)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("skips a UTF-16 (NUL-holding) JSONL file as a whole", () =>
+    Effect.gen(function*() {
+      const utf16 = [..."{\"id\":\"a\",\"text\":\"x\"}\n"].flatMap((c) => [c.charCodeAt(0), 0])
+      const root = yield* tree({ "w.jsonl": new Uint8Array([0xff, 0xfe, ...utf16, ...utf16]) })
+      assert.deepStrictEqual(summarize(yield* readAll([root]).pipe(Effect.provide(TinyLayer))), [
+        "! w.jsonl: a binary file (it contains NUL bytes), skipped"
+      ])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("skips a text file over the size limit with a reason", () =>
+    Effect.gen(function*() {
+      const root = yield* tree({ "big.md": "# Big\nmore than sixteen bytes", "small.md": "# Small\nok" })
+      assert.deepStrictEqual(summarize(yield* readAll([root]).pipe(Effect.provide(TinyLayer))), [
+        "! big.md: larger than 16 bytes, skipped; split it or convert it to JSONL to index it",
+        "small.md"
+      ])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("sizes the files it would read", () =>
+    Effect.gen(function*() {
+      const root = yield* tree({ "a.md": "12345", "sub/b.jsonl": "123", ".hidden/c.md": "1234567", "d.pdf": "12" })
+      const source = yield* DocumentSource
+      assert.strictEqual(yield* source.size([root, `${root}/a.md`]), 13)
+      const error = yield* Effect.flip(source.size([`${root}/d.pdf`]))
+      assert.strictEqual(error._tag, "UnsupportedSource")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("fails with SourceMissing for a path that does not exist", () =>

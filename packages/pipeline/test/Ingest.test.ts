@@ -103,7 +103,8 @@ describe("searchPaths", () => {
         Stream.make(Result.succeed({
           source: "mem",
           doc: new RawDoc({ docId: DocId.make("z"), title: "Zebras", body: "Black and white stripes.", categories: null })
-        }))
+        })),
+      size: () => Effect.succeed(0)
     }))
     return Effect.gen(function*() {
       const { explanations, results } = yield* searchPaths([], "zebra", 3, { explain: true })

@@ -1,8 +1,17 @@
-/** Reads JSON Lines text into documents, one result per non-blank line. */
+/** Reads JSON Lines into documents, one result per non-blank line, from whole text or incrementally from bytes. */
 import { Result } from "effect"
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { BadRecord } from "./BadRecord.ts"
+import {
+  type ByteReader,
+  concatBytes,
+  type DocResult,
+  dropBom,
+  formatBytes,
+  MAX_RECORD_BYTES,
+  strictUtf8
+} from "./ByteReader.ts"
 
 const decodeDoc = decodeAs(RawDoc, "document")
 
@@ -17,41 +26,165 @@ const asCategories = (value: unknown): unknown =>
   value === undefined ? null : Array.isArray(value) && value.every((v) => typeof v === "string") ? value.join(" ") : value
 
 /**
- * One JSON object per line: the id from `doc_id`, `id` or `_id` (a string or an integer), the body from `abstract`,
- * `body` or `text`, an optional `title` (default empty) and optional `categories` (a string or a list of strings).
- * Blank lines are skipped; a line that is not such an object is a `BadRecord` naming `source` and the line.
+ * One line of JSON Lines (without its line break): the id from `doc_id`, `id` or `_id` (a string or an integer), the
+ * body from `abstract`, `body` or `text`, an optional `title` (default empty) and optional `categories` (a string or
+ * a list of strings). `undefined` for a blank line; a line that is not such an object is a `BadRecord` naming
+ * `source` and `lineNumber` (1-based).
  */
-export const parseJsonlDocs = (text: string, source: string): ReadonlyArray<Result.Result<RawDoc, BadRecord>> => {
-  const out: Array<Result.Result<RawDoc, BadRecord>> = []
+export const parseJsonlLine = (line: string, lineNumber: number, source: string): DocResult | undefined => {
+  if (line.trim() === "") return undefined
+  const bad = (reason: string) => Result.fail(new BadRecord({ source, line: lineNumber, reason }))
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch (error) {
+    return bad(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return bad("expected a JSON object with an id and a body")
+  }
+  const record = value as Record<string, unknown>
+  const docId = asId(firstOf(record, ["doc_id", "id", "_id"]))
+  const body = firstOf(record, ["abstract", "body", "text"])
+  if (docId === undefined) return bad("the object has no doc_id, id or _id")
+  if (body === undefined) return bad("the object has no abstract, body or text")
+  const categories = asCategories(record["categories"])
+  const decoded = decodeDoc({ docId, title: record["title"] ?? "", body, categories })
+  return Result.mapError(decoded, (error) => new BadRecord({ source, line: lineNumber, reason: error.message }))
+}
+
+/**
+ * JSON Lines text into documents: lines end at `\n` or `\r\n`, each non-blank line is read by `parseJsonlLine`.
+ */
+export const parseJsonlDocs = (text: string, source: string): ReadonlyArray<DocResult> => {
+  const out: Array<DocResult> = []
   const lines = text.split(/\r?\n/)
   for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!
-    if (raw.trim() === "") continue
-    const bad = (reason: string) => out.push(Result.fail(new BadRecord({ source, line: i + 1, reason })))
-    let value: unknown
-    try {
-      value = JSON.parse(raw)
-    } catch (error) {
-      bad(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
-      continue
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      bad("expected a JSON object with an id and a body")
-      continue
-    }
-    const record = value as Record<string, unknown>
-    const docId = asId(firstOf(record, ["doc_id", "id", "_id"]))
-    const body = firstOf(record, ["abstract", "body", "text"])
-    if (docId === undefined) {
-      bad("the object has no doc_id, id or _id")
-      continue
-    }
-    if (body === undefined) {
-      bad("the object has no abstract, body or text")
-      continue
-    }
-    const decoded = decodeDoc({ docId, title: record["title"] ?? "", body, categories: asCategories(record["categories"]) })
-    out.push(Result.mapError(decoded, (error) => new BadRecord({ source, line: i + 1, reason: error.message })))
+    const result = parseJsonlLine(lines[i]!, i + 1, source)
+    if (result !== undefined) out.push(result)
   }
   return out
+}
+
+/** The reason a JSONL line that is not UTF-8 is skipped. */
+export const LINE_NOT_UTF8 = "the line is not UTF-8 text, skipped; convert the file to UTF-8 to index it"
+
+/** The reason a JSONL line with a NUL byte is skipped. */
+export const LINE_HAS_NUL = "the line contains NUL bytes (binary data), skipped"
+
+const LF = 0x0a
+const CR = 0x0d
+
+/**
+ * Reads JSON Lines from bytes in pieces, with the records of `parseJsonlDocs` on the decoded text: lines split at `\n`
+ * bytes, one `\r` before it dropped, a leading byte order mark dropped. Unlike the whole-text reader, each line is
+ * decoded on its own, so a line that is not UTF-8, holds a NUL byte or is longer than `maxLineBytes` is a `BadRecord`
+ * for that line and the lines around it are read. Memory: one piece plus the line in progress.
+ */
+export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BYTES): ByteReader => {
+  const decoder = strictUtf8()
+  /** The bytes of the line in progress (no `\n` yet), unless it is being skipped as too long. */
+  let pending: Array<Uint8Array> = []
+  let pendingLength = 0
+  let skipping = false
+  /** The number of the next line to complete. */
+  let line = 1
+  const tooLong = `the line is longer than ${formatBytes(maxLineBytes)}, skipped`
+  const bad = (lineNumber: number, reason: string): DocResult =>
+    Result.fail(new BadRecord({ source, line: lineNumber, reason }))
+
+  /** One line's bytes (without `\n`); `terminated` when a `\n` ended it, so that one `\r` before it goes too. */
+  const readLine = (bytes: Uint8Array, terminated: boolean, out: Array<DocResult>): void => {
+    const lineNumber = line++
+    if (bytes.length > maxLineBytes) return void out.push(bad(lineNumber, tooLong))
+    if (bytes.includes(0)) return void out.push(bad(lineNumber, LINE_HAS_NUL))
+    let text: string
+    try {
+      text = decoder.decode(bytes)
+    } catch {
+      return void out.push(bad(lineNumber, LINE_NOT_UTF8))
+    }
+    if (lineNumber === 1) text = dropBom(text)
+    if (terminated && text.charCodeAt(text.length - 1) === CR) text = text.slice(0, -1)
+    const result = parseJsonlLine(text, lineNumber, source)
+    if (result !== undefined) out.push(result)
+  }
+
+  /** Whole lines, each ending in `\n`: decoded at once when clean (the fast path), else line by line. */
+  const readLines = (block: Uint8Array, out: Array<DocResult>): void => {
+    if (block.length <= maxLineBytes && !block.includes(0)) {
+      let text: string | undefined
+      try {
+        text = decoder.decode(block)
+      } catch {
+        text = undefined
+      }
+      if (text !== undefined) {
+        if (line === 1) text = dropBom(text)
+        let start = 0
+        for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
+          const cr = end > start && text.charCodeAt(end - 1) === CR
+          const raw = text.slice(start, cr ? end - 1 : end)
+          const result = parseJsonlLine(raw, line++, source)
+          if (result !== undefined) out.push(result)
+          start = end + 1
+        }
+        return
+      }
+    }
+    let start = 0
+    for (let end = block.indexOf(LF); end !== -1; end = block.indexOf(LF, start)) {
+      readLine(block.subarray(start, end), true, out)
+      start = end + 1
+    }
+  }
+
+  const hold = (bytes: Uint8Array, out: Array<DocResult>): void => {
+    if (skipping || bytes.length === 0) return
+    if (pendingLength + bytes.length > maxLineBytes) {
+      out.push(bad(line, tooLong))
+      pending = []
+      pendingLength = 0
+      skipping = true
+      return
+    }
+    pending.push(bytes.slice())
+    pendingLength += bytes.length
+  }
+
+  return {
+    push: (bytes) => {
+      const out: Array<DocResult> = []
+      const last = bytes.lastIndexOf(LF)
+      if (last === -1) {
+        hold(bytes, out)
+        return out
+      }
+      let start = 0
+      if (skipping || pendingLength > 0) {
+        // The line in progress ends at the first `\n`: read it (unless it was already reported as too long).
+        const first = bytes.indexOf(LF)
+        if (skipping) {
+          skipping = false
+          line++
+        } else {
+          readLine(concatBytes([...pending, bytes.subarray(0, first)]), true, out)
+        }
+        pending = []
+        pendingLength = 0
+        start = first + 1
+      }
+      if (start <= last) readLines(bytes.subarray(start, last + 1), out)
+      hold(bytes.subarray(last + 1), out)
+      return out
+    },
+    end: () => {
+      const out: Array<DocResult> = []
+      if (!skipping && pendingLength > 0) readLine(concatBytes(pending), false, out)
+      pending = []
+      pendingLength = 0
+      return out
+    },
+    done: () => false
+  }
 }
