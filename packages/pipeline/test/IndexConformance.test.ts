@@ -12,6 +12,13 @@ import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { analyze, termCounts } from "../src/stages/Analyzer.ts"
+import { bm25Scores, lexicalIndex } from "../src/stages/Bm25.ts"
+import { chunkDoc } from "../src/stages/Chunker.ts"
+import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
+import { cosineSimilarity } from "../src/stages/Cosine.ts"
+import { embedText } from "../src/stages/Embed.ts"
+import { Bm25Params } from "@funcpipe/domain/Config"
 
 type Corpus = ReadonlyArray<readonly [docId: string, body: string]>
 
@@ -27,7 +34,8 @@ const makeSource = () => {
             doc: new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
           })
         ))
-      )
+      ),
+    size: () => Effect.succeed(0)
   }))
   return { layer, set: (next: Corpus) => void (corpus = next) }
 }
@@ -40,6 +48,35 @@ const modes = ["vector", "lexical", "hybrid"] as const
 const answer = (text: string, topK: number, mode: (typeof modes)[number]) =>
   Effect.map(queryIndex(text, topK, { mode }), ({ results }) =>
     results.map((r) => [r.rank, r.kind, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const))
+
+/**
+ * The simple reference ranking: chunk the corpus in memory, score every chunk (BM25 over title + text with the
+ * in-memory lexical index, or clamped cosine of local-sha256 vectors) and sort everything by the ranking order.
+ */
+const referenceAnswer = (corpus: Corpus, text: string, topK: number, mode: "vector" | "lexical") => {
+  const chunks = corpus.flatMap(([docId, body]) =>
+    chunkDoc(cleanDoc(new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })), chunker))
+  const query = cleanText(text)
+  const scores = mode === "lexical"
+    ? bm25Scores(
+      analyze(query),
+      lexicalIndex(chunks.map((c) => {
+        const terms = analyze(`\n${c.text}`)
+        return { length: terms.length, terms: termCounts(terms) }
+      })),
+      Bm25Params.default
+    )
+    : Float64Array.from(chunks, (c) => {
+      const cosine = cosineSimilarity(embedText(query).vector, embedText(c.text).vector)
+      return Result.isSuccess(cosine) ? cosine.success : NaN
+    })
+  return chunks
+    .map((c, i) => ({ score: scores[i]!, docId: c.docId, start: c.start, end: c.end, text: c.text }))
+    .filter((r) => (mode === "lexical" ? r.score > 0 : !Number.isNaN(r.score)))
+    .sort(rankingOrder)
+    .slice(0, topK)
+    .map((r, i) => [i + 1, mode === "lexical" ? "bm25" : "cosine", r.score, r.docId, r.start, r.end, r.text] as const)
+}
 
 const queries = ["abc", "a b", "zz", "b", "c a"]
 const cases = queries.flatMap((q) => modes.flatMap((mode) => [[q, 100, mode], [q, 3, mode]] as const))
@@ -82,6 +119,10 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
           results.map((r) => [r.rank, r.kind, r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const))
       ).pipe(Effect.provide(source.layer))
       assert.deepStrictEqual(stored, direct)
+      // And both equal the simple reference: every chunk scored by the in-memory BM25 and cosine code, fully sorted.
+      cases.forEach(([q, k, mode], i) => {
+        if (mode !== "hybrid") assert.deepStrictEqual<ReadonlyArray<unknown>>(stored[i]!, referenceAnswer(tied, q, k, mode), `${mode} "${q}" top ${k}`)
+      })
       for (const rows of stored) {
         // Every mode's list is in the ranking order: score descending, then doc id, start, end, text by code point.
         const keys = rows.map(([, , score, docId, start, end, text]) => ({ score, docId, start, end, text }))
@@ -92,7 +133,7 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
         const lists = stored.filter((_, i) => cases[i]![2] === mode)
         assert.isTrue(lists.some((rows) => rows.some((row, i) => i > 0 && row[2] === rows[i - 1]![2])), `${mode} meets ties`)
       }
-    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))))
+    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))), 60_000)
 
   it.effect("after any sequence of add / change / delete runs, equals indexing the final documents from scratch", () =>
     Effect.gen(function*() {
@@ -123,7 +164,7 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
         assert.deepStrictEqual(byId(viaRuns.docs), byId(fresh.docs))
         assert.strictEqual(viaRuns.last.chunks, fresh.report.chunks)
       }
-    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))))
+    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))), 60_000)
 
   it.effect("re-embeds only what changed", () => {
     let embedded: Array<string> = []

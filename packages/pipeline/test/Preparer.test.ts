@@ -1,0 +1,55 @@
+/** The worker pool prepares batches exactly as the inline stage does, and an index built through it answers the same. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Result, Stream } from "effect"
+import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
+import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
+import { IndexStore } from "../src/services/IndexStore.ts"
+import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
+import { prepareBatch } from "../src/stages/Prepare.ts"
+
+const script = new URL("../src/stages/PrepareWorker.ts", import.meta.url)
+const settings = {
+  cleaner: CleanerConfig.default,
+  chunker: new ChunkerConfig({ chunkSize: ChunkSize.make(7), overlap: Overlap.make(2), tailPolicy: "pad" }),
+  analyzer: AnalyzerConfig.default
+}
+const bodies = Array.from({ length: 300 }, (_, i) =>
+  `Document ${i}: the Running foxes' dens, ${"深".repeat(i % 3)} 😀 e.g. ${i % 7 === 0 ? "" : "stars and planets"}  `)
+const docs = bodies.map((body, i) => ({ title: `Title ${i % 5}`, body }))
+
+const source = Layer.succeed(DocumentSource, DocumentSource.of({
+  read: () =>
+    Stream.fromIterable(docs.map((d, i) =>
+      Result.succeed({ source: "mem", doc: new RawDoc({ docId: DocId.make(`d${i}`), title: d.title, body: d.body, categories: null }) })
+    )),
+  size: () => Effect.succeed(0)
+}))
+
+describe("the worker pool", () => {
+  it.effect("prepares every batch exactly as the inline stage", () =>
+    Effect.gen(function*() {
+      const pool = yield* Preparer
+      const batches = [docs.slice(0, 64), docs.slice(64, 65), [], docs.slice(65)]
+      const viaWorkers = yield* Effect.forEach(batches, (batch) => pool.prepare(batch, settings), { concurrency: 4 })
+      assert.deepStrictEqual(viaWorkers, batches.map((batch) => prepareBatch(batch, settings)))
+    }).pipe(Effect.provide(layerWorkers(script, 2))), 60_000)
+
+  it.effect("builds an index that answers exactly as one built inline", () =>
+    Effect.gen(function*() {
+      const answers = (preparer: Layer.Layer<never>) =>
+        Effect.gen(function*() {
+          yield* indexPaths(["corpus"], { chunker: settings.chunker, batchSize: 16 })
+          return yield* Effect.forEach(["running fox", "stars 😀", "深"], (q) =>
+            Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations]))
+        }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerMemory, source, preparer)))
+      const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
+      const pooled = yield* answers(layerWorkers(script, 2))
+      assert.deepStrictEqual(pooled, inline)
+      assert.isAbove((inline[0]![0] as ReadonlyArray<unknown>).length, 0)
+    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))), 60_000)
+})
