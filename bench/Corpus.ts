@@ -11,7 +11,7 @@ export interface SyntheticDoc {
 }
 
 /** Mulberry32: a small, fast 32-bit PRNG giving floats in [0, 1); the same seed always gives the same sequence. */
-const prng = (seed: number): () => number => {
+export const prng = (seed: number): () => number => {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) | 0

@@ -1,0 +1,100 @@
+/** A child Node process run for the benchmark: its wall time, peak resident set size, exit code and output. */
+import { spawn } from "node:child_process"
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** What one child run took and printed. */
+export interface ChildRun {
+  /** From spawning to its exit, in milliseconds: Node's start-up included. */
+  readonly wallMs: number
+  /** Peak resident set size in KiB, as the child's own `process.resourceUsage().maxRSS` reports it at exit. */
+  readonly peakRssKiB: number
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The repository root (the folder above `bench/`), where the children run. */
+export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url))
+
+/** The CLI's TypeScript entry, as `npm run funcpipe` runs it. */
+export const CLI_SOURCE = join(REPO_ROOT, "packages", "cli", "src", "bin.ts")
+
+/**
+ * The `funcpipe` command as npm installs it: the `bin` of packages/cli/package.json (a launcher that starts the
+ * bundle when one is built, else the sources), or the TypeScript entry if the package names none.
+ */
+export const cliEntry = (): string => {
+  const cli = join(REPO_ROOT, "packages", "cli")
+  const manifest = JSON.parse(readFileSync(join(cli, "package.json"), "utf8")) as {
+    bin?: string | Record<string, string>
+  }
+  const bin = typeof manifest.bin === "string" ? manifest.bin : manifest.bin?.["funcpipe"]
+  return bin === undefined ? CLI_SOURCE : join(cli, bin)
+}
+
+const newestSource = (dir: string): number =>
+  readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return Math.max(newest, newestSource(path))
+    return entry.name.endsWith(".ts") ? Math.max(newest, statSync(path).mtimeMs) : newest
+  }, 0)
+
+/**
+ * The CLI bundle (packages/cli/dist/funcpipe.mjs) and whether it is older than some source file of the packages, in
+ * which case the launcher runs stale code; undefined when there is no bundle.
+ */
+export const cliBundle = (): { readonly path: string; readonly stale: boolean } | undefined => {
+  const path = join(REPO_ROOT, "packages", "cli", "dist", "funcpipe.mjs")
+  if (!existsSync(path)) return undefined
+  const packages = join(REPO_ROOT, "packages")
+  const newest = Math.max(...readdirSync(packages).map((name) => {
+    const src = join(packages, name, "src")
+    return existsSync(src) ? newestSource(src) : 0
+  }))
+  return { path, stale: statSync(path).mtimeMs < newest }
+}
+
+const PRELOAD = new URL("./rss.ts", import.meta.url).href
+
+/**
+ * Runs `node <args>` with the same Node binary as this process and the peak-RSS preload, one at a time (the caller
+ * awaits each). `rssFile` is where the preload leaves its figure; it is removed before the run. A child that dies
+ * before its exit handler runs reports a peak RSS of NaN.
+ */
+export const runNode = (args: ReadonlyArray<string>, rssFile: string): Promise<ChildRun> =>
+  new Promise((resolve, reject) => {
+    rmSync(rssFile, { force: true })
+    const out: Array<Buffer> = []
+    const err: Array<Buffer> = []
+    let exited = Number.NaN
+    const started = performance.now()
+    const child = spawn(process.execPath, ["--import", PRELOAD, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, FUNCPIPE_BENCH_RSS_FILE: rssFile },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk))
+    child.on("error", reject)
+    child.on("exit", () => {
+      exited = performance.now()
+    })
+    child.on("close", (code) => {
+      let peakRssKiB = Number.NaN
+      try {
+        peakRssKiB = Number(readFileSync(rssFile, "utf8"))
+      } catch {
+        // The child was killed before its exit handler ran.
+      }
+      rmSync(rssFile, { force: true })
+      resolve({
+        wallMs: (Number.isNaN(exited) ? performance.now() : exited) - started,
+        peakRssKiB,
+        code,
+        stdout: Buffer.concat(out).toString("utf8"),
+        stderr: Buffer.concat(err).toString("utf8")
+      })
+    })
+  })

@@ -1,0 +1,142 @@
+/** The reference ranking: the simple in-memory BM25 and a full cosine sort over every chunk row of an index file. */
+import { DatabaseSync } from "node:sqlite"
+import { inflateRawSync } from "node:zlib"
+import { Result } from "effect"
+import { AnalyzerConfig, Bm25Params, CleanerConfig } from "@funcpipe/domain/Config"
+import { rankingOrder, type RankKey } from "@funcpipe/domain/Ranking"
+import { analyze, termCounts } from "@funcpipe/pipeline/stages/Analyzer"
+import { bm25Scores, lexicalIndex } from "@funcpipe/pipeline/stages/Bm25"
+import { cleanText } from "@funcpipe/pipeline/stages/Clean"
+import { cosineSimilarity } from "@funcpipe/pipeline/stages/Cosine"
+import { embedText } from "@funcpipe/pipeline/stages/Embed"
+import type { ChunkKey } from "./Queries.ts"
+
+/** A stored chunk with its document's title. */
+export interface ChunkRow extends ChunkKey {
+  readonly title: string
+}
+
+/** The span `[start, end)` of a cleaned body, offsets in code points; U+0000 past its end (a padded tail). */
+const spanOf = (points: ReadonlyArray<string>, start: number, end: number): string =>
+  points.slice(start, end).join("") + "\u0000".repeat(Math.max(0, end - Math.max(start, points.length)))
+
+/**
+ * Every chunk row of a FuncPipe SQLite index with its document's title, in chunk id order, read with `node:sqlite`
+ * straight from the tables (not through the engine's segments or postings). Reads both layouts: chunk texts stored
+ * per chunk (`chunks.text`), or cleaned bodies stored once per document, deflated (`bodies`), and cut by code point.
+ */
+export const readChunkRows = (file: string): Array<ChunkRow> => {
+  const db = new DatabaseSync(file, { readOnly: true })
+  const row = (docId: unknown, start: unknown, end: unknown, text: unknown, title: unknown): ChunkRow => {
+    if (
+      typeof docId !== "string" || typeof start !== "number" || typeof end !== "number" || typeof text !== "string" ||
+      typeof title !== "string"
+    ) {
+      throw new Error(`unreadable chunk row in ${file}: ${JSON.stringify({ docId, start, end, title })}`)
+    }
+    return { docId, start, end, text, title }
+  }
+  try {
+    const columns = db.prepare("PRAGMA table_info(chunks)").all().map((c) => (c as { name: string }).name)
+    if (columns.includes("text")) {
+      return db.prepare(
+        `SELECT c.doc_id AS docId, c.start AS start, c."end" AS "end", c.text AS text, d.title AS title
+         FROM chunks c JOIN documents d ON d.doc_id = c.doc_id ORDER BY c.id`
+      ).all().map((r) => row(r["docId"], r["start"], r["end"], r["text"], r["title"]))
+    }
+    const bodyOf = db.prepare("SELECT body FROM bodies WHERE doc = ?")
+    const decoder = new TextDecoder("utf-8", { fatal: true })
+    let doc: unknown
+    let points: ReadonlyArray<string> = []
+    return db.prepare(
+      `SELECT c.doc AS doc, d.doc_id AS docId, c.start AS start, c."end" AS "end", d.title AS title
+       FROM chunks c JOIN documents d ON d.id = c.doc ORDER BY c.id`
+    ).all().map((r) => {
+      if (r["doc"] !== doc) {
+        doc = r["doc"]
+        const blob = (bodyOf.get(doc as number) as { body?: unknown } | undefined)?.body
+        if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
+        points = Array.from(decoder.decode(inflateRawSync(blob)))
+      }
+      const { end, start } = r as { start: number; end: number }
+      return row(r["docId"], start, end, spanOf(points, start, end), r["title"])
+    })
+  } finally {
+    db.close()
+  }
+}
+
+/** The reference answers of one query: the top `k` chunks of a mode in the ranking order, with their scores. */
+export interface Reference {
+  readonly lexical: (query: string, k: number) => Array<RankKey>
+  readonly vector: (query: string, k: number) => Array<RankKey>
+}
+
+const keyOf = (row: ChunkRow, score: number): RankKey =>
+  ({ score, docId: row.docId, start: row.start, end: row.end, text: row.text })
+
+/**
+ * Builds the reference over `rows` with the default cleaner and analyzer: each chunk's terms are those of
+ * `title + "\n" + text` (as the indexer analyzes them), BM25 comes from `lexicalIndex` and `bm25Scores`, vectors from
+ * `embedText` and `cosineSimilarity`. A query is cleaned and analyzed like the engine's; every chunk with a positive
+ * BM25 score (lexical) or a defined cosine (vector) is sorted by `rankingOrder`, and the first `k` are the answer.
+ */
+export const buildReference = (rows: ReadonlyArray<ChunkRow>): Reference => {
+  const analyzer = AnalyzerConfig.default
+  const cleaner = CleanerConfig.default
+  // `lexicalIndex` walks its argument once with forEach: handing it each chunk's term counts as it goes keeps the
+  // reference from holding a Map per chunk (over a gigabyte at 429k chunks). It only reads `length` and `forEach`.
+  const chunkTerms = {
+    length: rows.length,
+    forEach: (visit: (chunk: { length: number; terms: Map<string, number> }, position: number) => void) =>
+      rows.forEach((row, position) => {
+        const terms = analyze(`${row.title}\n${row.text}`, analyzer)
+        visit({ length: terms.length, terms: termCounts(terms) }, position)
+      })
+  } as unknown as ReadonlyArray<{ readonly length: number; readonly terms: ReadonlyMap<string, number> }>
+  const index = lexicalIndex(chunkTerms)
+  const vectors = rows.map((row) => embedText(row.text).vector)
+
+  const sorted = (keys: Array<RankKey>, k: number) => keys.sort(rankingOrder).slice(0, k)
+  return {
+    lexical: (query, k) => {
+      const scores = bm25Scores(analyze(cleanText(query, cleaner), analyzer), index, Bm25Params.default)
+      const keys: Array<RankKey> = []
+      rows.forEach((row, i) => {
+        if (scores[i]! > 0) keys.push(keyOf(row, scores[i]!))
+      })
+      return sorted(keys, k)
+    },
+    vector: (query, k) => {
+      const q = embedText(cleanText(query, cleaner)).vector
+      const keys: Array<RankKey> = []
+      rows.forEach((row, i) => {
+        const cosine = cosineSimilarity(q, vectors[i]!)
+        if (Result.isSuccess(cosine)) keys.push(keyOf(row, cosine.success))
+      })
+      return sorted(keys, k)
+    }
+  }
+}
+
+/** Where two answers first differ, in words, or undefined when they are identical (every field compared with ===). */
+export const firstDifference = (
+  expected: ReadonlyArray<RankKey>,
+  actual: ReadonlyArray<RankKey>
+): string | undefined => {
+  const show = (key: RankKey | undefined) =>
+    key === undefined
+      ? "nothing"
+      : `${key.docId} [${key.start}, ${key.end}) score ${key.score} text ${JSON.stringify(key.text.slice(0, 60))}…`
+  for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
+    const a = expected[i]
+    const b = actual[i]
+    if (
+      a === undefined || b === undefined || a.docId !== b.docId || a.start !== b.start || a.end !== b.end ||
+      a.text !== b.text || a.score !== b.score
+    ) {
+      return `rank ${i + 1}: reference ${show(a)}, FuncPipe ${show(b)}`
+    }
+  }
+  return undefined
+}
