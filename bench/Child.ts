@@ -56,7 +56,20 @@ export const cliBundle = (): { readonly path: string; readonly stale: boolean } 
   return { path, stale: statSync(path).mtimeMs < newest }
 }
 
-const PRELOAD = new URL("./rss.ts", import.meta.url).href
+// Plain JavaScript, so measuring a child does not load Node's TypeScript stripping into it.
+const PRELOAD = new URL("./rss.mjs", import.meta.url).href
+
+/** The Node flags a script's `#!/usr/bin/env -S node …` line asks for (the CLI launcher sets V8 flags this way). */
+const shebangFlags = (script: string): Array<string> => {
+  if (!script.endsWith(".mjs") && !script.endsWith(".js")) return []
+  try {
+    const first = readFileSync(script, "utf8").split("\n", 1)[0]!
+    const match = /^#!\/usr\/bin\/env -S node (.*)$/.exec(first)
+    return match === null ? [] : match[1]!.trim().split(/\s+/)
+  } catch {
+    return []
+  }
+}
 
 /**
  * Runs `node <args>` with the same Node binary as this process and the peak-RSS preload, one at a time (the caller
@@ -70,7 +83,7 @@ export const runNode = (args: ReadonlyArray<string>, rssFile: string): Promise<C
     const err: Array<Buffer> = []
     let exited = Number.NaN
     const started = performance.now()
-    const child = spawn(process.execPath, ["--import", PRELOAD, ...args], {
+    const child = spawn(process.execPath, [...shebangFlags(args[0] ?? ""), "--import", PRELOAD, ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, FUNCPIPE_BENCH_RSS_FILE: rssFile },
       stdio: ["ignore", "pipe", "pipe"]

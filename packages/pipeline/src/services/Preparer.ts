@@ -44,7 +44,8 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
         const pending = new Map<number, { readonly thread: number; readonly done: (reply: Reply) => void }>()
         const start = () => {
           for (let t = 0; t < workers; t++) {
-            const thread = new Worker(script)
+            // A small young generation per thread bounds the memory a pool adds (see the CLI launcher).
+            const thread = new Worker(script, { resourceLimits: { maxYoungGenerationSizeMb: 24 } })
             thread.unref()
             thread.on("message", (reply: Reply & { readonly id: number }) => {
               pending.get(reply.id)?.done(reply)
@@ -63,7 +64,8 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
           }
         }
         return {
-          concurrency: workers + 1,
+          // Enough batches in flight that a thread always has one queued while the caller writes (synchronously).
+          concurrency: 4 * workers,
           prepare: (docs, settings) =>
             Effect.callback<PreparedBatch>((resume) => {
               if (pool.threads.length === 0) start()

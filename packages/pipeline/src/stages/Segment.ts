@@ -7,6 +7,10 @@ const grow = <A extends Float64Array | Uint32Array>(array: A, needed: number, ma
   return next
 }
 
+const BLOCK_BITS = 16
+const BLOCK = 1 << BLOCK_BITS
+const BLOCK_MASK = BLOCK - 1
+
 const growInt = (array: Int32Array, needed: number): Int32Array => {
   if (needed <= array.length) return array
   const next = new Int32Array(Math.max(needed, array.length * 2)).fill(-1)
@@ -30,9 +34,10 @@ export class SegmentBuilder {
   readonly vocabulary = new Map<string, number>()
   private termBytes = 0
   private postingCount = 0
-  private postingTerms = new Uint32Array(1 << 16)
-  private postingOrdinals = new Uint32Array(1 << 16)
-  private postingTfs = new Uint32Array(1 << 16)
+  /** Postings in fixed blocks of `BLOCK` (never copied as they grow): term number, ordinal and tf, in step. */
+  private readonly termBlocks: Array<Uint32Array> = []
+  private readonly ordinalBlocks: Array<Uint32Array> = []
+  private readonly tfBlocks: Array<Uint32Array> = []
   /** Per term number: the last chunk it occurred in and where that posting is, to count repeats in one chunk. */
   private lastOrdinal: Int32Array = new Int32Array(1024).fill(-1)
   private lastPosting: Int32Array = new Int32Array(1024).fill(-1)
@@ -52,8 +57,10 @@ export class SegmentBuilder {
       id = this.vocabulary.size
       this.vocabulary.set(term, id)
       this.termBytes += 64 + 2 * term.length
-      this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
-      this.lastPosting = growInt(this.lastPosting, id + 1)
+      if (id >= this.lastOrdinal.length) {
+        this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
+        this.lastPosting = growInt(this.lastPosting, id + 1)
+      }
     }
     return id
   }
@@ -64,9 +71,11 @@ export class SegmentBuilder {
    */
   add(ids: ArrayLike<number>, from: number, to: number, numberOf: (id: number) => number, vectors: Float64Array, at: number): number {
     const ordinal = this.count++
-    this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
-    this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
-    this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
+    if (this.count > this.lengths.length) {
+      this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
+      this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
+      this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
+    }
     const length = to - from
     this.lengths[ordinal] = length
     this.totalLength += length
@@ -78,22 +87,24 @@ export class SegmentBuilder {
       sum += x * x
     }
     this.magnitudes[ordinal] = Math.sqrt(sum)
-    if (this.postingCount + length > this.postingTerms.length) {
-      const size = Math.max(this.postingCount + length, this.postingTerms.length * 2)
-      this.postingTerms = grow(this.postingTerms, size, (n) => new Uint32Array(n))
-      this.postingOrdinals = grow(this.postingOrdinals, size, (n) => new Uint32Array(n))
-      this.postingTfs = grow(this.postingTfs, size, (n) => new Uint32Array(n))
-    }
     for (let i = from; i < to; i++) {
       const id = numberOf(ids[i]!)
       if (this.lastOrdinal[id] === ordinal) {
-        this.postingTfs[this.lastPosting[id]!]!++
+        const at = this.lastPosting[id]!
+        this.tfBlocks[at >>> BLOCK_BITS]![at & BLOCK_MASK]!++
         continue
       }
       const n = this.postingCount++
-      this.postingTerms[n] = id
-      this.postingOrdinals[n] = ordinal
-      this.postingTfs[n] = 1
+      const block = n >>> BLOCK_BITS
+      if (block === this.termBlocks.length) {
+        this.termBlocks.push(new Uint32Array(BLOCK))
+        this.ordinalBlocks.push(new Uint32Array(BLOCK))
+        this.tfBlocks.push(new Uint32Array(BLOCK))
+      }
+      const slot = n & BLOCK_MASK
+      this.termBlocks[block]![slot] = id
+      this.ordinalBlocks[block]![slot] = ordinal
+      this.tfBlocks[block]![slot] = 1
       this.lastOrdinal[id] = ordinal
       this.lastPosting[id] = n
     }
@@ -102,7 +113,7 @@ export class SegmentBuilder {
 
   /** Approximate memory held, in bytes. */
   get byteLength(): number {
-    return this.termBytes + this.postingTerms.length * 12 + this.count * (12 + 8 * this.dimensions)
+    return this.termBytes + this.termBlocks.length * BLOCK * 12 + this.lengths.length * (12 + 8 * this.dimensions)
   }
 
   /**
@@ -112,14 +123,15 @@ export class SegmentBuilder {
   *termPostings(): Generator<readonly [term: string, pairs: Uint32Array]> {
     const terms = this.vocabulary.size
     const starts = new Uint32Array(terms + 1)
-    for (let i = 0; i < this.postingCount; i++) starts[this.postingTerms[i]! + 1]!++
+    const at = (blocks: Array<Uint32Array>, n: number) => blocks[n >>> BLOCK_BITS]![n & BLOCK_MASK]!
+    for (let i = 0; i < this.postingCount; i++) starts[at(this.termBlocks, i) + 1]!++
     for (let t = 0; t < terms; t++) starts[t + 1] = starts[t + 1]! + starts[t]!
     const pairs = new Uint32Array(this.postingCount * 2)
     const next = starts.slice(0, terms)
     for (let i = 0; i < this.postingCount; i++) {
-      const at = next[this.postingTerms[i]!]!++
-      pairs[2 * at] = this.postingOrdinals[i]!
-      pairs[2 * at + 1] = this.postingTfs[i]!
+      const to = next[at(this.termBlocks, i)]!++
+      pairs[2 * to] = at(this.ordinalBlocks, i)
+      pairs[2 * to + 1] = at(this.tfBlocks, i)
     }
     for (const [term, id] of this.vocabulary) yield [term, pairs.subarray(2 * starts[id]!, 2 * starts[id + 1]!)] as const
   }
