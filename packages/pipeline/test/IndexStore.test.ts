@@ -100,10 +100,10 @@ describe("the SQLite index file", () => {
     }).pipe(Effect.provide(Base)))
 
   it.effect.each([
-    ["a vector that is not finite", "UPDATE segments SET vectors = X'000000000000F87F' || substr(vectors, 9)"],
-    ["a vector blob of the wrong length", "UPDATE segments SET vectors = X'00'"],
+    ["a vector that is not finite", "UPDATE vectors SET data = X'000000000000F87F' || substr(data, 9)"],
+    ["a vector block of the wrong length", "UPDATE vectors SET data = X'00'"],
     ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'"],
-    ["vector magnitudes of the wrong size", "UPDATE segments SET magnitudes = X'00'"],
+    ["vector magnitudes of the wrong size", "UPDATE vectors SET magnitudes = X'00'"],
     ["a body that does not decompress", "UPDATE bodies SET body = X'FFFF'"],
     ["postings that do not decode", "UPDATE postings SET data = X'FF'"],
     ["postings pointing past the segment", "UPDATE postings SET data = X'6401'"],

@@ -1,7 +1,7 @@
 /**
  * Boundary service: the persistent index, one SQLite file laid out for search. Documents and chunk text are rows;
- * search data lives in immutable segments (chunk lengths, vector magnitudes and vectors as typed-array blobs, and
- * varint-encoded postings per term) with a bitmap of deleted chunks.
+ * search data lives in immutable segments (chunk lengths as a typed-array blob, vectors and their magnitudes in blocks
+ * of typed-array blobs, and * varint-encoded postings per term) with a bitmap of deleted chunks.
  */
 import { Context, Effect, Exit, Layer, Option, Result, Schema, Scope } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
@@ -340,10 +340,10 @@ const createTables = (db: DatabaseSync): void => {
       live_length INTEGER NOT NULL,
       version INTEGER NOT NULL,
       lengths BLOB NOT NULL,
-      magnitudes BLOB NOT NULL,
-      vectors BLOB NOT NULL,
+      block_rows INTEGER NOT NULL,
       deleted BLOB
     );
+    CREATE TABLE vectors (id INTEGER PRIMARY KEY, magnitudes BLOB NOT NULL, data BLOB NOT NULL);
     CREATE TABLE postings (
       segment INTEGER NOT NULL,
       term TEXT NOT NULL,
@@ -367,13 +367,23 @@ interface SegmentRow {
   readonly live: number
   readonly liveLength: number
   readonly version: number
+  /** Rows per vector block. */
+  readonly blockRows: number
 }
 
-/** A segment's immutable columns, decoded once (the vector side only when a query needs it) and cached by segment id. */
+/** A segment's immutable columns, decoded once (vector blocks only when a query needs them) and cached by segment id. */
 interface SegmentColumns {
   readonly lengths: Uint32Array
-  vectors: { readonly vectors: Float64Array; readonly magnitudes: Float64Array } | undefined
+  readonly blocks: Map<number, { readonly vectors: Float64Array; readonly magnitudes: Float64Array }>
 }
+
+/**
+ * Vectors are stored in blocks of about 512 KiB: a vector query reads every block, a result reads the one block that
+ * holds its row. Block `b` of segment `s` is row `s · 2^20 + b` of the `vectors` table.
+ */
+const VECTOR_BLOCK_BYTES = 512 * 1024
+const blockRowsFor = (dimensions: number) => Math.max(1, Math.floor(VECTOR_BLOCK_BYTES / (8 * dimensions)))
+const BLOCKS_PER_SEGMENT = 2 ** 20
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
@@ -501,14 +511,17 @@ const make = (file: string) => {
   }), Option.getOrElse((): ReadonlyArray<StoredDoc> => []))
 
   const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
-    db.prepare("SELECT id, base, count, live, live_length, version FROM segments ORDER BY base").all().map((row) => {
+    db.prepare("SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base").all().map((row) => {
       const r = row as Record<string, unknown>
-      const [id, base, count, live, liveLength, version] = [r["id"], r["base"], r["count"], r["live"], r["live_length"], r["version"]]
+      const [id, base, count, live, liveLength, version, blockRows] = [
+        r["id"], r["base"], r["count"], r["live"], r["live_length"], r["version"], r["block_rows"]
+      ]
       if (
         typeof id !== "number" || typeof base !== "number" || typeof count !== "number" || typeof live !== "number" ||
-        typeof liveLength !== "number" || typeof version !== "number" || count < 1 || live < 0 || live > count
+        typeof liveLength !== "number" || typeof version !== "number" || typeof blockRows !== "number" || count < 1 ||
+        live < 0 || live > count || blockRows < 1
       ) throw corrupt(`segment ${String(id)} has invalid counts`)
-      return { id, base, count, live, liveLength, version }
+      return { id, base, count, live, liveLength, version, blockRows }
     })
 
   const columnsOf = (db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
@@ -519,33 +532,38 @@ const make = (file: string) => {
     if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
       throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
     }
-    const columns: SegmentColumns = { lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)), vectors: undefined }
+    const columns: SegmentColumns = { lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)), blocks: new Map() }
     columnsCache.set(segment.id, columns)
     return columns
   }
 
-  const vectorsOf = (db: DatabaseSync, segment: SegmentRow, dimensions: number, columns: SegmentColumns) => {
-    if (columns.vectors !== undefined) return columns.vectors
-    const row = db.prepare("SELECT vectors, magnitudes FROM segments WHERE id = ?").get(segment.id) as
-      | { vectors: unknown; magnitudes: unknown }
+  /** Block `block` of a segment's vectors and magnitudes, read and checked once. */
+  const vectorBlock = (db: DatabaseSync, segment: SegmentRow, dimensions: number, columns: SegmentColumns, block: number) => {
+    const cached = columns.blocks.get(block)
+    if (cached !== undefined) return cached
+    const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
+    const row = db.prepare("SELECT magnitudes, data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
+      | { magnitudes: unknown; data: unknown }
       | undefined
-    const blob = row?.vectors
-    if (!(blob instanceof Uint8Array) || blob.byteLength !== segment.count * dimensions * 8) {
-      throw corrupt(`segment ${segment.id} has a vector of the wrong size`)
+    if (!(row?.data instanceof Uint8Array) || row.data.byteLength !== rows * dimensions * 8) {
+      throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
     }
-    if (!(row?.magnitudes instanceof Uint8Array) || row.magnitudes.byteLength !== segment.count * 8) {
+    if (!(row.magnitudes instanceof Uint8Array) || row.magnitudes.byteLength !== rows * 8) {
       throw corrupt(`segment ${segment.id} has vector magnitudes of the wrong size`)
     }
-    const vectors = view(blob, 8, (b, o, n) => new Float64Array(b, o, n))
+    const vectors = view(row.data, 8, (b, o, n) => new Float64Array(b, o, n))
     const magnitudes = view(row.magnitudes, 8, (b, o, n) => new Float64Array(b, o, n))
-    // Integrity checks once per segment, so the scan itself needs none.
-    for (let i = 0; i < vectors.length; i++) {
-      if (!Number.isFinite(vectors[i]!)) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-    }
+    // Integrity checks once per block, so the scan itself needs none.
+    // x · 0 is 0 for every finite x and NaN for NaN and ±Infinity, so one sum checks the whole block.
+    let check = 0
+    for (let i = 0; i < vectors.length; i++) check += vectors[i]! * 0
+    if (check !== 0) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
     for (let i = 0; i < magnitudes.length; i++) {
       if (!(magnitudes[i]! >= 0 && magnitudes[i]! < Infinity)) throw corrupt(`segment ${segment.id} has a vector magnitude that is not finite`)
     }
-    return (columns.vectors = { vectors, magnitudes })
+    const loaded = { vectors, magnitudes }
+    columns.blocks.set(block, loaded)
+    return loaded
   }
 
   const deletedOf = (db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
@@ -618,9 +636,12 @@ const make = (file: string) => {
 
     let blocks: ReadonlyArray<VectorBlock> | undefined
     const vectorBlocks = () =>
-      (blocks ??= segments.map((segment, s) => {
-        const { magnitudes, vectors } = vectorsOf(db, segment, dimensions, columnsOf(db, segment))
-        return { offset: offsets[s]!, count: segment.count, vectors, magnitudes }
+      (blocks ??= segments.flatMap((segment, s) => {
+        const columns = columnsOf(db, segment)
+        return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
+          const { magnitudes, vectors } = vectorBlock(db, segment, dimensions, columns, b)
+          return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
+        })
       }))
 
     const chunkStatement = db.prepare(
@@ -673,8 +694,10 @@ const make = (file: string) => {
       const { docId, end, s, start, text: textOf } = rowAt(position)
       const text = textOf()
       const row = position - offsets[s]!
-      const { vectors } = vectorsOf(db, segments[s]!, dimensions, columnsOf(db, segments[s]!))
-      return { docId, start, end, text, vector: Array.from(vectors.subarray(row * dimensions, (row + 1) * dimensions)) }
+      const segment = segments[s]!
+      const { vectors } = vectorBlock(db, segment, dimensions, columnsOf(db, segment), Math.floor(row / segment.blockRows))
+      const at = (row % segment.blockRows) * dimensions
+      return { docId, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
     }
 
     let docs: { readonly docOf: Int32Array; readonly count: number } | undefined
@@ -839,9 +862,17 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     if (pending === undefined || pending.count === 0) return
     const segment = pending
     const { lengths, magnitudes, vectors } = segment.columns()
-    const id = db.prepare(
-      "INSERT INTO segments (base, count, live, live_length, version, lengths, magnitudes, vectors, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, ?, NULL)"
-    ).run(segment.base, segment.count, segment.count, segment.totalLength, lengths, magnitudes, vectors).lastInsertRowid
+    const blockRows = blockRowsFor(segment.dimensions)
+    const id = Number(db.prepare(
+      "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
+    ).run(segment.base, segment.count, segment.count, segment.totalLength, blockRows, lengths).lastInsertRowid)
+    const insertBlock = db.prepare("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)")
+    const rowBytes = 8 * segment.dimensions
+    for (let b = 0; b * blockRows < segment.count; b++) {
+      const from = b * blockRows
+      const to = Math.min(from + blockRows, segment.count)
+      insertBlock.run(id * BLOCKS_PER_SEGMENT + b, magnitudes.subarray(from * 8, to * 8), vectors.subarray(from * rowBytes, to * rowBytes))
+    }
     const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
     const lists = [...segment.termPostings()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     for (const [term, pairs] of lists) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
@@ -907,6 +938,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       }
       if (live === 0) {
         db.prepare("DELETE FROM postings WHERE segment = ?").run(id)
+        db.prepare("DELETE FROM vectors WHERE id >= ? AND id < ?").run(id * BLOCKS_PER_SEGMENT, (id + 1) * BLOCKS_PER_SEGMENT)
         db.prepare("DELETE FROM segments WHERE id = ?").run(id)
       } else {
         db.prepare("UPDATE segments SET live = ?, live_length = ?, deleted = ?, version = version + 1 WHERE id = ?")
