@@ -249,7 +249,7 @@ const APPLICATION_ID = 0x46504950
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
-const SEGMENT_BUDGET_BYTES = 64 * 1024 * 1024
+const SEGMENT_BUDGET_BYTES = 40 * 1024 * 1024
 
 const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
   Result.mapError(
@@ -421,6 +421,7 @@ const make = (file: string) => {
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
   const columnsCache = new Map<number, SegmentColumns>()
   const deletedCache = new Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>()
+  let layout: { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined } | undefined
 
   const exists = Effect.sync(() => existsSync(file))
 
@@ -596,16 +597,23 @@ const make = (file: string) => {
       liveChunks += segment.live
       liveLength += segment.liveLength
     }
-    const lengths = new Uint32Array(positions)
-    let deleted: Uint8Array | undefined
-    segments.forEach((segment, s) => {
-      const columns = columnsOf(db, segment)
-      lengths.set(columns.lengths, offsets[s]!)
-      const bits = deletedOf(db, segment)
-      if (bits === undefined) return
-      deleted ??= new Uint8Array(positions)
-      for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) deleted[offsets[s]! + i] = 1
-    })
+    // The concatenated lengths and deletions depend only on the segments and their versions: reuse them while those
+    // stay the same, so a warm query does not copy them again.
+    const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
+    if (layout?.signature !== signature) {
+      const lengths = new Uint32Array(positions)
+      let deleted: Uint8Array | undefined
+      segments.forEach((segment, s) => {
+        const columns = columnsOf(db, segment)
+        lengths.set(columns.lengths, offsets[s]!)
+        const bits = deletedOf(db, segment)
+        if (bits === undefined) return
+        deleted ??= new Uint8Array(positions)
+        for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) deleted[offsets[s]! + i] = 1
+      })
+      layout = { signature, lengths, deleted }
+    }
+    const { deleted, lengths } = layout
 
     const segmentAt = (position: number): number => {
       let lo = 0

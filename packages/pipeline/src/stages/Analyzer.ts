@@ -20,7 +20,7 @@ const stems = new Map<string, string>()
 const stemOf = (word: string): string => {
   let stem = stems.get(word)
   if (stem === undefined) {
-    if (stems.size >= 200_000) stems.clear()
+    if (stems.size >= 50_000) stems.clear()
     stems.set(word, stem = stemmer(word))
   }
   return stem

@@ -165,6 +165,10 @@ const bm25 = (view: IndexView, loaded: Map<string, LoadedTerm>, terms: ReadonlyA
   let touchedCount = 0
   const deleted = view.deleted
   const { averageLength, lengths, liveChunks } = view
+  // `termScore` inlined with the same operations in the same order, so the sums keep their bits.
+  const { b, k1 } = params
+  const k1Plus1 = k1 + 1
+  const oneMinusB = 1 - b
   for (const term of terms) {
     const entry = loaded.get(term)!
     if (entry.df === 0) continue
@@ -183,7 +187,9 @@ const bm25 = (view: IndexView, loaded: Map<string, LoadedTerm>, terms: ReadonlyA
           }
           touched[touchedCount++] = position
         }
-        scores[position] = before + termScore(weight, tfs[i]!, lengths[position]!, averageLength, params)
+        const tf = tfs[i]!
+        const norm = averageLength === 0 ? 1 : oneMinusB + b * (lengths[position]! / averageLength)
+        scores[position] = before + weight * (tf * k1Plus1) / (tf + k1 * norm)
       }
     }
   }
