@@ -114,7 +114,7 @@ export const engineView = ({ dimensions, f64, rows }: RandomVectors): IndexView 
     postings: () => [],
     vectorBlocks: () => [block],
     keyOf: syntheticKey,
-    documents: () => ({ docOf: new Int32Array(rows), count: rows === 0 ? 0 : 1 })
+    documents: () => ({ docOf: new Int32Array(rows), count: rows === 0 ? 0 : 1, order: new Int32Array(1) })
   }
 }
 

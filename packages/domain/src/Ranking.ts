@@ -41,6 +41,11 @@ export interface RankKey {
  */
 export const rankingOrder: Order.Order<RankKey> = (a, b) => {
   if (a.score !== b.score) return a.score > b.score ? -1 : 1
+  return keyOrder(a, b)
+}
+
+/** The ranking order between equal scores: doc id, start, end, then text (read only if all else is equal). */
+export const keyOrder: Order.Order<Omit<RankKey, "score">> = (a, b) => {
   const byDoc = compareCodePoints(a.docId, b.docId)
   if (byDoc !== 0) return byDoc
   if (a.start !== b.start) return a.start < b.start ? -1 : 1

@@ -11,7 +11,9 @@ import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
+import { IndexStore, readSnapshot } from "../src/services/IndexStore.ts"
+import { openSnapshot } from "../src/programs/QueryIndex.ts"
+import { scoreQuery, topDocumentsOfView } from "../src/stages/Engine.ts"
 import { analyze, termCounts } from "../src/stages/Analyzer.ts"
 import { bm25Scores, lexicalIndex } from "../src/stages/Bm25.ts"
 import { chunkDoc } from "../src/stages/Chunker.ts"
@@ -78,6 +80,26 @@ const referenceAnswer = (corpus: Corpus, text: string, topK: number, mode: "vect
     .map((r, i) => [i + 1, mode === "lexical" ? "bm25" : "cosine", r.score, r.docId, r.start, r.end, r.text] as const)
 }
 
+/** The reference's document ranking: each document by its best chunk, from the full sort, as `eval` ranks them. */
+const referenceDocuments = (corpus: Corpus, text: string, topK: number, mode: "vector" | "lexical") => {
+  const seen = new Set<string>()
+  return referenceAnswer(corpus, text, Number.MAX_SAFE_INTEGER, mode)
+    .filter((row) => (seen.has(row[3]) ? false : (seen.add(row[3]), true)))
+    .slice(0, topK)
+    .map((row) => [row[3], row[2]] as const)
+}
+
+/** The store's document ranking, through the engine's document selection (the one `eval` uses). */
+const storedDocuments = (text: string, topK: number, mode: "vector" | "lexical") =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = yield* IndexStore
+    const snapshot = yield* openSnapshot()
+    const query = { terms: analyze(cleanText(text)), vector: embedText(cleanText(text)).vector }
+    return yield* readSnapshot(store.location, () =>
+      topDocumentsOfView(snapshot, scoreQuery(snapshot, query, mode, Bm25Params.default), topK)
+        .map((top) => [snapshot.keyOf(top.position).docId, top.score] as const))
+  }))
+
 const queries = ["abc", "a b", "zz", "b", "c a"]
 const cases = queries.flatMap((q) => modes.flatMap((mode) => [[q, 100, mode], [q, 3, mode]] as const))
 
@@ -110,9 +132,12 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
       const source = makeSource()
       source.set(tied)
       const store = yield* makeStore()
-      const stored = yield* Effect.gen(function*() {
+      const { documents, stored } = yield* Effect.gen(function*() {
         yield* indexPaths(["corpus"], { chunker })
-        return yield* allAnswers
+        const stored = yield* allAnswers
+        const documents = yield* Effect.forEach(cases, ([q, k, mode]) =>
+          mode === "hybrid" ? Effect.succeed([]) : storedDocuments(q, k, mode))
+        return { stored, documents }
       }).pipe(Effect.provide(Layer.mergeAll(store, source.layer)))
       const direct = yield* Effect.forEach(cases, ([q, k, mode]) =>
         Effect.map(searchPaths(["corpus"], q, k, { chunker, mode }), ({ results }) =>
@@ -128,6 +153,12 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
         const keys = rows.map(([, , score, docId, start, end, text]) => ({ score, docId, start, end, text }))
         assert.deepStrictEqual([...keys].sort(rankingOrder), keys)
       }
+      // Documents ranked by their best chunk, ties broken by doc id without reading keys, as the reference does.
+      cases.forEach(([q, k, mode], i) => {
+        if (mode !== "hybrid") {
+          assert.deepStrictEqual<ReadonlyArray<unknown>>(documents[i]!, referenceDocuments(tied, q, k, mode), `documents, ${mode} "${q}"`)
+        }
+      })
       // Fused scores rarely tie (both rankings break ties the same way); the vector and lexical scores do here.
       for (const mode of ["vector", "lexical"] as const) {
         const lists = stored.filter((_, i) => cases[i]![2] === mode)

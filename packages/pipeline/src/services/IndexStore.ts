@@ -12,7 +12,7 @@ import { inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
-import type { RankKey } from "@funcpipe/domain/Ranking"
+import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
 import { decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
@@ -708,19 +708,23 @@ const make = (file: string) => {
       return { docId, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
     }
 
-    let docs: { readonly docOf: Int32Array; readonly count: number } | undefined
+    let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
     const documentsOf = () => {
       if (docs !== undefined) return docs
       const docOf = new Int32Array(positions).fill(-1)
-      let count = 0
-      for (const row of db.prepare("SELECT first, chunks FROM documents WHERE chunks > 0").iterate()) {
-        const { chunks, first } = row as { first: number; chunks: number }
+      const ids: Array<string> = []
+      for (const row of db.prepare("SELECT doc_id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
+        const { chunks, doc_id, first } = row as { doc_id: string; first: number; chunks: number }
         const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
         if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count) throw corrupt("a document's chunks are not in the index")
         const from = offsets[s]! + first - segments[s]!.base
-        docOf.fill(count++, from, from + chunks)
+        docOf.fill(ids.length, from, from + chunks)
+        ids.push(doc_id)
       }
-      return (docs = { docOf, count })
+      const byId = ids.map((_, i) => i).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
+      const order = new Int32Array(ids.length)
+      byId.forEach((doc, rank) => (order[doc] = rank))
+      return (docs = { docOf, count: ids.length, order })
     }
 
     return {

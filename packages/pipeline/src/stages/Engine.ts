@@ -5,7 +5,17 @@
 import type { Bm25Params, RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { idf, termScore, type TermExplanation } from "./Bm25.ts"
-import { type Candidates, fuseRankings, type KeyOf, positiveScore, type Top, topDocumentsOf, TopK, topOf } from "./Ranker.ts"
+import {
+  type Candidates,
+  fuseRankings,
+  type KeyOf,
+  keyTies,
+  positiveScore,
+  type Top,
+  topDocumentsOf,
+  TopK,
+  topOf
+} from "./Ranker.ts"
 
 /** How deep each ranking goes before hybrid fusion: enough for document-level evaluation at depth 1000. */
 export const FUSION_DEPTH = 1000
@@ -51,8 +61,12 @@ export interface IndexView {
   readonly vectorBlocks: () => ReadonlyArray<VectorBlock>
   /** The ranking key of a position. */
   readonly keyOf: KeyOf
-  /** Numbers each position's document (0 … documents - 1), for document-level ranking. */
-  readonly documents: () => { readonly docOf: Int32Array; readonly count: number }
+  /**
+   * Numbers each position's document (0 … documents - 1), for document-level ranking, with each document's rank in
+   * doc id order (`order`). Within one document, positions must be in (start, end) order, so `order` and the position
+   * decide ties without reading keys.
+   */
+  readonly documents: () => { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array }
 }
 
 /** A query as the engine takes it: its analyzed terms and, for the vector and hybrid modes, its vector. */
@@ -274,7 +288,7 @@ export const scoreQuery = (
       return { mode, kind: "bm25", candidates: lexical$().candidates, explain: explainWith(none, none) }
     case "hybrid": {
       const vectorTop = topVectors(view, vector!, depth)
-      const lexicalTop = topOf(lexical$().candidates, depth, view.keyOf)
+      const lexicalTop = topOf(lexical$().candidates, depth, keyTies(view.keyOf))
       const fused = fuseRankings([vectorTop, lexicalTop])
       return {
         mode,
@@ -290,7 +304,7 @@ export const scoreQuery = (
 
 /** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
 const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number): Array<Top> => {
-  const heap = new TopK(k, view.keyOf)
+  const heap = new TopK(k, keyTies(view.keyOf))
   scanVectors(view, vector, (position, score) => heap.offer(position, score), () => heap.threshold)
   return heap.take()
 }
@@ -299,10 +313,11 @@ const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number): Arra
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
   scored.mode === "vector" && query?.vector !== undefined
     ? topVectors(view, query.vector, k)
-    : topOf(scored.candidates, k, view.keyOf)
+    : topOf(scored.candidates, k, keyTies(view.keyOf))
 
 /** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */
 export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): Array<Top> => {
-  const { count, docOf } = view.documents()
-  return topDocumentsOf(scored.candidates, k, view.keyOf, (p) => docOf[p]!, count)
+  const { count, docOf, order } = view.documents()
+  const tie = (a: number, b: number) => order[docOf[a]!]! - order[docOf[b]!]! || a - b
+  return topDocumentsOf(scored.candidates, k, tie, (p) => docOf[p]!, count)
 }

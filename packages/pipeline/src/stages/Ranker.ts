@@ -1,6 +1,6 @@
 /** Top-k selection in the ranking order over scored positions, for chunks and for documents, and rank fusion. */
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import { rankingOrder, type RankKey } from "@funcpipe/domain/Ranking"
+import { keyOrder, type RankKey } from "@funcpipe/domain/Ranking"
 
 /** A selected chunk: its position in the index's chunk list and its score. */
 export interface Top {
@@ -14,6 +14,12 @@ export interface Top {
  */
 export type KeyOf = (position: number) => RankKey
 
+/**
+ * How two positions with equal scores are ordered: negative when `a` ranks first. It must agree with `keyOrder` on
+ * the positions' keys; `keyTies` builds it from keys, and a store may supply a cheaper one that agrees.
+ */
+export type TieOrder = (a: number, b: number) => number
+
 /** Caches a `KeyOf`, so a key is looked up at most once per selection. */
 export const cachedKeys = (keyOf: KeyOf): KeyOf => {
   const cache = new Map<number, RankKey>()
@@ -24,13 +30,17 @@ export const cachedKeys = (keyOf: KeyOf): KeyOf => {
   }
 }
 
-/** The ranking order of two scored positions: score descending, then their keys. Negative when `a` ranks first. */
-const compare = (keyOf: KeyOf, pa: number, sa: number, pb: number, sb: number): number => {
+/** The tie order of the positions' keys, each key looked up at most once. */
+export const keyTies = (keyOf: KeyOf): TieOrder => {
+  const cached = cachedKeys(keyOf)
+  return (a, b) => keyOrder(cached(a), cached(b))
+}
+
+/** The ranking order of two scored positions: score descending, then their tie order. Negative when `a` ranks first. */
+const compare = (tie: TieOrder, pa: number, sa: number, pb: number, sb: number): number => {
   if (sa !== sb) return sa > sb ? -1 : 1
   if (pa === pb) return 0
-  const a = keyOf(pa)
-  const b = keyOf(pb)
-  return rankingOrder({ ...a, score: 0 }, { ...b, score: 0 })
+  return tie(pa, pb)
 }
 
 /**
@@ -42,14 +52,14 @@ export class TopK {
   private readonly positions: Int32Array
   private readonly scores: Float64Array
   private size = 0
-  private readonly keyOf: KeyOf
+  private readonly tie: TieOrder
   readonly k: number
 
-  constructor(k: number, keyOf: KeyOf) {
+  constructor(k: number, tie: TieOrder) {
     this.k = k
     this.positions = new Int32Array(Math.max(k, 0))
     this.scores = new Float64Array(Math.max(k, 0))
-    this.keyOf = cachedKeys(keyOf)
+    this.tie = tie
   }
 
   /** The lowest score that can still enter: -Infinity until `k` are kept. */
@@ -73,13 +83,13 @@ export class TopK {
       return
     }
     if (this.k === 0 || score < this.scores[0]!) return
-    if (compare(this.keyOf, position, score, this.positions[0]!, this.scores[0]!) >= 0) return
+    if (compare(this.tie, position, score, this.positions[0]!, this.scores[0]!) >= 0) return
     this.siftDown(position, score)
   }
 
   /** Negative when (pa, sa) is worse than (pb, sb), i.e. belongs nearer the root. */
   private rankFirst(pa: number, sa: number, pb: number, sb: number): number {
-    return -compare(this.keyOf, pa, sa, pb, sb)
+    return -compare(this.tie, pa, sa, pb, sb)
   }
 
   private siftDown(position: number, score: number): void {
@@ -106,7 +116,7 @@ export class TopK {
   take(): Array<Top> {
     const out: Array<Top> = []
     for (let i = 0; i < this.size; i++) out.push({ position: this.positions[i]!, score: this.scores[i]! })
-    return out.sort((a, b) => compare(this.keyOf, a.position, a.score, b.position, b.score))
+    return out.sort((a, b) => compare(this.tie, a.position, a.score, b.position, b.score))
   }
 }
 
@@ -119,8 +129,8 @@ export const positiveScore: IsCandidate = (score) => score > 0
 export type Candidates = (visit: (position: number, score: number) => void) => void
 
 /** The best `k` candidates in the ranking order. */
-export const topOf = (candidates: Candidates, k: number, keyOf: KeyOf): Array<Top> => {
-  const heap = new TopK(k, keyOf)
+export const topOf = (candidates: Candidates, k: number, tie: TieOrder): Array<Top> => {
+  const heap = new TopK(k, tie)
   candidates((position, score) => heap.offer(position, score))
   return heap.take()
 }
@@ -133,22 +143,21 @@ export const topOf = (candidates: Candidates, k: number, keyOf: KeyOf): Array<To
 export const topDocumentsOf = (
   candidates: Candidates,
   k: number,
-  keyOf: KeyOf,
+  tie: TieOrder,
   docOf: (position: number) => number,
   documents: number
 ): Array<Top> => {
-  const cached = cachedKeys(keyOf)
   const bestPosition = new Int32Array(documents).fill(-1)
   const bestScore = new Float64Array(documents)
   candidates((position, score) => {
     const doc = docOf(position)
     const current = bestPosition[doc]!
-    if (current < 0 || compare(cached, position, score, current, bestScore[doc]!) < 0) {
+    if (current < 0 || compare(tie, position, score, current, bestScore[doc]!) < 0) {
       bestPosition[doc] = position
       bestScore[doc] = score
     }
   })
-  const heap = new TopK(k, cached)
+  const heap = new TopK(k, tie)
   for (let doc = 0; doc < documents; doc++) {
     const position = bestPosition[doc]!
     if (position >= 0) heap.offer(position, bestScore[doc]!)
@@ -178,7 +187,7 @@ export const topChunks = (
   chunks: ReadonlyArray<Chunk>,
   k: number,
   isCandidate: IsCandidate
-): Array<Top> => topOf(denseCandidates(scores, isCandidate), k, chunkKeys(chunks))
+): Array<Top> => topOf(denseCandidates(scores, isCandidate), k, keyTies(chunkKeys(chunks)))
 
 /**
  * The best `k` documents, each ranked by its best chunk (the first of its chunks in the ranking order), in the
@@ -197,7 +206,7 @@ export const topDocuments = (
     if (n === undefined) numbers.set(chunk.docId, n = numbers.size)
     docOf[position] = n
   })
-  return topDocumentsOf(denseCandidates(scores, isCandidate), k, chunkKeys(chunks), (p) => docOf[p]!, numbers.size)
+  return topDocumentsOf(denseCandidates(scores, isCandidate), k, keyTies(chunkKeys(chunks)), (p) => docOf[p]!, numbers.size)
 }
 
 /** The reciprocal rank fusion constant: ranks deeper than it contribute little. */
