@@ -249,7 +249,7 @@ const APPLICATION_ID = 0x46504950
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
-const SEGMENT_BUDGET_BYTES = 40 * 1024 * 1024
+const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
 
 const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
   Result.mapError(

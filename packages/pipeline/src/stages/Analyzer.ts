@@ -20,7 +20,7 @@ const stems = new Map<string, string>()
 const stemOf = (word: string): string => {
   let stem = stems.get(word)
   if (stem === undefined) {
-    if (stems.size >= 50_000) stems.clear()
+    if (stems.size >= 100_000) stems.clear()
     stems.set(word, stem = stemmer(word))
   }
   return stem
@@ -106,18 +106,29 @@ export const words = (lowered: string): Array<string> => {
  * Porter-stemmed (English words only) as `config` says. The same function analyzes chunks and queries.
  */
 export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.default): Array<string> => {
-  const stop = config.stopWords === "english"
-  const stem = config.stemmer === "porter"
   const terms: Array<string> = []
-  const lowered = text.toLowerCase()
-  scanWords(lowered, (from, to, ascii) => {
-    let term = lowered.slice(from, to)
-    if (!ascii && (term.endsWith("'s") || term.endsWith("’s"))) term = term.slice(0, -2)
-    if (stop && ENGLISH_STOP_WORDS.has(term)) return
-    if (stem && (ascii || ASCII_WORD.test(term))) term = stemOf(term)
-    terms.push(term)
+  analyzeWords(text, config, (word) => {
+    const term = termOf(word, config)
+    if (term !== undefined) terms.push(term)
   })
   return terms
+}
+
+/** The words of `text` as `analyze` finds them (lowercased, before the term rules), one call of `emit` each. */
+export const analyzeWords = (text: string, _config: AnalyzerConfig, emit: (word: string) => void): void => {
+  const lowered = text.toLowerCase()
+  scanWords(lowered, (from, to) => emit(lowered.slice(from, to)))
+}
+
+/**
+ * The term a lowercased word becomes: without a possessive `'s`, `undefined` for a stop word, Porter-stemmed if it is
+ * an English word; as `config` says. A caller may cache it per word.
+ */
+export const termOf = (word: string, config: AnalyzerConfig): string | undefined => {
+  let term = word
+  if (term.endsWith("'s") || term.endsWith("’s")) term = term.slice(0, -2)
+  if (config.stopWords === "english" && ENGLISH_STOP_WORDS.has(term)) return undefined
+  return config.stemmer === "porter" && ASCII_WORD.test(term) ? stemOf(term) : term
 }
 
 /** How often each term occurs. */

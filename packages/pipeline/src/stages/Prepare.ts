@@ -1,7 +1,10 @@
 /** The per-document stage of indexing: clean → chunk → analyze, and the cleaned body compressed for storage. */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { deflateRawSync } from "node:zlib"
-import { analyze } from "./Analyzer.ts"
+import { analyzeWords, termOf } from "./Analyzer.ts"
+
+/** A word that is a stop word: it makes no term. */
+const STOP = -1
 import { chunkSpans } from "./Chunker.ts"
 import { cleanText } from "./Clean.ts"
 
@@ -43,8 +46,10 @@ export interface PreparedBatch {
  * since chunk texts are its spans and the index stores it once. Pure and deterministic.
  */
 export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSettings): PreparedBatch => {
+  const analyzer = settings.analyzer as AnalyzerConfig
   const vocabulary: Array<string> = []
   const numbers = new Map<string, number>()
+  const wordIds = new Map<string, number>()
   let ids = new Uint32Array(1 << 14)
   let size = 0
   const counts: Array<number> = []
@@ -52,22 +57,32 @@ export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSett
     const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
     const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
     for (const span of spans) {
-      const terms = analyze(`${doc.title}\n${span.text}`, settings.analyzer as AnalyzerConfig)
-      if (size + terms.length > ids.length) {
-        const grown = new Uint32Array(Math.max(size + terms.length, ids.length * 2))
-        grown.set(ids)
-        ids = grown
-      }
-      for (const term of terms) {
-        let id = numbers.get(term)
+      const before = size
+      analyzeWords(`${doc.title}\n${span.text}`, analyzer, (word) => {
+        // Words repeat, so each distinct word of the batch goes through the term rules (stop words, stemming) once.
+        let id = wordIds.get(word)
         if (id === undefined) {
-          id = vocabulary.length
-          numbers.set(term, id)
-          vocabulary.push(term)
+          const term = termOf(word, analyzer)
+          id = STOP
+          if (term !== undefined) {
+            id = numbers.get(term)
+            if (id === undefined) {
+              id = vocabulary.length
+              numbers.set(term, id)
+              vocabulary.push(term)
+            }
+          }
+          wordIds.set(word, id)
+        }
+        if (id === STOP) return
+        if (size === ids.length) {
+          const grown = new Uint32Array(ids.length * 2)
+          grown.set(ids)
+          ids = grown
         }
         ids[size++] = id
-      }
-      counts.push(terms.length)
+      })
+      counts.push(size - before)
     }
     return {
       starts: spans.map((s) => s.start),

@@ -34,10 +34,13 @@ export class SegmentBuilder {
   readonly vocabulary = new Map<string, number>()
   private termBytes = 0
   private postingCount = 0
-  /** Postings in fixed blocks of `BLOCK` (never copied as they grow): term number, ordinal and tf, in step. */
+  /**
+   * Postings in fixed blocks of `BLOCK` (never copied as they grow): term number and tf, in step, chunk after chunk;
+   * chunk `o`'s postings start at `postingStart[o]`, so the ordinal need not be stored.
+   */
   private readonly termBlocks: Array<Uint32Array> = []
-  private readonly ordinalBlocks: Array<Uint32Array> = []
   private readonly tfBlocks: Array<Uint32Array> = []
+  private postingStart = new Uint32Array(1025)
   /** Per term number: the last chunk it occurred in and where that posting is, to count repeats in one chunk. */
   private lastOrdinal: Int32Array = new Int32Array(1024).fill(-1)
   private lastPosting: Int32Array = new Int32Array(1024).fill(-1)
@@ -72,6 +75,7 @@ export class SegmentBuilder {
   add(ids: ArrayLike<number>, from: number, to: number, numberOf: (id: number) => number, vectors: Float64Array, at: number): number {
     const ordinal = this.count++
     if (this.count > this.lengths.length) {
+      this.postingStart = grow(this.postingStart, 2 * this.count + 1, (n) => new Uint32Array(n))
       this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
       this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
       this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
@@ -98,22 +102,21 @@ export class SegmentBuilder {
       const block = n >>> BLOCK_BITS
       if (block === this.termBlocks.length) {
         this.termBlocks.push(new Uint32Array(BLOCK))
-        this.ordinalBlocks.push(new Uint32Array(BLOCK))
         this.tfBlocks.push(new Uint32Array(BLOCK))
       }
       const slot = n & BLOCK_MASK
       this.termBlocks[block]![slot] = id
-      this.ordinalBlocks[block]![slot] = ordinal
       this.tfBlocks[block]![slot] = 1
       this.lastOrdinal[id] = ordinal
       this.lastPosting[id] = n
     }
+    this.postingStart[ordinal + 1] = this.postingCount
     return ordinal
   }
 
   /** Approximate memory held, in bytes. */
   get byteLength(): number {
-    return this.termBytes + this.termBlocks.length * BLOCK * 12 + this.lengths.length * (12 + 8 * this.dimensions)
+    return this.termBytes + this.termBlocks.length * BLOCK * 8 + this.lengths.length * (16 + 8 * this.dimensions)
   }
 
   /**
@@ -128,10 +131,12 @@ export class SegmentBuilder {
     for (let t = 0; t < terms; t++) starts[t + 1] = starts[t + 1]! + starts[t]!
     const pairs = new Uint32Array(this.postingCount * 2)
     const next = starts.slice(0, terms)
-    for (let i = 0; i < this.postingCount; i++) {
-      const to = next[at(this.termBlocks, i)]!++
-      pairs[2 * to] = at(this.ordinalBlocks, i)
-      pairs[2 * to + 1] = at(this.tfBlocks, i)
+    for (let ordinal = 0; ordinal < this.count; ordinal++) {
+      for (let i = this.postingStart[ordinal]!; i < this.postingStart[ordinal + 1]!; i++) {
+        const to = next[at(this.termBlocks, i)]!++
+        pairs[2 * to] = ordinal
+        pairs[2 * to + 1] = at(this.tfBlocks, i)
+      }
     }
     for (const [term, id] of this.vocabulary) yield [term, pairs.subarray(2 * starts[id]!, 2 * starts[id + 1]!)] as const
   }
