@@ -290,3 +290,36 @@ describe("an index written by an older FuncPipe", () => {
       assert.strictEqual(results[0]!.chunk.docId, "d1")
     }).pipe(Effect.provide(Base)))
 })
+
+describe("segment merges", () => {
+  const segmentStats = (file: string) =>
+    Effect.sync(() => {
+      const db = new DatabaseSync(file, { readOnly: true })
+      const rows = db.prepare("SELECT count, live FROM segments").all() as Array<{ count: number; live: number }>
+      db.close()
+      return rows
+    })
+
+  it.effect("keep an often-updated index to a few segments without dead chunks, answering as a fresh build", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-merge-" })
+      const bodies = (run: number) => Array.from({ length: 12 }, (_, i) => `doc ${i} ${i === run % 12 ? `edit ${run}` : "stable"} words`)
+      const answers = (file: string, run: number) =>
+        indexPaths(["x"]).pipe(
+          Effect.andThen(Effect.forEach(["stable words", `edit ${run}`, "doc 3"], (q) =>
+            Effect.map(queryIndex(q, 20, { mode: "lexical" }), (a) => a.results.map((r) => [r.score, r.chunk.docId, r.chunk.text])))),
+          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs(...bodies(run))))
+        )
+      let maxSegments = 0
+      for (let run = 0; run < 10; run++) {
+        const incremental = yield* answers(`${dir}/index.db`, run)
+        const fresh = yield* answers(`${dir}/fresh-${run}.db`, run)
+        assert.deepStrictEqual(incremental, fresh, `run ${run}`)
+        const stats = yield* segmentStats(`${dir}/index.db`)
+        maxSegments = Math.max(maxSegments, stats.length)
+        for (const { count, live } of stats) assert.isAtLeast(live * 2, count, "no segment stays more than half deleted")
+      }
+      assert.isAtMost(maxSegments, 5, "small segments are merged")
+    }).pipe(Effect.provide(Base)), 60_000)
+})

@@ -248,6 +248,8 @@ const APPLICATION_ID = 0x46504950
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
+/** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
+const MAX_SMALL_SEGMENTS = 4
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
 const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
 
@@ -960,6 +962,128 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     tombstones.clear()
   }
 
+  /**
+   * Merges segments, as Lucene's tiered policy does in spirit: a segment more than half deleted, or more small
+   * segments than `MAX_SMALL_SEGMENTS`, makes the sparse and small ones (up to one segment's size of live chunks)
+   * merge into one new segment holding only their live chunks, so deleted chunks stop costing space and time and
+   * queries do not slow down as updates pile up. The documents' chunks get new ids, in the same order.
+   */
+  const mergeSegments = () => {
+    const manifest = manifestValue ?? Option.none()
+    if (Option.isNone(manifest)) return
+    const { dimensions } = manifest.value
+    const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
+    const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<
+      { id: number; base: number; count: number; live: number; block_rows: number }
+    >
+    const sparse = (g: (typeof all)[number]) => g.live * 2 < g.count
+    const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks
+    if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return
+    const picked: typeof all = []
+    let live = 0
+    for (const g of all) {
+      if (!(sparse(g) || small(g)) || live + g.live > maxChunks) continue
+      picked.push(g)
+      live += g.live
+    }
+    if (picked.length < 2 && !picked.some(sparse)) return
+
+    // One scan of the documents finds the live documents of every picked segment, in chunk order.
+    const docsOf = new Map<number, Array<{ id: number; first: number; chunks: number }>>(picked.map((g) => [g.id, []]))
+    for (const row of db.prepare("SELECT id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
+      const doc = row as { id: number; first: number; chunks: number }
+      const g = picked.find((g) => doc.first >= g.base && doc.first < g.base + g.count)
+      if (g !== undefined) docsOf.get(g.id)!.push(doc)
+    }
+    const base = nextBase()
+    const rowBytes = 8 * dimensions
+    const lengths = new Uint32Array(live)
+    const magnitudes = new Float64Array(live)
+    const vectors = new Float64Array(live * dimensions)
+    const newOrdinals = new Map<number, Int32Array>()
+    let next = 0
+    let totalLength = 0
+    for (const g of picked) {
+      const row = db.prepare("SELECT lengths, deleted FROM segments WHERE id = ?").get(g.id) as { lengths: Uint8Array; deleted: Uint8Array | null }
+      const oldLengths = view(row.lengths, 4, (b, o, n) => new Uint32Array(b, o, n))
+      const map = new Int32Array(g.count).fill(-1)
+      const docs = docsOf.get(g.id)!.sort((a, b) => a.first - b.first)
+      for (const doc of docs) {
+        const first = base + next
+        for (let c = 0; c < doc.chunks; c++) {
+          const ordinal = doc.first - g.base + c
+          if (row.deleted !== null && (row.deleted[ordinal >> 3]! & (1 << (ordinal & 7))) !== 0) {
+            throw corrupt(`a live document has a deleted chunk in segment ${g.id}`)
+          }
+          map[ordinal] = next
+          lengths[next] = oldLengths[ordinal]!
+          totalLength += oldLengths[ordinal]!
+          next++
+        }
+        prepared("UPDATE chunks SET id = id + ? WHERE id >= ? AND id < ?").run(first - doc.first, doc.first, doc.first + doc.chunks)
+        prepared("UPDATE documents SET first = ? WHERE id = ?").run(first, doc.id)
+      }
+      for (let b = 0; b * g.block_rows < g.count; b++) {
+        const block = db.prepare("SELECT magnitudes, data FROM vectors WHERE id = ?").get(g.id * BLOCKS_PER_SEGMENT + b) as
+          | { magnitudes: Uint8Array; data: Uint8Array }
+          | undefined
+        if (block === undefined) throw corrupt(`segment ${g.id} is missing a vector block`)
+        const m = view(block.magnitudes, 8, (x, o, n) => new Float64Array(x, o, n))
+        const v = view(block.data, 8, (x, o, n) => new Float64Array(x, o, n))
+        for (let r = 0; r < m.length; r++) {
+          const to = map[b * g.block_rows + r]!
+          if (to < 0) continue
+          magnitudes[to] = m[r]!
+          vectors.set(v.subarray(r * dimensions, (r + 1) * dimensions), to * dimensions)
+        }
+      }
+      newOrdinals.set(g.id, map)
+    }
+    if (next !== live) throw corrupt("the live chunk counts of the merged segments disagree with their documents")
+
+    const blockRows = blockRowsFor(dimensions)
+    const id = Number(db.prepare(
+      "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
+    ).run(base, live, live, totalLength, blockRows, new Uint8Array(lengths.buffer)).lastInsertRowid)
+    const magnitudeBytes = new Uint8Array(magnitudes.buffer)
+    const vectorBytes = new Uint8Array(vectors.buffer)
+    for (let b = 0; b * blockRows < live; b++) {
+      const from = b * blockRows
+      const to = Math.min(from + blockRows, live)
+      db.prepare("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)")
+        .run(id * BLOCKS_PER_SEGMENT + b, magnitudeBytes.subarray(from * 8, to * 8), vectorBytes.subarray(from * rowBytes, to * rowBytes))
+    }
+    // Each term's postings: the source segments' in base order, remapped, so new ordinals stay increasing.
+    const parts = new Map<string, Array<readonly [segment: number, df: number, data: Uint8Array]>>()
+    for (const g of picked) {
+      for (const row of db.prepare("SELECT term, df, data FROM postings WHERE segment = ?").iterate(g.id)) {
+        const { data, df, term } = row as { term: string; df: number; data: Uint8Array }
+        let list = parts.get(term)
+        if (list === undefined) parts.set(term, list = [])
+        list.push([g.id, df, data])
+      }
+    }
+    const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
+    for (const term of [...parts.keys()].sort()) {
+      const pairs: Array<number> = []
+      for (const [segment, df, data] of parts.get(term)!) {
+        const map = newOrdinals.get(segment)!
+        const decoded = decodePostings(data, df, map.length)
+        if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+        for (let i = 0; i < decoded.ordinals.length; i++) {
+          const to = map[decoded.ordinals[i]!]!
+          if (to >= 0) pairs.push(to, decoded.tfs[i]!)
+        }
+      }
+      if (pairs.length > 0) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
+    }
+    for (const g of picked) {
+      db.prepare("DELETE FROM postings WHERE segment = ?").run(g.id)
+      db.prepare("DELETE FROM vectors WHERE id >= ? AND id < ?").run(g.id * BLOCKS_PER_SEGMENT, (g.id + 1) * BLOCKS_PER_SEGMENT)
+      db.prepare("DELETE FROM segments WHERE id = ?").run(g.id)
+    }
+  }
+
   const writer: IndexWriter = {
     manifest: Effect.try({
       try: () => (manifestValue ??= readManifest()),
@@ -1028,11 +1152,12 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
 
   return {
     writer,
-    /** Flushes the last segment and applies the deletions; called once, just before the commit. */
+    /** Flushes the last segment, applies the deletions and merges segments; called once, just before the commit. */
     finish: () => {
       if (!layoutCurrent) return
       flush()
       applyTombstones()
+      mergeSegments()
     }
   }
 }
