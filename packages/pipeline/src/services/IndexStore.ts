@@ -14,7 +14,7 @@ import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
-import { decodePostings, encodePostings } from "../stages/Postings.ts"
+import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
@@ -248,6 +248,8 @@ const APPLICATION_ID = 0x46504950
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
+/** How much decoded postings a store keeps for warm queries. */
+const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 const MAX_SMALL_SEGMENTS = 4
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
@@ -424,6 +426,21 @@ const make = (file: string) => {
   const columnsCache = new Map<number, SegmentColumns>()
   const deletedCache = new Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>()
   let layout: { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined } | undefined
+  /**
+   * Decoded postings by segment and term (`null`: the segment lacks the term), least recently used first, up to
+   * `POSTINGS_CACHE_BYTES`: segments never change, so a warm query for frequent terms skips reading and decoding.
+   */
+  const postingsCache = new Map<string, DecodedPostings | null>()
+  let postingsCacheBytes = 0
+  const cachePostings = (key: string, decoded: DecodedPostings | null) => {
+    postingsCache.set(key, decoded)
+    postingsCacheBytes += 64 + (decoded === null ? 0 : decoded.ordinals.byteLength * 2)
+    for (const [old, value] of postingsCache) {
+      if (postingsCacheBytes <= POSTINGS_CACHE_BYTES) break
+      postingsCache.delete(old)
+      postingsCacheBytes -= 64 + (value === null ? 0 : value.ordinals.byteLength * 2)
+    }
+  }
 
   const exists = Effect.sync(() => existsSync(file))
 
@@ -633,13 +650,23 @@ const make = (file: string) => {
     const postings = (term: string): ReadonlyArray<TermBlock> => {
       const blocks: Array<TermBlock> = []
       segments.forEach((segment, s) => {
-        const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
-        if (row === undefined) return
-        const decoded = typeof row.df === "number" && row.data instanceof Uint8Array
-          ? decodePostings(row.data, row.df, segment.count)
-          : undefined
-        if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
-        blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
+        const key = `${segment.id} ${term}`
+        let decoded = postingsCache.get(key)
+        if (decoded === undefined) {
+          const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
+          decoded = row === undefined
+            ? null
+            : typeof row.df === "number" && row.data instanceof Uint8Array
+            ? decodePostings(row.data, row.df, segment.count) ?? undefined
+            : undefined
+          if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+          cachePostings(key, decoded)
+        } else {
+          // Most recently used last, so eviction takes the least recently used first.
+          postingsCache.delete(key)
+          postingsCache.set(key, decoded)
+        }
+        if (decoded !== null) blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
       })
       return blocks
     }
