@@ -26,24 +26,51 @@ import {
   syntheticKey
 } from "./VectorScan.ts"
 
-// Usage: npm run bench -- [--mb 50] [--queries 20] [--keep] [--no-minisearch] [--vectors 1000000] [--dims 16]
-//   [--dir PATH] [--seed 42] [--stages-mb 4] [--force-minisearch]; see bench/README.md
-const { values: flags } = parseArgs({
-  options: {
-    mb: { type: "string", default: "50" },
-    queries: { type: "string", default: "20" },
-    keep: { type: "boolean", default: false },
-    "no-minisearch": { type: "boolean", default: false },
-    "force-minisearch": { type: "boolean", default: false },
-    vectors: { type: "string", default: "1000000" },
-    dims: { type: "string", default: "16" },
-    dir: { type: "string" },
-    cli: { type: "string" },
-    seed: { type: "string", default: "42" },
-    "stages-mb": { type: "string", default: "4" }
-  },
-  strict: true
-})
+const USAGE = `Usage: npm run bench -- [options]   (each figure is explained in bench/README.md)
+  --mb N             size of the generated corpus in MB (default 50; 210 gives about 442k chunks)
+  --queries N        word queries to time (default 20)
+  --vectors N        rows of the in-memory vector scan comparison (default 1000000)
+  --dims D           dimensions of those rows (default 16)
+  --dir PATH         work folder (default: a folder under the system's temporary folder)
+  --keep             keep the generated corpus and index
+  --seed N           seed of the generated corpus and queries (default 42)
+  --stages-mb N      size of the pure-stage benchmark (default 4; 0 skips it)
+  --no-minisearch    skip the MiniSearch comparison
+  --force-minisearch run it even above 200,000 chunks
+  --cli PATH         the CLI entry to time (default packages/cli/bin/funcpipe.mjs)`
+
+let parsed: ReturnType<typeof parseFlags>
+try {
+  parsed = parseFlags()
+} catch (error) {
+  console.error(`bench: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`)
+  process.exit(2)
+}
+if (parsed.help) {
+  console.log(USAGE)
+  process.exit(0)
+}
+const flags = parsed
+
+function parseFlags() {
+    return parseArgs({
+    options: {
+      help: { type: "boolean", default: false },
+      mb: { type: "string", default: "50" },
+      queries: { type: "string", default: "20" },
+      keep: { type: "boolean", default: false },
+      "no-minisearch": { type: "boolean", default: false },
+      "force-minisearch": { type: "boolean", default: false },
+      vectors: { type: "string", default: "1000000" },
+      dims: { type: "string", default: "16" },
+      dir: { type: "string" },
+      cli: { type: "string" },
+      seed: { type: "string", default: "42" },
+      "stages-mb": { type: "string", default: "4" }
+    },
+    strict: true
+  }).values
+}
 const positive = (name: string, raw: string, integer: boolean, allowZero = false): number => {
   const n = Number(raw)
   if (!Number.isFinite(n) || (allowZero ? n < 0 : n <= 0) || (integer && !Number.isInteger(n))) {
