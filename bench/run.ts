@@ -53,7 +53,7 @@ if (parsed.help) {
 const flags = parsed
 
 function parseFlags() {
-    return parseArgs({
+  return parseArgs({
     options: {
       help: { type: "boolean", default: false },
       mb: { type: "string", default: "50" },
