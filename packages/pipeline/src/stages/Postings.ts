@@ -43,27 +43,26 @@ export const decodePostings = (bytes: Uint8Array, count: number, limit: number):
   const ordinals = new Uint32Array(count)
   const tfs = new Uint32Array(count)
   let at = 0
-  let ordinal = -1
-  for (let n = 0; n < count; n++) {
-    let gap = 0
+  /** The next varint, or -1 where the bytes end inside one or it is too long to be an ordinal. */
+  const varint = (): number => {
+    let value = 0
     let scale = 1
     let byte = 0
     do {
-      if (at >= bytes.length || scale > 2 ** 35) return undefined
+      if (at >= bytes.length || scale > 2 ** 35) return -1
       byte = bytes[at++]!
-      gap += (byte & 0x7f) * scale
+      value += (byte & 0x7f) * scale
       scale *= 128
     } while (byte & 0x80)
-    let tf = 0
-    scale = 1
-    do {
-      if (at >= bytes.length || scale > 2 ** 35) return undefined
-      byte = bytes[at++]!
-      tf += (byte & 0x7f) * scale
-      scale *= 128
-    } while (byte & 0x80)
+    return value
+  }
+  let ordinal = -1
+  for (let n = 0; n < count; n++) {
+    const gap = varint()
+    const tf = varint()
+    if (gap < 0 || tf < 1 || (n > 0 && gap === 0)) return undefined
     ordinal = ordinal < 0 ? gap : ordinal + gap
-    if ((n > 0 && gap === 0) || ordinal >= limit || tf < 1) return undefined
+    if (ordinal >= limit) return undefined
     ordinals[n] = ordinal
     tfs[n] = tf
   }

@@ -1,0 +1,31 @@
+/** The postings codec: what is encoded decodes to the same postings, and damaged bytes are refused. */
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import { decodePostings, encodePostings } from "../src/stages/Postings.ts"
+
+const postings = fc.uniqueArray(fc.integer({ min: 0, max: 5_000_000 }), { maxLength: 60 }).chain((ordinals) =>
+  fc.tuple(fc.constant([...ordinals].sort((a, b) => a - b)), fc.array(fc.integer({ min: 1, max: 100_000 }), {
+    minLength: ordinals.length,
+    maxLength: ordinals.length
+  })))
+
+describe("the postings codec", () => {
+  it("decodes what it encodes", () => {
+    fc.assert(fc.property(postings, ([ordinals, tfs]) => {
+      const bytes = encodePostings(ordinals.flatMap((o, i) => [o, tfs[i]!]))
+      const decoded = decodePostings(bytes, ordinals.length, 5_000_001)
+      assert.deepStrictEqual(decoded, { ordinals: Uint32Array.from(ordinals), tfs: Uint32Array.from(tfs) })
+    }))
+  })
+
+  it("refuses truncated bytes, extra bytes, a wrong count and ordinals past the segment", () => {
+    const bytes = encodePostings([3, 1, 200, 2, 70_000, 5])
+    assert.isDefined(decodePostings(bytes, 3, 70_001))
+    assert.isUndefined(decodePostings(bytes.subarray(0, bytes.length - 1), 3, 70_001))
+    assert.isUndefined(decodePostings(Uint8Array.from([...bytes, 1, 1]), 3, 70_001))
+    assert.isUndefined(decodePostings(bytes, 4, 70_001))
+    assert.isUndefined(decodePostings(bytes, 3, 70_000))
+    assert.isUndefined(decodePostings(Uint8Array.from([1, 0]), 1, 10), "a term frequency of 0")
+    assert.isUndefined(decodePostings(Uint8Array.from([1, 1, 0, 1]), 2, 10), "an ordinal repeated")
+  })
+})
