@@ -65,7 +65,7 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
         }
         return {
           // Enough batches in flight that a thread always has one queued while the caller writes (synchronously).
-          concurrency: 4 * workers,
+          concurrency: 16 * workers,
           prepare: (docs, settings) =>
             Effect.callback<PreparedBatch>((resume) => {
               if (pool.threads.length === 0) start()
