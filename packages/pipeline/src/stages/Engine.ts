@@ -89,6 +89,8 @@ export interface Scored {
   readonly kind: ScoreKind
   readonly candidates: Candidates
   readonly explain: (position: number) => Explanation
+  /** The exact top `k` found without visiting every candidate, or `undefined` where no shortcut applies. */
+  readonly shortcut?: (k: number) => Array<Top> | undefined
 }
 
 /** Clamps rounding overshoot of a cosine into [-1, 1]. */
@@ -230,6 +232,90 @@ const tfAt = (block: TermBlock, ordinal: number): number => {
   return 0
 }
 
+/** A term's frequency at a position (0 where the term does not occur there). */
+const tfOf = (entry: LoadedTerm, position: number): number => {
+  let tf = 0
+  for (const block of entry.blocks) if (position >= block.offset) tf = tf || tfAt(block, position - block.offset)
+  return tf
+}
+
+/**
+ * The BM25 score of one position, with the same operations in the same order as `bm25` (shares added to 0 in
+ * query-term order), so the two agree to the bit.
+ */
+const bm25At = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  position: number,
+  params: Bm25Params
+): number => {
+  const { b, k1 } = params
+  const k1Plus1 = k1 + 1
+  const oneMinusB = 1 - b
+  let score = 0
+  for (const term of terms) {
+    const entry = loaded.get(term)!
+    if (entry.df === 0) continue
+    const tf = tfOf(entry, position)
+    if (tf === 0) continue
+    const weight = idf(view.liveChunks, entry.df)
+    const norm = view.averageLength === 0 ? 1 : oneMinusB + b * (view.lengths[position]! / view.averageLength)
+    score = score + weight * (tf * k1Plus1) / (tf + k1 * norm)
+  }
+  return score
+}
+
+/** A term is rare when at most this share of the chunks hold it: its postings are short enough to score directly. */
+const RARE_SHARE = 0.05
+
+/**
+ * The exact top `k` by BM25 without scoring every posting of the frequent terms (the idea of MaxScore): every chunk
+ * that holds one of the query's rarer terms (those in at most `RARE_SHARE` of the chunks, or else all but the most
+ * frequent term) is scored in full; a chunk holding none of them scores at most the sum of the other terms' upper
+ * bounds (`idf · (k1 + 1)` per occurrence in the query, with a margin for rounding). If that bound is below the k-th
+ * score found, no other chunk can enter and the answer is exact; otherwise `undefined`, and the caller scores every
+ * posting.
+ */
+const topLexicalShortcut = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  params: Bm25Params,
+  k: number
+): Array<Top> | undefined => {
+  const counts = new Map<string, number>()
+  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
+  const present = [...counts.keys()].map((term) => loaded.get(term)!).filter((e) => e.df > 0).sort((a, b) => a.df - b.df)
+  if (present.length < 2) return undefined
+  let essential = present.filter((e) => e.df <= RARE_SHARE * view.liveChunks).length
+  if (essential === 0) essential = present.length - 1
+  const rare = present.slice(0, essential)
+  let otherBound = 0
+  for (const entry of present.slice(essential)) {
+    otherBound += counts.get(entry.term)! * idf(view.liveChunks, entry.df) * (params.k1 + 1) * (1 + 1e-9)
+  }
+  // Worth it only when the chunks to score are far fewer than the postings a full pass reads (scoring one chunk
+  // looks each term up, which costs several times a posting read in order).
+  const toScore = rare.reduce((n, e) => n + e.df, 0)
+  if (toScore * 8 > present.reduce((n, e) => n + e.df, 0)) return undefined
+  const heap = new TopK(k, keyTies(view.keyOf))
+  const seen = new Set<number>()
+  const deleted = view.deleted
+  for (const entry of rare) {
+    for (const block of entry.blocks) {
+      for (let i = 0; i < block.ordinals.length; i++) {
+        const position = block.offset + block.ordinals[i]!
+        if ((deleted !== undefined && deleted[position] === 1) || seen.has(position)) continue
+        seen.add(position)
+        const score = bm25At(view, loaded, terms, position, params)
+        if (score > 0) heap.offer(position, score)
+      }
+    }
+  }
+  return otherBound < heap.threshold ? heap.take() : undefined
+}
+
 /** Each query term's share of one position's BM25 score, in query order. */
 const explainTerms = (
   view: IndexView,
@@ -241,7 +327,7 @@ const explainTerms = (
   terms.map((term) => {
     const entry = loaded.get(term)!
     let tf = 0
-    for (const block of entry.blocks) if (position >= block.offset) tf = tf || tfAt(block, position - block.offset)
+    tf = tfOf(entry, position)
     const weight = entry.df === 0 ? 0 : idf(view.liveChunks, entry.df)
     const score = tf === 0 ? 0 : termScore(weight, tf, view.lengths[position]!, view.averageLength, params)
     return { term, tf, df: entry.df, idf: weight, score }
@@ -271,7 +357,7 @@ export const scoreQuery = (
     cosine: vector === undefined || mode === "lexical" ? null : cosineAt(view, vector, position),
     bm25: mode === "vector"
       ? null
-      : { score: lexical$().scores[position]!, terms: explainTerms(view, terms$(), terms, position, params) },
+      : { score: bm25At(view, terms$(), terms, position, params), terms: explainTerms(view, terms$(), terms, position, params) },
     vectorRank: vectorRanks.get(position) ?? null,
     lexicalRank: lexicalRanks.get(position) ?? null
   })
@@ -285,10 +371,17 @@ export const scoreQuery = (
         explain: explainWith(none, none)
       }
     case "lexical":
-      return { mode, kind: "bm25", candidates: lexical$().candidates, explain: explainWith(none, none) }
+      return {
+        mode,
+        kind: "bm25",
+        candidates: (visit) => lexical$().candidates(visit),
+        explain: explainWith(none, none),
+        shortcut: (k) => topLexicalShortcut(view, terms$(), terms, params, k)
+      }
     case "hybrid": {
       const vectorTop = topVectors(view, vector!, depth)
-      const lexicalTop = topOf(lexical$().candidates, depth, keyTies(view.keyOf))
+      const lexicalTop = topLexicalShortcut(view, terms$(), terms, params, depth) ??
+        topOf(lexical$().candidates, depth, keyTies(view.keyOf))
       const fused = fuseRankings([vectorTop, lexicalTop])
       return {
         mode,
@@ -313,7 +406,7 @@ const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number): Arra
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
   scored.mode === "vector" && query?.vector !== undefined
     ? topVectors(view, query.vector, k)
-    : topOf(scored.candidates, k, keyTies(view.keyOf))
+    : scored.shortcut?.(k) ?? topOf(scored.candidates, k, keyTies(view.keyOf))
 
 /** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */
 export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): Array<Top> => {

@@ -1,0 +1,82 @@
+/** The query engine's shortcut for lexical top-k: exactly the exhaustive ranking, however the words are spread. */
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import { Bm25Params } from "@funcpipe/domain/Config"
+import { type IndexView, scoreQuery, type TermBlock, topChunksOf } from "../src/stages/Engine.ts"
+import { keyTies, topOf } from "../src/stages/Ranker.ts"
+
+/**
+ * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:
+ * (the test draws words from a skewed distribution).
+ */
+const viewOf = (chunks: ReadonlyArray<ReadonlyArray<string>>, deletedEvery: number): IndexView => {
+  const half = Math.floor(chunks.length / 2)
+  const lists = new Map<string, Array<Array<[number, number]>>>()
+  chunks.forEach((terms, position) => {
+    const segment = position < half ? 0 : 1
+    const ordinal = position - (segment === 0 ? 0 : half)
+    const counts = new Map<string, number>()
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
+    for (const [term, tf] of counts) {
+      let perSegment = lists.get(term)
+      if (perSegment === undefined) lists.set(term, perSegment = [[], []])
+      perSegment[segment]!.push([ordinal, tf])
+    }
+  })
+  const deleted = new Uint8Array(chunks.length)
+  if (deletedEvery > 0) for (let p = 0; p < chunks.length; p += deletedEvery) deleted[p] = 1
+  let live = 0
+  let total = 0
+  chunks.forEach((terms, p) => {
+    if (deleted[p] === 0) (live++, total += terms.length)
+  })
+  return {
+    dimensions: 1,
+    positions: chunks.length,
+    liveChunks: live,
+    averageLength: live === 0 ? 0 : total / live,
+    lengths: Uint32Array.from(chunks, (terms) => terms.length),
+    deleted: deletedEvery > 0 ? deleted : undefined,
+    postings: (term) =>
+      (lists.get(term) ?? []).flatMap((pairs, segment): Array<TermBlock> =>
+        pairs.length === 0 ? [] : [{
+          offset: segment === 0 ? 0 : half,
+          ordinals: Uint32Array.from(pairs, ([o]) => o),
+          tfs: Uint32Array.from(pairs, ([, tf]) => tf)
+        }]),
+    vectorBlocks: () => [],
+    keyOf: (position) => ({ score: 0, docId: `d${position % 7}`, start: position, end: position + 1, text: "" }),
+    documents: () => ({ docOf: new Int32Array(chunks.length), count: 1, order: new Int32Array(1) })
+  }
+}
+
+// Zipf-like words: w0 almost everywhere, w1…w3 often, w4…w120 rarely.
+const word = fc.oneof(
+  { weight: 30, arbitrary: fc.constant("w0") },
+  { weight: 20, arbitrary: fc.constantFrom("w1", "w2", "w3") },
+  { weight: 10, arbitrary: fc.integer({ min: 4, max: 120 }).map((n) => `w${n}`) }
+)
+const corpus = fc.array(fc.array(word, { minLength: 1, maxLength: 12 }), { minLength: 100, maxLength: 400 })
+// Queries mix frequent and rare words, so most of them have a rare word to start from; repeating a frequent word
+// raises what a chunk without the rare word can score, so the bound is tested near its edge.
+const query = fc.oneof(
+  fc.array(fc.oneof(word, fc.integer({ min: 4, max: 60 }).map((n) => `w${n}`), fc.constant("absent")), { minLength: 1, maxLength: 5 }),
+  fc.tuple(fc.integer({ min: 4, max: 120 }).map((n) => `w${n}`), fc.array(fc.constantFrom("w0", "w1", "w2", "w3"), { minLength: 1, maxLength: 6 }))
+    .map(([rare, frequent]) => [...frequent, rare])
+)
+
+describe("lexical top-k", () => {
+  it("with the shortcut equals scoring every posting, ties, repeats and deletions included", () => {
+    let shortcuts = 0
+    fc.assert(fc.property(corpus, query, fc.integer({ min: 1, max: 4 }), fc.constantFrom(0, 3, 5), (chunks, terms, k, deletedEvery) => {
+      const view = viewOf(chunks, deletedEvery)
+      const scored = scoreQuery(view, { terms, vector: undefined }, "lexical", Bm25Params.default)
+      const exhaustive = topOf(scored.candidates, k, keyTies(view.keyOf))
+      if (scored.shortcut?.(k) !== undefined) shortcuts++
+      assert.deepStrictEqual(topChunksOf(view, scored, k), exhaustive)
+      // An explanation's score is the ranked score, to the bit.
+      for (const top of exhaustive) assert.strictEqual(scored.explain(top.position).bm25!.score, top.score)
+    }), { numRuns: 400, seed: 20261130 })
+    assert.isAbove(shortcuts, 40, "the shortcut is taken for a fair share of the queries")
+  })
+})
