@@ -295,10 +295,10 @@ const topLexicalShortcut = (
   for (const entry of present.slice(essential)) {
     otherBound += counts.get(entry.term)! * idf(view.liveChunks, entry.df) * (params.k1 + 1) * (1 + 1e-9)
   }
-  // Worth it only when the chunks to score are far fewer than the postings a full pass reads (scoring one chunk
-  // looks each term up, which costs several times a posting read in order).
+  // Worth it only when the chunks to score are far fewer than the postings a full pass reads: scoring one chunk
+  // looks every query term up (a binary search each), which costs about ten postings read in order.
   const toScore = rare.reduce((n, e) => n + e.df, 0)
-  if (toScore * 8 > present.reduce((n, e) => n + e.df, 0)) return undefined
+  if (toScore * present.length * 10 > present.reduce((n, e) => n + e.df, 0)) return undefined
   const heap = new TopK(k, keyTies(view.keyOf))
   const seen = new Set<number>()
   const deleted = view.deleted
