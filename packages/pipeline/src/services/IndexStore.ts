@@ -915,8 +915,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       insertBlock.run(id * BLOCKS_PER_SEGMENT + b, magnitudes.subarray(from * 8, to * 8), vectors.subarray(from * rowBytes, to * rowBytes))
     }
     const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
-    const lists = [...segment.termPostings()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    for (const [term, pairs] of lists) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
+    for (const [term, pairs] of segment.termPostings()) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
   }
 
