@@ -250,18 +250,13 @@ const bm25At = (
   position: number,
   params: Bm25Params
 ): number => {
-  const { b, k1 } = params
-  const k1Plus1 = k1 + 1
-  const oneMinusB = 1 - b
   let score = 0
   for (const term of terms) {
     const entry = loaded.get(term)!
     if (entry.df === 0) continue
     const tf = tfOf(entry, position)
     if (tf === 0) continue
-    const weight = idf(view.liveChunks, entry.df)
-    const norm = view.averageLength === 0 ? 1 : oneMinusB + b * (view.lengths[position]! / view.averageLength)
-    score = score + weight * (tf * k1Plus1) / (tf + k1 * norm)
+    score = score + termScore(idf(view.liveChunks, entry.df), tf, view.lengths[position]!, view.averageLength, params)
   }
   return score
 }
