@@ -323,3 +323,21 @@ describe("segment merges", () => {
       assert.isAtMost(maxSegments, 5, "small segments are merged")
     }).pipe(Effect.provide(Base)), 60_000)
 })
+
+describe("a long-lived reader", () => {
+  it.effect("sees a rebuild made by another writer, not what it cached before", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const answer = (q: string) =>
+        Effect.map(queryIndex(q, 5, { mode: "lexical" }), (a) => a.results.map((r) => [r.chunk.docId, r.chunk.text]))
+      // One store layer for the whole test, as a server would hold it; the writer below uses its own.
+      yield* Effect.gen(function*() {
+        assert.deepStrictEqual(yield* answer("gamma"), [["d1", "gamma"]])
+        yield* indexPaths(["x"], { rebuild: true }).pipe(
+          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("delta gamma", "epsilon")))
+        )
+        assert.deepStrictEqual(yield* answer("gamma"), [["d0", "delta gamma"]])
+        assert.deepStrictEqual(yield* answer("epsilon"), [["d1", "epsilon"]])
+      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+    }).pipe(Effect.provide(Base)))
+})

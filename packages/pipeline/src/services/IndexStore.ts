@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Exit, Layer, Option, Result, Schema, Scope } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { randomUUID } from "node:crypto"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
@@ -324,6 +325,7 @@ const createTables = (db: DatabaseSync): void => {
     PRAGMA application_id = ${APPLICATION_ID};
     PRAGMA user_version = ${FORMAT_VERSION};
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta (key, value) VALUES ('generation', '${randomUUID()}');
     CREATE TABLE documents (
       id INTEGER PRIMARY KEY,
       doc_id TEXT NOT NULL UNIQUE,
@@ -423,6 +425,7 @@ const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, off
 const make = (file: string) => {
   const location = file
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  let cachedGeneration: string | undefined
   const columnsCache = new Map<number, SegmentColumns>()
   const deletedCache = new Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>()
   let layout: { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined } | undefined
@@ -604,6 +607,17 @@ const make = (file: string) => {
 
   /** Builds the snapshot's view over the segments of one read transaction on `db`. */
   const snapshotOf = (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
+    // Segment ids are unique within one build of the file; a rebuild (here or by another process) starts a new
+    // generation whose ids may repeat, so the caches start afresh.
+    const generation = readMetaIn(db, "generation") ?? ""
+    if (generation !== cachedGeneration) {
+      columnsCache.clear()
+      deletedCache.clear()
+      postingsCache.clear()
+      postingsCacheBytes = 0
+      layout = undefined
+      cachedGeneration = generation
+    }
     const dimensions = manifestValue.dimensions
     const segments = segmentRows(db)
     const offsets: Array<number> = []
