@@ -3,14 +3,16 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Stream } from "effect"
 import { DatabaseSync } from "node:sqlite"
-import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
+import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
+import { scoreQuery, topChunksOf } from "../src/stages/Engine.ts"
+import { deflateRawSync } from "node:zlib"
 import { embedText } from "../src/stages/Embed.ts"
 
 const docs = (...bodies: ReadonlyArray<string>) =>
@@ -338,6 +340,75 @@ describe("a long-lived reader", () => {
         )
         assert.deepStrictEqual(yield* answer("gamma"), [["d0", "delta gamma"]])
         assert.deepStrictEqual(yield* answer("epsilon"), [["d1", "epsilon"]])
+      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+    }).pipe(Effect.provide(Base)))
+})
+
+describe("readers and writers over time", () => {
+  const lexical = (snapshot: Snapshot, q: string) =>
+    topChunksOf(snapshot, scoreQuery(snapshot, { terms: [q], vector: undefined }, "lexical", Bm25Params.default), 5)
+      .map((top) => snapshot.keyOf(top.position).docId)
+
+  it.effect("a snapshot kept open across a rebuild does not spoil what newer snapshots read", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex // d0 "alpha beta", d1 "gamma"
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* IndexStore
+        const old = Option.getOrThrow(yield* store.snapshot)
+        yield* indexPaths(["x"], { rebuild: true }).pipe(
+          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("gamma gamma delta", "alpha")))
+        )
+        const fresh = Option.getOrThrow(yield* store.snapshot)
+        assert.deepStrictEqual(lexical(old, "alpha"), ["d0"])
+        assert.deepStrictEqual(lexical(fresh, "alpha"), ["d1"])
+      })).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("a reader sees an index file deleted and made again", () =>
+    Effect.gen(function*() {
+      const file = yield* builtIndex
+      const fs = yield* FileSystem.FileSystem
+      const answer = Effect.map(queryIndex("gamma", 5, { mode: "lexical" }), (a) => a.results.map((r) => r.chunk.text))
+      yield* Effect.gen(function*() {
+        assert.deepStrictEqual(yield* answer, ["gamma"])
+        for (const suffix of ["", "-wal", "-shm"]) yield* fs.remove(`${file}${suffix}`, { force: true })
+        yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("new gamma"))))
+        assert.deepStrictEqual(yield* answer, ["new gamma"])
+      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("a dry run over a file left without tables sees an empty index", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+      yield* tamper(`${dir}/index.db`, "PRAGMA user_version = 0")
+      const report = yield* indexPaths(["x"], { dryRun: true }).pipe(
+        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(`${dir}/index.db`), docs("a", "b")))
+      )
+      assert.deepStrictEqual(report.plan, { added: ["d0", "d1"], updated: [], unchanged: [], deleted: [] })
+    }).pipe(Effect.provide(Base)))
+
+  it.effect("a document written twice in one transaction of a new index keeps the second version", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+      const file = `${dir}/index.db`
+      const built = yield* builtIndex
+      const manifest = Option.getOrThrow(yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(built))))
+      const doc = (body: string) => ({ docId: "d", source: "s", title: "", categories: null, hash: "0".repeat(64), deflatedBody: deflateRawSync(body) })
+      const chunk = (body: string) => [{ start: 0, end: body.length, from: 0, to: 1 }]
+      yield* Effect.gen(function*() {
+        const store = yield* IndexStore
+        yield* store.transaction((writer) =>
+          Effect.gen(function*() {
+            yield* writer.putDoc(doc("first"), chunk("first"), { vocabulary: ["first"], ids: Uint32Array.of(0) }, Float64Array.from(embedText("first").vector))
+            yield* writer.putDoc(doc("second"), chunk("second"), { vocabulary: ["second"], ids: Uint32Array.of(0) }, Float64Array.from(embedText("second").vector))
+            yield* writer.putManifest(manifest)
+          })
+        )
+        const docsNow = yield* store.documents
+        assert.deepStrictEqual(docsNow.map((d) => [d.docId, d.chunks]), [["d", 1]])
+        assert.deepStrictEqual((yield* queryIndex("second", 5, { mode: "lexical" })).results.map((r) => r.chunk.text), ["second"])
       }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
     }).pipe(Effect.provide(Base)))
 })

@@ -31,6 +31,15 @@ const source = Layer.succeed(DocumentSource, DocumentSource.of({
 }))
 
 describe("the worker pool", () => {
+  it.effect("fails the batch of a thread that dies, and prepares later batches on a new one", () =>
+    Effect.gen(function*() {
+      const pool = yield* Preparer
+      const lost = yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings))
+      assert.isTrue(lost._tag === "Failure", "the lost batch fails")
+      const later = yield* pool.prepare(docs.slice(0, 3), settings)
+      assert.deepStrictEqual(later, prepareBatch(docs.slice(0, 3), settings))
+    }).pipe(Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))), 60_000)
+
   it.effect("prepares every batch exactly as the inline stage", () =>
     Effect.gen(function*() {
       const pool = yield* Preparer

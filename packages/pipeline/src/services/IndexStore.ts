@@ -4,7 +4,7 @@
  * of typed-array blobs, and * varint-encoded postings per term) with a bitmap of deleted chunks.
  */
 import { Context, Effect, Exit, Layer, Option, Result, Schema, Scope } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { randomUUID } from "node:crypto"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -422,35 +422,69 @@ const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, off
   return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
 }
 
+/** A reader's caches for one generation of the file (see `make`). */
+interface Caches {
+  readonly generation: string
+  readonly columns: Map<number, SegmentColumns>
+  readonly deleted: Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>
+  layout: { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined } | undefined
+  /**
+   * Decoded postings by segment and term (`null`: the segment lacks the term), least recently used first, up to
+   * `POSTINGS_CACHE_BYTES`: a warm query for frequent terms skips reading and decoding them.
+   */
+  readonly postings: Map<string, DecodedPostings | null>
+  postingBytes: number
+}
+
 const make = (file: string) => {
   const location = file
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-  let cachedGeneration: string | undefined
-  const columnsCache = new Map<number, SegmentColumns>()
-  const deletedCache = new Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>()
-  let layout: { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined } | undefined
   /**
-   * Decoded postings by segment and term (`null`: the segment lacks the term), least recently used first, up to
-   * `POSTINGS_CACHE_BYTES`: segments never change, so a warm query for frequent terms skips reading and decoding.
+   * What readers cache of one build (generation) of the file. Segment ids are unique within a generation and
+   * segments never change, so cached columns stay valid; a snapshot keeps the caches of its own generation, so an
+   * old snapshot still open across a rebuild cannot fill the new generation's caches with old data.
    */
-  const postingsCache = new Map<string, DecodedPostings | null>()
-  let postingsCacheBytes = 0
-  const cachePostings = (key: string, decoded: DecodedPostings | null) => {
-    postingsCache.set(key, decoded)
-    postingsCacheBytes += 64 + (decoded === null ? 0 : decoded.ordinals.byteLength * 2)
-    for (const [old, value] of postingsCache) {
-      if (postingsCacheBytes <= POSTINGS_CACHE_BYTES) break
-      postingsCache.delete(old)
-      postingsCacheBytes -= 64 + (value === null ? 0 : value.ordinals.byteLength * 2)
+  let current: Caches | undefined
+  const cachesFor = (generation: string): Caches =>
+    current?.generation === generation
+      ? current
+      : (current = { generation, columns: new Map(), deleted: new Map(), layout: undefined, postings: new Map(), postingBytes: 0 })
+  const cachePostings = (caches: Caches, key: string, decoded: DecodedPostings | null) => {
+    caches.postings.set(key, decoded)
+    caches.postingBytes += 64 + (decoded === null ? 0 : decoded.ordinals.byteLength * 2)
+    for (const [old, value] of caches.postings) {
+      if (caches.postingBytes <= POSTINGS_CACHE_BYTES) break
+      caches.postings.delete(old)
+      caches.postingBytes -= 64 + (value === null ? 0 : value.ordinals.byteLength * 2)
     }
   }
 
   const exists = Effect.sync(() => existsSync(file))
 
-  /** Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction). */
-  const idle: Array<DatabaseSync> = []
+  /**
+   * Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction), with the
+   * file they opened: a file deleted and made again is another file, which an old connection would never see.
+   */
+  const idle: Array<{ readonly db: DatabaseSync; readonly identity: string }> = []
+  const identityOf = () => {
+    const info = statSync(file, { throwIfNoEntry: false })
+    return info === undefined ? "" : `${info.dev}:${info.ino}`
+  }
+  const identities = new WeakMap<DatabaseSync, string>()
   const acquireReader = (): DatabaseSync => {
-    const db = idle.pop() ?? openReader(location)
+    const identity = identityOf()
+    let db: DatabaseSync | undefined
+    for (let next = idle.pop(); next !== undefined; next = idle.pop()) {
+      if (next.identity === identity) {
+        db = next.db
+        break
+      }
+      next.db.close()
+    }
+    if (db === undefined) {
+      db = openReader(location)
+      identities.set(db, identity)
+    }
     try {
       db.exec("BEGIN")
       return db
@@ -463,13 +497,13 @@ const make = (file: string) => {
     if (!db.isOpen) return
     try {
       if (db.isTransaction) db.exec("COMMIT")
-      idle.push(db)
+      idle.push({ db, identity: identities.get(db) ?? "" })
     } catch {
       db.close()
     }
   }
   const closeReaders = Effect.sync(() => {
-    for (const db of idle.splice(0)) if (db.isOpen) db.close()
+    for (const { db } of idle.splice(0)) if (db.isOpen) db.close()
   })
 
   /** Runs `f` in a read transaction of a fresh read-only connection; `None` when the file does not exist. */
@@ -547,8 +581,8 @@ const make = (file: string) => {
       return { id, base, count, live, liveLength, version, blockRows }
     })
 
-  const columnsOf = (db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
-    const cached = columnsCache.get(segment.id)
+  const columnsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
+    const cached = caches.columns.get(segment.id)
     if (cached !== undefined) return cached
     const row = db.prepare("SELECT lengths FROM segments WHERE id = ?").get(segment.id) as { lengths: unknown } | undefined
     const lengths = row?.lengths
@@ -556,7 +590,7 @@ const make = (file: string) => {
       throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
     }
     const columns: SegmentColumns = { lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)), blocks: new Map() }
-    columnsCache.set(segment.id, columns)
+    caches.columns.set(segment.id, columns)
     return columns
   }
 
@@ -589,9 +623,9 @@ const make = (file: string) => {
     return loaded
   }
 
-  const deletedOf = (db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
+  const deletedOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
     if (segment.live === segment.count) return undefined
-    const cached = deletedCache.get(segment.id)
+    const cached = caches.deleted.get(segment.id)
     if (cached !== undefined && cached.version === segment.version) return cached.bits
     const row = db.prepare("SELECT deleted FROM segments WHERE id = ?").get(segment.id) as { deleted: unknown } | undefined
     const bits = row?.deleted
@@ -601,7 +635,7 @@ const make = (file: string) => {
     let live = 0
     for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) === 0) live++
     if (live !== segment.live) throw corrupt(`segment ${segment.id} counts ${segment.live} live chunks but has ${live}`)
-    deletedCache.set(segment.id, { version: segment.version, bits })
+    caches.deleted.set(segment.id, { version: segment.version, bits })
     return bits
   }
 
@@ -609,15 +643,7 @@ const make = (file: string) => {
   const snapshotOf = (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
     // Segment ids are unique within one build of the file; a rebuild (here or by another process) starts a new
     // generation whose ids may repeat, so the caches start afresh.
-    const generation = readMetaIn(db, "generation") ?? ""
-    if (generation !== cachedGeneration) {
-      columnsCache.clear()
-      deletedCache.clear()
-      postingsCache.clear()
-      postingsCacheBytes = 0
-      layout = undefined
-      cachedGeneration = generation
-    }
+    const caches = cachesFor(readMetaIn(db, "generation") ?? "")
     const dimensions = manifestValue.dimensions
     const segments = segmentRows(db)
     const offsets: Array<number> = []
@@ -633,20 +659,24 @@ const make = (file: string) => {
     // The concatenated lengths and deletions depend only on the segments and their versions: reuse them while those
     // stay the same, so a warm query does not copy them again.
     const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
-    if (layout?.signature !== signature) {
+    if (caches.layout?.signature !== signature) {
       const lengths = new Uint32Array(positions)
       let deleted: Uint8Array | undefined
       segments.forEach((segment, s) => {
-        const columns = columnsOf(db, segment)
+        const columns = columnsOf(caches, db, segment)
         lengths.set(columns.lengths, offsets[s]!)
-        const bits = deletedOf(db, segment)
+        const bits = deletedOf(caches, db, segment)
         if (bits === undefined) return
         deleted ??= new Uint8Array(positions)
         for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) deleted[offsets[s]! + i] = 1
       })
-      layout = { signature, lengths, deleted }
+      caches.layout = { signature, lengths, deleted }
+      // Segments merged away or deleted since are no longer needed.
+      const listed = new Set(segments.map((g) => g.id))
+      for (const id of caches.columns.keys()) if (!listed.has(id)) caches.columns.delete(id)
+      for (const id of caches.deleted.keys()) if (!listed.has(id)) caches.deleted.delete(id)
     }
-    const { deleted, lengths } = layout
+    const { deleted, lengths } = caches.layout
 
     const segmentAt = (position: number): number => {
       let lo = 0
@@ -665,7 +695,7 @@ const make = (file: string) => {
       const blocks: Array<TermBlock> = []
       segments.forEach((segment, s) => {
         const key = `${segment.id} ${term}`
-        let decoded = postingsCache.get(key)
+        let decoded = caches.postings.get(key)
         if (decoded === undefined) {
           const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
           decoded = row === undefined
@@ -674,11 +704,11 @@ const make = (file: string) => {
             ? decodePostings(row.data, row.df, segment.count) ?? undefined
             : undefined
           if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
-          cachePostings(key, decoded)
+          cachePostings(caches, key, decoded)
         } else {
           // Most recently used last, so eviction takes the least recently used first.
-          postingsCache.delete(key)
-          postingsCache.set(key, decoded)
+          caches.postings.delete(key)
+          caches.postings.set(key, decoded)
         }
         if (decoded !== null) blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
       })
@@ -688,7 +718,7 @@ const make = (file: string) => {
     let blocks: ReadonlyArray<VectorBlock> | undefined
     const vectorBlocks = () =>
       (blocks ??= segments.flatMap((segment, s) => {
-        const columns = columnsOf(db, segment)
+        const columns = columnsOf(caches, db, segment)
         return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
           const { magnitudes, vectors } = vectorBlock(db, segment, dimensions, columns, b)
           return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
@@ -746,7 +776,7 @@ const make = (file: string) => {
       const text = textOf()
       const row = position - offsets[s]!
       const segment = segments[s]!
-      const { vectors } = vectorBlock(db, segment, dimensions, columnsOf(db, segment), Math.floor(row / segment.blockRows))
+      const { vectors } = vectorBlock(db, segment, dimensions, columnsOf(caches, db, segment), Math.floor(row / segment.blockRows))
       const at = (row % segment.blockRows) * dimensions
       return { docId, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
     }
@@ -835,7 +865,8 @@ const make = (file: string) => {
           const version = yield* run("opening", () => checkFile(location, db))
           if (version === 0 && !readOnly) yield* run("creating the tables", () => createTables(db))
           const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
-          const exit = yield* Effect.exit(restore(body(writer.writer)))
+          // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
+          const exit = yield* Effect.exit(restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer)))
           if (Exit.isFailure(exit) || readOnly) {
             yield* close
             return yield* exit
@@ -843,7 +874,8 @@ const make = (file: string) => {
           yield* run("writing the index", writer.finish)
           yield* run("committing", () => db.exec("COMMIT"))
           // Fold the write-ahead log into the file, so the file alone is the index (and the log stays small).
-          yield* Effect.ignore(run("checkpointing", () => db.exec("PRAGMA wal_checkpoint(TRUNCATE)")))
+          // Without waiting for readers: one still reading keeps the log until a later checkpoint.
+          yield* Effect.ignore(run("checkpointing", () => db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE)")))
           yield* close
           return exit.value
         }).pipe(Effect.onError(() => close))
@@ -947,9 +979,9 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
   }
 
-  const removeChunks = (docId: string) => {
+  const removeChunks = (docId: string, always = false) => {
     fresh ??= db.prepare("SELECT count(*) AS n FROM documents").get()!["n"] === 0
-    if (fresh) return
+    if (fresh && !always) return
     const row = prepared("SELECT id, first, chunks FROM documents WHERE doc_id = ?").get(docId) as
       | { id: number; first: number; chunks: number }
       | undefined
@@ -1159,18 +1191,25 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       run("writing a document", () => {
         removeChunks(doc.docId)
         const insertDoc = prepared(
-          "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?)"
+          "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?) " +
+            "ON CONFLICT (doc_id) DO NOTHING"
         )
-        if (chunks.length === 0) {
-          insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, 0, 0)
-          return
+        const insertRow = () => {
+          if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
+          const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
+          return insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, first, chunks.length)
         }
-        pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
-        const docRow = insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, pending.base + pending.count, chunks.length)
-          .lastInsertRowid
+        let inserted = insertRow()
+        // In a fresh index the lookup is skipped; a document written twice in one transaction is replaced all the same.
+        if (inserted.changes === 0) {
+          removeChunks(doc.docId, true)
+          inserted = insertRow()
+        }
+        if (chunks.length === 0) return
+        const docRow = inserted.lastInsertRowid
         prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
         const insert = prepared("INSERT INTO chunks (id, doc, start, \"end\") VALUES (?, ?, ?, ?)")
-        const segment = pending
+        const segment = pending!
         const d = segment.dimensions
         const numberOf = termNumbers(terms, segment)
         chunks.forEach((chunk, i) => {
@@ -1178,7 +1217,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
           insert.run(segment.base + ordinal, docRow, chunk.start, chunk.end)
         })
         const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
-        if (pending.byteLength >= SEGMENT_BUDGET_BYTES || pending.count >= maxChunks) flush()
+        if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunks) flush()
       }),
     putManifest: (m) =>
       run("writing the manifest", () => {

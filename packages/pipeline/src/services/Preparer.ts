@@ -26,60 +26,69 @@ export const inlinePreparer: Preparer = {
 export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defaultValue: () => inlinePreparer })
 
 /**
- * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking one
- * batch at a time; batches go to the least busy thread. Threads start with the first batch (a command that indexes
- * nothing starts none) and end when the layer is released.
+ * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking batches
+ * in order; a batch goes to the least busy thread. Threads start with the first batch (a command that indexes nothing
+ * starts none) and end when the layer is released. A thread that fails or exits fails the batches it held (as
+ * defects) and is replaced for later batches.
  */
 export const layerWorkers = (script: URL, workers = Math.max(1, availableParallelism() - 1)) =>
   Layer.effect(
     Preparer,
     Effect.map(
       Effect.acquireRelease(
-        Effect.sync(() => ({ threads: [] as Array<Worker> })),
-        (pool) => Effect.promise(() => Promise.all(pool.threads.map((t) => t.terminate())))
+        Effect.sync(() => ({ threads: [] as Array<Worker | undefined> })),
+        (pool) => Effect.promise(() => Promise.all(pool.threads.map((t) => t?.terminate())))
       ),
       (pool): Preparer => {
         let next = 0
         const busy: Array<number> = []
         const pending = new Map<number, { readonly thread: number; readonly done: (reply: Reply) => void }>()
-        const start = () => {
-          for (let t = 0; t < workers; t++) {
-            // A small young generation per thread bounds the memory a pool adds (see the CLI launcher).
-            const thread = new Worker(script, { resourceLimits: { maxYoungGenerationSizeMb: 24 } })
-            thread.unref()
-            thread.on("message", (reply: Reply & { readonly id: number }) => {
-              pending.get(reply.id)?.done(reply)
-              pending.delete(reply.id)
-            })
-            // A thread that dies takes its batches with it: they fail rather than wait forever.
-            thread.on("error", (error) => {
-              for (const [id, request] of pending) {
-                if (request.thread !== t) continue
-                pending.delete(id)
-                request.done({ error: error.stack ?? error.message })
-              }
-            })
-            pool.threads.push(thread)
-            busy.push(0)
-          }
+        /** Fails every batch held by thread `t` and takes the thread out, so the next batch starts a new one. */
+        const lose = (t: number, worker: Worker, reason: string) => {
+          if (pool.threads[t] !== worker) return
+          pool.threads[t] = undefined
+          busy[t] = 0
+          const held = [...pending].filter(([, request]) => request.thread === t)
+          for (const [id] of held) pending.delete(id)
+          for (const [, request] of held) request.done({ error: reason })
+        }
+        const spawn = (t: number): Worker => {
+          // A small young generation per thread bounds the memory a pool adds (see the CLI launcher).
+          const worker = new Worker(script, { resourceLimits: { maxYoungGenerationSizeMb: 24 } })
+          worker.unref()
+          worker.on("message", (reply: Reply & { readonly id: number }) => {
+            const request = pending.get(reply.id)
+            if (request === undefined) return
+            pending.delete(reply.id)
+            busy[t] = Math.max(0, busy[t]! - 1)
+            request.done(reply)
+          })
+          worker.on("error", (error) => lose(t, worker, error.stack ?? error.message))
+          worker.on("exit", (code) => lose(t, worker, `a preparing thread exited with code ${code}`))
+          pool.threads[t] = worker
+          busy[t] = 0
+          return worker
         }
         return {
           // Enough batches in flight that a thread always has one queued while the caller writes (synchronously).
           concurrency: 16 * workers,
           prepare: (docs, settings) =>
             Effect.callback<PreparedBatch>((resume) => {
-              if (pool.threads.length === 0) start()
+              let t = 0
+              for (let i = 1; i < workers; i++) if ((busy[i] ?? 0) < (busy[t] ?? 0)) t = i
+              const worker = pool.threads[t] ?? spawn(t)
               const id = next++
-              const t = busy.indexOf(Math.min(...busy))
-              busy[t]!++
+              busy[t] = (busy[t] ?? 0) + 1
               pending.set(id, {
                 thread: t,
-                done: (reply) => {
-                  busy[t]!--
+                done: (reply) =>
                   resume(reply.batch !== undefined ? Effect.succeed(reply.batch) : Effect.die(new Error(reply.error)))
-                }
               })
-              pool.threads[t]!.postMessage({ id, docs, settings })
+              worker.postMessage({ id, docs, settings })
+              // Interrupted: forget the batch (its reply, if any, is dropped).
+              return Effect.sync(() => {
+                if (pending.delete(id)) busy[t] = Math.max(0, busy[t]! - 1)
+              })
             })
         }
       }
