@@ -284,6 +284,10 @@ describe("an index written by an older FuncPipe", () => {
       assert.include(query.message, "--rebuild")
       const update = (rebuild: boolean) =>
         indexPaths(["x"], { rebuild }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
+      const planned = yield* indexPaths(["x"], { rebuild: true, dryRun: true }).pipe(
+        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+      )
+      assert.deepStrictEqual(planned.plan.added, ["d0", "d1"], "a dry run of the rebuild plans it")
       const refused = yield* Effect.flip(update(false))
       assert.strictEqual(refused._tag, "SettingsChanged")
       assert.include(refused.message, "format version 1, older than this FuncPipe")

@@ -296,9 +296,10 @@ const checkFile = (location: string, db: DatabaseSync): number => {
 
 /**
  * Opens the file read-only. In a folder this process may not write (where SQLite cannot make its shared-memory file)
- * the file is opened as immutable, which is right for an index nobody is writing.
+ * the file is opened as immutable, which is right for an index nobody is writing. An older layout is refused with
+ * `IndexTooOld` unless `olderLayout` allows it (a dry run reads only its manifest).
  */
-const openReader = (location: string): DatabaseSync => {
+const openReader = (location: string, olderLayout = false): DatabaseSync => {
   let db: DatabaseSync
   try {
     db = new DatabaseSync(location, { readOnly: true, timeout: 2000 })
@@ -310,7 +311,7 @@ const openReader = (location: string): DatabaseSync => {
   }
   try {
     const version = checkFile(location, db)
-    if (version > 0 && version < FORMAT_VERSION) {
+    if (version > 0 && version < FORMAT_VERSION && !olderLayout) {
       throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
     }
     return db
@@ -840,7 +841,8 @@ const make = (file: string) => {
         }
         const db = yield* Effect.try({
           try: () => {
-            if (readOnly) return openReader(location)
+            // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
+            if (readOnly) return openReader(location, true)
             const db = new DatabaseSync(location, { timeout: 2000 })
             try {
               checkFile(location, db)
