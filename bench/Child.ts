@@ -59,15 +59,24 @@ export const cliBundle = (): { readonly path: string; readonly stale: boolean } 
 // Plain JavaScript, so measuring a child does not load Node's TypeScript stripping into it.
 const PRELOAD = new URL("./rss.mjs", import.meta.url).href
 
-/** The Node flags a script's `#!/usr/bin/env -S node …` line asks for (the CLI launcher sets V8 flags this way). */
-const shebangFlags = (script: string): Array<string> => {
-  if (!script.endsWith(".mjs") && !script.endsWith(".js")) return []
+/**
+ * What a script's `#!/usr/bin/env -S [NAME=value …] node …` line asks for: environment variables and Node flags (the
+ * CLI launcher sets V8 and malloc options this way), so the benchmark runs it as `npx funcpipe` would.
+ */
+const shebang = (script: string): { readonly env: Record<string, string>; readonly flags: Array<string> } => {
+  const none = { env: {}, flags: [] }
+  if (!script.endsWith(".mjs") && !script.endsWith(".js")) return none
   try {
     const first = readFileSync(script, "utf8").split("\n", 1)[0]!
-    const match = /^#!\/usr\/bin\/env -S node (.*)$/.exec(first)
-    return match === null ? [] : match[1]!.trim().split(/\s+/)
+    const match = /^#!\/usr\/bin\/env -S (.*)$/.exec(first)
+    if (match === null) return none
+    const words = match[1]!.trim().split(/\s+/)
+    const node = words.indexOf("node")
+    if (node < 0) return none
+    const env = Object.fromEntries(words.slice(0, node).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]))
+    return { env, flags: words.slice(node + 1) }
   } catch {
-    return []
+    return none
   }
 }
 
@@ -83,9 +92,10 @@ export const runNode = (args: ReadonlyArray<string>, rssFile: string): Promise<C
     const err: Array<Buffer> = []
     let exited = Number.NaN
     const started = performance.now()
-    const child = spawn(process.execPath, [...shebangFlags(args[0] ?? ""), "--import", PRELOAD, ...args], {
+    const launcher = shebang(args[0] ?? "")
+    const child = spawn(process.execPath, [...launcher.flags, "--import", PRELOAD, ...args], {
       cwd: REPO_ROOT,
-      env: { ...process.env, FUNCPIPE_BENCH_RSS_FILE: rssFile },
+      env: { ...process.env, ...launcher.env, FUNCPIPE_BENCH_RSS_FILE: rssFile },
       stdio: ["ignore", "pipe", "pipe"]
     })
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
