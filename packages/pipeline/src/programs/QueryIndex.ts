@@ -32,16 +32,6 @@ export const requireManifest = Effect.fn("requireManifest")(function*() {
   return manifest.value
 })
 
-/** The stored manifest, checked to match the `Embedder` in use (`ModelMismatch` otherwise), before anything is scored. */
-export const requireManifestFor = Effect.fn("requireManifestFor")(function*() {
-  const embedder = yield* Embedder
-  const manifest = yield* requireManifest()
-  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
-    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
-  }
-  return manifest
-})
-
 /**
  * The best mode for an index's model: `local-sha256` vectors only match identical text, so its indexes answer
  * lexically (BM25); a real embedding model's indexes fuse both rankings.

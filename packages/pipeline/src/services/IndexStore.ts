@@ -321,6 +321,25 @@ const openReader = (location: string, olderLayout = false): DatabaseSync => {
   }
 }
 
+const hasTables = (db: DatabaseSync) =>
+  (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
+
+/** A value of the `meta` table, or `undefined` (also for a file with no tables yet). */
+const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
+  if (!hasTables(db)) return undefined
+  const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
+  return row?.value
+}
+
+/** The stored manifest, `None` before the first run; one that does not decode is `IndexCorrupt` (thrown). */
+const manifestIn = (location: string, db: DatabaseSync): Option.Option<IndexManifest> => {
+  const json = readMetaIn(db, "manifest")
+  if (json === undefined) return Option.none()
+  const decoded = decodeManifest(json)
+  if (Result.isFailure(decoded)) throw new IndexCorrupt({ location, detail: `manifest: ${decoded.failure}` })
+  return Option.some(decoded.success)
+}
+
 const createTables = (db: DatabaseSync): void => {
   db.exec(`
     PRAGMA application_id = ${APPLICATION_ID};
@@ -417,6 +436,9 @@ const spanText = (body: string, start: number, end: number): string => {
 
 const SURROGATE = /[\uD800-\uDFFF]/
 
+/** Whether bit `i` of a deleted-chunks bitmap is set (chunk `i` of its segment is deleted). */
+const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
+
 /** A view of a blob as a typed array, copying only when the bytes are not aligned for it. */
 const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
   const aligned = blob.byteOffset % size === 0 ? blob : blob.slice()
@@ -466,7 +488,7 @@ const make = (file: string) => {
    * Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction), with the
    * file they opened: a file deleted and made again is another file, which an old connection would never see.
    */
-  const idle: Array<{ readonly db: DatabaseSync; readonly identity: string }> = []
+  const idle: Array<DatabaseSync> = []
   const identityOf = () => {
     const info = statSync(file, { throwIfNoEntry: false })
     return info === undefined ? "" : `${info.dev}:${info.ino}`
@@ -476,11 +498,11 @@ const make = (file: string) => {
     const identity = identityOf()
     let db: DatabaseSync | undefined
     for (let next = idle.pop(); next !== undefined; next = idle.pop()) {
-      if (next.identity === identity) {
-        db = next.db
+      if (identities.get(next) === identity) {
+        db = next
         break
       }
-      next.db.close()
+      next.close()
     }
     if (db === undefined) {
       db = openReader(location)
@@ -498,16 +520,16 @@ const make = (file: string) => {
     if (!db.isOpen) return
     try {
       if (db.isTransaction) db.exec("COMMIT")
-      idle.push({ db, identity: identities.get(db) ?? "" })
+      idle.push(db)
     } catch {
       db.close()
     }
   }
   const closeReaders = Effect.sync(() => {
-    for (const { db } of idle.splice(0)) if (db.isOpen) db.close()
+    for (const db of idle.splice(0)) if (db.isOpen) db.close()
   })
 
-  /** Runs `f` in a read transaction of a fresh read-only connection; `None` when the file does not exist. */
+  /** Runs `f` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
   const reading = <A>(what: string, f: (db: DatabaseSync) => A): Effect.Effect<Option.Option<A>, StoreError> =>
     Effect.flatMap(exists, (present) =>
       !present ? Effect.succeedNone : Effect.try({
@@ -522,24 +544,7 @@ const make = (file: string) => {
         catch: (error) => storeError(location, what, error)
       }))
 
-  const hasTables = (db: DatabaseSync) =>
-    (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
-
-  const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
-    if (!hasTables(db)) return undefined
-    const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
-    return row?.value
-  }
-
-  const manifestIn = (db: DatabaseSync): Option.Option<IndexManifest> => {
-    const json = readMetaIn(db, "manifest")
-    if (json === undefined) return Option.none()
-    const decoded = decodeManifest(json)
-    if (Result.isFailure(decoded)) throw corrupt(`manifest: ${decoded.failure}`)
-    return Option.some(decoded.success)
-  }
-
-  const manifest = Effect.map(reading("reading the manifest", manifestIn), Option.flatten)
+  const manifest = Effect.map(reading("reading the manifest", (db) => manifestIn(location, db)), Option.flatten)
 
   const roots = Effect.map(reading("reading the indexed paths", (db) => {
     const json = readMetaIn(db, "roots")
@@ -634,7 +639,7 @@ const make = (file: string) => {
       throw corrupt(`segment ${segment.id} has a damaged list of deleted chunks`)
     }
     let live = 0
-    for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) === 0) live++
+    for (let i = 0; i < segment.count; i++) if (!isDeleted(bits, i)) live++
     if (live !== segment.live) throw corrupt(`segment ${segment.id} counts ${segment.live} live chunks but has ${live}`)
     caches.deleted.set(segment.id, { version: segment.version, bits })
     return bits
@@ -669,7 +674,7 @@ const make = (file: string) => {
         const bits = deletedOf(caches, db, segment)
         if (bits === undefined) return
         deleted ??= new Uint8Array(positions)
-        for (let i = 0; i < segment.count; i++) if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) deleted[offsets[s]! + i] = 1
+        for (let i = 0; i < segment.count; i++) if (isDeleted(bits, i)) deleted[offsets[s]! + i] = 1
       })
       caches.layout = { signature, lengths, deleted }
       // Segments merged away or deleted since are no longer needed.
@@ -823,7 +828,7 @@ const make = (file: string) => {
       Effect.try({ try: acquireReader, catch: (error) => storeError(location, "opening", error) }),
       (db) => Effect.sync(() => releaseReader(db))
     )
-    return yield* readSnapshot(location, () => Option.map(manifestIn(db), (m) => snapshotOf(db, m)))
+    return yield* readSnapshot(location, () => Option.map(manifestIn(location, db), (m) => snapshotOf(db, m)))
   })
 
   const transaction = <A, E, R>(body: (writer: IndexWriter) => Effect.Effect<A, E, R>, options: TransactionOptions = {}) =>
@@ -934,36 +939,55 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   /** Deleted chunk ranges per segment id: [first ordinal, count] pairs. */
   const tombstones = new Map<number, Array<number>>()
 
-  const readManifest = (): Option.Option<IndexManifest> => {
-    const row = db.prepare("SELECT value FROM meta WHERE key = 'manifest'").get() as { value: string } | undefined
-    if (row === undefined) return Option.none()
-    const decoded = decodeManifest(row.value)
-    if (Result.isFailure(decoded)) throw corrupt(`manifest: ${decoded.failure}`)
-    return Option.some(decoded.success)
-  }
-
   const nextBase = (): number => {
     const row = db.prepare("SELECT max(base + count) AS next FROM segments").get() as { next: number | null }
     return row.next ?? 0
   }
 
+  /**
+   * Writes a new segment's row and vector blocks (`lengths`, `magnitudes` and `vectors` as bytes, `count` chunks of
+   * `dimensions` components, none deleted) and returns its id; the caller writes its postings.
+   */
+  const insertSegment = (
+    base: number,
+    count: number,
+    totalLength: number,
+    dimensions: number,
+    columns: { readonly lengths: Uint8Array; readonly magnitudes: Uint8Array; readonly vectors: Uint8Array }
+  ): number => {
+    const blockRows = blockRowsFor(dimensions)
+    const id = Number(prepared(
+      "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
+    ).run(base, count, count, totalLength, blockRows, columns.lengths).lastInsertRowid)
+    const rowBytes = 8 * dimensions
+    for (let b = 0; b * blockRows < count; b++) {
+      const from = b * blockRows
+      const to = Math.min(from + blockRows, count)
+      prepared("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)").run(
+        id * BLOCKS_PER_SEGMENT + b,
+        columns.magnitudes.subarray(from * 8, to * 8),
+        columns.vectors.subarray(from * rowBytes, to * rowBytes)
+      )
+    }
+    return id
+  }
+
+  /** Removes a segment: its row, vector blocks and postings. */
+  const dropSegment = (id: number) => {
+    prepared("DELETE FROM postings WHERE segment = ?").run(id)
+    prepared("DELETE FROM vectors WHERE id >= ? AND id < ?").run(id * BLOCKS_PER_SEGMENT, (id + 1) * BLOCKS_PER_SEGMENT)
+    prepared("DELETE FROM segments WHERE id = ?").run(id)
+  }
+
+  const insertPostings = (segment: number, term: string, pairs: ArrayLike<number>) =>
+    prepared("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
+      .run(segment, term, pairs.length / 2, encodePostings(pairs))
+
   const flush = () => {
     if (pending === undefined || pending.count === 0) return
     const segment = pending
-    const { lengths, magnitudes, vectors } = segment.columns()
-    const blockRows = blockRowsFor(segment.dimensions)
-    const id = Number(db.prepare(
-      "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
-    ).run(segment.base, segment.count, segment.count, segment.totalLength, blockRows, lengths).lastInsertRowid)
-    const insertBlock = db.prepare("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)")
-    const rowBytes = 8 * segment.dimensions
-    for (let b = 0; b * blockRows < segment.count; b++) {
-      const from = b * blockRows
-      const to = Math.min(from + blockRows, segment.count)
-      insertBlock.run(id * BLOCKS_PER_SEGMENT + b, magnitudes.subarray(from * 8, to * 8), vectors.subarray(from * rowBytes, to * rowBytes))
-    }
-    const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
-    for (const [term, pairs] of segment.termPostings()) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
+    const id = insertSegment(segment.base, segment.count, segment.totalLength, segment.dimensions, segment.columns())
+    for (const [term, pairs] of segment.termPostings()) insertPostings(id, term, pairs)
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
   }
 
@@ -1018,16 +1042,14 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       let liveLength = row.live_length
       for (let r = 0; r < ranges.length; r += 2) {
         for (let i = ranges[r]!; i < ranges[r]! + ranges[r + 1]!; i++) {
-          if ((bits[i >> 3]! & (1 << (i & 7))) !== 0) continue
+          if (isDeleted(bits, i)) continue
           bits[i >> 3] = bits[i >> 3]! | (1 << (i & 7))
           live--
           liveLength -= lengths[i]!
         }
       }
       if (live === 0) {
-        db.prepare("DELETE FROM postings WHERE segment = ?").run(id)
-        db.prepare("DELETE FROM vectors WHERE id >= ? AND id < ?").run(id * BLOCKS_PER_SEGMENT, (id + 1) * BLOCKS_PER_SEGMENT)
-        db.prepare("DELETE FROM segments WHERE id = ?").run(id)
+        dropSegment(id)
       } else {
         db.prepare("UPDATE segments SET live = ?, live_length = ?, deleted = ?, version = version + 1 WHERE id = ?")
           .run(live, liveLength, bits, id)
@@ -1070,7 +1092,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       if (g !== undefined) docsOf.get(g.id)!.push(doc)
     }
     const base = nextBase()
-    const rowBytes = 8 * dimensions
     const lengths = new Uint32Array(live)
     const magnitudes = new Float64Array(live)
     const vectors = new Float64Array(live * dimensions)
@@ -1086,7 +1107,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         const first = base + next
         for (let c = 0; c < doc.chunks; c++) {
           const ordinal = doc.first - g.base + c
-          if (row.deleted !== null && (row.deleted[ordinal >> 3]! & (1 << (ordinal & 7))) !== 0) {
+          if (row.deleted !== null && isDeleted(row.deleted, ordinal)) {
             throw corrupt(`a live document has a deleted chunk in segment ${g.id}`)
           }
           map[ordinal] = next
@@ -1115,18 +1136,11 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
     if (next !== live) throw corrupt("the live chunk counts of the merged segments disagree with their documents")
 
-    const blockRows = blockRowsFor(dimensions)
-    const id = Number(db.prepare(
-      "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
-    ).run(base, live, live, totalLength, blockRows, new Uint8Array(lengths.buffer)).lastInsertRowid)
-    const magnitudeBytes = new Uint8Array(magnitudes.buffer)
-    const vectorBytes = new Uint8Array(vectors.buffer)
-    for (let b = 0; b * blockRows < live; b++) {
-      const from = b * blockRows
-      const to = Math.min(from + blockRows, live)
-      db.prepare("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)")
-        .run(id * BLOCKS_PER_SEGMENT + b, magnitudeBytes.subarray(from * 8, to * 8), vectorBytes.subarray(from * rowBytes, to * rowBytes))
-    }
+    const id = insertSegment(base, live, totalLength, dimensions, {
+      lengths: new Uint8Array(lengths.buffer),
+      magnitudes: new Uint8Array(magnitudes.buffer),
+      vectors: new Uint8Array(vectors.buffer)
+    })
     // Each term's postings: the source segments' in base order, remapped, so new ordinals stay increasing.
     const parts = new Map<string, Array<readonly [segment: number, df: number, data: Uint8Array]>>()
     for (const g of picked) {
@@ -1137,7 +1151,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         list.push([g.id, df, data])
       }
     }
-    const insert = db.prepare("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
     for (const term of [...parts.keys()].sort()) {
       const pairs: Array<number> = []
       for (const [segment, df, data] of parts.get(term)!) {
@@ -1149,18 +1162,14 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
           if (to >= 0) pairs.push(to, decoded.tfs[i]!)
         }
       }
-      if (pairs.length > 0) insert.run(id, term, pairs.length / 2, encodePostings(pairs))
+      if (pairs.length > 0) insertPostings(id, term, pairs)
     }
-    for (const g of picked) {
-      db.prepare("DELETE FROM postings WHERE segment = ?").run(g.id)
-      db.prepare("DELETE FROM vectors WHERE id >= ? AND id < ?").run(g.id * BLOCKS_PER_SEGMENT, (g.id + 1) * BLOCKS_PER_SEGMENT)
-      db.prepare("DELETE FROM segments WHERE id = ?").run(g.id)
-    }
+    for (const g of picked) dropSegment(g.id)
   }
 
   const writer: IndexWriter = {
     manifest: Effect.try({
-      try: () => (manifestValue ??= readManifest()),
+      try: () => (manifestValue ??= manifestIn(location, db)),
       catch: (error) => storeError(location, "reading the manifest", error)
     }),
     storedDocs: run("reading documents", () => {

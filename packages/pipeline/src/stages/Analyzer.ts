@@ -107,7 +107,7 @@ export const words = (lowered: string): Array<string> => {
  */
 export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.default): Array<string> => {
   const terms: Array<string> = []
-  analyzeWords(text, config, (word) => {
+  analyzeWords(text, (word) => {
     const term = termOf(word, config)
     if (term !== undefined) terms.push(term)
   })
@@ -115,7 +115,7 @@ export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.de
 }
 
 /** The words of `text` as `analyze` finds them (lowercased, before the term rules), one call of `emit` each. */
-export const analyzeWords = (text: string, _config: AnalyzerConfig, emit: (word: string) => void): void => {
+export const analyzeWords = (text: string, emit: (word: string) => void): void => {
   const lowered = text.toLowerCase()
   scanWords(lowered, (from, to) => emit(lowered.slice(from, to)))
 }

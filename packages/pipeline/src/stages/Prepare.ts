@@ -58,7 +58,7 @@ export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSett
     const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
     for (const span of spans) {
       const before = size
-      analyzeWords(`${doc.title}\n${span.text}`, analyzer, (word) => {
+      analyzeWords(`${doc.title}\n${span.text}`, (word) => {
         // Words repeat, so each distinct word of the batch goes through the term rules (stop words, stemming) once.
         let id = wordIds.get(word)
         if (id === undefined) {

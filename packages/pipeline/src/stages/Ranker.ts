@@ -21,7 +21,7 @@ export type KeyOf = (position: number) => RankKey
 export type TieOrder = (a: number, b: number) => number
 
 /** Caches a `KeyOf`, so a key is looked up at most once per selection. */
-export const cachedKeys = (keyOf: KeyOf): KeyOf => {
+const cachedKeys = (keyOf: KeyOf): KeyOf => {
   const cache = new Map<number, RankKey>()
   return (position) => {
     let key = cache.get(position)
