@@ -2,11 +2,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import fc from "fast-check"
+import type { RawDoc } from "@funcpipe/domain/Document"
+import type { BadRecord } from "../src/stages/BadRecord.ts"
 import {
   BINARY_FILE,
   type ByteReader,
   completeUtf8Length,
-  type DocResult,
+  type LineDoc,
+  type LineResult,
   NOT_UTF8,
   sniffBinary
 } from "../src/stages/ByteReader.ts"
@@ -18,8 +21,8 @@ const bytesOf = (...parts: ReadonlyArray<string | ReadonlyArray<number>>) =>
   Uint8Array.from(parts.flatMap((p) => (typeof p === "string" ? [...encode(p)] : p)))
 
 /** `bytes` cut into pieces whose sizes cycle through `sizes`; each piece is a copy in a buffer that is then wiped. */
-const feed = (reader: ByteReader, bytes: Uint8Array, sizes: ReadonlyArray<number>): Array<DocResult> => {
-  const out: Array<DocResult> = []
+const feed = (reader: ByteReader, bytes: Uint8Array, sizes: ReadonlyArray<number>): Array<LineResult> => {
+  const out: Array<LineResult> = []
   const buffer = new Uint8Array(Math.max(...sizes))
   for (let at = 0, i = 0; at < bytes.length && !reader.done(); i++) {
     const size = sizes[i % sizes.length]!
@@ -33,12 +36,18 @@ const feed = (reader: ByteReader, bytes: Uint8Array, sizes: ReadonlyArray<number
   return out
 }
 
-const summarize = (records: ReadonlyArray<DocResult>) =>
-  records.map((r) =>
-    Result.isSuccess(r)
-      ? ["doc", r.success.docId, r.success.title, r.success.body, r.success.categories]
-      : ["bad", r.failure.source, r.failure.line, r.failure.reason]
-  )
+/** The records without the lines of their documents, so a reader's output compares with the whole-text parsers'. */
+const summarize = (records: ReadonlyArray<Result.Result<RawDoc | LineDoc, BadRecord>>) =>
+  records.map((r) => {
+    if (Result.isFailure(r)) return ["bad", r.failure.source, r.failure.line, r.failure.reason]
+    const success: RawDoc | LineDoc = r.success
+    const doc = "doc" in success ? success.doc : success
+    return ["doc", doc.docId, doc.title, doc.body, doc.categories]
+  })
+
+/** The doc id and starting line of each document read. */
+const linesOf = (records: ReadonlyArray<LineResult>) =>
+  records.flatMap((r) => (Result.isSuccess(r) ? [[r.success.doc.docId, r.success.line]] : []))
 
 const sizes = fc.array(fc.integer({ min: 1, max: 13 }), { minLength: 1, maxLength: 5 })
 const bom = fc.constantFrom("", "\ufeff")
@@ -206,5 +215,21 @@ describe("completeUtf8Length", () => {
     assert.strictEqual(completeUtf8Length(encode("a😀").subarray(0, 4)), 1)
     assert.strictEqual(completeUtf8Length(encode("a😀")), 5)
     assert.strictEqual(completeUtf8Length(new Uint8Array(0)), 0)
+  })
+})
+
+describe("the line of each document", () => {
+  it("is the line a JSONL record is on, blank and bad lines counted, however the bytes are cut", () => {
+    const bytes = bytesOf("{\"id\":\"a\",\"text\":\"1\"}\n\n{\"id\":", [0xff], "}\r\n{\"id\":\"b\",\"text\":\"2\"}")
+    for (const cuts of [[bytes.length], [1], [6]]) {
+      assert.deepStrictEqual(linesOf(feed(jsonlReader("x.jsonl"), bytes, cuts)), [["a", 1], ["b", 4]])
+    }
+  })
+
+  it("is the line a CSV row starts on, when quoted fields hold line breaks", () => {
+    const bytes = encode("doc_id,title,abstract,categories\n1,T,\"two\nlines\",c\n\n2,T,A,c\n")
+    for (const cuts of [[bytes.length], [1], [5]]) {
+      assert.deepStrictEqual(linesOf(feed(csvReader("x.csv"), bytes, cuts)), [["1", 2], ["2", 5]])
+    }
   })
 })

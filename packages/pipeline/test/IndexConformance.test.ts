@@ -33,6 +33,7 @@ const makeSource = () => {
         Stream.fromIterable(corpus.map(([docId, body]) =>
           Result.succeed({
             source: `mem/${docId.length % 2}`,
+            line: 0,
             doc: new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
           })
         ))

@@ -19,7 +19,7 @@ const docs = (...bodies: ReadonlyArray<string>) =>
   Layer.succeed(DocumentSource, DocumentSource.of({
     read: () =>
       Stream.fromIterable(bodies.map((body, i) =>
-        Result.succeed({ source: "mem", doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null }) })
+        Result.succeed({ source: "mem", line: 0, doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null }) })
       )),
     size: () => Effect.succeed(0)
   }))

@@ -18,7 +18,7 @@ import { LOCAL_SHA256 } from "../src/stages/Embed.ts"
 
 const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
 
-const sourced = (docId: string, body: string) => ({ source: "mem", doc: doc(docId, body) })
+const sourced = (docId: string, body: string) => ({ source: "mem", line: 0, doc: doc(docId, body) })
 
 const sourceOf = (records: ReadonlyArray<SourceRecord>) =>
   Layer.mock(DocumentSource, { read: () => Stream.fromIterable(records) })
@@ -102,6 +102,7 @@ describe("searchPaths", () => {
       read: () =>
         Stream.make(Result.succeed({
           source: "mem",
+          line: 0,
           doc: new RawDoc({ docId: DocId.make("z"), title: "Zebras", body: "Black and white stripes.", categories: null })
         })),
       size: () => Effect.succeed(0)

@@ -25,7 +25,7 @@ const docs = bodies.map((body, i) => ({ title: `Title ${i % 5}`, body }))
 const source = Layer.succeed(DocumentSource, DocumentSource.of({
   read: () =>
     Stream.fromIterable(docs.map((d, i) =>
-      Result.succeed({ source: "mem", doc: new RawDoc({ docId: DocId.make(`d${i}`), title: d.title, body: d.body, categories: null }) })
+      Result.succeed({ source: "mem", line: i + 1, doc: new RawDoc({ docId: DocId.make(`d${i}`), title: d.title, body: d.body, categories: null }) })
     )),
   size: () => Effect.succeed(0)
 }))

@@ -97,7 +97,18 @@ describe("CSV reading", () => {
     const rows = parseCsvDocs("doc_id,title,abstract,categories\n1,T,A,c\n2,T,\"open,c\n", "x.csv")
     assert.isTrue(Result.isSuccess(rows[0]!))
     assert.strictEqual(failureTag(rows[1]!), "BadRecord")
-    if (Result.isFailure(rows[1]!)) assert.strictEqual(rows[1].failure.message, "x.csv:3: a quoted field that starts on line 3 is never closed")
+    if (Result.isFailure(rows[1]!)) {
+      assert.strictEqual(
+        rows[1].failure.message,
+        "x.csv:3: a quoted field that starts on line 3 is never closed, so line 3 (the rest of the file) could not be " +
+          "read as rows; close the quote to read them"
+      )
+    }
+  })
+  it("says how many lines an unclosed quote left unread", () => {
+    const rows = parseCsvDocs("doc_id,title,abstract,categories\n1,T,\"open\n2,T,A\n3,T,A\n", "x.csv")
+    assert.strictEqual(rows.length, 1)
+    assert.match(Result.isFailure(rows[0]!) ? rows[0].failure.message : "", /^x\.csv:2: .* so lines 2 to 4 \(the rest/)
   })
   it("rejects an empty doc id and a row lacking the abstract, naming the line", () => {
     const rows = parseCsvDocs("doc_id,title,abstract,categories\n,T,A,c\n3,T\n", "y.csv")

@@ -17,8 +17,8 @@ import { BadRecord } from "../stages/BadRecord.ts"
 import {
   BINARY_FILE,
   type ByteReader,
-  type DocResult,
   formatBytes,
+  type LineResult,
   MAX_RECORD_BYTES,
   NOT_UTF8,
   sniffBinary
@@ -67,9 +67,10 @@ export class NoDocuments extends Schema.TaggedError<NoDocuments>()("NoDocuments"
 /** What stops reading altogether (as opposed to a `BadRecord`, which skips one record). */
 export type SourceError = SourceMissing | SourceUnreadable | UnsupportedSource | NoDocuments
 
-/** A document with the file it was read from. */
+/** A document with the file it was read from and the line it starts on (0 for a text file, which is one document). */
 export interface SourcedDoc {
   readonly source: string
+  readonly line: number
   readonly doc: RawDoc
 }
 
@@ -189,7 +190,8 @@ export class DocumentSource extends Context.Service<DocumentSource, {
             // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
             const buffer = new Uint8Array(chunkBytes)
             let ended = false
-            const toRecord = (result: DocResult): SourceRecord => Result.map(result, (doc) => ({ source: file, doc }))
+            const toRecord = (result: LineResult): SourceRecord =>
+              Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
             const pull = Effect.gen(function*() {
               while (!ended && !reader.done()) {
                 const count = yield* handle.read(buffer)
@@ -209,7 +211,7 @@ export class DocumentSource extends Context.Service<DocumentSource, {
           return Stream.fromEffect(Effect.map(readText(file, shown), (text) =>
             Result.isFailure(text)
               ? Result.fail(text.failure)
-              : Result.map(fileDoc(shown, text.success), (doc) => ({ source: file, doc }))))
+              : Result.map(fileDoc(shown, text.success), (doc) => ({ source: file, line: 0, doc }))))
         }
 
         const walk = Effect.fn("DocumentSource.walk")(function*(root: string) {

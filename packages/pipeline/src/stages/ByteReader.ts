@@ -6,6 +6,18 @@ import { BadRecord } from "./BadRecord.ts"
 /** One record of a file: a document, or the reason this record (or the rest of the file) was skipped. */
 export type DocResult = Result.Result<RawDoc, BadRecord>
 
+/** A document with the 1-based line of the file it starts on. */
+export interface LineDoc {
+  readonly doc: RawDoc
+  readonly line: number
+}
+
+/** One record of a file read in pieces: a document with its line, or the reason it was skipped. */
+export type LineResult = Result.Result<LineDoc, BadRecord>
+
+/** `result` with the line its document starts on. */
+export const atLine = (result: DocResult, line: number): LineResult => Result.map(result, (doc) => ({ doc, line }))
+
 /**
  * A parser fed a file's bytes in order, in pieces of any size (a piece may end inside a UTF-8 character or a line
  * break). `push` returns the records the piece completes, `end` (called once, after the last piece) the rest. Once
@@ -14,8 +26,8 @@ export type DocResult = Result.Result<RawDoc, BadRecord>
  * copies what it keeps of a piece: the caller may reuse the piece's buffer once `push` returns.
  */
 export interface ByteReader {
-  readonly push: (bytes: Uint8Array) => ReadonlyArray<DocResult>
-  readonly end: () => ReadonlyArray<DocResult>
+  readonly push: (bytes: Uint8Array) => ReadonlyArray<LineResult>
+  readonly end: () => ReadonlyArray<LineResult>
   readonly done: () => boolean
 }
 
@@ -87,7 +99,7 @@ export const sniffBinary = (
   let head: Array<Uint8Array> | undefined = []
   let headLength = 0
   let binary = false
-  const release = (): ReadonlyArray<DocResult> => {
+  const release = (): ReadonlyArray<LineResult> => {
     const bytes = concatBytes(head!)
     head = undefined
     if (bytes.subarray(0, sniffBytes).includes(0)) {

@@ -4,6 +4,7 @@ import { decodeAs } from "@funcpipe/domain/Decode"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { BadRecord } from "./BadRecord.ts"
 import {
+  atLine,
   BINARY_FILE,
   type ByteReader,
   completeUtf8Length,
@@ -11,6 +12,7 @@ import {
   type DocResult,
   dropBom,
   formatBytes,
+  type LineResult,
   MAX_RECORD_BYTES,
   NOT_UTF8,
   strictUtf8
@@ -190,7 +192,10 @@ export const csvSplitter = (maxRecordChars: number = Infinity): CsvSplitter => {
       carry = ""
       if (stopped) return out
       if (state === "quoted") {
-        const reason = `a quoted field that starts on line ${recordLine} is never closed`
+        const last = /[\r\n]$/.test(field) ? line - 1 : line // the file's last line, not the empty one after it
+        const lost = last > recordLine ? `lines ${recordLine} to ${last}` : `line ${recordLine}`
+        const reason = `a quoted field that starts on line ${recordLine} is never closed, so ${lost} (the rest of ` +
+          `the file) could not be read as rows; close the quote to read them`
         out.push({ line: recordLine, fields: Result.fail(reason) })
       } else if (state !== "record") {
         endRecord()
@@ -221,12 +226,12 @@ const decodeDoc = decodeAs(RawDoc, "document")
  * Turns CSV records into documents as `parseCsvDocs` does, a batch at a time: the first record is the header.
  * Returns the function to call with each batch of records, in order.
  */
-export const csvDocs = (source: string): (records: ReadonlyArray<CsvRecord>) => Array<DocResult> => {
-  const bad = (line: number, reason: string): DocResult => Result.fail(new BadRecord({ source, line, reason }))
+export const csvDocs = (source: string): (records: ReadonlyArray<CsvRecord>) => Array<LineResult> => {
+  const bad = (line: number, reason: string): LineResult => Result.fail(new BadRecord({ source, line, reason }))
   let header: ReadonlyArray<string> | undefined
   let headerProblem: string | undefined
   let at: Record<(typeof COLUMNS)[number], number> | undefined
-  const row = (record: CsvRecord): DocResult | undefined => {
+  const row = (record: CsvRecord): LineResult | undefined => {
     if (Result.isFailure(record.fields)) return bad(record.line, record.fields.failure)
     const cells = record.fields.success
     if (cells.length === 0) return undefined
@@ -243,11 +248,14 @@ export const csvDocs = (source: string): (records: ReadonlyArray<CsvRecord>) => 
       body: cell("abstract"),
       categories: cell("categories") ?? null
     })
-    return Result.mapError(decoded, (error) => new BadRecord({ source, line: record.line, reason: error.message }))
+    return atLine(
+      Result.mapError(decoded, (error) => new BadRecord({ source, line: record.line, reason: error.message })),
+      record.line
+    )
   }
   let failedHeader = false
   return (records) => {
-    const out: Array<DocResult> = []
+    const out: Array<LineResult> = []
     for (const record of records) {
       if (failedHeader) continue
       if (header === undefined) {
@@ -291,7 +299,7 @@ export const csvDocs = (source: string): (records: ReadonlyArray<CsvRecord>) => 
  * title or abstract. The file-level byte order mark is the decoder's business, not this parser's.
  */
 export const parseCsvDocs = (text: string, source: string): ReadonlyArray<DocResult> =>
-  csvDocs(source)(csvRecords(text))
+  csvDocs(source)(csvRecords(text)).map((result) => Result.map(result, ({ doc }) => doc))
 
 /**
  * Reads a CSV file from bytes in pieces, with the records of `parseCsvDocs` on the decoded text (a leading byte
@@ -307,20 +315,20 @@ export const csvReader = (source: string, maxRecordBytes: number = MAX_RECORD_BY
   let started = false
   let failed = false
 
-  const text = (piece: string): Array<DocResult> => {
+  const text = (piece: string): Array<LineResult> => {
     if (!started && piece.length > 0) {
       started = true
       piece = dropBom(piece)
     }
     return docs(splitter.push(piece))
   }
-  const fail = (out: Array<DocResult>, reason: string): Array<DocResult> => {
+  const fail = (out: Array<LineResult>, reason: string): Array<LineResult> => {
     failed = true
     out.push(Result.fail(new BadRecord({ source, line: splitter.line(), reason })))
     return out
   }
   /** Whole characters; at a NUL or a malformed byte, the lines before it are read and the file ends there. */
-  const bytes = (whole: Uint8Array): Array<DocResult> => {
+  const bytes = (whole: Uint8Array): Array<LineResult> => {
     if (!whole.includes(0)) {
       try {
         return text(decoder.decode(whole))
@@ -328,7 +336,7 @@ export const csvReader = (source: string, maxRecordBytes: number = MAX_RECORD_BY
         // Found below, line by line.
       }
     }
-    const out: Array<DocResult> = []
+    const out: Array<LineResult> = []
     let start = 0
     while (start < whole.length && !splitter.stopped()) {
       const lf = whole.indexOf(0x0a, start)

@@ -4,11 +4,13 @@ import { decodeAs } from "@funcpipe/domain/Decode"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { BadRecord } from "./BadRecord.ts"
 import {
+  atLine,
   type ByteReader,
   concatBytes,
   type DocResult,
   dropBom,
   formatBytes,
+  type LineResult,
   MAX_RECORD_BYTES,
   strictUtf8
 } from "./ByteReader.ts"
@@ -90,11 +92,11 @@ export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BY
   /** The number of the next line to complete. */
   let line = 1
   const tooLong = `the line is longer than ${formatBytes(maxLineBytes)}, skipped`
-  const bad = (lineNumber: number, reason: string): DocResult =>
+  const bad = (lineNumber: number, reason: string): LineResult =>
     Result.fail(new BadRecord({ source, line: lineNumber, reason }))
 
   /** One line's bytes (without `\n`); `terminated` when a `\n` ended it, so that one `\r` before it goes too. */
-  const readLine = (bytes: Uint8Array, terminated: boolean, out: Array<DocResult>): void => {
+  const readLine = (bytes: Uint8Array, terminated: boolean, out: Array<LineResult>): void => {
     const lineNumber = line++
     if (bytes.length > maxLineBytes) return void out.push(bad(lineNumber, tooLong))
     if (bytes.includes(0)) return void out.push(bad(lineNumber, LINE_HAS_NUL))
@@ -107,11 +109,11 @@ export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BY
     if (lineNumber === 1) text = dropBom(text)
     if (terminated && text.charCodeAt(text.length - 1) === CR) text = text.slice(0, -1)
     const result = parseJsonlLine(text, lineNumber, source)
-    if (result !== undefined) out.push(result)
+    if (result !== undefined) out.push(atLine(result, lineNumber))
   }
 
   /** Whole lines, each ending in `\n`: decoded at once when clean (the fast path), else line by line. */
-  const readLines = (block: Uint8Array, out: Array<DocResult>): void => {
+  const readLines = (block: Uint8Array, out: Array<LineResult>): void => {
     if (block.length <= maxLineBytes && !block.includes(0)) {
       let text: string | undefined
       try {
@@ -125,8 +127,9 @@ export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BY
         for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
           const cr = end > start && text.charCodeAt(end - 1) === CR
           const raw = text.slice(start, cr ? end - 1 : end)
-          const result = parseJsonlLine(raw, line++, source)
-          if (result !== undefined) out.push(result)
+          const lineNumber = line++
+          const result = parseJsonlLine(raw, lineNumber, source)
+          if (result !== undefined) out.push(atLine(result, lineNumber))
           start = end + 1
         }
         return
@@ -139,7 +142,7 @@ export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BY
     }
   }
 
-  const hold = (bytes: Uint8Array, out: Array<DocResult>): void => {
+  const hold = (bytes: Uint8Array, out: Array<LineResult>): void => {
     if (skipping || bytes.length === 0) return
     if (pendingLength + bytes.length > maxLineBytes) {
       out.push(bad(line, tooLong))
@@ -154,7 +157,7 @@ export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BY
 
   return {
     push: (bytes) => {
-      const out: Array<DocResult> = []
+      const out: Array<LineResult> = []
       const last = bytes.lastIndexOf(LF)
       if (last === -1) {
         hold(bytes, out)
@@ -179,7 +182,7 @@ export const jsonlReader = (source: string, maxLineBytes: number = MAX_RECORD_BY
       return out
     },
     end: () => {
-      const out: Array<DocResult> = []
+      const out: Array<LineResult> = []
       if (!skipping && pendingLength > 0) readLine(concatBytes(pending), false, out)
       pending = []
       pendingLength = 0
