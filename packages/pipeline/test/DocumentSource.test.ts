@@ -1,7 +1,7 @@
 /** DocumentSource over real files: every kind of input, and every kind of bad input. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path, Result, Stream } from "effect"
+import { Effect, FileSystem, Layer, Path, PlatformError, Result, Stream } from "effect"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 
 const TestLayer = DocumentSource.layer.pipe(Layer.provideMerge(NodeServices.layer))
@@ -156,7 +156,8 @@ describe("DocumentSource", () => {
     Effect.gen(function*() {
       const root = yield* tree({ "a.md": "12345", "sub/b.jsonl": "123", ".hidden/c.md": "1234567", "d.pdf": "12" })
       const source = yield* DocumentSource
-      assert.strictEqual(yield* source.size([root, `${root}/a.md`]), 13)
+      // a.md is named twice but counted once, as it is read once.
+      assert.strictEqual(yield* source.size([root, `${root}/a.md`]), 8)
       const error = yield* Effect.flip(source.size([`${root}/d.pdf`]))
       assert.strictEqual(error._tag, "UnsupportedSource")
     }).pipe(Effect.provide(TestLayer)))
@@ -192,7 +193,78 @@ describe("DocumentSource", () => {
           Stream.runForEach((r) => Effect.sync(() => seen.push(Result.isSuccess(r) ? r.success.doc.docId : "bad")))
         )
       )
-      assert.deepStrictEqual(seen, ["a.md"])
+      assert.deepStrictEqual(seen, [`${root.slice(root.lastIndexOf("/") + 1)}/a.md`])
       assert.strictEqual(error._tag, "SourceMissing")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("keeps the doc ids of several paths apart with each path's name, the same every run", () =>
+    Effect.gen(function*() {
+      const root = yield* tree({
+        "projA/README.md": "a",
+        "projB/README.md": "b",
+        "x/docs/n.md": "x",
+        "y/docs/n.md": "y",
+        "one/notes.md": "1",
+        "two/notes.md": "2"
+      })
+      const ids = summarize(yield* readAll([`${root}/projA`, `${root}/projB`]))
+      assert.deepStrictEqual(ids, ["projA/README.md", "projB/README.md"])
+      assert.deepStrictEqual(summarize(yield* readAll([`${root}/projA`, `${root}/projB`])), ids)
+      assert.deepStrictEqual(summarize(yield* readAll([`${root}/x/docs`, `${root}/y/docs`, `${root}/projA`])), [
+        "x/docs/n.md",
+        "y/docs/n.md",
+        "projA/README.md"
+      ])
+      assert.deepStrictEqual(summarize(yield* readAll([`${root}/one/notes.md`, `${root}/two/notes.md`])), [
+        "one/notes.md",
+        "two/notes.md"
+      ])
+      // One path keeps the plain relative ids, and a path named twice is read once.
+      assert.deepStrictEqual(summarize(yield* readAll([`${root}/projA`, `${root}/projA/`])), ["README.md"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("follows a link back up the tree once, reports the loop, and reads each file once", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const root = yield* tree({ "a/note.md": "n", "b.md": "b" })
+      yield* fs.symlink("..", `${root}/a/up`)
+      yield* fs.symlink("../b.md", `${root}/a/link.md`)
+      const records = yield* readAll([root])
+      // The first name in reading order is the one read.
+      assert.deepStrictEqual(summarize(records), [
+        "a/link.md",
+        "a/note.md",
+        `! a/up: a link back to the folder ${root} it is in (a loop), not followed`,
+        "! b.md: the same file as a/link.md, read once"
+      ])
+      const source = yield* DocumentSource
+      assert.strictEqual(yield* source.size([root, `${root}/b.md`]), 2)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("skips an unreadable folder and a broken link with their reasons and reads the rest", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const root = yield* tree({ "locked/x.md": "x", "open/y.md": "y" })
+      yield* fs.symlink("gone.md", `${root}/open/broken.md`)
+      const denied = FileSystem.FileSystem.of({
+        ...fs,
+        readDirectoryEntries: (dir) =>
+          dir.endsWith("/locked")
+            ? Effect.fail(PlatformError.systemError({
+              _tag: "PermissionDenied",
+              module: "FileSystem",
+              method: "readDirectory",
+              pathOrDescriptor: dir
+            }))
+            : fs.readDirectoryEntries(dir)
+      })
+      const records = yield* readAll([root]).pipe(
+        Effect.provide(DocumentSource.layerWith({}).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, denied))))
+      )
+      assert.deepStrictEqual(summarize(records), [
+        "! locked: permission denied, so the folder was skipped",
+        "! open/broken.md: a link to a file that does not exist, skipped",
+        "open/y.md"
+      ])
     }).pipe(Effect.provide(TestLayer)))
 })

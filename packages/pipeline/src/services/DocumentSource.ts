@@ -24,7 +24,7 @@ import {
   sniffBinary
 } from "../stages/ByteReader.ts"
 import { csvReader } from "../stages/Csv.ts"
-import { fileDoc } from "../stages/FileDoc.ts"
+import { fileDoc, rootLabels } from "../stages/FileDoc.ts"
 import { jsonlReader } from "../stages/Jsonl.ts"
 
 /** A path named for indexing does not exist. */
@@ -126,6 +126,9 @@ interface SourceFile {
   readonly shown: string
 }
 
+/** What listing the paths finds: a file to read, or an entry skipped with its reason (a loop, an unreadable folder). */
+type Found = (SourceFile & { readonly _tag: "File" }) | { readonly _tag: "Skip"; readonly record: BadRecord }
+
 export class DocumentSource extends Context.Service<DocumentSource, {
   /**
    * Reads every path in order. A `.md` or `.txt` file is one document; a `.csv` or `.jsonl` file yields one record
@@ -214,55 +217,117 @@ export class DocumentSource extends Context.Service<DocumentSource, {
               : Result.map(fileDoc(shown, text.success), (doc) => ({ source: file, line: 0, doc }))))
         }
 
-        const walk = Effect.fn("DocumentSource.walk")(function*(root: string) {
-          const found: Array<string> = []
-          const visit = (relative: string): Effect.Effect<void, SourceMissing | SourceUnreadable> =>
+        /**
+         * The files under a directory, sorted, with their shown paths (`prefix` before each). A link back to a
+         * folder being walked (a loop), a second name of a folder already walked, an unreadable folder below the
+         * root and a broken link to a readable kind of file are listed as skips; the root itself must be readable.
+         */
+        const walk = Effect.fn("DocumentSource.walk")(function*(root: string, prefix: string, walked: Map<string, string>) {
+          const found: Array<Found> = []
+          const skip = (shown: string, reason: string) =>
+            found.push({ _tag: "Skip", record: new BadRecord({ source: shown, line: 0, reason }) })
+          const visit = (relative: string, ancestors: ReadonlyArray<string>): Effect.Effect<void, SourceMissing | SourceUnreadable> =>
             Effect.gen(function*() {
               const dir = relative === "" ? root : path.join(root, relative)
-              const entries = yield* fs.readDirectoryEntries(dir).pipe(Effect.catchTag("PlatformError", failFor(dir)))
-              const names = entries.map((e) => e.name).filter((n) => !n.startsWith(".") && n !== "node_modules").sort()
+              const shownDir = relative === "" ? (prefix === "" ? root : prefix.slice(0, -1)) : prefix + relative
+              const real = yield* fs.realPath(dir).pipe(Effect.orElseSucceed(() => dir))
+              const before = walked.get(real)
+              if (before !== undefined) {
+                return void skip(
+                  shownDir,
+                  ancestors.includes(real)
+                    ? `a link back to the folder ${before} it is in (a loop), not followed`
+                    : `the same folder as ${before} (a link), read once`
+                )
+              }
+              walked.set(real, shownDir)
+              const listed = yield* fs.readDirectoryEntries(dir).pipe(Effect.result)
+              if (Result.isFailure(listed)) {
+                if (relative === "") return yield* failFor(dir)(listed.failure)
+                return void skip(shownDir, `${describe(listed.failure)}, so the folder was skipped`)
+              }
+              const names = listed.success.map((e) => e.name).filter((n) => !n.startsWith(".") && n !== "node_modules")
+                .sort()
               for (const name of names) {
                 const child = relative === "" ? name : `${relative}/${name}`
                 const info = yield* fs.stat(path.join(root, child)).pipe(Effect.result)
-                if (Result.isFailure(info)) continue // a dangling link: nothing to read
-                if (info.success.type === "Directory") yield* visit(child)
-                else if (info.success.type === "File" && READABLE_FILE.test(name)) found.push(child)
+                if (Result.isFailure(info)) {
+                  const reason = info.failure.reason._tag === "NotFound"
+                    ? "a link to a file that does not exist, skipped"
+                    : `${describe(info.failure)}, skipped`
+                  if (READABLE_FILE.test(name)) skip(prefix + child, reason)
+                } else if (info.success.type === "Directory") {
+                  yield* visit(child, [...ancestors, real])
+                } else if (info.success.type === "File" && READABLE_FILE.test(name)) {
+                  found.push({ _tag: "File", file: path.join(root, child), shown: prefix + child })
+                }
               }
             })
-          yield* visit("")
+          yield* visit("", [])
           return found
         })
 
-        /** The files under one path, in reading order. */
-        const filesOf = Effect.fn("DocumentSource.filesOf")(function*(target: string) {
-          const info = yield* fs.stat(target).pipe(Effect.catchTag("PlatformError", failFor(target)))
-          if (info.type === "Directory") {
-            const files = yield* walk(target)
-            if (files.length === 0) return yield* new NoDocuments({ path: target })
-            return files.map((relative): SourceFile => ({ file: path.join(target, relative), shown: relative }))
-          }
-          const name = path.basename(target)
-          if (!READABLE_FILE.test(name)) return yield* new UnsupportedSource({ path: target })
-          return [{ file: target, shown: TEXT_FILE.test(name) ? name : target }]
-        })
-
-        const size = Effect.fn("DocumentSource.size")(function*(paths: ReadonlyArray<string>) {
-          let total = 0
-          for (const target of paths) {
-            for (const { file } of yield* filesOf(target)) {
-              const info = yield* fs.stat(file).pipe(Effect.result)
-              // An unreadable file counts nothing: it is read as one BadRecord.
-              if (Result.isSuccess(info)) total += Number(info.success.size)
+        /** The files under one path, in reading order; `label` (with several paths) goes before their shown names. */
+        const filesOf = Effect.fn("DocumentSource.filesOf")(
+          function*(target: string, label: string | undefined, walked: Map<string, string>) {
+            const info = yield* fs.stat(target).pipe(Effect.catchTag("PlatformError", failFor(target)))
+            if (info.type === "Directory") {
+              const found = yield* walk(target, label === undefined ? "" : `${label}/`, walked)
+              if (found.length === 0) return yield* new NoDocuments({ path: target })
+              return found
             }
+            const name = path.basename(target)
+            if (!READABLE_FILE.test(name)) return yield* new UnsupportedSource({ path: target })
+            return [{ _tag: "File", file: target, shown: TEXT_FILE.test(name) ? label ?? name : target }] as const
           }
-          return total
-        })
+        )
+
+        /**
+         * Every file under `paths`, each once (by its real path: a file named twice, or reached through a link, is
+         * read the first time and listed as a skip after), with the skips of the walk in their places.
+         */
+        const listAll = (paths: ReadonlyArray<string>): Stream.Stream<Found, SourceError> =>
+          Stream.unwrap(Effect.sync(() => {
+            // A path named twice is read once; with several paths, each one's files are named under its label.
+            const targets = [...new Map(paths.map((p) => [path.resolve(p), p])).entries()]
+            const labels = rootLabels(targets.map(([resolved]) => resolved.split(path.sep).filter((part) => part !== "")))
+            const walked = new Map<string, string>()
+            const files = new Map<string, string>()
+            return Stream.fromIterable(targets.map(([, target], i) => [target, labels[i]] as const)).pipe(
+              Stream.flatMap(([target, label]) =>
+                Stream.unwrap(Effect.map(filesOf(target, label, walked), Stream.fromIterable))
+              ),
+              Stream.mapEffect((found) => {
+                if (found._tag === "Skip") return Effect.succeed(found)
+                return Effect.map(fs.realPath(found.file).pipe(Effect.orElseSucceed(() => found.file)), (real): Found => {
+                  const first = files.get(real)
+                  if (first === undefined) {
+                    files.set(real, found.shown)
+                    return found
+                  }
+                  const reason = first === found.shown ? "named twice, read once" : `the same file as ${first}, read once`
+                  return { _tag: "Skip", record: new BadRecord({ source: found.shown, line: 0, reason }) }
+                })
+              })
+            )
+          }))
+
+        const size = (paths: ReadonlyArray<string>) =>
+          listAll(paths).pipe(
+            Stream.mapEffect((found) =>
+              found._tag === "Skip"
+                ? Effect.succeed(0)
+                // An unreadable file counts nothing: it is read as one BadRecord.
+                : Effect.map(fs.stat(found.file).pipe(Effect.result), (info) => Result.isSuccess(info) ? Number(info.success.size) : 0)
+            ),
+            Stream.runFold(() => 0, (total, bytes) => total + bytes),
+            Effect.withSpan("DocumentSource.size")
+          )
 
         return DocumentSource.of({
           read: (paths) =>
-            Stream.fromIterable(paths).pipe(
-              Stream.flatMap((target) => Stream.unwrap(Effect.map(filesOf(target), Stream.fromIterable))),
-              Stream.flatMap(readFile)
+            listAll(paths).pipe(
+              Stream.flatMap((found) => found._tag === "Skip" ? Stream.make(Result.fail(found.record)) : readFile(found))
             ),
           size
         })

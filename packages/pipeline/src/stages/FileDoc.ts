@@ -20,3 +20,20 @@ export const fileDoc = (relativePath: string, text: string): Result.Result<RawDo
     (error) => new BadRecord({ source: relativePath, line: 0, reason: error.message })
   )
 }
+
+/**
+ * The labels that keep the doc ids of several paths apart, from each path's components (`/a/x/docs` is
+ * `["a", "x", "docs"]`): with one path, none (`undefined`); with several, each path's shortest ending that no other
+ * path shares (`docs`, or `x/docs` when `/b/y/docs` is given too). A text file under a labelled directory gets the
+ * doc id `label/relative path`; a text file named directly gets its label as doc id. The labels depend only on the
+ * paths, so the same command gives the same doc ids every run.
+ */
+export const rootLabels = (paths: ReadonlyArray<ReadonlyArray<string>>): ReadonlyArray<string | undefined> => {
+  if (paths.length < 2) return paths.map(() => undefined)
+  const ending = (parts: ReadonlyArray<string>, n: number) => parts.slice(Math.max(0, parts.length - n)).join("/")
+  return paths.map((parts, i) => {
+    let n = 1
+    while (n < parts.length && paths.some((other, j) => j !== i && ending(other, n) === ending(parts, n))) n++
+    return ending(parts, n) || "/"
+  })
+}
