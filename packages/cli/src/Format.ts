@@ -22,15 +22,25 @@ const seconds = (millis: number) => `${(millis / 1000).toFixed(1)} s`
 export const skipLines = (skipped: ReadonlyArray<Skip>): ReadonlyArray<string> =>
   skipped.map((s) => `  skipped ${s.line > 0 ? `${s.source}:${s.line}` : s.source}: ${s.reason}`)
 
-/** The result of `funcpipe index`: the plan counts and what the index holds now. */
-export const indexReportLine = (report: IndexReport, location: string): string => {
+/** The result of `funcpipe index`: the plan counts and what the index holds now; a dry run lists what would go. */
+export const indexReportLines = (report: IndexReport, location: string): ReadonlyArray<string> => {
   const { added, deleted, unchanged, updated } = report.plan
   const counts = `added ${added.length}, updated ${updated.length}, unchanged ${unchanged.length}, deleted ${deleted.length}`
-  return report.dryRun
-    ? `dry run, nothing written: would have ${counts} (${plural(report.documents, "document")} read)`
-    : `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
+  if (!report.dryRun) {
+    return [
+      `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
       `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
       `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
+    ]
+  }
+  return [
+    `dry run, nothing written: would have ${counts}; ${location} holds ${plural(report.documents, "document")} and ` +
+    `${plural(report.chunks, "chunk")} now`,
+    ...deleted.map((docId) => `  would delete ${docId}`),
+    ...(report.pruneNeeded === undefined
+      ? []
+      : [`the deletions need --prune (${report.pruneNeeded}); without it the run changes nothing`])
+  ]
 }
 
 /** The `--json` form of `funcpipe index`. */
@@ -46,6 +56,8 @@ export const indexReportJson = (report: IndexReport, location: string): string =
     chunks_written: report.chunksWritten,
     documents: report.documents,
     chunks: report.chunks,
+    deleted_ids: report.plan.deleted,
+    prune_needed: report.pruneNeeded ?? null,
     skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason }))
   })
 

@@ -91,4 +91,35 @@ describe("funcpipe index / query / status", () => {
       const status = yield* Effect.flip(run(["status", "--index", index]))
       assert.strictEqual(status._tag, "IndexMissing")
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("asks for --prune before a run over other paths deletes documents, and lists them on a dry run", () =>
+    Effect.gen(function*() {
+      const { corpus, index } = yield* workspace
+      yield* run(["index", corpus, "--index", index])
+      const typo = [`${corpus}/sky/moon.md`, "--index", index]
+      const refused = yield* Effect.flip(run(["index", ...typo]))
+      assert.strictEqual(refused._tag, "PruneNeeded")
+      assert.include(refused.message, "would delete 17 of the 17 documents")
+      const dry = (yield* output(["index", ...typo, "--dry-run"])).split("\n")
+      assert.match(dry[0]!, /^dry run, nothing written: would have added 1, updated 0, unchanged 0, deleted 17; .* holds 17 documents and 17 chunks now$/)
+      assert.include(dry, "  would delete sky/polaris.md")
+      assert.match(dry.at(-1)!, /^the deletions need --prune \(the paths are not the ones the index was built from\)/)
+      assert.match(yield* output(["status", "--index", index]), /documents  17/)
+      const pruned = yield* output(["index", ...typo, "--prune"])
+      assert.match(pruned, /^added 1, updated 0, unchanged 0, deleted 17; .* holds 1 document and 1 chunk/)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("keeps same-named files of two folders apart, under each folder's name", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { corpus, index } = yield* workspace
+      for (const project of ["projA", "projB"]) {
+        yield* fs.makeDirectory(`${corpus}/${project}`)
+        yield* fs.writeFileString(`${corpus}/${project}/README.md`, `# ${project}\n\nAbout ${project}.\n`)
+      }
+      const report = JSON.parse(yield* output(["index", `${corpus}/projA`, `${corpus}/projB`, "--index", index, "--json"]))
+      assert.deepStrictEqual([report.added, report.skipped], [2, []])
+      const answer = JSON.parse(yield* output(["query", "projB", "--index", index, "--json"]))
+      assert.strictEqual(answer.results[0].doc_id, "projB/README.md")
+    }).pipe(Effect.provide(TestLayer)))
 })

@@ -3,8 +3,9 @@ import { Console, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
 import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json } from "../Flags.ts"
-import { indexReportJson, indexReportLine, skipLines } from "../Format.ts"
+import { indexReportJson, indexReportLines, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
 
@@ -23,6 +24,14 @@ export const index = Command.make(
       Flag.withDescription("Rebuild the whole index, for example after changing the chunking settings"),
       Flag.withDefault(false)
     ),
+    prune: Flag.Boolean("prune").pipe(
+      Flag.withDescription(
+        `Delete the documents no longer under the paths even when they are many (more than ${PRUNE_FREE_DOCUMENTS} ` +
+          `and more than ${PRUNE_FREE_SHARE * 100}% of the index) or the paths differ from those the index was built ` +
+          "from; without it such a run changes nothing"
+      ),
+      Flag.withDefault(false)
+    ),
     json
   },
   Effect.fn("index")(function*(input) {
@@ -33,10 +42,12 @@ export const index = Command.make(
       analyzer: analyzerFrom(input),
       dryRun: input.dryRun,
       rebuild: input.rebuild,
+      prune: input.prune,
       progress: (done, total) => progress.update("indexing documents", done, total)
     }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(input.index)))
     for (const line of skipLines(report.skipped)) yield* Console.error(line)
-    yield* Console.log(input.json ? indexReportJson(report, input.index) : indexReportLine(report, input.index))
+    if (input.json) yield* Console.log(indexReportJson(report, input.index))
+    else for (const line of indexReportLines(report, input.index)) yield* Console.log(line)
   })
 ).pipe(
   Command.withDescription(
@@ -46,6 +57,7 @@ export const index = Command.make(
   Command.withExamples([
     { command: "funcpipe index sample", description: "Index the sample corpus into .funcpipe/index.db" },
     { command: "funcpipe index notes/ --dry-run", description: "Show what a run would change" },
+    { command: "funcpipe index notes/ --prune", description: "Mirror notes/ even if that deletes much of the index" },
     { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" }
   ])
 )

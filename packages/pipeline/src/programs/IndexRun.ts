@@ -9,7 +9,7 @@ import { Preparer } from "../services/Preparer.ts"
 import type { PreparedBatch } from "../stages/Prepare.ts"
 import { DimensionMismatch } from "../stages/Cosine.ts"
 import { describeMigration, planMigration } from "../stages/Migration.ts"
-import { hashDoc, type SyncPlan } from "../stages/Sync.ts"
+import { hashDoc, pruneReason, samePaths, type SyncPlan } from "../stages/Sync.ts"
 import type { Skip } from "./Ingest.ts"
 
 /** The stored index was built with other settings; the message says what changed and how to go on. */
@@ -23,6 +23,19 @@ export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("Sett
   }
 }
 
+/** The run would delete more of the index than it may without `--prune`; nothing was written. */
+export class PruneNeeded extends Schema.TaggedError<PruneNeeded>()("PruneNeeded", {
+  location: Schema.String,
+  deleted: Schema.Int,
+  stored: Schema.Int,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `this run would delete ${this.deleted} of the ${this.stored} documents in ${this.location} (${this.reason}), ` +
+      `so it changed nothing. Check the paths; to delete them, run again with --prune (add --dry-run to list them)`
+  }
+}
+
 /** How an index run cleans, chunks and writes. */
 export interface IndexOptions {
   readonly cleaner?: CleanerConfig
@@ -32,18 +45,25 @@ export interface IndexOptions {
   readonly dryRun?: boolean
   /** Replace the whole index, whatever it was built with. */
   readonly rebuild?: boolean
+  /** Delete the documents no longer found however many they are (see `pruneReason`); without it such a run fails. */
+  readonly prune?: boolean
   /** Documents per embedding batch. */
   readonly batchSize?: number
   /** Called after each batch with the documents read so far; `total` is 0 until the run knows it (at the end). */
   readonly progress?: (done: number, total: number) => Effect.Effect<void>
 }
 
-/** What an index run did (or, with `dryRun`, would do). */
+/**
+ * What an index run did (or, with `dryRun`, would do). `documents` and `chunks` are what the index holds after the
+ * run (with `dryRun`: what it holds now, as nothing is written).
+ */
 export interface IndexReport {
   readonly plan: SyncPlan
   readonly chunksWritten: number
   readonly documents: number
   readonly chunks: number
+  /** With `dryRun`: why the real run would need `prune` to make its deletions (undefined when it would not). */
+  readonly pruneNeeded: string | undefined
   readonly skipped: ReadonlyArray<Skip>
   readonly dryRun: boolean
   readonly rebuilt: boolean
@@ -80,6 +100,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   }
   const rebuild = options.rebuild === true
   const dryRun = options.dryRun === true
+  const prune = options.prune === true
   const batchSize = options.batchSize ?? 64
   const progress = options.progress ?? (() => Effect.void)
   const roots = paths.map((p) => path.resolve(p))
@@ -95,12 +116,15 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         }
       }
       const stored = rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
+      const storedRoots = yield* writer.roots
       if (rebuild && !dryRun) yield* writer.clear
 
       const added: Array<string> = []
       const updated: Array<string> = []
       const unchanged: Array<string> = []
+      const deleted: Array<string> = []
       const skipped: Array<Skip> = []
+      /** Where each doc id read was first found (`file:line`, or the file of a text document). */
       const firstSource = new Map<string, string>()
       let keptChunks = 0
       let written = 0
@@ -112,13 +136,13 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
           skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
           return undefined
         }
-        const { doc, source: file } = record.success
+        const { doc, line, source: file } = record.success
         const first = firstSource.get(doc.docId)
         if (first !== undefined) {
-          skipped.push({ source: file, line: 0, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
+          skipped.push({ source: file, line, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
           return undefined
         }
-        firstSource.set(doc.docId, file)
+        firstSource.set(doc.docId, line > 0 ? `${file}:${line}` : file)
         read++
         const hash = hashDoc(doc)
         const before = stored.get(doc.docId)
@@ -140,7 +164,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
           let chunkIndex = 0
           let termAt = 0
           for (let i = 0; i < batch.length; i++) {
-            const { hash, sourced: { doc, source: file } } = batch[i]!
+            const { hash, sourced: { doc, line, source: file } } = batch[i]!
             const { deflatedBody, ends, starts } = prepared.docs[i]!
             const vectors = new Float64Array(starts.length * d)
             const chunks: Array<ChunkRecord> = []
@@ -153,7 +177,17 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
               termAt += count
             }
             if (chunks.length === 0) {
-              skipped.push({ source: doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
+              // Not a document of the index: skipped (and its older version, if any, deleted).
+              skipped.push({ source: file, line, reason: `${JSON.stringify(doc.docId)} has nothing left after cleaning` })
+              read--
+              const wasAdded = added.lastIndexOf(doc.docId)
+              if (wasAdded !== -1) added.splice(wasAdded, 1)
+              else if (updated.includes(doc.docId)) {
+                updated.splice(updated.lastIndexOf(doc.docId), 1)
+                deleted.push(doc.docId)
+                yield* writer.deleteDoc(doc.docId)
+              }
+              continue
             }
             yield* writer.putDoc(
               { docId: doc.docId, source: file, title: doc.title, categories: doc.categories, hash, deflatedBody },
@@ -179,9 +213,14 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       )
       yield* progress(read, read)
 
-      const deleted = [...stored.keys()].filter((docId) => !firstSource.has(docId))
+      const gone = [...stored.keys()].filter((docId) => !firstSource.has(docId))
+      const pruneNeeded = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
+      if (pruneNeeded !== undefined && !dryRun) {
+        return yield* new PruneNeeded({ location: store.location, deleted: gone.length, stored: stored.size, reason: pruneNeeded })
+      }
+      deleted.push(...gone)
       if (!dryRun) {
-        for (const docId of deleted) yield* writer.deleteDoc(docId)
+        for (const docId of gone) yield* writer.deleteDoc(docId)
         const now = yield* Clock.currentTimeMillis
         yield* writer.putRoots(roots)
         yield* writer.putManifest(
@@ -195,11 +234,13 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         )
       }
       const plan: SyncPlan = { added, updated, unchanged, deleted }
+      const now = Option.match(existing, { onNone: () => ({ documents: 0, chunks: 0 }), onSome: (m) => m })
       return {
         plan,
         chunksWritten: written,
-        documents: read,
-        chunks: keptChunks + written,
+        documents: dryRun ? now.documents : read,
+        chunks: dryRun ? now.chunks : keptChunks + written,
+        pruneNeeded,
         skipped,
         dryRun,
         rebuilt: rebuild,

@@ -161,6 +161,8 @@ export const readSnapshot = <A>(location: string, f: () => A): Effect.Effect<A, 
 export interface IndexWriter {
   /** The manifest as of this transaction (read under the write lock). */
   readonly manifest: Effect.Effect<Option.Option<IndexManifest>, StoreError>
+  /** The paths the last run read, as of this transaction. */
+  readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
   /** Every stored document's id, hash, source and chunk count, as of this transaction. */
   readonly storedDocs: Effect.Effect<ReadonlyMap<string, StoredEntry>, StoreError>
   /** Removes every document, chunk and setting (and an older format's tables). */
@@ -546,13 +548,7 @@ const make = (file: string) => {
 
   const manifest = Effect.map(reading("reading the manifest", (db) => manifestIn(location, db)), Option.flatten)
 
-  const roots = Effect.map(reading("reading the indexed paths", (db) => {
-    const json = readMetaIn(db, "roots")
-    if (json === undefined) return []
-    const parsed = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))(json)
-    if (Result.isFailure(parsed)) throw corrupt("the list of indexed paths is unreadable")
-    return parsed.success
-  }), Option.getOrElse((): ReadonlyArray<string> => []))
+  const roots = Effect.map(reading("reading the indexed paths", (db) => rootsIn(location, db)), Option.getOrElse((): ReadonlyArray<string> => []))
 
   const documents = Effect.map(reading("reading documents", (db) => {
     if (!hasTables(db)) return []
@@ -892,11 +888,23 @@ const make = (file: string) => {
   return { service: IndexStore.of({ location, manifest, roots, documents, snapshot, transaction }), close: closeReaders }
 }
 
+const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
+
+/** The paths the last run read, as stored in `db` (none before the first run). */
+const rootsIn = (location: string, db: DatabaseSync): ReadonlyArray<string> => {
+  const json = readMetaIn(db, "roots")
+  if (json === undefined) return []
+  const parsed = decodeRoots(json)
+  if (Result.isFailure(parsed)) throw new IndexCorrupt({ location, detail: "the list of indexed paths is unreadable" })
+  return parsed.success
+}
+
 /** The writer of a dry run over an index that does not exist yet: nothing stored, nothing to write. */
 const emptyWriter = (location: string): IndexWriter => {
   const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
   return {
     manifest: Effect.succeedNone,
+    roots: Effect.succeed([]),
     storedDocs: Effect.succeed(new Map()),
     clear: refuse,
     deleteDoc: () => refuse,
@@ -1171,6 +1179,11 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     manifest: Effect.try({
       try: () => (manifestValue ??= manifestIn(location, db)),
       catch: (error) => storeError(location, "reading the manifest", error)
+    }),
+    // The meta table is the same in every layout, so an older file's paths are read too (for a rebuild's plan).
+    roots: Effect.try({
+      try: () => rootsIn(location, db),
+      catch: (error) => storeError(location, "reading the indexed paths", error)
     }),
     storedDocs: run("reading documents", () => {
       const stored = new Map<string, StoredEntry>()

@@ -44,3 +44,32 @@ export const planSync = (stored: ReadonlyArray<DocEntry>, current: ReadonlyArray
   const deleted = stored.filter((d) => !seen.has(d.docId)).map((d) => d.docId)
   return { added, updated, unchanged, deleted }
 }
+
+/** Up to this many documents a run may delete without `--prune` (when it reads the paths the index was built from). */
+export const PRUNE_FREE_DOCUMENTS = 5
+
+/** Up to this share of the index a run may delete without `--prune` (when it reads the paths it was built from). */
+export const PRUNE_FREE_SHARE = 0.1
+
+/**
+ * Why deleting `deleted` of the `stored` documents needs the user's say-so (`--prune`), or `undefined` when it does
+ * not: a run over other paths than the index was built from (`sameRoots` false) deletes nothing unasked, and a run
+ * over the same paths deletes at most `PRUNE_FREE_DOCUMENTS` documents or `PRUNE_FREE_SHARE` of the index, whichever
+ * is more. So a typo in a path cannot empty an index, while removing a few files is mirrored as usual. Pure.
+ */
+export const pruneReason = (deleted: number, stored: number, sameRoots: boolean): string | undefined => {
+  if (deleted === 0) return undefined
+  if (!sameRoots) return "the paths are not the ones the index was built from"
+  const allowed = Math.max(PRUNE_FREE_DOCUMENTS, Math.floor(stored * PRUNE_FREE_SHARE))
+  return deleted > allowed
+    ? `that is more than ${allowed} documents (${Math.round(PRUNE_FREE_SHARE * 100)}% of the index, or ` +
+      `${PRUNE_FREE_DOCUMENTS}, whichever is more)`
+    : undefined
+}
+
+/** Whether two lists of paths name the same set of paths. */
+export const samePaths = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean => {
+  const left = new Set(a)
+  const right = new Set(b)
+  return left.size === right.size && [...left].every((p) => right.has(p))
+}
