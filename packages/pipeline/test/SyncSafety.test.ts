@@ -109,4 +109,24 @@ describe("documents an index run cannot index", () => {
       ])
       assert.deepStrictEqual(report.plan.added, ["a", "b"])
     }).pipe(Effect.provide(Base)))
+
+  it.effect("fails, writing nothing, when every record was skipped (a text file over the size limit, say)", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-sync-" })
+      yield* fs.writeFileString(`${dir}/big.md`, "# Big\n" + "word ".repeat(10))
+      const file = `${dir}/index.db`
+      yield* run(file, [dir], [["a", "kept"]])
+      const tiny = DocumentSource.layerWith({ maxTextFileBytes: 16 })
+      const error = yield* Effect.flip(
+        indexPaths([`${dir}/big.md`], { prune: true }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), tiny)))
+      )
+      assert.strictEqual(error._tag, "NothingToIndex")
+      assert.strictEqual(
+        error.message,
+        `nothing to index: the only record under the paths could not be read (big.md: larger than 16 bytes, skipped; ` +
+          `split it or convert it to JSONL to index it), so ${file} was left as it was`
+      )
+      assert.deepStrictEqual(yield* storedIds(file), ["a"])
+    }).pipe(Effect.provide(Base)))
 })

@@ -36,6 +36,19 @@ export class PruneNeeded extends Schema.TaggedError<PruneNeeded>()("PruneNeeded"
   }
 }
 
+/** Every record under the paths was skipped, so the run had nothing to index; nothing was written. */
+export class NothingToIndex extends Schema.TaggedError<NothingToIndex>()("NothingToIndex", {
+  location: Schema.String,
+  skipped: Schema.Int,
+  first: Schema.String
+}) {
+  override get message(): string {
+    const records = this.skipped === 1 ? "the only record" : `all ${this.skipped} records`
+    return `nothing to index: ${records} under the paths could not be read (${this.first}), so ${this.location} ` +
+      `was left as it was`
+  }
+}
+
 /** How an index run cleans, chunks and writes. */
 export interface IndexOptions {
   readonly cleaner?: CleanerConfig
@@ -213,6 +226,11 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       )
       yield* progress(read, read)
 
+      if (read === 0 && skipped.length > 0) {
+        const { line, reason, source } = skipped[0]!
+        const first = `${line > 0 ? `${source}:${line}` : source}: ${reason}`
+        return yield* new NothingToIndex({ location: store.location, skipped: skipped.length, first })
+      }
       const gone = [...stored.keys()].filter((docId) => !firstSource.has(docId))
       const pruneNeeded = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
       if (pruneNeeded !== undefined && !dryRun) {
