@@ -19,6 +19,8 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
   formatVersion: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
   model: ModelLabel,
   dimensions: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  /** The fingerprint of the model's settings (absent in indexes built before it was recorded). */
+  modelFingerprint: Schema.optional(Schema.String),
   cleaner: CleanerConfig,
   chunker: ChunkerConfig,
   analyzer: AnalyzerConfig,
@@ -33,6 +35,7 @@ export interface IndexSettings {
   readonly formatVersion: number
   readonly model: ModelLabel
   readonly dimensions: number
+  readonly modelFingerprint: string
   readonly cleaner: CleanerConfig
   readonly chunker: ChunkerConfig
   readonly analyzer: AnalyzerConfig

@@ -182,6 +182,8 @@ describe("the SQLite index file", () => {
       const failing = Layer.succeed(Embedder, Embedder.of({
         model: ModelLabel.make("local-sha256"),
         dimensions: 16,
+        fingerprint: "test",
+        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
         embedMany: (texts) =>
           ++calls === 2 ? Effect.die("the model went away") : Effect.succeed(texts.map(embedText))
       }))
@@ -229,6 +231,8 @@ describe("index and query workflows", () => {
       const other = Layer.succeed(Embedder, Embedder.of({
         model: ModelLabel.make("other-model"),
         dimensions: 16,
+        fingerprint: "other",
+        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
         embedMany: (texts) =>
           Effect.sync(() => (embedded += texts.length, texts.map((t) => new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") }))))
       }))

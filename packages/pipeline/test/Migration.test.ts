@@ -22,6 +22,7 @@ const same = {
   formatVersion: 1,
   model: stored.model,
   dimensions: 16,
+  modelFingerprint: "f1",
   cleaner: stored.cleaner,
   chunker: stored.chunker,
   analyzer: stored.analyzer
@@ -47,6 +48,14 @@ describe("planMigration", () => {
     const plan = planMigration(stored, { ...same, model: ModelLabel.make("other"), dimensions: 384 })
     assert.strictEqual(plan._tag, "Reembed")
     assert.include(describeMigration(plan), "model local-sha256 → other; dimensions 16 → 384")
+  })
+  it("asks to re-embed when the same model's settings changed, and trusts an index that predates fingerprints", () => {
+    const fingerprinted = new IndexManifest({ ...stored, modelFingerprint: "f1" })
+    assert.deepStrictEqual(planMigration(fingerprinted, same), { _tag: "Compatible" })
+    const plan = planMigration(fingerprinted, { ...same, modelFingerprint: "f2" })
+    assert.strictEqual(plan._tag, "Reembed")
+    assert.include(describeMigration(plan), "the settings of local-sha256 (its address or version) changed")
+    assert.deepStrictEqual(planMigration(stored, { ...same, modelFingerprint: "f2" }), { _tag: "Compatible" })
   })
   it("refuses another format version", () => {
     const plan = planMigration(new IndexManifest({ ...stored, formatVersion: 2 }), same)

@@ -107,6 +107,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
     formatVersion: FORMAT_VERSION,
     model: embedder.model,
     dimensions: embedder.dimensions,
+    modelFingerprint: embedder.fingerprint,
     cleaner: options.cleaner ?? CleanerConfig.default,
     chunker: options.chunker ?? ChunkerConfig.default,
     analyzer: options.analyzer ?? AnalyzerConfig.default

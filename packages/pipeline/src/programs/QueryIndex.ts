@@ -56,8 +56,12 @@ export const openSnapshot = Effect.fn("openSnapshot")(function*() {
   const snapshot = yield* store.snapshot
   if (Option.isNone(snapshot)) return yield* new IndexMissing({ location: store.location })
   const { manifest } = snapshot.value
-  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions) {
-    return yield* new ModelMismatch({ index: manifest.model, query: embedder.model })
+  const settingsDiffer = manifest.modelFingerprint !== undefined && manifest.modelFingerprint !== embedder.fingerprint
+  if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions || settingsDiffer) {
+    return yield* new ModelMismatch({
+      index: manifest.model,
+      query: settingsDiffer && manifest.model === embedder.model ? `${embedder.model} with other settings` : embedder.model
+    })
   }
   return snapshot.value
 })

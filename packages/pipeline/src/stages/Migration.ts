@@ -27,6 +27,9 @@ export const planMigration = (stored: IndexManifest, requested: IndexSettings): 
   if (stored.dimensions !== requested.dimensions) {
     embedding.push(`dimensions ${stored.dimensions} → ${requested.dimensions}`)
   }
+  if (embedding.length === 0 && stored.modelFingerprint !== undefined && stored.modelFingerprint !== requested.modelFingerprint) {
+    embedding.push(`the settings of ${stored.model} (its address or version) changed`)
+  }
   const chunks: Array<string> = []
   if (rules(stored.cleaner) !== rules(requested.cleaner)) {
     chunks.push(`clean rules ${rules(stored.cleaner)} → ${rules(requested.cleaner)}`)
