@@ -1,5 +1,6 @@
 /** Writes a file so that a crash leaves either the old content or the new one, never a mix. */
-import { Effect, FileSystem, Path, PlatformError, Random, Schema } from "effect"
+import { Effect, FileSystem, Path, type PlatformError, Random, Schema } from "effect"
+import { errorCode, systemReason } from "./SystemReason.ts"
 
 /** An output file could not be written; the previous file, if any, is untouched. */
 export class OutputFailure extends Schema.TaggedError<OutputFailure>()("OutputFailure", {
@@ -11,12 +12,27 @@ export class OutputFailure extends Schema.TaggedError<OutputFailure>()("OutputFa
   }
 }
 
-const reasonOf = (error: PlatformError.PlatformError): string =>
-  error.reason._tag === "NotFound"
-    ? "its directory does not exist"
-    : error.reason._tag === "PermissionDenied"
-    ? "permission denied"
-    : error.reason.description ?? error.reason._tag
+/**
+ * Why `target` could not be written, in plain words: a missing folder or a file standing where a folder should be is
+ * named, since those are what a user mistypes; anything else is the operating system's reason.
+ */
+const reasonOf = Effect.fn("writeFileAtomic.reasonOf")(function*(target: string, error: PlatformError.PlatformError) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const code = errorCode(error.reason.cause)
+  if (error.reason._tag !== "NotFound" && code !== "ENOTDIR") return systemReason(error)
+  // The nearest path above the target that exists tells which: a folder further up means the target's folder is
+  // missing; a file means it stands where a folder should be.
+  const folder = path.dirname(target)
+  for (let above = folder; ; above = path.dirname(above)) {
+    const info = yield* fs.stat(above).pipe(Effect.option)
+    if (info._tag === "Some") {
+      if (info.value.type !== "Directory") return `${above} is a file, not a folder`
+      return above === folder ? systemReason(error) : `the folder ${folder} does not exist`
+    }
+    if (path.dirname(above) === above) return systemReason(error)
+  }
+})
 
 /**
  * Writes `content` to a temporary file beside `target`, then renames it over `target` (an atomic step on POSIX file
@@ -32,7 +48,8 @@ export const writeFileAtomic = Effect.fn("writeFileAtomic")(function*(target: st
     Effect.catchTag("PlatformError", (error) =>
       fs.remove(temporary, { force: true }).pipe(
         Effect.ignore,
-        Effect.andThen(Effect.fail(new OutputFailure({ path: target, reason: reasonOf(error) })))
+        Effect.andThen(reasonOf(target, error)),
+        Effect.flatMap((reason) => Effect.fail(new OutputFailure({ path: target, reason })))
       ))
   )
 })
