@@ -13,14 +13,12 @@ export class OutputFailure extends Schema.TaggedError<OutputFailure>()("OutputFa
 }
 
 /**
- * Why `target` could not be written, in plain words: a missing folder or a file standing where a folder should be is
- * named, since those are what a user mistypes; anything else is the operating system's reason.
+ * What stops `target` from being written, if its folder is the problem: the folder does not exist, or a file stands
+ * where a folder should be. `undefined` when the folder is there.
  */
-const reasonOf = Effect.fn("writeFileAtomic.reasonOf")(function*(target: string, error: PlatformError.PlatformError) {
+const folderProblem = Effect.fn("folderProblem")(function*(target: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const code = errorCode(error.reason.cause)
-  if (error.reason._tag !== "NotFound" && code !== "ENOTDIR") return systemReason(error)
   // The nearest path above the target that exists tells which: a folder further up means the target's folder is
   // missing; a file means it stands where a folder should be.
   const folder = path.dirname(target)
@@ -28,10 +26,25 @@ const reasonOf = Effect.fn("writeFileAtomic.reasonOf")(function*(target: string,
     const info = yield* fs.stat(above).pipe(Effect.option)
     if (info._tag === "Some") {
       if (info.value.type !== "Directory") return `${above} is a file, not a folder`
-      return above === folder ? systemReason(error) : `the folder ${folder} does not exist`
+      return above === folder ? undefined : `the folder ${folder} does not exist`
     }
-    if (path.dirname(above) === above) return systemReason(error)
+    if (path.dirname(above) === above) return undefined
   }
+})
+
+/** Why `target` could not be written, in plain words: its folder's problem if it has one, else the system's reason. */
+const reasonOf = (target: string, error: PlatformError.PlatformError) =>
+  error.reason._tag === "NotFound" || errorCode(error.reason.cause) === "ENOTDIR"
+    ? Effect.map(folderProblem(target), (problem) => problem ?? systemReason(error))
+    : Effect.succeed(systemReason(error))
+
+/**
+ * Fails with `OutputFailure` at once if `target`'s folder does not exist or is a file, so that a long run does not
+ * find out at its end. Other problems (permissions, a full disk) show when the file is written.
+ */
+export const checkOutputFolder = Effect.fn("checkOutputFolder")(function*(target: string) {
+  const problem = yield* folderProblem(target)
+  if (problem !== undefined) return yield* new OutputFailure({ path: target, reason: problem })
 })
 
 /**
