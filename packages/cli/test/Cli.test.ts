@@ -1,13 +1,13 @@
 /** The funcpipe commands run through `Command.runWith` over the sample corpus and temporary files. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer } from "effect"
+import { Effect, FileSystem, Layer, Stdio } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { cli, version } from "../src/Cli.ts"
+import { cli, main, version } from "../src/Cli.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(
   Layer.provideMerge(NodeServices.layer)
@@ -115,4 +115,14 @@ describe("funcpipe chunks", () => {
       const lines = String((yield* TestConsole.logLines)[0]).split("\n")
       assert.deepStrictEqual(lines.map((l) => JSON.parse(l).doc_id), ["apollo-11", "voyager-1", "hubble", "cassini", "jwst"])
     }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("funcpipe --wizard", () => {
+  it.effect("fails at once when stdin is not a terminal, instead of reading nothing and exiting 0 as cancelled", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(main(["query", "--wizard"]))
+      assert.strictEqual(error._tag, "WizardNeedsTerminal")
+      assert.include(error.message, "stdin is not")
+      assert.deepStrictEqual(yield* TestConsole.logLines, [])
+    }).pipe(Effect.provide(Stdio.layerTest({})), Effect.provide(TestLayer)))
 })
