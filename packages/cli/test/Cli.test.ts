@@ -1,7 +1,7 @@
 /** The funcpipe commands run through `Command.runWith` over the sample corpus and temporary files. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Stdio } from "effect"
+import { Effect, FileSystem, Layer, Stdio, Stream } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
@@ -53,6 +53,16 @@ describe("funcpipe search", () => {
       assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "start", "end", "text", "explain"])
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("reads the query from stdin with --query -, and says so when stdin is not text", () =>
+    Effect.gen(function*() {
+      const stdin = Stream.make(new TextEncoder().encode("Which probe reached interstellar space?\n"))
+      yield* run(["search", sample, "--query", "-", "--top-k", "1"]).pipe(Effect.provide(Stdio.layerTest({ stdin })))
+      assert.match(String((yield* TestConsole.logLines)[0]), /^1\. \d+\.\d{6} {2}voyager-1 /)
+      const binary = Stream.make(new Uint8Array([0xff, 0xfe, 0x00]))
+      const error = yield* Effect.flip(run(["search", sample, "-q", "-"]).pipe(Effect.provide(Stdio.layerTest({ stdin: binary }))))
+      assert.strictEqual(error.message, "cannot read the query from stdin: it is not UTF-8 text")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("applies the chunking flags", () =>
