@@ -34,7 +34,12 @@ export const index = Command.make(
       dryRun: input.dryRun,
       rebuild: input.rebuild,
       progress: (done, total) => progress.update("indexing documents", done, total)
-    }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(input.index)))
+    }).pipe(
+      Effect.ensuring(progress.finish),
+      Effect.provide(IndexStore.layerSqlite(input.index)),
+      // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
+      Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
+    )
     for (const line of skipLines(report.skipped)) yield* Console.error(line)
     yield* Console.log(input.json ? indexReportJson(report, input.index) : indexReportLine(report, input.index))
   })
