@@ -65,6 +65,17 @@ describe("funcpipe search", () => {
       assert.strictEqual(error.message, "cannot read the query from stdin: it is not UTF-8 text")
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("says when no result is because every word of the query is a stop word", () =>
+    Effect.gen(function*() {
+      yield* run(["search", sample, "-q", "The"])
+      yield* run(["search", sample, "-q", "xylophone"])
+      assert.deepStrictEqual((yield* TestConsole.logLines).map(String), [
+        `no results in lexical mode: every word of the query is a stop word (such as "the" or "of"), and lexical ` +
+        `search leaves stop words out (see --stop-words)`,
+        "no results in lexical mode"
+      ])
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("applies the chunking flags", () =>
     Effect.gen(function*() {
       yield* run(["search", `${sample}/missions.csv`, "-q", "launched in", "--mode", "vector", "--chunk-size", "11", "--overlap", "0", "--tail", "drop"])
