@@ -6,12 +6,14 @@ import { CliError, CliOutput } from "effect/cli"
 const tidy = (message: string): string =>
   message.split("\n").map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith("at [")).join(" ")
 
-/** What a flag or argument accepts, from the parser's wording ("Expected: Schema validation failed: …", `"a" | "b"`). */
+/** What a flag or argument accepts, from the parser's wording (`Expected: Schema validation failed: …`, `"a" | "b"`). */
 const accepted = (expected: string): string => {
   const text = expected.replace(/^Expected:? */, "").replace(/^Schema validation failed: */, "")
   const bound = /^Expected a value (greater|less) than or equal to (\S+)$/.exec(text)
   if (bound !== null) return `it must be ${bound[1] === "greater" ? "at least" : "at most"} ${bound[2]}`
-  if (/^"[^"]*"( \| "[^"]*")+$/.test(text)) return `it must be one of ${text.replaceAll("\"", "").split(" | ").join(", ")}`
+  if (/^"[^"]*"( \| "[^"]*")+$/.test(text)) {
+    return `it must be one of ${text.replaceAll("\"", "").split(" | ").join(", ")}`
+  }
   switch (text) {
     case "a string representing a finite number":
     case "number":
@@ -37,8 +39,11 @@ const problem = (error: CliError.CliError): string => {
 export const presenter: CliOutput.Presenter = {
   present: (event) =>
     event._tag === "InvalidInvocation"
-      ? Effect.forEach(event.errors, (error) =>
-        Console.error(`funcpipe: ${problem(error)} (see: ${[...event.commandPath, "--help"].join(" ")})`), { discard: true })
+      ? Effect.forEach(
+        event.errors,
+        (error) => Console.error(`funcpipe: ${problem(error)} (see: ${[...event.commandPath, "--help"].join(" ")})`),
+        { discard: true }
+      )
       : CliOutput.defaultPresenter.present(event)
 }
 

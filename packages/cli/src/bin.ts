@@ -15,7 +15,10 @@ import { presenter, reportFailure } from "./Report.ts"
 
 // A progress bar only when a person watches stderr; never in pipes or files.
 const ProgressLayer = process.stderr.isTTY
-  ? Layer.effect(Progress, terminalProgress((text) => void process.stderr.write(text), () => process.stderr.columns || 80))
+  ? Layer.effect(
+    Progress,
+    terminalProgress((text) => void process.stderr.write(text), () => process.stderr.columns || 80)
+  )
   : Layer.empty
 
 // The per-document stage runs on worker threads: the bundled worker beside the bundled CLI, or the sources.

@@ -61,7 +61,9 @@ describe("funcpipe search", () => {
       yield* run(["search", sample, "--query", "-", "--top-k", "1"]).pipe(Effect.provide(Stdio.layerTest({ stdin })))
       assert.match(String((yield* TestConsole.logLines)[0]), /^1\. \d+\.\d{6} {2}voyager-1 /)
       const binary = Stream.make(new Uint8Array([0xff, 0xfe, 0x00]))
-      const error = yield* Effect.flip(run(["search", sample, "-q", "-"]).pipe(Effect.provide(Stdio.layerTest({ stdin: binary }))))
+      const error = yield* Effect.flip(
+        run(["search", sample, "-q", "-"]).pipe(Effect.provide(Stdio.layerTest({ stdin: binary })))
+      )
       assert.strictEqual(error.message, "cannot read the query from stdin: it is not UTF-8 text")
     }).pipe(Effect.provide(TestLayer)))
 

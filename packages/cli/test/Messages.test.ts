@@ -39,7 +39,8 @@ describe("messages about the index file", () => {
   it.effect("--index naming a directory says so, for index, query and status", () =>
     Effect.gen(function*() {
       const { dir } = yield* workspace
-      const expected = `funcpipe: cannot use the index at ${dir}: it is a directory; give the path of a file, such as ${dir}/index.db`
+      const expected = `funcpipe: cannot use the index at ${dir}: it is a directory; give the path of a file, ` +
+        `such as ${dir}/index.db`
       assert.strictEqual(yield* failureLine(["index", sample, "--index", dir]), expected)
       assert.strictEqual(yield* failureLine(["query", "moon", "--index", dir]), expected)
       assert.strictEqual(yield* failureLine(["status", "--index", dir]), expected)
@@ -111,7 +112,10 @@ describe("messages about inputs", () => {
   it.effect("a collection that is a file is called a file", () =>
     Effect.gen(function*() {
       const { file, root } = yield* workspace
-      assert.include(yield* failureLine(["eval", file, "--index", `${root}/e.db`]), `${file} is not a test collection: it is a file, not a folder`)
+      assert.include(
+        yield* failureLine(["eval", file, "--index", `${root}/e.db`]),
+        `${file} is not a test collection: it is a file, not a folder`
+      )
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("JSONL values of the wrong kind are named with their field", () =>

@@ -6,7 +6,15 @@ import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, rankingFlags, queryOptionsFrom } from "../Flags.ts"
+import {
+  analyzerFlags,
+  analyzerFrom,
+  chunkerFrom,
+  chunkingFlags,
+  json,
+  queryOptionsFrom,
+  rankingFlags
+} from "../Flags.ts"
 import { skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 
@@ -41,7 +49,10 @@ const readBaseline = Effect.fn("readBaseline")(function*(file: string) {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(file).pipe(
     Effect.mapError((error) =>
-      new BaselineInvalid({ path: file, reason: error.reason._tag === "NotFound" ? "there is no such file" : systemReason(error) })
+      new BaselineInvalid({
+        path: file,
+        reason: error.reason._tag === "NotFound" ? "there is no such file" : systemReason(error)
+      })
     )
   )
   const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(

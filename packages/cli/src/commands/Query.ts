@@ -35,7 +35,10 @@ export const query = Command.make(
   Command.withDescription("Print the indexed chunks that best match a query"),
   Command.withExamples([
     { command: "funcpipe query \"how far away is the moon\"", description: "Query the index in .funcpipe (lexical for local-sha256)" },
-    { command: "funcpipe query \"saturn probe\" --mode hybrid --explain", description: "Fuse both rankings and show why" },
+    {
+      command: "funcpipe query \"saturn probe\" --mode hybrid --explain",
+      description: "Fuse both rankings and show why"
+    },
     { command: "funcpipe query - < question.txt", description: "Read a long query from a file" }
   ])
 )

@@ -16,7 +16,10 @@ export const search = Command.make(
   "search",
   {
     paths,
-    query: Flag.String("query").pipe(Flag.withAlias("q"), Flag.withDescription(`The text to search for, ${STDIN_HINT}`)),
+    query: Flag.String("query").pipe(
+      Flag.withAlias("q"),
+      Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
+    ),
     topK,
     ...queryFlags,
     ...chunkingFlags,

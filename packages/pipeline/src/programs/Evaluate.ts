@@ -68,7 +68,9 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
   const folder = yield* fs.stat(dir).pipe(
     Effect.mapError((error) => new CollectionInvalid({ path: dir, reason: systemReason(error) }))
   )
-  if (folder.type !== "Directory") return yield* new CollectionInvalid({ path: dir, reason: "it is a file, not a folder" })
+  if (folder.type !== "Directory") {
+    return yield* new CollectionInvalid({ path: dir, reason: "it is a file, not a folder" })
+  }
 
   /** Reads and parses one file of the collection; any problem is the collection's. */
   const readParsed = <A>(name: string, parse: (text: string, source: string) => Result.Result<A, { readonly message: string }>) =>
@@ -76,7 +78,9 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
       Effect.mapError((error) =>
         new CollectionInvalid({
           path: dir,
-          reason: error.reason._tag === "NotFound" ? `${name} is missing` : `cannot read ${name}: ${systemReason(error)}`
+          reason: error.reason._tag === "NotFound"
+            ? `${name} is missing`
+            : `cannot read ${name}: ${systemReason(error)}`
         })
       ),
       Effect.flatMap((text) =>

@@ -128,6 +128,7 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
     let words = 0
     if (terms.length === 0) analyzeWords(prepared.text, () => void words++)
     const stopWordsOnly = words > 0
-    return { manifest, query: { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }, results, explanations } as const
+    const asked = { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }
+    return { manifest, query: asked, results, explanations } as const
   }))
 })

@@ -857,7 +857,10 @@ const make = (file: string) => {
           yield* Effect.try({
             try: () => mkdirSync(dirname(file), { recursive: true }),
             catch: (error) =>
-              new StoreFailure({ location, reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}` })
+              new StoreFailure({
+                location,
+                reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`
+              })
           })
         }
         const db = yield* Effect.try({

@@ -69,7 +69,8 @@ export const systemReason = (error: unknown): string => {
   if (described !== undefined) return described
   if (PlatformError.isPlatformError(error)) {
     const reason = error.reason
-    return reason.description ?? (reason._tag === "BadArgument" ? "the operation was given a bad argument" : TAG_WORDS[reason._tag])
+    if (reason.description !== undefined) return reason.description
+    return reason._tag === "BadArgument" ? "the operation was given a bad argument" : TAG_WORDS[reason._tag]
   }
   return error instanceof Error ? error.message : String(error)
 }
@@ -90,7 +91,9 @@ const statOf = (path: string): Stats | undefined => {
 export const pathProblem = (file: string): string | undefined => {
   const info = statOf(file)
   if (info !== undefined) {
-    return info.isDirectory() ? `it is a directory; give the path of a file, such as ${join(file, "index.db")}` : undefined
+    return info.isDirectory()
+      ? `it is a directory; give the path of a file, such as ${join(file, "index.db")}`
+      : undefined
   }
   const folder = dirname(file)
   for (let above = folder; ; above = dirname(above)) {
