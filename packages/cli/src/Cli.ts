@@ -1,4 +1,5 @@
 /** The `funcpipe` command tree. Handlers only orchestrate: stages do the work, services do the I/O. */
+import { Effect, Schema, Stdio } from "effect"
 import { Command } from "effect/cli"
 import { chunks } from "./commands/Chunks.ts"
 import { evaluate } from "./commands/Eval.ts"
@@ -13,3 +14,27 @@ export const cli = Command.make("funcpipe").pipe(
 )
 
 export const version = "0.1.0"
+
+/** `--wizard` was given but stdin is not a terminal, so nobody could answer its questions. */
+export class WizardNeedsTerminal extends Schema.TaggedError<WizardNeedsTerminal>()("WizardNeedsTerminal", {}) {
+  override get message(): string {
+    return "--wizard asks its questions on a terminal, but stdin is not one; give the command's arguments instead " +
+      "(see: funcpipe --help)"
+  }
+}
+
+/** Whether the command line asks for the wizard (a `--wizard` before any `--`). */
+const asksWizard = (args: ReadonlyArray<string>): boolean => {
+  const end = args.indexOf("--")
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--wizard" || arg.startsWith("--wizard="))
+}
+
+/**
+ * Runs one command line (without the program name). The wizard is refused when stdin is not a terminal: it would
+ * read end of input, print "Wizard cancelled." and exit 0, as if something had run.
+ */
+export const main = Effect.fn("main")(function*(args: ReadonlyArray<string>) {
+  const stdio = yield* Stdio.Stdio
+  if (asksWizard(args) && !(yield* stdio.stdinIsTerminal)) return yield* new WizardNeedsTerminal()
+  return yield* Command.runWith(cli, { version })(args)
+})

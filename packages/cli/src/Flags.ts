@@ -62,18 +62,14 @@ export const analyzerFlags = {
 export const analyzerFrom = (flags: { readonly stopWords: StopWords; readonly stemmer: Stemmer }) =>
   new AnalyzerConfig({ stopWords: flags.stopWords, stemmer: flags.stemmer })
 
-/** `--mode`, `--explain`, `--k1`, `--b`: how a query is answered. */
-export const queryFlags = {
+/** `--mode`, `--k1`, `--b`: how documents are ranked for a query. */
+export const rankingFlags = {
   mode: Flag.Literals("mode", RetrievalMode.literals).pipe(
     Flag.withDescription(
       "vector (embedding similarity), lexical (BM25 over words) or hybrid (both rankings fused); default: lexical for " +
         "local-sha256 indexes, hybrid otherwise"
     ),
     Flag.optional
-  ),
-  explain: Flag.Boolean("explain").pipe(
-    Flag.withDescription("Show each result's score breakdown: BM25 per term, vector score, fused ranks"),
-    Flag.withDefault(false)
   ),
   k1: Flag.Finite("k1").pipe(
     Flag.withSchema(K1),
@@ -87,15 +83,24 @@ export const queryFlags = {
   )
 }
 
-/** The query options the flags name. */
+/** The ranking flags and `--explain`: how a query is answered and shown. */
+export const queryFlags = {
+  ...rankingFlags,
+  explain: Flag.Boolean("explain").pipe(
+    Flag.withDescription("Show each result's score breakdown: BM25 per term, vector score, fused ranks"),
+    Flag.withDefault(false)
+  )
+}
+
+/** The query options the flags name (`explain` is off when the command has no `--explain`). */
 export const queryOptionsFrom = (flags: {
   readonly mode: Option.Option<RetrievalMode>
-  readonly explain: boolean
+  readonly explain?: boolean
   readonly k1: K1
   readonly b: B
 }) => ({
   ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
-  explain: flags.explain,
+  explain: flags.explain === true,
   bm25: new Bm25Params({ k1: flags.k1, b: flags.b })
 })
 

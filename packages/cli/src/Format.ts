@@ -128,7 +128,13 @@ const oneLine = (text: string): string => {
 /** A query's answer, as `queryIndex` and `searchPaths` return it. */
 export interface AnswerView {
   readonly manifest: { readonly model: string }
-  readonly query: { readonly text: string; readonly topK: number; readonly mode: string }
+  readonly query: {
+    readonly text: string
+    readonly topK: number
+    readonly mode: string
+    /** The query has words, but every one is a stop word, so lexical search had nothing to look for. */
+    readonly stopWordsOnly: boolean
+  }
   readonly results: ReadonlyArray<ScoredChunk>
   readonly explanations: ReadonlyArray<Explanation> | undefined
 }
@@ -148,10 +154,17 @@ const explainLines = (e: Explanation): ReadonlyArray<string> => [
   ])
 ]
 
+/** Why there are no results, when the query itself explains it. */
+const noResultsLine = (query: AnswerView["query"]): string =>
+  query.stopWordsOnly
+    ? `no results in ${query.mode} mode: every word of the query is a stop word (such as "the" or "of"), and ` +
+      `lexical search leaves stop words out (see --stop-words)`
+    : `no results in ${query.mode} mode`
+
 /** Human-readable results: rank, score, doc id, span and text, one result per line (plus explanations). */
 export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
   answer.results.length === 0
-    ? [`no results in ${answer.query.mode} mode`]
+    ? [noResultsLine(answer.query)]
     : answer.results.flatMap((r, i) => [
       `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}  [${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
       ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))

@@ -17,11 +17,33 @@ export const Progress = Context.Reference<Progress>("cli/Progress", { defaultVal
 /** How long a run must last before a bar appears, so quick runs print nothing extra. */
 const QUIET_MILLIS = 300
 
+/** The widest bar drawn, and the narrowest worth drawing (below it only the count is shown). */
+const BAR_WIDTH = 30
+const MIN_BAR_WIDTH = 10
+
 /**
- * A bar redrawn in place with carriage returns through `write` (the entry point passes the terminal's stderr).
- * It appears only once the work has lasted `QUIET_MILLIS`, measured with the Clock.
+ * The progress line for a terminal `columns` wide. It takes at most `columns - 1` characters, since a line that
+ * reaches the last column wraps in many terminals, and a wrapped line cannot be redrawn in place: each update would
+ * scroll. As room shrinks the bar narrows, then goes, then the label goes; the count stays.
  */
-export const terminalProgress = (write: (text: string) => void): Effect.Effect<Progress> =>
+export const progressLine = (label: string, done: number, total: number, columns: number): string => {
+  const room = Math.max(columns - 1, 1)
+  const count = total === 0 ? `${done}` : `${done}/${total}`
+  const barWidth = Math.min(BAR_WIDTH, room - label.length - count.length - 4)
+  if (total > 0 && barWidth >= MIN_BAR_WIDTH) {
+    const filled = Math.round((Math.min(done, total) / total) * barWidth)
+    return `${label} [${"#".repeat(filled)}${".".repeat(barWidth - filled)}] ${count}`
+  }
+  const labelled = `${label}: ${count}`
+  return labelled.length <= room ? labelled : count.slice(-room)
+}
+
+/**
+ * A bar redrawn in place with carriage returns through `write` (the entry point passes the terminal's stderr), fitted
+ * to the terminal's width as `columns` reports it at each update (so a resized window is followed). It appears only
+ * once the work has lasted `QUIET_MILLIS`, measured with the Clock.
+ */
+export const terminalProgress = (write: (text: string) => void, columns: () => number): Effect.Effect<Progress> =>
   Effect.gen(function*() {
     const startedAt = yield* Clock.currentTimeMillis
     let drawn = false
@@ -30,10 +52,8 @@ export const terminalProgress = (write: (text: string) => void): Effect.Effect<P
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.sync(() => {
             if (now - startedAt < QUIET_MILLIS && !drawn) return
-            const width = 30
-            const filled = Math.round((Math.min(done, total) / total) * width)
             // Without a known total (a streaming run learns it at the end) the count alone is shown.
-            write(total === 0 ? `\r${label}: ${done}` : `\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total}`)
+            write(`\r${progressLine(label, done, total, columns())}`)
             drawn = true
           })),
       finish: Effect.sync(() => {

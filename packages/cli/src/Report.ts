@@ -6,12 +6,44 @@ import { CliError, CliOutput } from "effect/cli"
 const tidy = (message: string): string =>
   message.split("\n").map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith("at [")).join(" ")
 
+/** What a flag or argument accepts, from the parser's wording (`Expected: Schema validation failed: …`, `"a" | "b"`). */
+const accepted = (expected: string): string => {
+  const text = expected.replace(/^Expected:? */, "").replace(/^Schema validation failed: */, "")
+  const bound = /^Expected a value (greater|less) than or equal to (\S+)$/.exec(text)
+  if (bound !== null) return `it must be ${bound[1] === "greater" ? "at least" : "at most"} ${bound[2]}`
+  if (/^"[^"]*"( \| "[^"]*")+$/.test(text)) {
+    return `it must be one of ${text.replaceAll("\"", "").split(" | ").join(", ")}`
+  }
+  switch (text) {
+    case "a string representing a finite number":
+    case "number":
+      return "it must be a number"
+    case "an integer":
+    case "integer":
+      return "it must be a whole number"
+    default:
+      return text
+  }
+}
+
+/** One problem with the command line, in words: which flag or argument, what was given, what it accepts. */
+const problem = (error: CliError.CliError): string => {
+  if (error._tag !== "InvalidValue") return tidy(error.message)
+  const name = error.kind === "argument" ? `<${error.option}>` : `--${error.option}`
+  return error.value.length === 0 && error.kind === "flag"
+    ? `${name} needs a value: ${accepted(error.expected)}`
+    : `invalid value for ${name}: "${error.value}": ${tidy(accepted(error.expected))}`
+}
+
 /** Shows a bad invocation as one line per problem with a pointer to the help, instead of the whole help text. */
 export const presenter: CliOutput.Presenter = {
   present: (event) =>
     event._tag === "InvalidInvocation"
-      ? Effect.forEach(event.errors, (error) =>
-        Console.error(`funcpipe: ${tidy(error.message)} (see: ${[...event.commandPath, "--help"].join(" ")})`), { discard: true })
+      ? Effect.forEach(
+        event.errors,
+        (error) => Console.error(`funcpipe: ${problem(error)} (see: ${[...event.commandPath, "--help"].join(" ")})`),
+        { discard: true }
+      )
       : CliOutput.defaultPresenter.present(event)
 }
 

@@ -2,20 +2,23 @@
 /** Process entry: the only file that names the Node platform. */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Layer } from "effect"
-import { CliOutput, Command } from "effect/cli"
+import { Effect, Layer, Stdio } from "effect"
+import { CliOutput } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { cli, version } from "./Cli.ts"
+import { main } from "./Cli.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
 import { presenter, reportFailure } from "./Report.ts"
 
 // A progress bar only when a person watches stderr; never in pipes or files.
 const ProgressLayer = process.stderr.isTTY
-  ? Layer.effect(Progress, terminalProgress((text) => void process.stderr.write(text)))
+  ? Layer.effect(
+    Progress,
+    terminalProgress((text) => void process.stderr.write(text), () => process.stderr.columns || 80)
+  )
   : Layer.empty
 
 // The per-document stage runs on worker threads: the bundled worker beside the bundled CLI, or the sources.
@@ -32,7 +35,7 @@ const MainLayer = Layer.mergeAll(
   ProgressLayer
 ).pipe(Layer.provideMerge(NodeServices.layer))
 
-Command.run(cli, { version }).pipe(
+Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, main)).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(MainLayer),
   NodeRuntime.runMain({ disableErrorReporting: true })

@@ -1,13 +1,13 @@
 /** The funcpipe commands run through `Command.runWith` over the sample corpus and temporary files. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer } from "effect"
+import { Effect, FileSystem, Layer, Stdio, Stream } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { cli, version } from "../src/Cli.ts"
+import { cli, main, version } from "../src/Cli.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(
   Layer.provideMerge(NodeServices.layer)
@@ -53,6 +53,29 @@ describe("funcpipe search", () => {
       assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "start", "end", "text", "explain"])
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("reads the query from stdin with --query -, and says so when stdin is not text", () =>
+    Effect.gen(function*() {
+      const stdin = Stream.make(new TextEncoder().encode("Which probe reached interstellar space?\n"))
+      yield* run(["search", sample, "--query", "-", "--top-k", "1"]).pipe(Effect.provide(Stdio.layerTest({ stdin })))
+      assert.match(String((yield* TestConsole.logLines)[0]), /^1\. \d+\.\d{6} {2}voyager-1 /)
+      const binary = Stream.make(new Uint8Array([0xff, 0xfe, 0x00]))
+      const error = yield* Effect.flip(
+        run(["search", sample, "-q", "-"]).pipe(Effect.provide(Stdio.layerTest({ stdin: binary })))
+      )
+      assert.strictEqual(error.message, "cannot read the query from stdin: it is not UTF-8 text")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("says when no result is because every word of the query is a stop word", () =>
+    Effect.gen(function*() {
+      yield* run(["search", sample, "-q", "The"])
+      yield* run(["search", sample, "-q", "xylophone"])
+      assert.deepStrictEqual((yield* TestConsole.logLines).map(String), [
+        `no results in lexical mode: every word of the query is a stop word (such as "the" or "of"), and lexical ` +
+        `search leaves stop words out (see --stop-words)`,
+        "no results in lexical mode"
+      ])
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("applies the chunking flags", () =>
@@ -115,4 +138,14 @@ describe("funcpipe chunks", () => {
       const lines = String((yield* TestConsole.logLines)[0]).split("\n")
       assert.deepStrictEqual(lines.map((l) => JSON.parse(l).doc_id), ["apollo-11", "voyager-1", "hubble", "cassini", "jwst"])
     }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("funcpipe --wizard", () => {
+  it.effect("fails at once when stdin is not a terminal, instead of reading nothing and exiting 0 as cancelled", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(main(["query", "--wizard"]))
+      assert.strictEqual(error._tag, "WizardNeedsTerminal")
+      assert.include(error.message, "stdin is not")
+      assert.deepStrictEqual(yield* TestConsole.logLines, [])
+    }).pipe(Effect.provide(Stdio.layerTest({})), Effect.provide(TestLayer)))
 })

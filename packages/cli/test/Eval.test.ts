@@ -81,4 +81,34 @@ describe("funcpipe eval", () => {
       const badBaseline = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--baseline", `${dir}/junk.json`]))
       assert.strictEqual(badBaseline._tag, "BaselineInvalid")
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("checks --baseline and the --out folder before evaluating, so a mistake costs no run", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* workspace
+      const missing = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--baseline", `${dir}/nope.json`]))
+      assert.strictEqual(missing._tag, "BaselineInvalid")
+      assert.include(missing.message, "there is no such file")
+      const noFolder = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--out", `${dir}/no/runs.jsonl`]))
+      assert.strictEqual(noFolder._tag, "OutputFailure")
+      // Neither run indexed anything or printed metrics.
+      assert.isFalse(yield* fs.exists(`${dir}/tiny.db`))
+      assert.deepStrictEqual(yield* TestConsole.logLines, [])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("rejects a negative --tolerance and --explain, which eval does not use", () =>
+    Effect.gen(function*() {
+      const dir = yield* workspace
+      for (const args of [["--tolerance", "-0.1"], ["--explain"]]) {
+        const error = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, ...args]))
+        assert.strictEqual(error._tag, "ShowHelp", args.join(" "))
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("describes its own --out in --help", () =>
+    Effect.gen(function*() {
+      yield* run(["eval", "--help"])
+      const help = (yield* TestConsole.logLines).map(String).join("\n")
+      assert.match(help, /--out string +Also write each query's results and metrics to this file/)
+    }).pipe(Effect.provide(TestLayer)))
 })

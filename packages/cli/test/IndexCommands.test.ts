@@ -1,7 +1,7 @@
 /** funcpipe index, query and status over a copy of the sample corpus: the quick start's edit-and-re-index loop. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path } from "effect"
+import { Effect, FileSystem, Layer, Path, Stdio, Stream } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
@@ -121,5 +121,19 @@ describe("funcpipe index / query / status", () => {
       assert.deepStrictEqual([report.added, report.skipped], [2, []])
       const answer = JSON.parse(yield* output(["query", "projB", "--index", index, "--json"]))
       assert.strictEqual(answer.results[0].doc_id, "projB/README.md")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("reads the query from stdin when it is -, however long", () =>
+    Effect.gen(function*() {
+      const { corpus, index } = yield* workspace
+      yield* run(["index", corpus, "--index", index])
+      // About 1 MB: more than a command line takes. Split across pieces, as a pipe delivers it.
+      const long = "Which probe reached interstellar space? " + "xylophone ".repeat(100_000)
+      const bytes = new TextEncoder().encode(long)
+      const stdin = Stream.make(bytes.subarray(0, 1000), bytes.subarray(1000))
+      const answer = yield* output(["query", "-", "--index", index, "--top-k", "1"]).pipe(
+        Effect.provide(Stdio.layerTest({ stdin }))
+      )
+      assert.match(answer, /^1\. \d+\.\d{6} {2}voyager-1 /)
     }).pipe(Effect.provide(TestLayer)))
 })

@@ -1,13 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { terminalProgress } from "../src/Progress.ts"
+import { progressLine, terminalProgress } from "../src/Progress.ts"
 
 describe("terminalProgress", () => {
   it.effect("stays quiet for quick runs, then redraws one line and clears it at the end", () =>
     Effect.gen(function*() {
       const written: Array<string> = []
-      const progress = yield* terminalProgress((text) => void written.push(text))
+      const progress = yield* terminalProgress((text) => void written.push(text), () => 80)
       yield* progress.update("embedding documents", 1, 4)
       assert.deepStrictEqual(written, [])
       yield* TestClock.adjust("1 second")
@@ -24,9 +24,35 @@ describe("terminalProgress without a known total", () => {
   it.effect("shows the running count alone", () =>
     Effect.gen(function*() {
       const written: Array<string> = []
-      const progress = yield* terminalProgress((text) => void written.push(text))
+      const progress = yield* terminalProgress((text) => void written.push(text), () => 80)
       yield* TestClock.adjust("1 second")
       yield* progress.update("indexing documents", 640, 0)
       assert.deepStrictEqual(written, ["\rindexing documents: 640"])
     }))
+})
+
+describe("terminalProgress in a narrow terminal", () => {
+  it.effect("keeps every line shorter than the terminal, so it redraws in place instead of wrapping", () =>
+    Effect.gen(function*() {
+      const written: Array<string> = []
+      let columns = 40
+      const progress = yield* terminalProgress((text) => void written.push(text), () => columns)
+      yield* TestClock.adjust("1 second")
+      yield* progress.update("indexing documents", 1234, 5678)
+      columns = 12 // the window was made narrower
+      yield* progress.update("indexing documents", 2345, 5678)
+      yield* progress.update("indexing documents", 2346, 0)
+      assert.deepStrictEqual(written, ["\rindexing documents: 1234/5678", "\r2345/5678", "\r2346"])
+    }))
+
+  it("narrows the bar before dropping it, and always fits", () => {
+    const half = `${"#".repeat(7)}${".".repeat(7)}`
+    assert.strictEqual(progressLine("indexing documents", 5, 10, 41), `indexing documents [${half}] 5/10`)
+    for (let columns = 1; columns <= 100; columns++) {
+      for (const [done, total] of [[5, 10], [123456, 0], [99999, 100000]] as const) {
+        const line = progressLine("running queries", done, total, columns)
+        assert.isAtMost(line.length, Math.max(columns - 1, 1), `${columns} columns: ${line}`)
+      }
+    }
+  })
 })

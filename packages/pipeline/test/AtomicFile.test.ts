@@ -30,6 +30,6 @@ describe("writeFileAtomic", () => {
   it.effect("fails with OutputFailure naming a missing directory", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(writeFileAtomic("/no/such/dir/out.jsonl", "x"))
-      assert.strictEqual(error.message, "cannot write /no/such/dir/out.jsonl: its directory does not exist")
+      assert.strictEqual(error.message, "cannot write /no/such/dir/out.jsonl: the folder /no/such/dir does not exist")
     }).pipe(Effect.provide(NodeServices.layer)))
 })

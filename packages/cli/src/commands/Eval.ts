@@ -2,10 +2,19 @@
 import { Console, Effect, FileSystem, Option, Path, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
-import { writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
+import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, out, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import {
+  analyzerFlags,
+  analyzerFrom,
+  chunkerFrom,
+  chunkingFlags,
+  json,
+  queryOptionsFrom,
+  rankingFlags
+} from "../Flags.ts"
 import { skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 
@@ -31,6 +40,28 @@ export class BaselineInvalid extends Schema.TaggedError<BaselineInvalid>()("Base
 const Baseline = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 
 const metricNames = Object.keys(METRICS) as Array<MetricName>
+
+/** How far a metric may fall below the baseline: 0 or more. */
+const Tolerance = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0, { message: "the tolerance must be 0 or more" }))
+
+/** The metrics a `--json` result holds, read and checked before the evaluation runs. */
+const readBaseline = Effect.fn("readBaseline")(function*(file: string) {
+  const fs = yield* FileSystem.FileSystem
+  const text = yield* fs.readFileString(file).pipe(
+    Effect.mapError((error) =>
+      new BaselineInvalid({
+        path: file,
+        reason: error.reason._tag === "NotFound" ? "there is no such file" : systemReason(error)
+      })
+    )
+  )
+  const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(
+    Effect.mapError(() => new BaselineInvalid({ path: file, reason: "it is not a funcpipe eval --json result" }))
+  )
+  const known = metricNames.filter((name) => typeof baseline[name] === "number")
+  if (known.length === 0) return yield* new BaselineInvalid({ path: file, reason: "it holds none of the metrics" })
+  return new Map(known.map((name) => [name, baseline[name] as number]))
+})
 
 /** The `--json` form: one object with the metrics by key (`ndcg@10`, …) and what was measured. */
 export const evaluationJson = (e: Evaluation): string =>
@@ -61,25 +92,34 @@ export const evaluate = Command.make(
       Flag.withDescription("The index file to build or reuse (default: .funcpipe/eval/<collection folder name>.db)"),
       Flag.optional
     ),
-    ...queryFlags,
+    ...rankingFlags,
     ...chunkingFlags,
     ...analyzerFlags,
     rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
-    out,
+    out: Flag.String("out").pipe(
+      Flag.withDescription(
+        "Also write each query's results and metrics to this file, one JSON object per line (the metrics still go to " +
+          "stdout; the file holds its old content or the new, never a mix)"
+      ),
+      Flag.optional
+    ),
     baseline: Flag.String("baseline").pipe(
       Flag.withDescription("A --json result to compare with: exit non-zero if a metric drops by more than --tolerance"),
       Flag.optional
     ),
     tolerance: Flag.Finite("tolerance").pipe(
-      Flag.withDescription("How far a metric may fall below the baseline (default 0.005)"),
+      Flag.withSchema(Tolerance),
+      Flag.withDescription("How far a metric may fall below the baseline (0 or more; default 0.005)"),
       Flag.withDefault(0.005)
     ),
     json
   },
   Effect.fn("eval")(function*(input) {
     const path = yield* Path.Path
-    const fs = yield* FileSystem.FileSystem
     const chunker = yield* chunkerFrom(input)
+    // Everything the user names is checked before the evaluation, which can take minutes.
+    const baseline = Option.isSome(input.baseline) ? yield* readBaseline(input.baseline.value) : undefined
+    if (Option.isSome(input.out)) yield* checkOutputFolder(input.out.value)
     const indexFile = Option.getOrElse(input.index, () => path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}.db`))
     const progress = input.json ? silentProgress : yield* Progress
     const evaluation = yield* evaluateCollection(input.collection, {
@@ -99,18 +139,8 @@ export const evaluate = Command.make(
       )
     }
     yield* Console.log(input.json ? evaluationJson(evaluation) : evaluationLines(evaluation).join("\n"))
-    if (Option.isSome(input.baseline)) {
-      const file = input.baseline.value
-      const text = yield* fs.readFileString(file).pipe(Effect.mapError((e) => new BaselineInvalid({ path: file, reason: e.message })))
-      const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(
-        Effect.mapError(() => new BaselineInvalid({ path: file, reason: "it is not a funcpipe eval --json result" }))
-      )
-      const known = metricNames.filter((name) => typeof baseline[name] === "number")
-      if (known.length === 0) {
-        return yield* new BaselineInvalid({ path: file, reason: "it holds none of the metrics" })
-      }
-      const drops = known.flatMap((name) => {
-        const before = baseline[name] as number
+    if (baseline !== undefined) {
+      const drops = [...baseline].flatMap(([name, before]) => {
         const now = evaluation.metrics[name]
         return now < before - input.tolerance ? [`${name} ${now.toFixed(4)} < ${before.toFixed(4)}`] : []
       })

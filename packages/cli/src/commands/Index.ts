@@ -44,7 +44,12 @@ export const index = Command.make(
       rebuild: input.rebuild,
       prune: input.prune,
       progress: (done, total) => progress.update("indexing documents", done, total)
-    }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(input.index)))
+    }).pipe(
+      Effect.ensuring(progress.finish),
+      Effect.provide(IndexStore.layerSqlite(input.index)),
+      // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
+      Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
+    )
     for (const line of skipLines(report.skipped)) yield* Console.error(line)
     if (input.json) yield* Console.log(indexReportJson(report, input.index))
     else for (const line of indexReportLines(report, input.index)) yield* Console.log(line)

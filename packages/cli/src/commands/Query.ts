@@ -6,6 +6,7 @@ import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { indexPath, json, queryFlags, queryOptionsFrom } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
+import { queryText, STDIN_HINT } from "../QueryText.ts"
 
 /** `--top-k N`, default 3. */
 export const topK = Flag.Int("top-k").pipe(
@@ -17,14 +18,15 @@ export const topK = Flag.Int("top-k").pipe(
 export const query = Command.make(
   "query",
   {
-    text: Argument.String("text").pipe(Argument.withDescription("The text to search for")),
+    text: Argument.String("text").pipe(Argument.withDescription(`The text to search for, ${STDIN_HINT}`)),
     topK,
     ...queryFlags,
     index: indexPath,
     json
   },
   Effect.fn("query")(function*(input) {
-    const answer = yield* queryIndex(input.text, input.topK, queryOptionsFrom(input)).pipe(
+    const text = yield* queryText(input.text)
+    const answer = yield* queryIndex(text, input.topK, queryOptionsFrom(input)).pipe(
       Effect.provide(IndexStore.layerSqlite(input.index))
     )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
@@ -33,6 +35,10 @@ export const query = Command.make(
   Command.withDescription("Print the indexed chunks that best match a query"),
   Command.withExamples([
     { command: "funcpipe query \"how far away is the moon\"", description: "Query the index in .funcpipe (lexical for local-sha256)" },
-    { command: "funcpipe query \"saturn probe\" --mode hybrid --explain", description: "Fuse both rankings and show why" }
+    {
+      command: "funcpipe query \"saturn probe\" --mode hybrid --explain",
+      description: "Fuse both rankings and show why"
+    },
+    { command: "funcpipe query - < question.txt", description: "Read a long query from a file" }
   ])
 )

@@ -4,6 +4,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
 import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, queryFlags, queryOptionsFrom } from "../Flags.ts"
 import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
+import { queryText, STDIN_HINT } from "../QueryText.ts"
 import { topK } from "./Query.ts"
 
 export const paths = Argument.String("paths").pipe(
@@ -15,7 +16,10 @@ export const search = Command.make(
   "search",
   {
     paths,
-    query: Flag.String("query").pipe(Flag.withAlias("q"), Flag.withDescription("The text to search for")),
+    query: Flag.String("query").pipe(
+      Flag.withAlias("q"),
+      Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
+    ),
     topK,
     ...queryFlags,
     ...chunkingFlags,
@@ -24,7 +28,8 @@ export const search = Command.make(
   },
   Effect.fn("search")(function*(input) {
     const chunker = yield* chunkerFrom(input)
-    const answer = yield* searchPaths(input.paths, input.query, input.topK, {
+    const text = yield* queryText(input.query)
+    const answer = yield* searchPaths(input.paths, text, input.topK, {
       chunker,
       analyzer: analyzerFrom(input),
       ...queryOptionsFrom(input)

@@ -2,6 +2,7 @@
 import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
 import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { IndexStore, readSnapshot } from "../services/IndexStore.ts"
+import { systemReason } from "../services/SystemReason.ts"
 import { analyze } from "../stages/Analyzer.ts"
 import { parseQrels, parseQueries } from "../stages/Collection.ts"
 import { scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
@@ -64,10 +65,24 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
   const startedAt = yield* Clock.currentTimeMillis
   const progress = options.progress ?? (() => Effect.void)
 
+  const folder = yield* fs.stat(dir).pipe(
+    Effect.mapError((error) => new CollectionInvalid({ path: dir, reason: systemReason(error) }))
+  )
+  if (folder.type !== "Directory") {
+    return yield* new CollectionInvalid({ path: dir, reason: "it is a file, not a folder" })
+  }
+
   /** Reads and parses one file of the collection; any problem is the collection's. */
   const readParsed = <A>(name: string, parse: (text: string, source: string) => Result.Result<A, { readonly message: string }>) =>
     fs.readFileString(path.join(dir, name)).pipe(
-      Effect.mapError(() => new CollectionInvalid({ path: dir, reason: `${name} is missing or unreadable` })),
+      Effect.mapError((error) =>
+        new CollectionInvalid({
+          path: dir,
+          reason: error.reason._tag === "NotFound"
+            ? `${name} is missing`
+            : `cannot read ${name}: ${systemReason(error)}`
+        })
+      ),
       Effect.flatMap((text) =>
         Effect.fromResult(Result.mapError(parse(text, path.join(dir, name)), (e) => new CollectionInvalid({ path: dir, reason: e.message })))
       )

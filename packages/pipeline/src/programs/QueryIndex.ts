@@ -8,7 +8,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Rank, ScoredChunk } from "@funcpipe/domain/Ranking"
 import { Embedder } from "../services/Embedder.ts"
 import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
-import { analyze } from "../stages/Analyzer.ts"
+import { analyze, analyzeWords } from "../stages/Analyzer.ts"
 import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
 import { LOCAL_SHA256 } from "../stages/Embed.ts"
 import { type Explanation, scoreQuery, topChunksOf } from "../stages/Engine.ts"
@@ -104,7 +104,8 @@ const decodeChunk = Schema.decodeUnknownResult(Chunk)
  * Answers `text` from the stored index, reading only what the mode needs from one snapshot: the postings of the
  * query's terms (lexical), the vector blobs (vector), or both (hybrid), and the stored chunks of the results. The
  * embedder must be the index's model (checked before anything is embedded or scored); the text is cleaned with the
- * index's clean rules and analyzed with its analyzer. Results follow the ranking order in every mode.
+ * index's clean rules and analyzed with its analyzer. Results follow the ranking order in every mode. The answer's
+ * `query.stopWordsOnly` is true when the query has words but the analyzer left out every one as a stop word.
  */
 export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: number, options: QueryOptions = {}) {
   const store = yield* IndexStore
@@ -127,6 +128,11 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
     const explanations = options.explain === true
       ? yield* readSnapshot(store.location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
-    return { manifest, query: { text: prepared.text, topK: prepared.topK, mode, terms }, results, explanations } as const
+    // No terms from a query that has words: each was a stop word. Said so, since "no results" alone puzzles.
+    let words = 0
+    if (terms.length === 0) analyzeWords(prepared.text, () => void words++)
+    const stopWordsOnly = words > 0
+    const asked = { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }
+    return { manifest, query: asked, results, explanations } as const
   }))
 })

@@ -26,6 +26,7 @@ import {
 import { csvReader } from "../stages/Csv.ts"
 import { fileDoc, rootLabels } from "../stages/FileDoc.ts"
 import { jsonlReader } from "../stages/Jsonl.ts"
+import { systemReason } from "./SystemReason.ts"
 
 /** A path named for indexing does not exist. */
 export class SourceMissing extends Schema.TaggedError<SourceMissing>()("SourceMissing", {
@@ -116,9 +117,8 @@ const decodeUtf8 = (bytes: Uint8Array): Result.Result<string, string> => {
   }
 }
 
-const describe = (error: PlatformError.PlatformError): string => error.reason._tag === "PermissionDenied"
-  ? "permission denied"
-  : error.reason.description ?? error.reason._tag
+/** Why a path could not be read, in plain words ("it is a directory", "permission denied"). */
+const describe = (error: PlatformError.PlatformError): string => systemReason(error)
 
 /** A file to read: where it is, and its doc id (a text file) or source name (a CSV or JSONL file). */
 interface SourceFile {

@@ -17,6 +17,7 @@ import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
+import { pathProblem, systemReason } from "./SystemReason.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
 export class StoredDoc extends Schema.Class<StoredDoc>("pipeline/StoredDoc")({
@@ -281,6 +282,20 @@ const storeError = (location: string, what: string, error: unknown): StoreError 
       return new IndexCorrupt({ location, detail: `SQLite reports the file is malformed while ${what}` })
     case 26: // SQLITE_NOTADB
       return new NotAnIndex({ location })
+    case 13: // SQLITE_FULL
+      return new StoreFailure({ location, reason: "no space left on device; nothing was changed" })
+    case 3: // SQLITE_PERM
+    case 8: // SQLITE_READONLY
+    case 23: // SQLITE_AUTH
+      return new StoreFailure({ location, reason: "permission denied (the file or its folder is read-only)" })
+    case 10: // SQLITE_IOERR
+    case 14: // SQLITE_CANTOPEN
+      // SQLite does not say why; the path usually does (a directory, a missing folder, a file in the way).
+      return new StoreFailure({
+        location,
+        reason: pathProblem(location) ??
+          (sqliteCode(error) === 14 ? "the file cannot be opened" : "the disk reported an input/output error")
+      })
     default:
       return new StoreFailure({ location, reason: `${what}: ${error instanceof Error ? error.message : String(error)}` })
   }
@@ -837,7 +852,11 @@ const make = (file: string) => {
         if (!readOnly) {
           yield* Effect.try({
             try: () => mkdirSync(dirname(file), { recursive: true }),
-            catch: (error) => new StoreFailure({ location, reason: `creating its folder: ${String(error)}` })
+            catch: (error) =>
+              new StoreFailure({
+                location,
+                reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`
+              })
           })
         }
         const db = yield* Effect.try({

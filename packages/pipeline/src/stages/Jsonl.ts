@@ -17,10 +17,23 @@ import {
 
 const decodeDoc = decodeAs(RawDoc, "document")
 
-const firstOf = (record: Record<string, unknown>, keys: ReadonlyArray<string>): unknown => {
-  const key = keys.find((k) => record[k] !== undefined && record[k] !== null)
-  return key === undefined ? undefined : record[key]
-}
+/** The first of `keys` that `record` holds (not null), or `undefined`. */
+const firstKey = (record: Record<string, unknown>, keys: ReadonlyArray<string>): string | undefined =>
+  keys.find((k) => record[k] !== undefined && record[k] !== null)
+
+/** A JSON value as a message names it ("the number 5", "a list"). */
+const kindOf = (value: unknown): string =>
+  typeof value === "number"
+    ? `the number ${value}`
+    : typeof value === "boolean"
+    ? `${value}`
+    : value === null
+    ? "null"
+    : Array.isArray(value)
+    ? "a list"
+    : typeof value === "object"
+    ? "an object"
+    : "a string"
 
 const asId = (value: unknown): unknown => (typeof value === "number" && Number.isInteger(value) ? String(value) : value)
 
@@ -46,12 +59,24 @@ export const parseJsonlLine = (line: string, lineNumber: number, source: string)
     return bad("expected a JSON object with an id and a body")
   }
   const record = value as Record<string, unknown>
-  const docId = asId(firstOf(record, ["doc_id", "id", "_id"]))
-  const body = firstOf(record, ["abstract", "body", "text"])
-  if (docId === undefined) return bad("the object has no doc_id, id or _id")
-  if (body === undefined) return bad("the object has no abstract, body or text")
+  const idKey = firstKey(record, ["doc_id", "id", "_id"])
+  const bodyKey = firstKey(record, ["abstract", "body", "text"])
+  if (idKey === undefined) return bad("the object has no doc_id, id or _id")
+  if (bodyKey === undefined) return bad("the object has no abstract, body or text")
+  const docId = asId(record[idKey])
+  const body = record[bodyKey]
+  const title = record["title"] ?? ""
   const categories = asCategories(record["categories"])
-  const decoded = decodeDoc({ docId, title: record["title"] ?? "", body, categories })
+  // Wrong kinds of values are named here, in the file's own terms, before the schema checks the rest.
+  if (typeof docId !== "string") return bad(`"${idKey}" must be a string or a whole number, not ${kindOf(docId)}`)
+  if (typeof body !== "string") return bad(`"${bodyKey}" must be a string, not ${kindOf(body)}`)
+  if (typeof title !== "string") return bad(`"title" must be a string, not ${kindOf(title)}`)
+  if (categories !== null && typeof categories !== "string") {
+    const raw = record["categories"]
+    const found = Array.isArray(raw) ? `a list holding ${kindOf(raw.find((v) => typeof v !== "string"))}` : kindOf(raw)
+    return bad(`"categories" must be a string or a list of strings, not ${found}`)
+  }
+  const decoded = decodeDoc({ docId, title, body, categories })
   return Result.mapError(decoded, (error) => new BadRecord({ source, line: lineNumber, reason: error.message }))
 }
 
