@@ -136,6 +136,8 @@ export interface AnswerView {
     readonly stopWordsOnly: boolean
   }
   readonly results: ReadonlyArray<ScoredChunk>
+  /** The titles of the results' documents, by doc id. */
+  readonly titles: ReadonlyMap<string, string>
   readonly explanations: ReadonlyArray<Explanation> | undefined
 }
 
@@ -161,12 +163,21 @@ const noResultsLine = (query: AnswerView["query"]): string =>
       `lexical search leaves stop words out (see --stop-words)`
     : `no results in ${query.mode} mode`
 
-/** Human-readable results: rank, score, doc id, span and text, one result per line (plus explanations). */
+/** The title shown after a doc id: quoted, shortened, and left out when it says nothing more than the id. */
+const titleOf = (answer: AnswerView, docId: string): string => {
+  const title = oneLine(answer.titles.get(docId) ?? "").trim()
+  if (title === "" || title === docId || docId.endsWith(`/${title}`)) return ""
+  const points = [...title]
+  return ` "${points.length > 60 ? `${points.slice(0, 59).join("")}…` : title}"`
+}
+
+/** Human-readable results: rank, score, doc id, title, span and text, one result per line (plus explanations). */
 export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
   answer.results.length === 0
     ? [noResultsLine(answer.query)]
     : answer.results.flatMap((r, i) => [
-      `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}  [${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
+      `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
+      `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
       ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
     ])
 
@@ -188,6 +199,7 @@ export const resultsJson = (answer: AnswerView): string =>
       rank: r.rank,
       score: r.score,
       doc_id: r.chunk.docId,
+      title: answer.titles.get(r.chunk.docId) ?? "",
       start: r.chunk.start,
       end: r.chunk.end,
       text: r.chunk.text,

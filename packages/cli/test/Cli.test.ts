@@ -23,8 +23,8 @@ describe("funcpipe search", () => {
       const lines = yield* TestConsole.logLines
       const out = String(lines[0]).split("\n")
       assert.strictEqual(out.length, 3)
-      assert.match(out[0]!, /^1\. 1\.000000 {2}voyager-1 {2}\[0, 90\) {2}launched in 1977, voyager 1 flew/)
-      assert.match(out[1]!, /^2\. 0\.\d{6} {2}\S+ {2}\[\d+, \d+\) {2}/)
+      assert.match(out[0]!, /^1\. 1\.000000 {2}voyager-1 "Voyager 1" {2}\[0, 90\) {2}launched in 1977, voyager 1 flew/)
+      assert.match(out[1]!, /^2\. 0\.\d{6} {2}\S+( "[^"]+")? {2}\[\d+, \d+\) {2}/)
       const errors = yield* TestConsole.errorLines
       assert.deepStrictEqual(errors, ["indexed 17 documents into 17 chunks in memory, 0 skipped (0.0 s)"])
     }).pipe(Effect.provide(TestLayer)))
@@ -50,8 +50,9 @@ describe("funcpipe search", () => {
       assert.isAbove(explain.bm25.terms.find((t: { term: string }) => t.term === "voyag").score, 0)
       assert.strictEqual(parsed.model, "local-sha256")
       assert.strictEqual(parsed.results.length, 2)
-      assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "start", "end", "text", "explain"])
+      assert.deepStrictEqual(Object.keys(parsed.results[0]), ["rank", "score", "doc_id", "title", "start", "end", "text", "explain"])
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
+      assert.strictEqual(parsed.results[0].title, "Voyager 1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
     }).pipe(Effect.provide(TestLayer)))
 
@@ -81,7 +82,7 @@ describe("funcpipe search", () => {
   it.effect("applies the chunking flags", () =>
     Effect.gen(function*() {
       yield* run(["search", `${sample}/missions.csv`, "-q", "launched in", "--mode", "vector", "--chunk-size", "11", "--overlap", "0", "--tail", "drop"])
-      assert.match(String((yield* TestConsole.logLines)[0]).split("\n")[0]!, /^1\. 1\.000000 {2}voyager-1 {2}\[0, 11\) {2}launched in$/)
+      assert.match(String((yield* TestConsole.logLines)[0]).split("\n")[0]!, /^1\. 1\.000000 {2}voyager-1 "Voyager 1" {2}\[0, 11\) {2}launched in$/)
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("rejects an overlap not below the chunk size with the domain's message", () =>

@@ -81,7 +81,10 @@ export const embedQueries = Effect.fn("embedQueries")(function*(texts: ReadonlyA
   return embeddings
 })
 
-/** Decodes the stored chunk at `position` into a domain `Chunk`; a value breaking the domain's rules is `IndexCorrupt`. */
+/**
+ * Decodes the stored chunk at `position` into a domain `Chunk`, with its document's title; a value breaking the
+ * domain's rules is `IndexCorrupt`.
+ */
 export const chunkAt = (snapshot: Snapshot, location: string, position: number) =>
   Effect.flatMap(readSnapshot(location, () => snapshot.chunkAt(position)), (stored) => {
     const decoded = decodeChunk({
@@ -92,7 +95,7 @@ export const chunkAt = (snapshot: Snapshot, location: string, position: number) 
       embedding: { vector: stored.vector, model: snapshot.manifest.model }
     })
     return Result.isSuccess(decoded)
-      ? Effect.succeed(decoded.success)
+      ? Effect.succeed({ chunk: decoded.success, title: stored.title })
       : Effect.fail(
         new IndexCorrupt({ location, detail: `a chunk of ${JSON.stringify(stored.docId)}: ${oneLine(decoded.failure.message)}` })
       )
@@ -122,9 +125,13 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
       const scored = scoreQuery(snapshot, query, mode, params)
       return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
     })
+    /** The titles of the results' documents, by doc id. */
+    const titles = new Map<string, string>()
     const results = yield* Effect.forEach(tops, (top, i) =>
-      Effect.map(chunkAt(snapshot, store.location, top.position), (chunk) =>
-        new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })))
+      Effect.map(chunkAt(snapshot, store.location, top.position), ({ chunk, title }) => {
+        titles.set(chunk.docId, title)
+        return new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
+      }))
     const explanations = options.explain === true
       ? yield* readSnapshot(store.location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
@@ -133,6 +140,6 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
     if (terms.length === 0) analyzeWords(prepared.text, () => void words++)
     const stopWordsOnly = words > 0
     const asked = { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }
-    return { manifest, query: asked, results, explanations } as const
+    return { manifest, query: asked, results, titles, explanations } as const
   }))
 })

@@ -69,6 +69,8 @@ export interface StoredEntry {
 /** A stored chunk, as read for a result: span, text and vector (checked against the domain schema by the caller). */
 export interface StoredChunk {
   readonly docId: string
+  /** The title of the chunk's document. */
+  readonly title: string
   readonly start: number
   readonly end: number
   readonly text: string
@@ -743,7 +745,8 @@ const make = (file: string) => {
       }))
 
     const chunkStatement = db.prepare(
-      "SELECT d.doc_id AS doc_id, c.doc AS doc, c.start AS start, c.\"end\" AS \"end\" FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
+      "SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c.\"end\" AS \"end\" " +
+        "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
     )
     const bodyStatement = db.prepare("SELECT body FROM bodies WHERE doc = ?")
     const bodies = new Map<number, string>()
@@ -766,13 +769,17 @@ const make = (file: string) => {
       const id = segments[s]!.base + position - offsets[s]!
       const row = chunkStatement.get(id) as Record<string, unknown> | undefined
       const docId = row?.["doc_id"]
+      const title = row?.["title"]
       const doc = row?.["doc"]
       const start = row?.["start"]
       const end = row?.["end"]
-      if (typeof docId !== "string" || typeof doc !== "number" || typeof start !== "number" || typeof end !== "number") {
+      if (
+        typeof docId !== "string" || typeof title !== "string" || typeof doc !== "number" || typeof start !== "number" ||
+        typeof end !== "number"
+      ) {
         throw corrupt(`chunk ${id} is missing or unreadable`)
       }
-      return { s, docId, start, end, text: () => spanText(bodyOf(doc), start, end) }
+      return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
     }
     const keyOf = (position: number): RankKey => {
       const { docId, end, start, text } = rowAt(position)
@@ -789,13 +796,13 @@ const make = (file: string) => {
       }
     }
     const chunkAt = (position: number): StoredChunk => {
-      const { docId, end, s, start, text: textOf } = rowAt(position)
+      const { docId, end, s, start, text: textOf, title } = rowAt(position)
       const text = textOf()
       const row = position - offsets[s]!
       const segment = segments[s]!
       const { vectors } = vectorBlock(db, segment, dimensions, columnsOf(caches, db, segment), Math.floor(row / segment.blockRows))
       const at = (row % segment.blockRows) * dimensions
-      return { docId, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
+      return { docId, title, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
     }
 
     let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
