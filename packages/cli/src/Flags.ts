@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import { Flag } from "effect/cli"
 import { AnalyzerConfig, B, Bm25Params, ChunkerConfig, ChunkSize, K1, Overlap, RetrievalMode, Stemmer, StopWords, TailPolicy } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
+import { DEFAULT_MODEL, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
 
 /** `--chunk-size`, `--overlap`, `--tail`: how bodies are cut into chunks. */
 export const chunkingFlags = {
@@ -33,6 +34,13 @@ export const chunkerFrom = (flags: {
   readonly overlap: number
   readonly tail: TailPolicy
 }) => Effect.fromResult(decodeChunker({ chunkSize: flags.chunkSize, overlap: flags.overlap, tailPolicy: flags.tail }))
+
+/** `--model NAME`: the embedding model an index is built with (queries then use the index's own). */
+export const model = Flag.String("model").pipe(
+  Flag.withDescription(`The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see the README's Models section)`),
+  Flag.withMetavar("NAME"),
+  Flag.withDefault(DEFAULT_MODEL as string)
+)
 
 /** `--json`: machine-readable output on stdout. */
 export const json = Flag.Boolean("json").pipe(

@@ -5,7 +5,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { Models } from "@funcpipe/pipeline/services/Models"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
@@ -30,7 +30,7 @@ const PreparerLayer = layerWorkers(
 const MainLayer = Layer.mergeAll(
   PreparerLayer,
   DocumentSource.layer,
-  Embedder.layerLocalSha256,
+  Models.layerLocal,
   CliOutput.layerPresenter(presenter),
   ProgressLayer
 ).pipe(Layer.provideMerge(NodeServices.layer))

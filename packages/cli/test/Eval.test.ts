@@ -6,10 +6,10 @@ import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { Models } from "@funcpipe/pipeline/services/Models"
 import { cli, version } from "../src/Cli.ts"
 
-const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(Layer.provideMerge(NodeServices.layer))
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
 const tiny = fileURLToPath(new URL("../../../examples/tiny-collection", import.meta.url))
 

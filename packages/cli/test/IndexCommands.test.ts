@@ -6,13 +6,28 @@ import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { Embedder, fingerprintOf } from "@funcpipe/pipeline/services/Embedder"
+import { localSha256, Models, type Provider } from "@funcpipe/pipeline/services/Models"
+import { embedText } from "@funcpipe/pipeline/stages/Embed"
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { cli, version } from "../src/Cli.ts"
 
-const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(
   Layer.provideMerge(NodeServices.layer)
 )
 const run = Command.runWith(cli, { version })
+
+/** A second model for the tests: local-sha256's vectors under another name. */
+const testEcho: Provider = (name) => {
+  if (name !== "test-echo") return undefined
+  const model = ModelLabel.make("test-echo")
+  return Effect.succeed(Embedder.of({
+    ...Embedder.localSha256,
+    model,
+    fingerprint: fingerprintOf({ model }),
+    embedMany: (texts) => Effect.sync(() => texts.map((t) => new Embedding({ vector: embedText(t).vector, model })))
+  }))
+}
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 
 /** Copies the sample corpus into a fresh directory; returns the copy and an index path beside it. */
@@ -136,4 +151,18 @@ describe("funcpipe index / query / status", () => {
       )
       assert.match(answer, /^1\. \d+\.\d{6} {2}voyager-1 /)
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("builds with the model --model names, and queries with the index's model without being told", () =>
+    Effect.gen(function*() {
+      const { corpus, index } = yield* workspace
+      const unknown = yield* Effect.flip(run(["index", corpus, "--index", index, "--model", "no-such-model"]))
+      assert.strictEqual(unknown._tag, "UnknownModel")
+      assert.include(unknown.message, "there is no embedding model called \"no-such-model\"; the models are local-sha256")
+      yield* run(["index", corpus, "--index", index, "--model", "test-echo"])
+      const status = yield* output(["status", "--index", index])
+      assert.include(status, "model      test-echo (16 dimensions)")
+      const answer = JSON.parse(yield* output(["query", "Which probe reached interstellar space?", "--index", index, "--json"]))
+      assert.strictEqual(answer.model, "test-echo")
+      assert.strictEqual(answer.results[0].doc_id, "voyager-1")
+    }).pipe(Effect.provide(Layer.merge(TestLayer, Layer.succeed(Models, Models.make([localSha256, testEcho]))))))
 })

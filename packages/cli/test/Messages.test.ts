@@ -6,11 +6,11 @@ import { CliOutput, Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { Models } from "@funcpipe/pipeline/services/Models"
 import { cli, version } from "../src/Cli.ts"
 import { presenter, reportFailure } from "../src/Report.ts"
 
-const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256, CliOutput.layerPresenter(presenter)).pipe(
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal, CliOutput.layerPresenter(presenter)).pipe(
   Layer.provideMerge(NodeServices.layer)
 )
 const run = Command.runWith(cli, { version })

@@ -6,10 +6,10 @@ import { Command } from "effect/cli"
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { Models } from "@funcpipe/pipeline/services/Models"
 import { cli, version } from "../src/Cli.ts"
 
-const TestLayer = Layer.mergeAll(DocumentSource.layer, Embedder.layerLocalSha256).pipe(Layer.provideMerge(NodeServices.layer))
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))

@@ -1,9 +1,10 @@
 /** `funcpipe eval`: measure retrieval quality on a test collection. */
-import { Console, Effect, FileSystem, Option, Path, Schema } from "effect"
+import { Console, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { DEFAULT_MODEL, layerModel } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
 import {
@@ -12,6 +13,7 @@ import {
   chunkerFrom,
   chunkingFlags,
   json,
+  model,
   queryOptionsFrom,
   rankingFlags
 } from "../Flags.ts"
@@ -92,6 +94,7 @@ export const evaluate = Command.make(
       Flag.withDescription("The index file to build or reuse (default: .funcpipe/eval/<collection folder name>.db)"),
       Flag.optional
     ),
+    model,
     ...rankingFlags,
     ...chunkingFlags,
     ...analyzerFlags,
@@ -120,7 +123,12 @@ export const evaluate = Command.make(
     // Everything the user names is checked before the evaluation, which can take minutes.
     const baseline = Option.isSome(input.baseline) ? yield* readBaseline(input.baseline.value) : undefined
     if (Option.isSome(input.out)) yield* checkOutputFolder(input.out.value)
-    const indexFile = Option.getOrElse(input.index, () => path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}.db`))
+    // One index per collection and model, so comparing models does not rebuild one file back and forth.
+    const modelPart = input.model === DEFAULT_MODEL ? "" : `.${input.model.replace(/[^A-Za-z0-9._-]/g, "_")}`
+    const indexFile = Option.getOrElse(
+      input.index,
+      () => path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}${modelPart}.db`)
+    )
     const progress = input.json ? silentProgress : yield* Progress
     const evaluation = yield* evaluateCollection(input.collection, {
       chunker,
@@ -128,7 +136,10 @@ export const evaluate = Command.make(
       rebuild: input.rebuild,
       ...queryOptionsFrom(input),
       progress: (stage, done, total) => progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
-    }).pipe(Effect.ensuring(progress.finish), Effect.provide(IndexStore.layerSqlite(indexFile)))
+    }).pipe(
+      Effect.ensuring(progress.finish),
+      Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), layerModel(input.model)))
+    )
     for (const line of skipLines(evaluation.index.skipped)) yield* Console.error(line)
     if (Option.isSome(input.out)) {
       yield* writeFileAtomic(

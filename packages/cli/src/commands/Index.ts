@@ -1,10 +1,11 @@
 /** `funcpipe index`: build or update the persistent index from files. */
-import { Console, Effect } from "effect"
+import { Console, Effect, Layer } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json } from "../Flags.ts"
+import { layerModel } from "@funcpipe/pipeline/services/Models"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, model } from "../Flags.ts"
 import { indexReportJson, indexReportLines, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
@@ -14,6 +15,7 @@ export const index = Command.make(
   {
     paths,
     index: indexPath,
+    model,
     ...chunkingFlags,
     ...analyzerFlags,
     dryRun: Flag.Boolean("dry-run").pipe(
@@ -46,7 +48,7 @@ export const index = Command.make(
       progress: (done, total) => progress.update("indexing documents", done, total)
     }).pipe(
       Effect.ensuring(progress.finish),
-      Effect.provide(IndexStore.layerSqlite(input.index)),
+      Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(input.index), layerModel(input.model))),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
       Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
     )

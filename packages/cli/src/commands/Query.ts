@@ -1,9 +1,10 @@
 /** `funcpipe query`: answer a query from the persistent index. */
-import { Console, Effect } from "effect"
+import { Console, Effect, Layer } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { TopK } from "@funcpipe/domain/Query"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { indexPath, json, queryFlags, queryOptionsFrom } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
@@ -27,7 +28,7 @@ export const query = Command.make(
   Effect.fn("query")(function*(input) {
     const text = yield* queryText(input.text)
     const answer = yield* queryIndex(text, input.topK, queryOptionsFrom(input)).pipe(
-      Effect.provide(IndexStore.layerSqlite(input.index))
+      Effect.provide(Layer.provideMerge(layerIndexModel, IndexStore.layerSqlite(input.index)))
     )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
   })

@@ -2,7 +2,8 @@
 import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import { layerModel } from "@funcpipe/pipeline/services/Models"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, model, queryFlags, queryOptionsFrom } from "../Flags.ts"
 import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
 import { topK } from "./Query.ts"
@@ -21,6 +22,7 @@ export const search = Command.make(
       Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
     ),
     topK,
+    model,
     ...queryFlags,
     ...chunkingFlags,
     ...analyzerFlags,
@@ -33,7 +35,7 @@ export const search = Command.make(
       chunker,
       analyzer: analyzerFrom(input),
       ...queryOptionsFrom(input)
-    })
+    }).pipe(Effect.provide(layerModel(input.model)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
