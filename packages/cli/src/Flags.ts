@@ -1,7 +1,22 @@
 /** Flags shared by several commands: the chunking settings and the output switches. */
 import { Effect, Option } from "effect"
 import { Flag } from "effect/cli"
-import { AnalyzerConfig, B, Bm25Params, ChunkerConfig, ChunkSize, K1, Overlap, RetrievalMode, Stemmer, StopWords, TailPolicy } from "@funcpipe/domain/Config"
+import {
+  Alpha,
+  AnalyzerConfig,
+  B,
+  Bm25Params,
+  ChunkerConfig,
+  ChunkSize,
+  FusionConfig,
+  FusionMethod,
+  K1,
+  Overlap,
+  RetrievalMode,
+  Stemmer,
+  StopWords,
+  TailPolicy
+} from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { DEFAULT_MODEL, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
 
@@ -88,6 +103,21 @@ export const rankingFlags = {
     Flag.withSchema(B),
     Flag.withDescription("BM25 length normalisation (0 to 1; default 0.4)"),
     Flag.withDefault(Bm25Params.default.b)
+  ),
+  fusion: Flag.Literals("fusion", FusionMethod.literals).pipe(
+    Flag.withDescription(
+      `How hybrid mode fuses the lexical and vector rankings: linear (normalised scores, weighted; the default) or rrf ` +
+        `(reciprocal rank fusion, weighted)`
+    ),
+    Flag.withDefault(FusionConfig.default.method)
+  ),
+  alpha: Flag.Finite("alpha").pipe(
+    Flag.withSchema(Alpha),
+    Flag.withDescription(
+      `The lexical ranking's weight in hybrid mode, 0 to 1 (the vector ranking gets the rest; default ` +
+        `${FusionConfig.defaultAlpha("linear")} for linear, ${FusionConfig.defaultAlpha("rrf")} for rrf)`
+    ),
+    Flag.optional
   )
 }
 
@@ -106,10 +136,16 @@ export const queryOptionsFrom = (flags: {
   readonly explain?: boolean
   readonly k1: K1
   readonly b: B
+  readonly fusion: FusionMethod
+  readonly alpha: Option.Option<Alpha>
 }) => ({
   ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
   explain: flags.explain === true,
-  bm25: new Bm25Params({ k1: flags.k1, b: flags.b })
+  bm25: new Bm25Params({ k1: flags.k1, b: flags.b }),
+  fusion: new FusionConfig({
+    method: flags.fusion,
+    alpha: Option.getOrElse(flags.alpha, () => FusionConfig.defaultAlpha(flags.fusion))
+  })
 })
 
 /** `--index PATH`: where the index file lives. */

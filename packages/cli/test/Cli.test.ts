@@ -37,7 +37,7 @@ describe("funcpipe search", () => {
 
   it.effect("prints stable JSON with --json, explanations included with --explain", () =>
     Effect.gen(function*() {
-      yield* run(["search", sample, "-q", voyager, "--top-k", "2", "--json", "--mode", "hybrid", "--explain"])
+      yield* run(["search", sample, "-q", voyager, "--top-k", "2", "--json", "--mode", "hybrid", "--explain", "--fusion", "rrf"])
       const parsed = JSON.parse(String((yield* TestConsole.logLines)[0]))
       assert.deepStrictEqual(Object.keys(parsed), ["query", "top_k", "mode", "model", "results"])
       assert.strictEqual(parsed.query, voyager.toLowerCase())
@@ -54,6 +54,22 @@ describe("funcpipe search", () => {
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
       assert.strictEqual(parsed.results[0].title, "Voyager 1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("fuses hybrid rankings linearly by default, and as --fusion and --alpha say", () =>
+    Effect.gen(function*() {
+      const top = (...flags: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const before = (yield* TestConsole.logLines).length
+          yield* run(["search", sample, "-q", voyager, "--top-k", "1", "--json", "--mode", "hybrid", ...flags])
+          return JSON.parse(String((yield* TestConsole.logLines)[before])).results[0]
+        })
+      // The exact sentence tops both rankings: normalised to 1 in each, so any weights give 1.
+      assert.strictEqual((yield* top()).score, 1)
+      assert.strictEqual((yield* top("--alpha", "0.3")).score, 1)
+      assert.closeTo((yield* top("--fusion", "rrf", "--alpha", "0.25")).score, 0.5 / 61 + 1.5 / 61, 1e-15)
+      const error = yield* Effect.flip(run(["search", sample, "-q", voyager, "--mode", "hybrid", "--alpha", "1.5"]))
+      assert.strictEqual(error._tag, "ShowHelp", "an alpha above 1 is refused")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("reads the query from stdin with --query -, and says so when stdin is not text", () =>

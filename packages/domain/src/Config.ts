@@ -80,3 +80,27 @@ export class Bm25Params extends Schema.Class<Bm25Params>("domain/Bm25Params")({ 
 /** How a query is answered: by embedding similarity, by BM25 over words, or by fusing both rankings. */
 export const RetrievalMode = Schema.Literals(["vector", "lexical", "hybrid"])
 export type RetrievalMode = typeof RetrievalMode.Type
+
+/**
+ * How hybrid mode fuses its two rankings: `linear` adds the min-max normalised scores, weighted; `rrf` (reciprocal
+ * rank fusion) adds weighted `1 / (60 + rank)`, using ranks only.
+ */
+export const FusionMethod = Schema.Literals(["linear", "rrf"])
+export type FusionMethod = typeof FusionMethod.Type
+
+/** The weight of the lexical ranking in a fusion, from 0 (the vector ranking alone) to 1 (the lexical one alone). */
+export const Alpha = Schema.Finite.check(
+  Schema.isBetween({ minimum: 0, maximum: 1 }, { message: "alpha must be between 0 and 1" })
+).pipe(Schema.brand("Alpha"))
+export type Alpha = typeof Alpha.Type
+
+/**
+ * A hybrid fusion. The default, linear with 0.9 on the lexical ranking, was chosen by measured quality: it keeps
+ * BM25's nDCG@10 on SciFact and Cranfield while vectors break its ties and add what words miss, where classic RRF
+ * (equal weights) lets a weak vector ranking pull good BM25 rankings down. `rrf` with alpha 0.5 is classic RRF.
+ */
+export class FusionConfig extends Schema.Class<FusionConfig>("domain/FusionConfig")({ method: FusionMethod, alpha: Alpha }) {
+  static readonly default = new FusionConfig({ method: "linear", alpha: Alpha.make(0.9) })
+  /** The alpha a method uses unless told: 0.9 for linear, 0.5 (classic, equal weights) for rrf. */
+  static readonly defaultAlpha = (method: FusionMethod): Alpha => Alpha.make(method === "linear" ? 0.9 : 0.5)
+}

@@ -80,7 +80,7 @@ export const rankKey = (chunk: Chunk, score: number): RankKey => ({
 })
 
 /** What a score measures: cosine similarity, a BM25 sum, or a reciprocal rank fusion. */
-export const ScoreKind = Schema.Literals(["cosine", "bm25", "rrf"])
+export const ScoreKind = Schema.Literals(["cosine", "bm25", "rrf", "linear"])
 export type ScoreKind = typeof ScoreKind.Type
 
 /**

@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { Bm25Params } from "@funcpipe/domain/Config"
 import { type IndexView, scoreQuery, type TermBlock, topChunksOf } from "../src/stages/Engine.ts"
-import { keyTies, topOf } from "../src/stages/Ranker.ts"
+import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, topOf } from "../src/stages/Ranker.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:
@@ -78,5 +78,35 @@ describe("lexical top-k", () => {
       for (const top of exhaustive) assert.strictEqual(scored.explain(top.position).bm25!.score, top.score)
     }), { numRuns: 400, seed: 20261130 })
     assert.isAbove(shortcuts, 40, "the shortcut is taken for a fair share of the queries")
+  })
+})
+
+describe("hybrid fusion", () => {
+  /** A ranking of distinct positions with scores falling by rank, as a scored list comes. */
+  const ranking = fc.uniqueArray(fc.integer({ min: 0, max: 40 }), { maxLength: 15 }).chain((positions) =>
+    fc.array(fc.double({ min: -1, max: 30, noNaN: true }), { minLength: positions.length, maxLength: positions.length })
+      .map((scores) => {
+        const sorted = [...scores].sort((a, b) => b - a)
+        return positions.map((position, i) => ({ position, score: sorted[i]! }))
+      })
+  )
+
+  it("weighted RRF at alpha 0.5 is the classic reciprocal rank fusion, bit for bit", () => {
+    fc.assert(fc.property(ranking, ranking, (lexical, vector) => {
+      assert.deepStrictEqual(fuseWeightedRanks(lexical, vector, 0.5), fuseRankings([vector, lexical]))
+    }))
+  })
+
+  it("linear fusion scales each ranking to [0, 1] and weighs them: alpha 1 keeps the lexical order", () => {
+    fc.assert(fc.property(ranking, ranking, fc.double({ min: 0, max: 1, noNaN: true }), (lexical, vector, alpha) => {
+      const fused = fuseLinear(lexical, vector, alpha)
+      for (const score of fused.values()) assert.isTrue(score >= 0 && score <= 1 + 1e-12, `${score}`)
+      if (lexical.length > 0 && alpha === 1) {
+        const order = [...fused].filter(([p]) => lexical.some((t) => t.position === p)).sort((a, b) => b[1] - a[1])
+        assert.strictEqual(order[0]![1], 1)
+      }
+    }))
+    const both = fuseLinear([{ position: 1, score: 12 }, { position: 2, score: 2 }], [{ position: 2, score: 0.9 }, { position: 3, score: 0.5 }], 0.75)
+    assert.deepStrictEqual([...both].sort((a, b) => a[0] - b[0]), [[1, 0.75], [2, 0.25], [3, 0]])
   })
 })

@@ -1,11 +1,11 @@
 /** Measuring retrieval quality on a test collection: index its corpus, run its queries, score against its judgements. */
 import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
-import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { IndexStore, readSnapshot } from "../services/IndexStore.ts"
 import { systemReason } from "../services/SystemReason.ts"
 import { analyze } from "../stages/Analyzer.ts"
 import { parseQrels, parseQueries } from "../stages/Collection.ts"
-import { scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
+import { FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
 import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { indexPaths, type IndexReport } from "./IndexRun.ts"
@@ -28,6 +28,8 @@ export const EVAL_DEPTH = 1000
 export interface EvalOptions {
   readonly mode?: RetrievalMode
   readonly bm25?: Bm25Params
+  /** How hybrid mode fuses its rankings (default `FusionConfig.default`). */
+  readonly fusion?: FusionConfig
   readonly chunker?: ChunkerConfig
   readonly analyzer?: AnalyzerConfig
   readonly rebuild?: boolean
@@ -123,7 +125,7 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
       if (q.text !== null) {
         const query = { terms: q.terms, vector: embeddingOf.get(q.id)?.vector }
         results = yield* readSnapshot(store.location, () =>
-          topDocumentsOfView(snapshot, scoreQuery(snapshot, query, mode, params), EVAL_DEPTH).map((top) => ({
+          topDocumentsOfView(snapshot, scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion), EVAL_DEPTH).map((top) => ({
             docId: snapshot.keyOf(top.position).docId,
             score: top.score
           })))

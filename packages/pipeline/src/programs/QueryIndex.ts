@@ -1,7 +1,7 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
 import { Effect, Option, Result, Schema } from "effect"
 import { Chunk } from "@funcpipe/domain/Chunk"
-import { Bm25Params, type RetrievalMode } from "@funcpipe/domain/Config"
+import { Bm25Params, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { ModelLabel } from "@funcpipe/domain/Embedding"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
@@ -11,7 +11,7 @@ import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../servic
 import { analyze, analyzeWords } from "../stages/Analyzer.ts"
 import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
 import { LOCAL_SHA256 } from "../stages/Embed.ts"
-import { type Explanation, scoreQuery, topChunksOf } from "../stages/Engine.ts"
+import { type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/Engine.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { ModelMismatch } from "../stages/Retrieve.ts"
 
@@ -43,6 +43,8 @@ export interface QueryOptions {
   /** Defaults to `defaultMode` of the index's model. */
   readonly mode?: RetrievalMode
   readonly bm25?: Bm25Params
+  /** How hybrid mode fuses its rankings (default `FusionConfig.default`). */
+  readonly fusion?: FusionConfig
   /** Also return each result's score breakdown. */
   readonly explain?: boolean
 }
@@ -122,7 +124,7 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
     const query = { terms, vector: embedding?.vector }
     const params = options.bm25 ?? Bm25Params.default
     const { scored, tops } = yield* readSnapshot(store.location, () => {
-      const scored = scoreQuery(snapshot, query, mode, params)
+      const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion)
       return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
     })
     /** The titles of the results' documents, by doc id. */

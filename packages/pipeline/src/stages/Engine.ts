@@ -2,12 +2,13 @@
  * The query engine: scores a query against an index view (segments of typed arrays and lazily read postings) in
  * every retrieval mode, touching only what the mode needs, and selects the top k in the ranking order.
  */
-import type { Bm25Params, RetrievalMode } from "@funcpipe/domain/Config"
+import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { idf, termScore, type TermExplanation } from "./Bm25.ts"
 import {
   type Candidates,
-  fuseRankings,
+  fuseLinear,
+  fuseWeightedRanks,
   type KeyOf,
   keyTies,
   positiveScore,
@@ -332,15 +333,16 @@ const ranksOf = (ranking: ReadonlyArray<Top>) => new Map(ranking.map((top, i) =>
 
 /**
  * Scores `query` in `mode`: `vector` visits every live chunk with a defined cosine, `lexical` only the chunks holding
- * a query term, `hybrid` fuses the best `depth` of each by reciprocal rank fusion. The query's vector is needed by the
- * vector and hybrid modes only.
+ * a query term, `hybrid` fuses the best `depth` of each as `fusion` says. The query's vector is needed by the vector
+ * and hybrid modes only.
  */
 export const scoreQuery = (
   view: IndexView,
   query: EngineQuery,
   mode: RetrievalMode,
   params: Bm25Params,
-  depth = FUSION_DEPTH
+  depth = FUSION_DEPTH,
+  fusion: FusionConfig = FusionConfig.default
 ): Scored => {
   const { terms, vector } = query
   let loaded: Map<string, LoadedTerm> | undefined
@@ -377,10 +379,12 @@ export const scoreQuery = (
       const vectorTop = topVectors(view, vector!, depth)
       const lexicalTop = topLexicalShortcut(view, terms$(), terms, params, depth) ??
         topOf(lexical$().candidates, depth, keyTies(view.keyOf))
-      const fused = fuseRankings([vectorTop, lexicalTop])
+      const fused = fusion.method === "linear"
+        ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
+        : fuseWeightedRanks(lexicalTop, vectorTop, fusion.alpha)
       return {
         mode,
-        kind: "rrf",
+        kind: fusion.method,
         candidates: (visit) => {
           for (const [position, score] of fused) if (positiveScore(score)) visit(position, score)
         },

@@ -226,6 +226,49 @@ export const fuseRankings = (rankings: ReadonlyArray<ReadonlyArray<Top>>): Map<n
   return fused
 }
 
+/**
+ * Weighted reciprocal rank fusion of a lexical and a vector ranking: `2α / (RRF_K + lexical rank) + 2(1 − α) /
+ * (RRF_K + vector rank)`, so α = 0.5 is `fuseRankings`'s classic sum, bit for bit.
+ */
+export const fuseWeightedRanks = (
+  lexical: ReadonlyArray<Top>,
+  vector: ReadonlyArray<Top>,
+  alpha: number
+): Map<number, number> => {
+  const fused = new Map<number, number>()
+  const add = (ranking: ReadonlyArray<Top>, weight: number) =>
+    ranking.forEach((top, i) => fused.set(top.position, (fused.get(top.position) ?? 0) + weight / (RRF_K + i + 1)))
+  add(vector, 2 * (1 - alpha))
+  add(lexical, 2 * alpha)
+  return fused
+}
+
+/**
+ * Linear fusion of a lexical and a vector ranking: each ranking's scores are scaled to [0, 1] by its own minimum and
+ * maximum (all 1 when they are equal), and a position scores `α · lexical + (1 − α) · vector`, 0 for a ranking it is
+ * not in. Scores of different kinds (BM25 is unbounded, cosine is not) so become comparable.
+ */
+export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<Top>, alpha: number): Map<number, number> => {
+  const fused = new Map<number, number>()
+  const add = (ranking: ReadonlyArray<Top>, weight: number) => {
+    if (ranking.length === 0) return
+    let min = Infinity
+    let max = -Infinity
+    for (const top of ranking) {
+      if (top.score < min) min = top.score
+      if (top.score > max) max = top.score
+    }
+    const span = max - min
+    for (const top of ranking) {
+      const normalised = span > 0 ? (top.score - min) / span : 1
+      fused.set(top.position, (fused.get(top.position) ?? 0) + weight * normalised)
+    }
+  }
+  add(lexical, alpha)
+  add(vector, 1 - alpha)
+  return fused
+}
+
 /** `fuseRankings` as a dense array over `count` positions (0 where a position is in no ranking). */
 export const reciprocalRankFusion = (rankings: ReadonlyArray<ReadonlyArray<Top>>, count: number): Float64Array => {
   const dense = new Float64Array(count)
