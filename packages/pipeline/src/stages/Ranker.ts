@@ -266,6 +266,8 @@ export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<To
   }
   add(lexical, alpha)
   add(vector, 1 - alpha)
+  // α + (1 − α) can round to a hair above 1; a fused score stays in [0, 1].
+  for (const [position, score] of fused) if (score > 1) fused.set(position, 1)
   return fused
 }
 
