@@ -4,6 +4,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { DEFAULT_MODEL, layerModel } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
@@ -138,7 +139,11 @@ export const evaluate = Command.make(
       progress: (stage, done, total) => progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
     }).pipe(
       Effect.ensuring(progress.finish),
-      Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), layerModel(input.model)))
+      Effect.provide(Layer.mergeAll(
+        IndexStore.layerSqlite(indexFile),
+        layerModel(input.model),
+        EmbeddingCache.layerSqlite(cacheFileFor(indexFile))
+      ))
     )
     for (const line of skipLines(evaluation.index.skipped)) yield* Console.error(line)
     if (Option.isSome(input.out)) {

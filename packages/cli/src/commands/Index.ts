@@ -4,6 +4,7 @@ import { Command, Flag } from "effect/cli"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
+import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { layerModel } from "@funcpipe/pipeline/services/Models"
 import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, model } from "../Flags.ts"
 import { indexReportJson, indexReportLines, skipLines } from "../Format.ts"
@@ -48,7 +49,11 @@ export const index = Command.make(
       progress: (done, total) => progress.update("indexing documents", done, total)
     }).pipe(
       Effect.ensuring(progress.finish),
-      Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(input.index), layerModel(input.model))),
+      Effect.provide(Layer.mergeAll(
+        IndexStore.layerSqlite(input.index),
+        layerModel(input.model),
+        EmbeddingCache.layerSqlite(cacheFileFor(input.index))
+      )),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
       Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
     )

@@ -4,6 +4,7 @@ import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/C
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
+import { cachedEmbedder, EmbeddingCache } from "../services/EmbeddingCache.ts"
 import { type ChunkRecord, IndexStore, type StoredEntry } from "../services/IndexStore.ts"
 import { Preparer } from "../services/Preparer.ts"
 import type { PreparedBatch } from "../stages/Prepare.ts"
@@ -96,18 +97,22 @@ interface Pending {
  * are written as they go, so memory does not grow with the corpus. Everything, the settings check and the sync plan
  * included, happens inside one write transaction: an interrupted run leaves the previous index, and two runs cannot
  * interleave. If the index was built with other settings the run fails with `SettingsChanged` unless `rebuild` is set.
+ *
+ * With a costly model (`Embedder.costly`) and an `EmbeddingCache` in the context, the documents to write are embedded
+ * first, outside the write transaction, into the cache; the transaction then finds their vectors there. So a slow
+ * model does not hold the lock, and a run stopped while embedding, run again, embeds only what it had not.
  */
 export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray<string>, options: IndexOptions = {}) {
   const store = yield* IndexStore
-  const embedder = yield* Embedder
+  const model = yield* Embedder
   const source = yield* DocumentSource
   const path = yield* Path.Path
   const startedAt = yield* Clock.currentTimeMillis
   const settings: IndexSettings = {
     formatVersion: FORMAT_VERSION,
-    model: embedder.model,
-    dimensions: embedder.dimensions,
-    modelFingerprint: embedder.fingerprint,
+    model: model.model,
+    dimensions: model.dimensions,
+    modelFingerprint: model.fingerprint,
     cleaner: options.cleaner ?? CleanerConfig.default,
     chunker: options.chunker ?? ChunkerConfig.default,
     analyzer: options.analyzer ?? AnalyzerConfig.default
@@ -119,6 +124,37 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   const progress = options.progress ?? (() => Effect.void)
   const roots = paths.map((p) => path.resolve(p))
   const preparer = yield* Preparer
+  // A costly model's vectors go through the embedding cache when there is one; a cheap one's are simply made again.
+  const cache = model.costly === true ? yield* Effect.serviceOption(EmbeddingCache) : Option.none()
+  const embedder = Option.match(cache, { onNone: () => model, onSome: (c) => cachedEmbedder(model, c) })
+
+  if (Option.isSome(cache) && !dryRun) {
+    // A costly model embeds first, without the write lock: what this run will write goes through the cache, so the
+    // run below finds every vector there. Its plan is remade under the lock; this one only decides what to embed.
+    const stored = rebuild ? new Map<string, StoredEntry>() : yield* store.transaction((w) => w.storedDocs, { readOnly: true })
+    const seen = new Set<string>()
+    let embedded = 0
+    yield* source.read(roots).pipe(
+      Stream.filterMap((record) => {
+        if (Result.isFailure(record) || seen.has(record.success.doc.docId)) return Result.failVoid
+        const { doc, source: file } = record.success
+        seen.add(doc.docId)
+        const before = stored.get(doc.docId)
+        return before !== undefined && before.hash === hashDoc(doc) && before.source === file
+          ? Result.failVoid
+          : Result.succeed(doc)
+      }),
+      Stream.grouped(batchSize),
+      Stream.mapEffect((docs) => preparer.prepare(docs, settings), { concurrency: preparer.concurrency }),
+      Stream.runForEach((prepared) =>
+        Effect.gen(function*() {
+          yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
+          embedded += prepared.docs.length
+          yield* progress(embedded, 0)
+        })
+      )
+    )
+  }
 
   return yield* store.transaction((writer) =>
     Effect.gen(function*() {

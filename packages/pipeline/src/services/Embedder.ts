@@ -40,6 +40,11 @@ export class Embedder extends Context.Service<Embedder, {
   readonly embedMany: (texts: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Embedding>, EmbedFailure>
   /** What the model has cost since this embedder was made. */
   readonly usage: Effect.Effect<EmbedUsage>
+  /**
+   * Embedding costs time or money (a remote service, a large model): an index run embeds before it takes the write
+   * lock, through the embedding cache, so the lock is held briefly and a stopped run's work is not paid for twice.
+   */
+  readonly costly?: boolean
 }>()("pipeline/Embedder") {
   /** The `local-sha256` reference model: deterministic, offline, exact-match only. */
   static readonly localSha256 = Embedder.of({
