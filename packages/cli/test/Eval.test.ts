@@ -111,4 +111,22 @@ describe("funcpipe eval", () => {
       const help = (yield* TestConsole.logLines).map(String).join("\n")
       assert.match(help, /--out string +Also write each query's results and metrics to this file/)
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("--mode all compares the three modes on one index, as a table or a JSON array", () =>
+    Effect.gen(function*() {
+      const dir = yield* workspace
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--mode", "all", "--json"])
+      const results = yield* lastJson
+      assert.deepStrictEqual(results.map((r: { mode: string }) => r.mode), ["lexical", "vector", "hybrid"])
+      for (const [name, value] of Object.entries(expected)) assert.closeTo(results[0][name], value, 1e-12, name)
+      assert.strictEqual(results[0].model, "local-sha256")
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--mode", "all"])
+      const table = String((yield* TestConsole.logLines).at(-1)).split("\n")
+      assert.match(table[0]!, /tiny-collection, model local-sha256: 4 judged queries, 6 documents in \d+ chunks/)
+      assert.match(table[1]!, /^mode {5}ndcg@10/)
+      assert.deepStrictEqual(table.slice(2).map((line) => line.split(/ +/)[0]), ["lexical", "vector", "hybrid"])
+      assert.strictEqual(table[2]!.split(/ +/)[1], ndcg10.toFixed(4))
+      const conflict = yield* Effect.flip(run(["eval", tiny, "--index", `${dir}/tiny.db`, "--mode", "all", "--out", `${dir}/x.jsonl`]))
+      assert.strictEqual(conflict._tag, "ModeAllConflict")
+    }).pipe(Effect.provide(TestLayer)))
 })

@@ -1,6 +1,7 @@
 /** `funcpipe eval`: measure retrieval quality on a test collection. */
 import { Console, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { RetrievalMode } from "@funcpipe/domain/Config"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
@@ -67,16 +68,43 @@ const readBaseline = Effect.fn("readBaseline")(function*(file: string) {
 })
 
 /** The `--json` form: one object with the metrics by key (`ndcg@10`, …) and what was measured. */
-export const evaluationJson = (e: Evaluation): string =>
+export const evaluationJson = (e: Evaluation, model: string): string =>
   JSON.stringify({
     ...e.metrics,
     collection: e.collection,
     mode: e.mode,
+    model,
     queries: e.queries,
     documents: e.index.documents,
     chunks: e.index.chunks,
     seconds: e.elapsedMillis / 1000
   })
+
+/** The modes `--mode all` compares. */
+const ALL_MODES: ReadonlyArray<RetrievalMode> = ["lexical", "vector", "hybrid"]
+
+/** `--mode all`: one row per mode, the metrics as columns. */
+export const comparisonLines = (model: string, evaluations: ReadonlyArray<Evaluation>): ReadonlyArray<string> => {
+  const first = evaluations[0]!
+  const widths = metricNames.map((name) => Math.max(name.length, 6))
+  return [
+    `${first.collection}, model ${model}: ${first.queries} judged queries, ${first.index.documents} documents in ` +
+    `${first.index.chunks} chunks`,
+    ["mode   ", ...metricNames.map((name, i) => name.padStart(widths[i]!))].join("  "),
+    ...evaluations.map((e) =>
+      [e.mode.padEnd(7), ...metricNames.map((name, i) => e.metrics[name].toFixed(4).padStart(widths[i]!))].join("  ")
+    )
+  ]
+}
+
+/** A flag that `--mode all` cannot honour. */
+export class ModeAllConflict extends Schema.TaggedError<ModeAllConflict>()("ModeAllConflict", {
+  flag: Schema.String
+}) {
+  override get message(): string {
+    return `${this.flag} compares or saves one mode: give --mode lexical, vector or hybrid with it, not --mode all`
+  }
+}
 
 /** The metrics table for people. */
 export const evaluationLines = (e: Evaluation): ReadonlyArray<string> => [
@@ -97,6 +125,13 @@ export const evaluate = Command.make(
     ),
     model,
     ...rankingFlags,
+    mode: Flag.Literals("mode", [...RetrievalMode.literals, "all"] as const).pipe(
+      Flag.withDescription(
+        "vector, lexical or hybrid (default: lexical for local-sha256 indexes, hybrid otherwise), or all: run each " +
+          "and print one table to compare them"
+      ),
+      Flag.optional
+    ),
     ...chunkingFlags,
     ...analyzerFlags,
     rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
@@ -131,20 +166,37 @@ export const evaluate = Command.make(
       () => path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}${modelPart}.db`)
     )
     const progress = input.json ? silentProgress : yield* Progress
-    const evaluation = yield* evaluateCollection(input.collection, {
-      chunker,
-      analyzer: analyzerFrom(input),
-      rebuild: input.rebuild,
-      ...queryOptionsFrom(input),
-      progress: (stage, done, total) => progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
-    }).pipe(
-      Effect.ensuring(progress.finish),
-      Effect.provide(Layer.mergeAll(
-        IndexStore.layerSqlite(indexFile),
-        layerModel(input.model),
-        EmbeddingCache.layerSqlite(cacheFileFor(indexFile))
-      ))
-    )
+    const run = (mode: Option.Option<RetrievalMode>, rebuild: boolean) =>
+      evaluateCollection(input.collection, {
+        chunker,
+        analyzer: analyzerFrom(input),
+        rebuild,
+        ...queryOptionsFrom({ ...input, mode }),
+        progress: (stage, done, total) =>
+          progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
+      }).pipe(
+        Effect.ensuring(progress.finish),
+        Effect.provide(Layer.mergeAll(
+          IndexStore.layerSqlite(indexFile),
+          layerModel(input.model),
+          EmbeddingCache.layerSqlite(cacheFileFor(indexFile))
+        ))
+      )
+    if (Option.isSome(input.mode) && input.mode.value === "all") {
+      if (baseline !== undefined) return yield* new ModeAllConflict({ flag: "--baseline" })
+      if (Option.isSome(input.out)) return yield* new ModeAllConflict({ flag: "--out" })
+      // The index is built (or rebuilt) once; the other modes reuse it.
+      const evaluations: Array<Evaluation> = []
+      for (const mode of ALL_MODES) evaluations.push(yield* run(Option.some(mode), input.rebuild && evaluations.length === 0))
+      for (const line of skipLines(evaluations[0]!.index.skipped)) yield* Console.error(line)
+      yield* Console.log(
+        input.json
+          ? `[${evaluations.map((e) => evaluationJson(e, input.model)).join(",")}]`
+          : comparisonLines(input.model, evaluations).join("\n")
+      )
+      return
+    }
+    const evaluation = yield* run(input.mode as Option.Option<RetrievalMode>, input.rebuild)
     for (const line of skipLines(evaluation.index.skipped)) yield* Console.error(line)
     if (Option.isSome(input.out)) {
       yield* writeFileAtomic(
@@ -154,7 +206,7 @@ export const evaluate = Command.make(
         ).join("")
       )
     }
-    yield* Console.log(input.json ? evaluationJson(evaluation) : evaluationLines(evaluation).join("\n"))
+    yield* Console.log(input.json ? evaluationJson(evaluation, input.model) : evaluationLines(evaluation).join("\n"))
     if (baseline !== undefined) {
       const drops = [...baseline].flatMap(([name, before]) => {
         const now = evaluation.metrics[name]
