@@ -3,7 +3,8 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer } from "effect"
 import { Command } from "effect/cli"
-import { spawnSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
+import { appendFileSync, chmodSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
@@ -14,12 +15,32 @@ const run = Command.runWith(cli, { version })
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 
-/** Runs the CLI in a process that cannot write the index: as `nobody` when the tests run as root (root may write anything). */
+/** Runs the CLI in a child process. */
 const funcpipe = (args: ReadonlyArray<string>) => {
-  const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
-  const result = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", ...asNobody })
+  const result = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8" })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
+
+/**
+ * Makes `paths` unwritable, undone when the scope closes. Root may write anything regardless of permissions, so as
+ * root the files are marked immutable (`chattr +i`), which binds root too; otherwise permissions do.
+ */
+const readOnly = (paths: ReadonlyArray<{ readonly path: string; readonly mode: number }>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      for (const { mode, path } of paths) {
+        if (process.getuid?.() === 0) execFileSync("chattr", ["+i", path])
+        else chmodSync(path, mode)
+      }
+    }),
+    () =>
+      Effect.sync(() => {
+        for (const { path } of paths) {
+          if (process.getuid?.() === 0) execFileSync("chattr", ["-i", path])
+          else chmodSync(path, 0o755)
+        }
+      })
+  )
 
 describe("a read-only index", () => {
   it.effect("answers query and status without writing anything next to it", () =>
@@ -29,9 +50,8 @@ describe("a read-only index", () => {
       const index = `${dir}/shared/index.db`
       yield* run(["index", sample, "--index", index])
       const before = yield* fs.readFile(index)
-      yield* fs.chmod(dir, 0o755)
-      yield* fs.chmod(`${dir}/shared`, 0o555)
-      yield* fs.chmod(index, 0o444)
+      yield* readOnly([{ path: index, mode: 0o444 }, { path: `${dir}/shared`, mode: 0o555 }])
+      assert.throws(() => appendFileSync(index, "x"), /EPERM|EACCES/, "the index cannot be written")
 
       const query = funcpipe(["query", "interstellar space probe", "--index", index, "--top-k", "1"])
       assert.strictEqual(query.code, 0, query.stderr)
@@ -42,6 +62,5 @@ describe("a read-only index", () => {
 
       assert.deepStrictEqual((yield* fs.readDirectory(`${dir}/shared`)).sort(), ["index.db"], "no journal or lock files")
       assert.deepStrictEqual(yield* fs.readFile(index), before)
-      yield* fs.chmod(`${dir}/shared`, 0o755) // so the temporary folder can be removed
     }).pipe(Effect.provide(TestLayer)), 30_000)
 })
