@@ -14,8 +14,25 @@ describe("terminalProgress", () => {
       yield* progress.update("embedding documents", 2, 4)
       yield* progress.finish
       assert.deepStrictEqual(written, [
-        `\rembedding documents [${"#".repeat(15)}${".".repeat(15)}] 2/4`,
+        `\rembedding documents [${"#".repeat(15)}${".".repeat(15)}] 2/4, 1/s, 2s left`,
         "\r\u001b[K"
+      ])
+    }))
+
+  it.effect("shows the rate since the stage began and the time left, and starts over for a new stage", () =>
+    Effect.gen(function*() {
+      const written: Array<string> = []
+      const progress = yield* terminalProgress((text) => void written.push(text), () => 100)
+      yield* progress.update("embedding documents", 0, 90_000)
+      yield* TestClock.adjust("4 seconds")
+      yield* progress.update("embedding documents", 12_000, 90_000)
+      yield* progress.update("writing documents", 0, 0)
+      yield* TestClock.adjust("2 seconds")
+      yield* progress.update("writing documents", 500, 0)
+      assert.deepStrictEqual(written.map((line) => line.replace(/\[[#.]+\] /, "")), [
+        "\rembedding documents 12000/90000, 3000/s, 26s left",
+        "\rwriting documents: 0",
+        "\rwriting documents: 500, 250/s"
       ])
     }))
 })

@@ -46,7 +46,8 @@ export const index = Command.make(
       dryRun: input.dryRun,
       rebuild: input.rebuild,
       prune: input.prune,
-      progress: (done, total) => progress.update("indexing documents", done, total)
+      progress: (done, total, stage) =>
+        progress.update(stage === "embedding" ? "embedding documents" : "indexing documents", done, total)
     }).pipe(
       Effect.ensuring(progress.finish),
       Effect.provide(Layer.mergeAll(

@@ -63,8 +63,11 @@ export interface IndexOptions {
   readonly prune?: boolean
   /** Documents per embedding batch. */
   readonly batchSize?: number
-  /** Called after each batch with the documents read so far; `total` is 0 until the run knows it (at the end). */
-  readonly progress?: (done: number, total: number) => Effect.Effect<void>
+  /**
+   * Called after each batch with the documents read so far; `total` is 0 until the run knows it (at the end).
+   * `stage` is `embedding` while a costly model embeds ahead of the write, `indexing` after.
+   */
+  readonly progress?: (done: number, total: number, stage: "embedding" | "indexing") => Effect.Effect<void>
 }
 
 /**
@@ -150,7 +153,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         Effect.gen(function*() {
           yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
           embedded += prepared.docs.length
-          yield* progress(embedded, 0)
+          yield* progress(embedded, 0, "embedding")
         })
       )
     )
@@ -247,7 +250,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
             )
             written += chunks.length
           }
-          yield* progress(read, 0)
+          yield* progress(read, 0, "indexing")
         })
 
       // Batches are prepared (clean, chunk, analyze) ahead on the preparer's threads while earlier ones are written.
@@ -261,7 +264,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         ),
         Stream.runForEach(write)
       )
-      yield* progress(read, read)
+      yield* progress(read, read, "indexing")
 
       if (read === 0 && skipped.length > 0) {
         const { line, reason, source } = skipped[0]!
