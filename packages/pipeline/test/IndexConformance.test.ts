@@ -172,31 +172,39 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
       const ids = fc.constantFrom("a", "b", "c", "doc-～", "doc-😀")
       const body = fc.string({ unit: fc.constantFrom("a", "b", "c", "z", " "), maxLength: 9 })
       const corpus = fc.uniqueArray(fc.tuple(ids, body), { selector: ([id]) => id, maxLength: 5 })
-      const sequences = fc.sample(fc.array(corpus, { minLength: 1, maxLength: 4 }), { numRuns: 25, seed: 20261129 })
-      for (const sequence of sequences) {
-        const source = makeSource()
-        const incremental = yield* makeStore()
-        const scratch = yield* makeStore()
-        const viaRuns = yield* Effect.gen(function*() {
-          const reports = []
-          for (const state of sequence) {
-            source.set(state)
-            reports.push(yield* indexPaths(["corpus"], { chunker }))
-          }
-          const store = yield* IndexStore
-          return { answers: yield* allAnswers, docs: yield* store.documents, last: reports.at(-1)! }
-        }).pipe(Effect.provide(Layer.mergeAll(incremental, source.layer)))
-        const fresh = yield* Effect.gen(function*() {
-          const report = yield* indexPaths(["corpus"], { chunker })
-          const store = yield* IndexStore
-          return { answers: yield* allAnswers, docs: yield* store.documents, report }
-        }).pipe(Effect.provide(Layer.mergeAll(scratch, source.layer)))
-        assert.deepStrictEqual(viaRuns.answers, fresh.answers, JSON.stringify(sequence))
-        const byId = (docs: typeof fresh.docs) => docs.map((d) => [d.docId, d.hash, d.chunks]).sort()
-        assert.deepStrictEqual(byId(viaRuns.docs), byId(fresh.docs))
-        assert.strictEqual(viaRuns.last.chunks, fresh.report.chunks)
-      }
-    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))), 60_000)
+      /** One sequence of runs against an index, compared with one run of its last state against a fresh index. */
+      const check = (sequence: ReadonlyArray<Corpus>) =>
+        Effect.gen(function*() {
+          const source = makeSource()
+          const incremental = yield* makeStore()
+          const scratch = yield* makeStore()
+          const viaRuns = yield* Effect.gen(function*() {
+            const reports = []
+            for (const state of sequence) {
+              source.set(state)
+              reports.push(yield* indexPaths(["corpus"], { chunker }))
+            }
+            const store = yield* IndexStore
+            return { answers: yield* allAnswers, docs: yield* store.documents, last: reports.at(-1)! }
+          }).pipe(Effect.provide(Layer.mergeAll(incremental, source.layer)))
+          const fresh = yield* Effect.gen(function*() {
+            const report = yield* indexPaths(["corpus"], { chunker })
+            const store = yield* IndexStore
+            return { answers: yield* allAnswers, docs: yield* store.documents, report }
+          }).pipe(Effect.provide(Layer.mergeAll(scratch, source.layer)))
+          assert.deepStrictEqual(viaRuns.answers, fresh.answers)
+          const byId = (docs: typeof fresh.docs) => docs.map((d) => [d.docId, d.hash, d.chunks]).sort()
+          assert.deepStrictEqual(byId(viaRuns.docs), byId(fresh.docs))
+          assert.strictEqual(viaRuns.last.chunks, fresh.report.chunks)
+        }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
+      // fast-check's runner, so a failure shrinks to the shortest sequence that shows it; a fixed seed keeps CI stable.
+      yield* Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(fc.array(corpus, { minLength: 1, maxLength: 4 }), (sequence) => Effect.runPromise(check(sequence))),
+          { numRuns: 15, seed: 20261129 }
+        )
+      )
+    }), 60_000)
 
   it.effect("re-embeds only what changed", () => {
     let embedded: Array<string> = []
