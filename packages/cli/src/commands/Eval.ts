@@ -4,7 +4,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { DEFAULT_MODEL, layerModel } from "@funcpipe/pipeline/services/Models"
+import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
 import {
@@ -13,7 +13,8 @@ import {
   chunkerFrom,
   chunkingFlags,
   json,
-  model,
+  modelFlags,
+  modelLayer,
   queryOptionsFrom,
   rankingFlags
 } from "../Flags.ts"
@@ -94,7 +95,7 @@ export const evaluate = Command.make(
       Flag.withDescription("The index file to build or reuse (default: .funcpipe/eval/<collection folder name>.db)"),
       Flag.optional
     ),
-    model,
+    ...modelFlags,
     ...rankingFlags,
     ...chunkingFlags,
     ...analyzerFlags,
@@ -138,7 +139,7 @@ export const evaluate = Command.make(
       progress: (stage, done, total) => progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
     }).pipe(
       Effect.ensuring(progress.finish),
-      Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), layerModel(input.model)))
+      Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), modelLayer(input)))
     )
     for (const line of skipLines(evaluation.index.skipped)) yield* Console.error(line)
     if (Option.isSome(input.out)) {
