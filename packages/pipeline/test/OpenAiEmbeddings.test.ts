@@ -125,7 +125,7 @@ const withWaits = <A, E>(effect: Effect.Effect<A, E>, waits: number) =>
     return { result: yield* Fiber.join(fiber), waited }
   })
 
-const HttpLayer = NodeHttpClient.layerUndici
+const HttpLayer = NodeHttpClient.layerNodeHttp
 
 /** The error of a result that must be a failure. */
 const failureIn = <A, E>(result: Result.Result<A, E>): E =>
