@@ -32,7 +32,8 @@ const fakeService = Effect.gen(function*() {
       const { input } = JSON.parse(raw) as { input: ReadonlyArray<string> }
       if (req.headers.authorization !== `Bearer ${KEY}`) {
         res.writeHead(401, { "content-type": "application/json" })
-        return void res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${req.headers.authorization}` } }))
+        const message = `Incorrect API key provided: ${req.headers.authorization}`
+        return void res.end(JSON.stringify({ error: { message } }))
       }
       requests.push(input)
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
@@ -94,18 +95,19 @@ describe("an openai: model", () => {
       assert.include(status.stdout, `model      openai:fake-model (${DIMENSIONS} dimensions)`)
 
       // The query embeds with the index's model; the address comes from the flag, or from the environment.
-      const byFlag = yield* output(["query", "icy rings of Saturn", "--index", index, "--embed-url", service.baseUrl, "--json"])
+      const question = ["query", "icy rings of Saturn", "--index", index, "--json"]
+      const byFlag = yield* output([...question, "--embed-url", service.baseUrl])
       const answer = JSON.parse(byFlag.stdout)
       assert.strictEqual(answer.mode, "hybrid")
       assert.strictEqual(answer.results[0].doc_id, "saturn.md")
-      const byEnv = yield* output(["query", "icy rings of Saturn", "--index", index, "--mode", "vector", "--json"]).pipe(
+      const byEnv = yield* output([...question, "--mode", "vector"]).pipe(
         Effect.provide(environment({ FUNCPIPE_EMBED_KEY: KEY, FUNCPIPE_EMBED_URL: service.baseUrl }))
       )
       assert.strictEqual(JSON.parse(byEnv.stdout).results[0].doc_id, "saturn.md")
 
       // Another address means other settings of the model (with the length given, nothing is asked of it): refused.
       const other = yield* Effect.flip(
-        run(["query", "rings", "--index", index, "--embed-url", service.baseUrl.replace("127.0.0.1", "127.0.0.2"), "--dimensions", "8"])
+        run([...question, "--embed-url", service.baseUrl.replace("127.0.0.1", "127.0.0.2"), "--dimensions", "8"])
       )
       assert.strictEqual(other._tag, "ModelMismatch")
       assert.include(other.message, "openai:fake-model with other settings")

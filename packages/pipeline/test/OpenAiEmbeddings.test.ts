@@ -22,7 +22,12 @@ interface Seen {
 
 /** How the fake answers: a status with a JSON or text body, a dropped connection, or no answer at all. */
 type Reply =
-  | { readonly status?: number; readonly headers?: Record<string, string>; readonly json?: unknown; readonly text?: string }
+  | {
+    readonly status?: number
+    readonly headers?: Record<string, string>
+    readonly json?: unknown
+    readonly text?: string
+  }
   | "drop"
   | "hang"
 
@@ -36,6 +41,11 @@ const ok = (input: ReadonlyArray<string>): Reply => ({
     data: input.map((text, index) => ({ object: "embedding", index, embedding: vectorOf(text) })),
     usage: { prompt_tokens: input.length, total_tokens: input.length }
   }
+})
+
+/** An answer of `vector` (any JSON) for every text of `input`. */
+const vectorsOf = (input: ReadonlyArray<string>, vector: ReadonlyArray<unknown>): Reply => ({
+  json: { data: input.map((_, index) => ({ index, embedding: vector })) }
 })
 
 /** Answers every request correctly. */
@@ -53,7 +63,8 @@ const fakeServer = (reply: (seen: Seen, n: number) => Reply | Promise<Reply>) =>
       if (r === "hang") return
       if (r === "drop") return void req.socket.destroy()
       const body = r.text ?? JSON.stringify(r.json)
-      res.writeHead(r.status ?? 200, { "content-type": r.text === undefined ? "application/json" : "text/plain", ...r.headers })
+      const type = r.text === undefined ? "application/json" : "text/plain"
+      res.writeHead(r.status ?? 200, { "content-type": type, ...r.headers })
       res.end(body)
     }
     const server = createServer((req, res) => {
@@ -61,7 +72,8 @@ const fakeServer = (reply: (seen: Seen, n: number) => Reply | Promise<Reply>) =>
       req.on("data", (chunk) => (raw += chunk)).on("end", () => {
         if (req.url !== "/v1/embeddings") return void res.writeHead(404).end("404 page not found")
         const body = JSON.parse(raw) as { model: string; input: ReadonlyArray<string>; dimensions?: unknown }
-        seen.push({ auth: req.headers.authorization, model: body.model, input: body.input, dimensions: body.dimensions })
+        const { dimensions, input, model } = body
+        seen.push({ auth: req.headers.authorization, model, input, dimensions })
         const n = seen.length
         Queue.offerUnsafe(arrivals, n)
         void Promise.resolve(reply(seen[n - 1]!, n)).then((r) => answer(res, req, r))
@@ -165,14 +177,17 @@ describe("OpenAiEmbeddings, pure parts", () => {
 
   it("backs off exponentially with jitter, capped, never below Retry-After", () => {
     const s = { backoffMillis: 500, maxBackoffMillis: 3000 }
-    assert.deepStrictEqual([1, 2, 3, 4, 5].map((t) => OpenAi.retryDelayMillis(t, undefined, 0, s)), [250, 500, 1000, 1500, 1500])
-    assert.deepStrictEqual([1, 2, 3].map((t) => OpenAi.retryDelayMillis(t, undefined, 0.999999, s)), [500, 1000, 2000])
+    const delays = (random: number, tries: ReadonlyArray<number>) =>
+      tries.map((t) => OpenAi.retryDelayMillis(t, undefined, random, s))
+    assert.deepStrictEqual(delays(0, [1, 2, 3, 4, 5]), [250, 500, 1000, 1500, 1500])
+    assert.deepStrictEqual(delays(0.999999, [1, 2, 3]), [500, 1000, 2000])
     assert.strictEqual(OpenAi.retryDelayMillis(1, 7000, 0.5, s), 7000)
     assert.strictEqual(OpenAi.retryDelayMillis(4, 100, 0.5, s), 2250)
   })
 
   it("decodes answers in index order and names what is wrong with a bad one", () => {
-    const answer = OpenAi.decodeAnswer({ data: [{ index: 1, embedding: [3, 4] }, { index: 0, embedding: [1, 2] }] }, 2, 2)
+    const body = { data: [{ index: 1, embedding: [3, 4] }, { index: 0, embedding: [1, 2] }] }
+    const answer = OpenAi.decodeAnswer(body, 2, 2)
     assert.deepStrictEqual(Result.getOrThrow(answer), { vectors: [[1, 2], [3, 4]], tokens: undefined })
     const problem = (body: unknown, count = 2, dims: number | undefined = 2) =>
       Result.match(OpenAi.decodeAnswer(body, count, dims), { onFailure: (f) => f, onSuccess: () => "decoded" })
@@ -190,15 +205,25 @@ describe("OpenAiEmbeddings, pure parts", () => {
       problem({ data: [{ embedding: [1, 2] }, { embedding: [1, 2, 3] }] }, 2, undefined),
       "the vector of text 1 has 3 numbers where the model's vectors have 2"
     )
-    assert.strictEqual(problem({ data: [{ embedding: "AAAA" }, { embedding: [1] }] }), "the vector of text 0 is not a list of numbers")
-    assert.strictEqual(problem({ data: [{ embedding: [1, "NaN"] }, { embedding: [1, 2] }] }), "the vector of text 0 holds \"NaN\" at position 1, not a finite number")
-    assert.strictEqual(problem({ data: [{ embedding: [1, 2] }, { embedding: [null, 2] }] }), "the vector of text 1 holds null at position 0, not a finite number")
+    assert.strictEqual(
+      problem({ data: [{ embedding: "AAAA" }, { embedding: [1] }] }),
+      "the vector of text 0 is not a list of numbers"
+    )
+    assert.strictEqual(
+      problem({ data: [{ embedding: [1, "NaN"] }, { embedding: [1, 2] }] }),
+      "the vector of text 0 holds \"NaN\" at position 1, not a finite number"
+    )
+    assert.strictEqual(
+      problem({ data: [{ embedding: [1, 2] }, { embedding: [null, 2] }] }),
+      "the vector of text 1 holds null at position 0, not a finite number"
+    )
   })
 
   it("checks the settings from the environment and the command line", () => {
     const fails = (input: OpenAi.SettingsInput, flags: OpenAi.ServiceFlags = {}) =>
       Result.match(OpenAi.settingsFrom(input, flags), { onFailure: (f) => f, onSuccess: () => "accepted" })
-    const ok = (input: OpenAi.SettingsInput, flags: OpenAi.ServiceFlags = {}) => Result.getOrThrow(OpenAi.settingsFrom(input, flags))
+    const ok = (input: OpenAi.SettingsInput, flags: OpenAi.ServiceFlags = {}) =>
+      Result.getOrThrow(OpenAi.settingsFrom(input, flags))
 
     assert.strictEqual(ok({}).baseUrl, "https://api.openai.com/v1")
     assert.strictEqual(ok({ url: "http://localhost:11434/v1/" }).baseUrl, "http://localhost:11434/v1")
@@ -212,11 +237,13 @@ describe("OpenAiEmbeddings, pure parts", () => {
     assert.strictEqual(ok({ key: Redacted.make(" ") }).apiKey, undefined)
 
     assert.include(fails({ url: "localhost:11434" }), "must be an http:// or https:// address, not \"localhost:11434\"")
-    assert.include(fails({}, { embedUrl: "not a url" }), "(--embed-url or FUNCPIPE_EMBED_URL) must be an http:// or https://")
+    assert.include(fails({}, { embedUrl: "no url" }), "(--embed-url or FUNCPIPE_EMBED_URL) must be an http://")
     assert.include(fails({ url: "http://me:pw@host/v1" }), "must not hold a user name or password")
     assert.include(fails({ url: "http://host/v1?x=1" }), "must not have a ?query or #fragment")
     assert.strictEqual(fails({ batch: "0" }), "FUNCPIPE_EMBED_BATCH must be a whole number from 1 to 2048, not \"0\"")
-    assert.strictEqual(fails({ batch: "many" }), "FUNCPIPE_EMBED_BATCH must be a whole number from 1 to 2048, not \"many\"")
+    assert.strictEqual(fails({ batch: "all" }),
+      "FUNCPIPE_EMBED_BATCH must be a whole number from 1 to 2048, not \"all\""
+    )
     assert.include(fails({ batchTokens: "5" }), "FUNCPIPE_EMBED_BATCH_TOKENS must be a whole number from 100")
     assert.include(fails({ concurrency: "-1" }), "FUNCPIPE_EMBED_CONCURRENCY must be a whole number from 1 to 64")
     assert.include(fails({ retries: "1.5" }), "FUNCPIPE_EMBED_RETRIES must be a whole number from 0 to 20")
@@ -236,7 +263,8 @@ describe("OpenAiEmbeddings against a fake service", () => {
       assert.deepStrictEqual(embeddings.map((e) => e.vector[0]), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
       assert.strictEqual(embeddings[0]!.model, "openai:test-embed")
       assert.deepStrictEqual(fake.seen.map((s) => s.input.length).sort(), [2, 4, 4])
-      assert.deepStrictEqual(fake.seen.map((s) => [s.auth, s.model, s.dimensions])[0], [`Bearer ${KEY}`, "test-embed", 3])
+      const { auth, dimensions, model } = fake.seen[0]!
+      assert.deepStrictEqual([auth, model, dimensions], [`Bearer ${KEY}`, "test-embed", 3])
       assert.deepStrictEqual(yield* embedder.usage, { requests: 3, inputTokens: 10 })
     }).pipe(Effect.provide(HttpLayer)))
 
@@ -258,7 +286,9 @@ describe("OpenAiEmbeddings against a fake service", () => {
       // The server holds every request until the test, having seen two arrive, answers them. The client counts the
       // requests it has started and not yet got an answer to: no more than two may be open at once.
       const held: Array<() => void> = []
-      const fake = yield* fakeServer((seen) => new Promise<Reply>((resolve) => held.push(() => resolve(ok(seen.input)))))
+      const fake = yield* fakeServer((seen) =>
+        new Promise<Reply>((resolve) => held.push(() => resolve(ok(seen.input))))
+      )
       let open = 0
       let most = 0
       const counting = HttpClient.transform(yield* HttpClient.HttpClient, (request) =>
@@ -310,7 +340,7 @@ describe("OpenAiEmbeddings against a fake service", () => {
     Effect.gen(function*() {
       const fake = yield* fakeServer(() => ({
         status: 401,
-        json: { error: { message: `Incorrect API key provided: ${KEY}.`, type: "invalid_request_error", code: "invalid_api_key" } }
+        json: { error: { message: `Incorrect API key provided: ${KEY}.`, code: "invalid_api_key" } }
       }))
       const { embeddingModel } = yield* OpenAi.makeModel("test-embed", settings(fake.baseUrl))
       const error = yield* Effect.flip(embeddingModel.embedMany(["a"]))
@@ -318,18 +348,17 @@ describe("OpenAiEmbeddings against a fake service", () => {
       assert.strictEqual((error.reason as { kind?: string }).kind, "InvalidKey")
       assert.strictEqual(
         OpenAi.describe(error),
-        `the embedding service at ${fake.baseUrl} refused the request (HTTP 401: Incorrect API key provided: [the key].): ` +
-          "check the key in FUNCPIPE_EMBED_KEY"
+        `the embedding service at ${fake.baseUrl} refused the request ` +
+          "(HTTP 401: Incorrect API key provided: [the key].): check the key in FUNCPIPE_EMBED_KEY"
       )
       assert.strictEqual(fake.seen.length, 1)
-      for (const text of [error.message, OpenAi.describe(error), inspect(error, { depth: 10 }), JSON.stringify(error)]) {
-        assert.notInclude(text, KEY)
-      }
+      const shown = [error.message, OpenAi.describe(error), inspect(error, { depth: 10 }), JSON.stringify(error)]
+      for (const text of shown) assert.notInclude(text, KEY)
     }).pipe(Effect.provide(HttpLayer)))
 
   it.effect("a request without a key that needs one says where to put the key", () =>
     Effect.gen(function*() {
-      const fake = yield* fakeServer(() => ({ status: 401, json: { error: { message: "You didn't provide an API key." } } }))
+      const fake = yield* fakeServer(() => ({ status: 401, json: { error: { message: "You didn't provide a key." } } }))
       const embedder = yield* embedderAt(fake.baseUrl, { apiKey: undefined, keySource: undefined })
       const failure = yield* failureOf(embedder.embedMany(["a"]))
       assert.strictEqual(failure.tag, "EmbedFailure")
@@ -355,14 +384,19 @@ describe("OpenAiEmbeddings against a fake service", () => {
       const missing = yield* Effect.flip(embeddingModel.embedMany(["a"]))
       assert.strictEqual(missing.reason._tag, "InvalidRequestError")
       assert.strictEqual((missing.reason as { parameter?: string }).parameter, "url")
-      assert.include(OpenAi.describe(missing), `there is no embeddings endpoint at ${wrongPath}/embeddings (HTTP 404: 404 page not found)`)
+      assert.include(
+        OpenAi.describe(missing),
+        `there is no embeddings endpoint at ${wrongPath}/embeddings (HTTP 404: 404 page not found)`
+      )
       assert.include(OpenAi.describe(missing), "usually ends in /v1")
     }).pipe(Effect.provide(HttpLayer)))
 
   it.effect("a 429 waits at least its Retry-After, then succeeds", () =>
     Effect.gen(function*() {
       const fake = yield* fakeServer((seen, n) =>
-        n === 1 ? { status: 429, headers: { "retry-after": "7" }, json: { error: { message: "Rate limit reached" } } } : ok(seen.input)
+        n === 1
+          ? { status: 429, headers: { "retry-after": "7" }, json: { error: { message: "Rate limit reached" } } }
+          : ok(seen.input)
       )
       const embedder = yield* embedderAt(fake.baseUrl)
       const { result, waited } = yield* withWaits(embedder.embedMany(["a", "b"]), 1)
@@ -383,7 +417,10 @@ describe("OpenAiEmbeddings against a fake service", () => {
       const error = failureIn(result)
       assert.strictEqual(error.reason._tag, "RateLimitError")
       assert.strictEqual((error.reason as { metadata: { tries?: number } }).metadata.tries, 4)
-      assert.include(OpenAi.describe(error), "was still limiting the rate of requests after 4 tries (HTTP 429: Rate limit reached)")
+      assert.include(
+        OpenAi.describe(error),
+        "was still limiting the rate of requests after 4 tries (HTTP 429: Rate limit reached)"
+      )
     }).pipe(Effect.provide(HttpLayer)))
 
   it.effect("a Retry-After beyond five minutes ends the run at once", () =>
@@ -444,13 +481,17 @@ describe("OpenAiEmbeddings against a fake service", () => {
       assert.strictEqual(fake.seen.length, 2)
 
       const silent = yield* fakeServer(() => "hang")
-      const { embeddingModel } = yield* OpenAi.makeModel("test-embed", settings(silent.baseUrl, { timeoutMillis: 5000, retries: 0 }))
+      const once = settings(silent.baseUrl, { timeoutMillis: 5000, retries: 0 })
+      const { embeddingModel } = yield* OpenAi.makeModel("test-embed", once)
       const giveUp = yield* Effect.forkChild(Effect.flip(clock.provide(embeddingModel.embedMany(["a"]))))
       yield* Queue.take(silent.arrivals)
       yield* TestClock.adjust(5000)
       const error = yield* Fiber.join(giveUp)
       assert.strictEqual(error.reason._tag, "NetworkError")
-      assert.include(OpenAi.describe(error), "did not answer within 5 s. A slow model may need a longer FUNCPIPE_EMBED_TIMEOUT")
+      assert.include(
+        OpenAi.describe(error),
+        "did not answer within 5 s. A slow model may need a longer FUNCPIPE_EMBED_TIMEOUT"
+      )
     }).pipe(Effect.provide(HttpLayer)))
 
   it.effect("a dropped connection is retried, then reported as lost", () =>
@@ -481,18 +522,18 @@ describe("OpenAiEmbeddings against a fake service", () => {
     ["too few vectors", (input: ReadonlyArray<string>) => ok(input.slice(1)), "it holds 1 vector for 2 texts"],
     [
       "the wrong length",
-      (input: ReadonlyArray<string>) => ({ json: { data: input.map((_, index) => ({ index, embedding: [1, 2] })) } }),
-      "the vector of text 0 has 2 numbers where the model's vectors have 3 (--dimensions or FUNCPIPE_EMBED_DIMENSIONS " +
-      "asked for 3; not every model can shorten its vectors)"
+      (input: ReadonlyArray<string>) => vectorsOf(input, [1, 2]),
+      "the vector of text 0 has 2 numbers where the model's vectors have 3 " +
+      "(--dimensions or FUNCPIPE_EMBED_DIMENSIONS asked for 3; not every model can shorten its vectors)"
     ],
     [
       "NaN as a string",
-      (input: ReadonlyArray<string>) => ({ json: { data: input.map((_, index) => ({ index, embedding: [1, "NaN", 2] })) } }),
+      (input: ReadonlyArray<string>) => vectorsOf(input, [1, "NaN", 2]),
       "the vector of text 0 holds \"NaN\" at position 1, not a finite number"
     ],
     [
       "Infinity as null",
-      (input: ReadonlyArray<string>) => ({ json: { data: input.map((_, index) => ({ index, embedding: [1, 2, null] })) } }),
+      (input: ReadonlyArray<string>) => vectorsOf(input, [1, 2, null]),
       "the vector of text 0 holds null at position 2, not a finite number"
     ],
     ["HTML", () => ({ text: "<html>Bad gateway</html>" }), "it is not JSON"]
@@ -502,7 +543,10 @@ describe("OpenAiEmbeddings against a fake service", () => {
       const { embeddingModel } = yield* OpenAi.makeModel("test-embed", settings(fake.baseUrl))
       const error = yield* Effect.flip(embeddingModel.embedMany(["a", "b"]))
       assert.strictEqual(error.reason._tag, "InvalidOutputError")
-      assert.strictEqual(OpenAi.describe(error), `the embedding service at ${fake.baseUrl} gave an answer that cannot be used: ${problem}`)
+      assert.strictEqual(
+        OpenAi.describe(error),
+        `the embedding service at ${fake.baseUrl} gave an answer that cannot be used: ${problem}`
+      )
       assert.strictEqual(fake.seen.length, 1)
     }).pipe(Effect.provide(HttpLayer)))
 
@@ -510,14 +554,14 @@ describe("OpenAiEmbeddings against a fake service", () => {
     Effect.gen(function*() {
       const fake = yield* fakeServer(() => ({
         status: 400,
-        json: { error: { message: "This model's maximum context length is 8192 tokens, however you requested 9000 tokens." } }
+        json: { error: { message: "This model's maximum context length is 8192 tokens; you requested 9000 tokens." } }
       }))
       const embedder = yield* embedderAt(fake.baseUrl)
       const failure = yield* failureOf(embedder.embedMany(["a"]))
       assert.strictEqual(
         failure.message,
         "the embedding model openai:test-embed failed: the embedding service at " + fake.baseUrl + " rejected the " +
-          "request (HTTP 400: This model's maximum context length is 8192 tokens, however you requested 9000 tokens.). " +
+          "request (HTTP 400: This model's maximum context length is 8192 tokens; you requested 9000 tokens.). " +
           "Smaller requests may help: lower FUNCPIPE_EMBED_BATCH_TOKENS (now 60000) or --chunk-size"
       )
     }).pipe(Effect.provide(HttpLayer)))
@@ -547,7 +591,11 @@ describe("the openai: provider in the Models catalogue", () => {
     Effect.gen(function*() {
       const fake = yield* fakeServer(answerAll)
       const embedder = yield* embedderNamed("openai:test-embed").pipe(
-        Effect.provide(env({ FUNCPIPE_EMBED_URL: "http://127.0.0.1:9/nowhere", OPENAI_API_KEY: KEY, FUNCPIPE_EMBED_DIMENSIONS: "3" })),
+        Effect.provide(env({
+          FUNCPIPE_EMBED_URL: "http://127.0.0.1:9/nowhere",
+          OPENAI_API_KEY: KEY,
+          FUNCPIPE_EMBED_DIMENSIONS: "3"
+        })),
         Effect.provideService(OpenAi.ServiceFlags, { embedUrl: fake.baseUrl })
       )
       yield* embedder.embedMany(["a"])

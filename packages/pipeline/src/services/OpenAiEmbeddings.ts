@@ -37,7 +37,7 @@ export interface OpenAiSettings {
   readonly apiKey: Redacted.Redacted<string> | undefined
   /** The environment variable the key came from, for messages. */
   readonly keySource: string | undefined
-  /** The vector length to ask the service for (its `dimensions` field); undefined: the model's own, found by a probe. */
+  /** The vector length to ask for (the `dimensions` field); undefined: the model's own, found by a probe. */
   readonly dimensions: number | undefined
   /** At most this many texts per request. */
   readonly batchInputs: number
@@ -281,7 +281,8 @@ export const decodeAnswer = (
   }
   const data = body.data as ReadonlyArray<unknown>
   if (data.length !== count) {
-    return Result.fail(`it holds ${data.length} vector${data.length === 1 ? "" : "s"} for ${count} text${count === 1 ? "" : "s"}`)
+    const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+    return Result.fail(`it holds ${plural(data.length, "vector")} for ${plural(count, "text")}`)
   }
   const byIndex = data.every((item) => isRecord(item) && Number.isInteger(item.index))
   const vectors: Array<Array<number>> = new Array(count)
@@ -305,7 +306,8 @@ export const decodeAnswer = (
     for (let j = 0; j < vector.length; j++) {
       const x: unknown = vector[j]
       if (typeof x !== "number" || !Number.isFinite(x)) {
-        return Result.fail(`the vector of text ${at} holds ${JSON.stringify(x) ?? String(x)} at position ${j}, not a finite number`)
+        const shown = JSON.stringify(x) ?? String(x)
+        return Result.fail(`the vector of text ${at} holds ${shown} at position ${j}, not a finite number`)
       }
     }
     vectors[at] = vector as Array<number>
@@ -337,7 +339,8 @@ const failed = (
   askedMillis
 })
 
-const aiError = (reason: AiError.AiErrorReason) => AiError.make({ module: "OpenAiEmbeddings", method: "embedMany", reason })
+const aiError = (reason: AiError.AiErrorReason) =>
+  AiError.make({ module: "OpenAiEmbeddings", method: "embedMany", reason })
 
 /**
  * The sentence a user reads for an `AiError` of this provider: what went wrong, where, and what to do. Every reason
@@ -416,7 +419,11 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
     if (code === 401 || code === 403) {
       return failed(false, () =>
         new AiError.AuthenticationError({
-          kind: settings.keySource === undefined ? "MissingKey" : code === 401 ? "InvalidKey" : "InsufficientPermissions",
+          kind: settings.keySource === undefined
+            ? "MissingKey"
+            : code === 401
+            ? "InvalidKey"
+            : "InsufficientPermissions",
           description: `the embedding service at ${service} refused the request ${http}: ${keyNote}`
         }))
     }
@@ -624,7 +631,8 @@ export const makeEmbedder = Effect.fn("OpenAiEmbeddings.makeEmbedder")(function*
 ) {
   const label = labelOf(model)
   if (Result.isFailure(label)) return yield* label.failure
-  const unavailable = (error: AiError.AiError) => new ModelUnavailable({ model: label.success, reason: describe(error) })
+  const unavailable = (error: AiError.AiError) =>
+    new ModelUnavailable({ model: label.success, reason: describe(error) })
   // The probe's request counts in the usage: it is one the service served.
   const usage = yield* Ref.make<EmbedUsage>({ requests: 0, inputTokens: undefined })
   let dimensions = settings.dimensions
