@@ -32,8 +32,8 @@ const MainLayer = Layer.mergeAll(
   PreparerLayer,
   DocumentSource.layer,
   // node:http: starts at no cost (undici loads 1.2 MB on every run), and unlike fetch it accepts any port (fetch
-  // refuses 6000, 6665, … where a local embedding service may listen).
-  Models.layer.pipe(Layer.provide(NodeHttpClient.layerNodeHttp)),
+  // refuses 6000, 6665, … where a local embedding service may listen). Keep-alive saves a TLS handshake per request.
+  Models.layer.pipe(Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }))),
   CliOutput.layerPresenter(presenter),
   ProgressLayer
 ).pipe(Layer.provideMerge(NodeServices.layer))

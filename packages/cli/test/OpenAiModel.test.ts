@@ -53,7 +53,7 @@ const environment = (vars: Record<string, string>) => ConfigProvider.layer(Confi
 
 const TestLayer = Layer.mergeAll(
   DocumentSource.layer,
-  Models.layer.pipe(Layer.provide(NodeHttpClient.layerNodeHttp)),
+  Models.layer.pipe(Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }))),
   environment({ FUNCPIPE_EMBED_KEY: KEY })
 ).pipe(Layer.provideMerge(NodeServices.layer))
 

@@ -15,6 +15,8 @@ const KEY = "sk-test-3f9c2a-never-shown"
 /** What the fake server saw of one request. */
 interface Seen {
   readonly auth: string | undefined
+  /** Whether the request carried trace headers (traceparent, b3). */
+  readonly traced: boolean
   readonly model: string
   readonly input: ReadonlyArray<string>
   readonly dimensions: unknown
@@ -73,7 +75,8 @@ const fakeServer = (reply: (seen: Seen, n: number) => Reply | Promise<Reply>) =>
         if (req.url !== "/v1/embeddings") return void res.writeHead(404).end("404 page not found")
         const body = JSON.parse(raw) as { model: string; input: ReadonlyArray<string>; dimensions?: unknown }
         const { dimensions, input, model } = body
-        seen.push({ auth: req.headers.authorization, model, input, dimensions })
+        const traced = "traceparent" in req.headers || "b3" in req.headers
+        seen.push({ auth: req.headers.authorization, traced, model, input, dimensions })
         const n = seen.length
         Queue.offerUnsafe(arrivals, n)
         void Promise.resolve(reply(seen[n - 1]!, n)).then((r) => answer(res, req, r))
@@ -137,7 +140,8 @@ const withWaits = <A, E>(effect: Effect.Effect<A, E>, waits: number) =>
     return { result: yield* Fiber.join(fiber), waited }
   })
 
-const HttpLayer = NodeHttpClient.layerNodeHttp
+/** The client bin.ts provides. */
+const HttpLayer = NodeHttpClient.layerNodeHttpOptions({ keepAlive: true })
 
 /** The error of a result that must be a failure. */
 const failureIn = <A, E>(result: Result.Result<A, E>): E =>
@@ -263,8 +267,8 @@ describe("OpenAiEmbeddings against a fake service", () => {
       assert.deepStrictEqual(embeddings.map((e) => e.vector[0]), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
       assert.strictEqual(embeddings[0]!.model, "openai:test-embed")
       assert.deepStrictEqual(fake.seen.map((s) => s.input.length).sort(), [2, 4, 4])
-      const { auth, dimensions, model } = fake.seen[0]!
-      assert.deepStrictEqual([auth, model, dimensions], [`Bearer ${KEY}`, "test-embed", 3])
+      const { auth, dimensions, model, traced } = fake.seen[0]!
+      assert.deepStrictEqual([auth, model, dimensions, traced], [`Bearer ${KEY}`, "test-embed", 3, false])
       assert.deepStrictEqual(yield* embedder.usage, { requests: 3, inputTokens: 10 })
     }).pipe(Effect.provide(HttpLayer)))
 

@@ -530,7 +530,10 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
     let request = HttpClientRequest.post(url).pipe(HttpClientRequest.acceptJson, HttpClientRequest.bodyJsonUnsafe(body))
     if (settings.apiKey !== undefined) request = HttpClientRequest.bearerToken(request, settings.apiKey)
     return Effect.gen(function*() {
-      const response = yield* client.execute(request)
+      // No trace headers (traceparent, b3): the service, often a third party's, has no use for our span ids.
+      const response = yield* client.execute(request).pipe(
+        Effect.provideService(HttpClient.TracerPropagationEnabled, false)
+      )
       const text = yield* response.text
       const now = yield* Clock.currentTimeMillis
       if (response.status < 200 || response.status >= 300) return yield* Effect.fail(failedAnswer(response, text, now))
