@@ -43,7 +43,7 @@ export const model = Flag.String("model").pipe(
   Flag.withDefault(DEFAULT_MODEL as string)
 )
 
-/** `--embed-url URL`, `--dimensions N`: the service of an `openai:` model (its key and limits come from the environment). */
+/** `--embed-url URL`, `--dimensions N`: an `openai:` model's service (its key and limits come from the environment). */
 export const serviceFlags = {
   embedUrl: Flag.String("embed-url").pipe(
     Flag.withDescription(

@@ -8,6 +8,7 @@ import { createServer } from "node:http"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
 import { cli, version } from "../src/Cli.ts"
+import { embedUsageLine } from "../src/Format.ts"
 
 const KEY = "sk-e2e-7d1f0c-must-not-leak"
 const DIMENSIONS = 8
@@ -71,6 +72,19 @@ const output = (args: ReadonlyArray<string>) =>
   })
 
 describe("an openai: model", () => {
+  it("reports its usage in words, and a local model's not at all", () => {
+    const model = "openai:m"
+    assert.strictEqual(
+      embedUsageLine(1234, { model, requests: 17, inputTokens: 45678 }),
+      "embedded 1,234 chunks with openai:m: 17 requests, 45,678 tokens"
+    )
+    assert.strictEqual(
+      embedUsageLine(1, { model, requests: 1, inputTokens: undefined }),
+      "embedded 1 chunk with openai:m: 1 request, tokens not reported by the service"
+    )
+    assert.strictEqual(embedUsageLine(5, { model: "local-sha256", requests: 0, inputTokens: undefined }), undefined)
+  })
+
   it.effect("indexes and queries through the service, reports usage, and never shows or stores the key", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
