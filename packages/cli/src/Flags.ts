@@ -1,5 +1,5 @@
-/** Flags shared by several commands: the chunking settings and the output switches. */
-import { Effect, Option } from "effect"
+/** Flags shared by several commands: the chunking settings, the model and the output switches. */
+import { Effect, Layer, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
 import {
   Alpha,
@@ -18,7 +18,8 @@ import {
   TailPolicy
 } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
-import { DEFAULT_MODEL, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
+import { DEFAULT_MODEL, layerModel, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
+import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/services/OpenAiEmbeddings"
 
 /** `--chunk-size`, `--overlap`, `--tail`: how bodies are cut into chunks. */
 export const chunkingFlags = {
@@ -56,6 +57,47 @@ export const model = Flag.String("model").pipe(
   Flag.withMetavar("NAME"),
   Flag.withDefault(DEFAULT_MODEL as string)
 )
+
+/** `--embed-url URL`, `--dimensions N`: an `openai:` model's service (its key and limits come from the environment). */
+export const serviceFlags = {
+  embedUrl: Flag.String("embed-url").pipe(
+    Flag.withDescription(
+      `For openai: models, the address of the OpenAI-compatible service, up to /embeddings (default $${ENV.url} or ` +
+        `${DEFAULT_BASE_URL}; Ollama: http://localhost:11434/v1). The key comes from $${ENV.key} or $${ENV.openAiKey}`
+    ),
+    Flag.withMetavar("URL"),
+    Flag.optional
+  ),
+  dimensions: Flag.Int("dimensions").pipe(
+    Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(65536))),
+    Flag.withDescription(
+      "For openai: models, ask for vectors of this length (OpenAI's text-embedding-3 models can shorten theirs; " +
+        `default $${ENV.dimensions} or the model's own length)`
+    ),
+    Flag.optional
+  )
+}
+
+/** `--model` and the service flags: the flags of a command that picks its model. */
+export const modelFlags = { model, ...serviceFlags }
+
+/** `layer` (a model's embedder) built with the service flags in force; flags left out fall back to the environment. */
+export const withServiceFlags = (flags: {
+  readonly embedUrl: Option.Option<string>
+  readonly dimensions: Option.Option<number>
+}) =>
+<A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.provide(
+    layer,
+    Layer.succeed(ServiceFlags, {
+      embedUrl: Option.getOrUndefined(flags.embedUrl),
+      dimensions: Option.getOrUndefined(flags.dimensions)
+    })
+  )
+
+/** The embedder of the model the flags name. */
+export const modelLayer = (flags: Parameters<typeof withServiceFlags>[0] & { readonly model: string }) =>
+  withServiceFlags(flags)(layerModel(flags.model))
 
 /** `--json`: machine-readable output on stdout. */
 export const json = Flag.Boolean("json").pipe(

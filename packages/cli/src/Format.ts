@@ -43,6 +43,22 @@ export const indexReportLines = (report: IndexReport, location: string): Readonl
   ]
 }
 
+const count = (n: number) => n.toLocaleString("en-US")
+
+/**
+ * What embedding cost, for a model that calls a service (one that made requests): "embedded 1,234 chunks with
+ * openai:text-embedding-3-small: 17 requests, 45,678 tokens". Undefined for a local model.
+ */
+export const embedUsageLine = (
+  chunks: number,
+  usage: { readonly model: string; readonly requests: number; readonly inputTokens: number | undefined }
+): string | undefined =>
+  usage.requests === 0
+    ? undefined
+    : `embedded ${count(chunks)} chunk${chunks === 1 ? "" : "s"} with ${usage.model}: ` +
+      `${count(usage.requests)} request${usage.requests === 1 ? "" : "s"}, ` +
+      (usage.inputTokens === undefined ? "tokens not reported by the service" : `${count(usage.inputTokens)} tokens`)
+
 /** The `--json` form of `funcpipe index`. */
 export const indexReportJson = (report: IndexReport, location: string): string =>
   JSON.stringify({

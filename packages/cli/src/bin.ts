@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** Process entry: the only file that names the Node platform. */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer, Stdio } from "effect"
@@ -30,7 +31,9 @@ const PreparerLayer = layerWorkers(
 const MainLayer = Layer.mergeAll(
   PreparerLayer,
   DocumentSource.layer,
-  Models.layerLocal,
+  // node:http: starts at no cost (undici loads 1.2 MB on every run), and unlike fetch it accepts any port (fetch
+  // refuses 6000, 6665, … where a local embedding service may listen). Keep-alive saves a TLS handshake per request.
+  Models.layer.pipe(Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }))),
   CliOutput.layerPresenter(presenter),
   ProgressLayer
 ).pipe(Layer.provideMerge(NodeServices.layer))

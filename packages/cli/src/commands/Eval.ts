@@ -6,7 +6,7 @@ import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
-import { DEFAULT_MODEL, layerModel } from "@funcpipe/pipeline/services/Models"
+import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
 import {
@@ -15,7 +15,8 @@ import {
   chunkerFrom,
   chunkingFlags,
   json,
-  model,
+  modelFlags,
+  modelLayer,
   queryOptionsFrom,
   rankingFlags
 } from "../Flags.ts"
@@ -123,7 +124,7 @@ export const evaluate = Command.make(
       Flag.withDescription("The index file to build or reuse (default: .funcpipe/eval/<collection folder name>.db)"),
       Flag.optional
     ),
-    model,
+    ...modelFlags,
     ...rankingFlags,
     mode: Flag.Literals("mode", [...RetrievalMode.literals, "all"] as const).pipe(
       Flag.withDescription(
@@ -178,7 +179,7 @@ export const evaluate = Command.make(
         Effect.ensuring(progress.finish),
         Effect.provide(Layer.mergeAll(
           IndexStore.layerSqlite(indexFile),
-          layerModel(input.model),
+          modelLayer(input),
           EmbeddingCache.layerSqlite(cacheFileFor(indexFile))
         ))
       )

@@ -5,18 +5,27 @@ import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
 import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
-import { layerModel } from "@funcpipe/pipeline/services/Models"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, model } from "../Flags.ts"
-import { indexReportJson, indexReportLines, skipLines } from "../Format.ts"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, modelFlags, modelLayer } from "../Flags.ts"
+import { embedUsageLine, indexReportJson, indexReportLines, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
+
+/** Prints on stderr what embedding `chunks` cost, for a model that calls a service. */
+const printUsage = (chunks: number) =>
+  Embedder.use((embedder) =>
+    Effect.flatMap(embedder.usage, (usage) => {
+      const line = embedUsageLine(chunks, { model: embedder.model, ...usage })
+      return line === undefined ? Effect.void : Console.error(line)
+    })
+  )
 
 export const index = Command.make(
   "index",
   {
     paths,
     index: indexPath,
-    model,
+    ...modelFlags,
     ...chunkingFlags,
     ...analyzerFlags,
     dryRun: Flag.Boolean("dry-run").pipe(
@@ -50,9 +59,10 @@ export const index = Command.make(
         progress.update(stage === "embedding" ? "embedding documents" : "indexing documents", done, total)
     }).pipe(
       Effect.ensuring(progress.finish),
+      Effect.tap((report) => (report.dryRun ? Effect.void : printUsage(report.chunksWritten))),
       Effect.provide(Layer.mergeAll(
         IndexStore.layerSqlite(input.index),
-        layerModel(input.model),
+        modelLayer(input),
         EmbeddingCache.layerSqlite(cacheFileFor(input.index))
       )),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.

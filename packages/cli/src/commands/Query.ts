@@ -5,7 +5,7 @@ import { TopK } from "@funcpipe/domain/Query"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { indexPath, json, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import { indexPath, json, queryFlags, queryOptionsFrom, serviceFlags, withServiceFlags } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
 
@@ -23,12 +23,13 @@ export const query = Command.make(
     topK,
     ...queryFlags,
     index: indexPath,
+    ...serviceFlags,
     json
   },
   Effect.fn("query")(function*(input) {
     const text = yield* queryText(input.text)
     const answer = yield* queryIndex(text, input.topK, queryOptionsFrom(input)).pipe(
-      Effect.provide(Layer.provideMerge(layerIndexModel, IndexStore.layerSqlite(input.index)))
+      Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), IndexStore.layerSqlite(input.index)))
     )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
   })

@@ -2,8 +2,7 @@
 import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
-import { layerModel } from "@funcpipe/pipeline/services/Models"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, model, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, modelFlags, modelLayer, queryFlags, queryOptionsFrom } from "../Flags.ts"
 import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
 import { topK } from "./Query.ts"
@@ -22,7 +21,7 @@ export const search = Command.make(
       Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
     ),
     topK,
-    model,
+    ...modelFlags,
     ...queryFlags,
     ...chunkingFlags,
     ...analyzerFlags,
@@ -35,7 +34,7 @@ export const search = Command.make(
       chunker,
       analyzer: analyzerFrom(input),
       ...queryOptionsFrom(input)
-    }).pipe(Effect.provide(layerModel(input.model)))
+    }).pipe(Effect.provide(modelLayer(input)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))

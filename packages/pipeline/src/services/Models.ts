@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { LOCAL_SHA256 } from "../stages/Embed.ts"
 import { Embedder } from "./Embedder.ts"
 import { IndexStore, type StoreError } from "./IndexStore.ts"
+import * as OpenAiEmbeddings from "./OpenAiEmbeddings.ts"
 
 /** The names a user can give, for messages and `--help`. */
 export const MODEL_NAMES = "local-sha256, glove-100d, openai:<model> (any OpenAI-compatible service)"
@@ -59,6 +60,12 @@ export class Models extends Context.Service<Models, {
 
   /** `local-sha256` only (for tests and programs that need no other model). */
   static readonly layerLocal = Layer.succeed(Models, Models.make([localSha256]))
+
+  /** Every model; `openai:` models need an `HttpClient`. (Suspended: OpenAiEmbeddings imports this module.) */
+  static readonly layer = Layer.effect(
+    Models,
+    Effect.suspend(() => Effect.map(OpenAiEmbeddings.provider, (openAi) => Models.make([localSha256, openAi])))
+  )
 }
 
 
