@@ -12,15 +12,15 @@ import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 
 const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
-const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(30), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(120), overlap: Overlap.make(0), tailPolicy: "emit_short" })
 
-/** A JSONL corpus of `count` documents of about 600 characters; `version` changes every body. */
+/** A JSONL corpus of `count` documents of about 4,000 characters; `version` changes every body. */
 const corpus = (count: number, version: string) =>
   Array.from({ length: count }, (_, i) =>
     JSON.stringify({
       id: `doc-${i}`,
       title: `Document ${i}`,
-      text: Array.from({ length: 12 }, (_, s) => `Sentence ${s} of document ${i}, ${version}, with some words.`).join(" ")
+      text: Array.from({ length: 80 }, (_, s) => `Sentence ${s} of document ${i}, ${version}, with some words.`).join(" ")
     })).join("\n") + "\n"
 
 /** Starts the child, waits until it says it is inside its write, kills it with SIGKILL, and resolves its signal. */
@@ -41,7 +41,7 @@ const Base = Layer.mergeAll(Embedder.layerLocalSha256, DocumentSource.layer).pip
 const snapshot = (indexFile: string) =>
   Effect.gen(function*() {
     const answers = yield* Effect.forEach(
-      ["sentence 3 of document 17, v1, with some", "document 1999", "with some words."],
+      ["sentence 3 of document 17, v1, with some", "document 299", "with some words."],
       (q) => Effect.map(queryIndex(q, 10), (r) => r.results.map((x) => [x.score, x.chunk.docId, x.chunk.start, x.chunk.text]))
     )
     const store = yield* IndexStore
@@ -49,19 +49,19 @@ const snapshot = (indexFile: string) =>
   }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
 
 describe("crash safety", () => {
-  it.effect("a SIGKILL in the middle of re-indexing thousands of documents leaves the index as it was", () =>
+  it.effect("a SIGKILL in the middle of re-indexing megabytes of documents leaves the index as it was", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
       const indexFile = `${dir}/index.db`
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(2000, "v1"))
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(300, "v1"))
       yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
       const before = yield* snapshot(indexFile)
-      assert.strictEqual(before.documents.length, 2000)
+      assert.strictEqual(before.documents.length, 300)
 
       // Every document changes, so the killed run had rewritten most of the index inside its transaction.
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(2500, "v2"))
-      const signal = yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 30)
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(400, "v2"))
+      const signal = yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 5)
       assert.strictEqual(signal, "SIGKILL")
       // The killed run was inside its write transaction (it stalls in the embedder, which runs inside it); what it had
       // written is in the write-ahead log or still in memory, and neither may show.
@@ -72,7 +72,7 @@ describe("crash safety", () => {
 
       // And the index still takes the next run normally.
       const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
-      assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [500, 2000])
+      assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [100, 300])
     }).pipe(Effect.provide(Base)), 120_000)
 
   it.effect("a SIGKILL during the very first run leaves no index rather than half of one", () =>

@@ -25,7 +25,7 @@ const StallingEmbedder = Layer.effect(Embedder, Effect.gen(function*() {
   })
 })).pipe(Layer.provide(Embedder.layerLocalSha256))
 
-const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(30), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(120), overlap: Overlap.make(0), tailPolicy: "emit_short" })
 
 indexPaths([corpus], { chunker }).pipe(
   Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), DocumentSource.layer, StallingEmbedder)),
