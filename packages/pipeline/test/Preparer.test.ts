@@ -1,6 +1,6 @@
 /** The worker pool prepares batches exactly as the inline stage does, and an index built through it answers the same. */
 import { NodeServices } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Result, Stream } from "effect"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
@@ -40,13 +40,17 @@ describe("the worker pool", () => {
       assert.deepStrictEqual(later, prepareBatch(docs.slice(0, 3), settings))
     }).pipe(Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))), 60_000)
 
+})
+
+// One pool of two threads for the tests below: starting a thread loads the stage's modules, which takes a while.
+layer(layerWorkers(script, 2), { timeout: 60_000 })("a shared worker pool", (it) => {
   it.effect("prepares every batch exactly as the inline stage", () =>
     Effect.gen(function*() {
       const pool = yield* Preparer
       const batches = [docs.slice(0, 64), docs.slice(64, 65), [], docs.slice(65)]
       const viaWorkers = yield* Effect.forEach(batches, (batch) => pool.prepare(batch, settings), { concurrency: 4 })
       assert.deepStrictEqual(viaWorkers, batches.map((batch) => prepareBatch(batch, settings)))
-    }).pipe(Effect.provide(layerWorkers(script, 2))), 60_000)
+    }), 60_000)
 
   it.effect("builds an index that answers exactly as one built inline", () =>
     Effect.gen(function*() {
@@ -57,7 +61,7 @@ describe("the worker pool", () => {
             Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations]))
         }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerMemory, source, preparer)))
       const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
-      const pooled = yield* answers(layerWorkers(script, 2))
+      const pooled = yield* answers(Layer.succeed(Preparer, yield* Preparer))
       assert.deepStrictEqual(pooled, inline)
       assert.isAbove((inline[0]![0] as ReadonlyArray<unknown>).length, 0)
     }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))), 60_000)
