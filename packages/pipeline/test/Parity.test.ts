@@ -39,6 +39,23 @@ const goldenSpan = (c: { readonly doc_id: string; readonly start: number; readon
   text: c.text
 })
 
+describe("parity: the golden file", () => {
+  it("holds every case of the reference, so no section can pass by being empty", () => {
+    assert.deepStrictEqual(
+      {
+        docs: golden.docs.length,
+        chunkings: golden.docs.reduce((n, d) => n + d.chunkings.length, 0),
+        embedText: golden.embed_text.length,
+        dedup: golden.dedup.length,
+        csv: golden.csv.length,
+        retrievalQueries: golden.retrieval.queries.length,
+        retrievalChunks: golden.retrieval.corpus_chunks.length > 0
+      },
+      { docs: 30, chunkings: 174, embedText: 15, dedup: 3, csv: 11, retrievalQueries: 6, retrievalChunks: true }
+    )
+  })
+})
+
 describe("parity: clean", () => {
   it.each(golden.docs.map((d) => [d.raw.doc_id, d] as const))("%s", (_, d) => {
     const cleaned = cleanDoc(new RawDoc({ docId: DocId.make(d.raw.doc_id), title: d.raw.title, body: d.raw.abstract, categories: d.raw.categories }))

@@ -6,7 +6,7 @@ import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/doma
 import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
 import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
 import { chunkDoc } from "../src/stages/Chunker.ts"
-import { cosineSimilarity } from "../src/stages/Cosine.ts"
+import { cosineSimilarity, rawCosine } from "../src/stages/Cosine.ts"
 import { csvRecords, parseCsvDocs } from "../src/stages/Csv.ts"
 import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/Embed.ts"
 import { fileDoc } from "../src/stages/FileDoc.ts"
@@ -54,8 +54,14 @@ describe("cosineSimilarity", () => {
     assert.strictEqual(failureTag(cosineSimilarity([], [])), "ZeroVector")
     assert.strictEqual(failureTag(cosineSimilarity([0, 0], [1, 1])), "ZeroVector")
   })
-  it("clamps to [-1, 1]", () => {
-    assert.strictEqual(Result.getOrThrow(cosineSimilarity([1, 0], [-1, 0])), -1)
+  it("clamps to [-1, 1] what rounding pushes past it", () => {
+    // A vector with itself (and its negation) whose float sums land a hair outside [-1, 1].
+    const v = [0.9092974268256817, -0.8568887533689473, 0.9854497299884601]
+    const w = v.map((x) => -x)
+    assert.strictEqual(Result.getOrThrow(rawCosine(v, v)), 1.0000000000000002)
+    assert.strictEqual(Result.getOrThrow(rawCosine(v, w)), -1.0000000000000002)
+    assert.strictEqual(Result.getOrThrow(cosineSimilarity(v, v)), 1)
+    assert.strictEqual(Result.getOrThrow(cosineSimilarity(v, w)), -1)
   })
 })
 
