@@ -267,4 +267,11 @@ describe("DocumentSource", () => {
         "open/y.md"
       ])
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("walks names in code-point order, the project's one string order (not UTF-16's)", () =>
+    Effect.gen(function*() {
+      // By UTF-16 code unit the emoji (a surrogate pair starting 0xD83D) sorts before U+FF5E; by code point after it.
+      const root = yield* tree({ "\u{1F600}.md": "emoji", "\uFF5E.md": "tilde", "a.md": "a" })
+      assert.deepStrictEqual(summarize(yield* readAll([root])), ["a.md", "\uFF5E.md", "\u{1F600}.md"])
+    }).pipe(Effect.provide(TestLayer)))
 })

@@ -1,5 +1,6 @@
 /** What the stored index holds, and which of its files changed since it was built. */
 import { Effect, Result, Stream } from "effect"
+import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { IndexStore } from "../services/IndexStore.ts"
 import { hashDoc, planSync } from "../stages/Sync.ts"
@@ -54,6 +55,6 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
   for (const id of plan.deleted) bump(sourceThen.get(id)!, "deleted")
   const changed: ReadonlyArray<FileChange> = [...changes.entries()]
     .map(([file, counts]) => ({ source: file, ...counts }))
-    .sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0))
+    .sort((a, b) => compareCodePoints(a.source, b.source))
   return { location: store.location, manifest, roots, documents: stored.length, changed, unreadable } as const
 })

@@ -13,6 +13,7 @@ import {
   Stream
 } from "effect"
 import type { RawDoc } from "@funcpipe/domain/Document"
+import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { BadRecord } from "../stages/BadRecord.ts"
 import {
   BINARY_FILE,
@@ -247,7 +248,7 @@ export class DocumentSource extends Context.Service<DocumentSource, {
                 return void skip(shownDir, `${describe(listed.failure)}, so the folder was skipped`)
               }
               const names = listed.success.map((e) => e.name).filter((n) => !n.startsWith(".") && n !== "node_modules")
-                .sort()
+                .sort(compareCodePoints)
               for (const name of names) {
                 const child = relative === "" ? name : `${relative}/${name}`
                 const info = yield* fs.stat(path.join(root, child)).pipe(Effect.result)
