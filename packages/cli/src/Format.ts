@@ -167,8 +167,9 @@ const explainLines = (e: Explanation): ReadonlyArray<string> => [
     }`)
   ]),
   ...(e.cosine === null ? [] : [`     cosine ${num(e.cosine)}`]),
-  ...(e.vectorRank === null && e.lexicalRank === null ? [] : [
-    `     fused from vector rank ${e.vectorRank ?? "-"} and lexical rank ${e.lexicalRank ?? "-"} (1/(60 + rank) each)`
+  ...(e.fusion === null ? [] : [
+    `     fused ${e.fusion.method} (alpha ${e.fusion.alpha}): lexical rank ${e.lexicalRank ?? "-"} adds ` +
+    `${num(e.fusion.lexical)}, vector rank ${e.vectorRank ?? "-"} adds ${num(e.fusion.vector)}`
   ])
 ]
 
@@ -201,7 +202,8 @@ const explainJson = (e: Explanation) => ({
   cosine: e.cosine,
   bm25: e.bm25 === null ? null : { score: e.bm25.score, terms: e.bm25.terms },
   vector_rank: e.vectorRank,
-  lexical_rank: e.lexicalRank
+  lexical_rank: e.lexicalRank,
+  fusion: e.fusion
 })
 
 /** The `--json` form of an answer: stable keys, documented in the README. */

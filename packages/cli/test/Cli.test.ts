@@ -44,8 +44,10 @@ describe("funcpipe search", () => {
       assert.strictEqual(parsed.mode, "hybrid")
       assert.strictEqual(parsed.top_k, 2)
       const explain = parsed.results[0].explain
-      assert.deepStrictEqual(Object.keys(explain), ["cosine", "bm25", "vector_rank", "lexical_rank"])
+      assert.deepStrictEqual(Object.keys(explain), ["cosine", "bm25", "vector_rank", "lexical_rank", "fusion"])
       assert.deepStrictEqual([explain.vector_rank, explain.lexical_rank], [1, 1])
+      // What each ranking added: the two shares sum to the fused score.
+      assert.deepStrictEqual(explain.fusion, { method: "rrf", alpha: 0.5, lexical: 1 / 61, vector: 1 / 61 })
       assert.closeTo(parsed.results[0].score, 2 / 61, 1e-15)
       assert.isAbove(explain.bm25.terms.find((t: { term: string }) => t.term === "voyag").score, 0)
       assert.strictEqual(parsed.model, "local-sha256")

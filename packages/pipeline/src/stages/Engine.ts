@@ -8,6 +8,7 @@ import { idf, termScore, type TermExplanation } from "./Bm25.ts"
 import {
   type Candidates,
   fuseLinear,
+  fusionShares,
   fuseWeightedRanks,
   type KeyOf,
   keyTies,
@@ -82,6 +83,13 @@ export interface Explanation {
   readonly bm25: { readonly score: number; readonly terms: ReadonlyArray<TermExplanation> } | null
   readonly vectorRank: number | null
   readonly lexicalRank: number | null
+  /** In hybrid mode: how the fused score was made and what each ranking added to it. */
+  readonly fusion: {
+    readonly method: "linear" | "rrf"
+    readonly alpha: number
+    readonly lexical: number
+    readonly vector: number
+  } | null
 }
 
 /** A query scored in one mode: its candidates, what kind of score they carry, and explanations on demand. */
@@ -349,14 +357,26 @@ export const scoreQuery = (
   const terms$ = () => (loaded ??= loadTerms(view, terms))
   let lexical: ReturnType<typeof bm25> | undefined
   const lexical$ = () => (lexical ??= bm25(view, terms$(), terms, params))
-  const explainWith = (vectorRanks: ReadonlyMap<number, number>, lexicalRanks: ReadonlyMap<number, number>) =>
+  const explainWith = (
+    vectorRanks: ReadonlyMap<number, number>,
+    lexicalRanks: ReadonlyMap<number, number>,
+    shares?: { readonly lexical: ReadonlyMap<number, number>; readonly vector: ReadonlyMap<number, number> }
+  ) =>
   (position: number): Explanation => ({
     cosine: vector === undefined || mode === "lexical" ? null : cosineAt(view, vector, position),
     bm25: mode === "vector"
       ? null
       : { score: bm25At(view, terms$(), terms, position, params), terms: explainTerms(view, terms$(), terms, position, params) },
     vectorRank: vectorRanks.get(position) ?? null,
-    lexicalRank: lexicalRanks.get(position) ?? null
+    lexicalRank: lexicalRanks.get(position) ?? null,
+    fusion: shares === undefined
+      ? null
+      : {
+        method: fusion.method,
+        alpha: fusion.alpha,
+        lexical: shares.lexical.get(position) ?? 0,
+        vector: shares.vector.get(position) ?? 0
+      }
   })
   const none = new Map<number, number>()
   switch (mode) {
@@ -388,7 +408,10 @@ export const scoreQuery = (
         candidates: (visit) => {
           for (const [position, score] of fused) if (positiveScore(score)) visit(position, score)
         },
-        explain: explainWith(ranksOf(vectorTop), ranksOf(lexicalTop))
+        explain: explainWith(ranksOf(vectorTop), ranksOf(lexicalTop), {
+          lexical: fusionShares(fusion.method, fusion.alpha, lexicalTop),
+          vector: fusionShares(fusion.method, 1 - fusion.alpha, vectorTop)
+        })
       }
     }
   }

@@ -271,6 +271,26 @@ export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<To
   return fused
 }
 
+/**
+ * What one ranking adds to each of its positions' fused score under `method` with `weight` (α for the lexical
+ * ranking, 1 − α for the vector one): for explanations, with the same formulas as `fuseLinear` and `fuseWeightedRanks`.
+ */
+export const fusionShares = (method: "linear" | "rrf", weight: number, ranking: ReadonlyArray<Top>): Map<number, number> => {
+  const shares = new Map<number, number>()
+  if (method === "rrf") {
+    ranking.forEach((top, i) => shares.set(top.position, 2 * weight / (RRF_K + i + 1)))
+    return shares
+  }
+  let min = Infinity
+  let max = -Infinity
+  for (const top of ranking) {
+    if (top.score < min) min = top.score
+    if (top.score > max) max = top.score
+  }
+  for (const top of ranking) shares.set(top.position, weight * (max - min > 0 ? (top.score - min) / (max - min) : 1))
+  return shares
+}
+
 /** `fuseRankings` as a dense array over `count` positions (0 where a position is in no ranking). */
 export const reciprocalRankFusion = (rankings: ReadonlyArray<ReadonlyArray<Top>>, count: number): Float64Array => {
   const dense = new Float64Array(count)
