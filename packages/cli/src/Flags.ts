@@ -25,15 +25,22 @@ import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/services
 export const chunkingFlags = {
   chunkSize: Flag.Int("chunk-size").pipe(
     Flag.withSchema(ChunkSize),
-    Flag.withDescription("Length of each chunk in Unicode code points (at least 1; default 512)"),
+    Flag.withMetavar("N"),
+    Flag.withDescription(
+      `Length of each chunk in Unicode code points (at least 1; default ${ChunkerConfig.default.chunkSize})`
+    ),
     Flag.withDefault(ChunkerConfig.default.chunkSize)
   ),
   overlap: Flag.Int("overlap").pipe(
     Flag.withSchema(Overlap),
-    Flag.withDescription("Code points each chunk shares with the next (0 or more, below --chunk-size; default 0)"),
+    Flag.withMetavar("N"),
+    Flag.withDescription(
+      `Code points each chunk shares with the next (0 or more, below --chunk-size; default ${ChunkerConfig.default.overlap})`
+    ),
     Flag.withDefault(ChunkerConfig.default.overlap)
   ),
   tail: Flag.Literals("tail", TailPolicy.literals).pipe(
+    Flag.withMetavar("POLICY"),
     Flag.withDescription("The last, shorter chunk: emit_short (default) keeps it, drop discards it, pad fills it with U+0000"),
     Flag.withDefault(ChunkerConfig.default.tailPolicy)
   )
@@ -61,6 +68,7 @@ export const model = Flag.String("model").pipe(
 /** `--embed-url URL`, `--dimensions N`: an `openai:` model's service (its key and limits come from the environment). */
 export const serviceFlags = {
   embedUrl: Flag.String("embed-url").pipe(
+    Flag.withMetavar("URL"),
     Flag.withDescription(
       `For openai: models, the address of the OpenAI-compatible service, up to /embeddings (default $${ENV.url} or ` +
         `${DEFAULT_BASE_URL}; Ollama: http://localhost:11434/v1). The key comes from $${ENV.key} or $${ENV.openAiKey}`
@@ -69,6 +77,7 @@ export const serviceFlags = {
     Flag.optional
   ),
   dimensions: Flag.Int("dimensions").pipe(
+    Flag.withMetavar("N"),
     Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(65536))),
     Flag.withDescription(
       "For openai: models, ask for vectors of this length (OpenAI's text-embedding-3 models can shorten theirs; " +
@@ -107,6 +116,7 @@ export const json = Flag.Boolean("json").pipe(
 
 /** `--out FILE`, optional. */
 export const out = Flag.String("out").pipe(
+  Flag.withMetavar("FILE"),
   Flag.withDescription("Write to this file (atomically: it holds the old content or the new, never a mix) instead of stdout"),
   Flag.optional
 )
@@ -114,10 +124,12 @@ export const out = Flag.String("out").pipe(
 /** `--stop-words`, `--stemmer`: how text becomes search terms; stored with the index. */
 export const analyzerFlags = {
   stopWords: Flag.Literals("stop-words", StopWords.literals).pipe(
+    Flag.withMetavar("WORDS"),
     Flag.withDescription("Words left out of lexical search: english (default; 33 common words) or none"),
     Flag.withDefault(AnalyzerConfig.default.stopWords)
   ),
   stemmer: Flag.Literals("stemmer", Stemmer.literals).pipe(
+    Flag.withMetavar("STEMMER"),
     Flag.withDescription("Reduce English words to stems (porter, the default: 'indexing' and 'indexed' both become 'index') or not (none)"),
     Flag.withDefault(AnalyzerConfig.default.stemmer)
   )
@@ -130,6 +142,7 @@ export const analyzerFrom = (flags: { readonly stopWords: StopWords; readonly st
 /** `--mode`, `--k1`, `--b`: how documents are ranked for a query. */
 export const rankingFlags = {
   mode: Flag.Literals("mode", RetrievalMode.literals).pipe(
+    Flag.withMetavar("MODE"),
     Flag.withDescription(
       "vector (embedding similarity), lexical (BM25 over words) or hybrid (both rankings fused); default: lexical for " +
         "local-sha256 indexes, hybrid otherwise"
@@ -138,15 +151,18 @@ export const rankingFlags = {
   ),
   k1: Flag.Finite("k1").pipe(
     Flag.withSchema(K1),
-    Flag.withDescription("BM25 term-frequency saturation (0 or more; default 0.9)"),
+    Flag.withMetavar("NUMBER"),
+    Flag.withDescription(`BM25 term-frequency saturation (0 or more; default ${Bm25Params.default.k1})`),
     Flag.withDefault(Bm25Params.default.k1)
   ),
   b: Flag.Finite("b").pipe(
     Flag.withSchema(B),
-    Flag.withDescription("BM25 length normalisation (0 to 1; default 0.4)"),
+    Flag.withMetavar("NUMBER"),
+    Flag.withDescription(`BM25 length normalisation (0 to 1; default ${Bm25Params.default.b})`),
     Flag.withDefault(Bm25Params.default.b)
   ),
   fusion: Flag.Literals("fusion", FusionMethod.literals).pipe(
+    Flag.withMetavar("METHOD"),
     Flag.withDescription(
       `How hybrid mode fuses the lexical and vector rankings: linear (normalised scores, weighted; the default) or rrf ` +
         `(reciprocal rank fusion, weighted)`
@@ -155,6 +171,7 @@ export const rankingFlags = {
   ),
   alpha: Flag.Finite("alpha").pipe(
     Flag.withSchema(Alpha),
+    Flag.withMetavar("NUMBER"),
     Flag.withDescription(
       `The lexical ranking's weight in hybrid mode, 0 to 1 (the vector ranking gets the rest; default ` +
         `${FusionConfig.defaultAlpha("linear")} for linear, ${FusionConfig.defaultAlpha("rrf")} for rrf)`
@@ -192,6 +209,7 @@ export const queryOptionsFrom = (flags: {
 
 /** `--index PATH`: where the index file lives. */
 export const indexPath = Flag.String("index").pipe(
+  Flag.withMetavar("PATH"),
   Flag.withDescription("The index file to use (default .funcpipe/index.db)"),
   Flag.withDefault(DEFAULT_INDEX)
 )

@@ -20,9 +20,16 @@ const accepted = (expected: string): string => {
       return "it must be a number"
     case "an integer":
     case "integer":
+    case "N":
       return "it must be a whole number"
+    case "NUMBER":
+      return "it must be a number"
+    case "PATH":
+    case "FILE":
+      return "give a file's path"
     default:
-      return text
+      // Another flag's placeholder (MODE, URL, TEXT, …), as --help shows it.
+      return /^[A-Z]+$/.test(text) ? `give a ${text.toLowerCase()}` : text
   }
 }
 

@@ -109,7 +109,7 @@ describe("funcpipe eval", () => {
     Effect.gen(function*() {
       yield* run(["eval", "--help"])
       const help = (yield* TestConsole.logLines).map(String).join("\n")
-      assert.match(help, /--out string +Also write each query's results and metrics to this file/)
+      assert.match(help, /--out FILE +Also write each query's results and metrics to this file/)
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("--mode all compares the three modes on one index, as a table or a JSON array", () =>

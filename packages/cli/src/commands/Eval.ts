@@ -121,12 +121,14 @@ export const evaluate = Command.make(
       Argument.withDescription("A folder with corpus.jsonl, queries.jsonl and qrels.tsv (the BEIR layout)")
     ),
     index: Flag.String("index").pipe(
+      Flag.withMetavar("PATH"),
       Flag.withDescription("The index file to build or reuse (default: .funcpipe/eval/<collection folder name>.db)"),
       Flag.optional
     ),
     ...modelFlags,
     ...rankingFlags,
     mode: Flag.Literals("mode", [...RetrievalMode.literals, "all"] as const).pipe(
+      Flag.withMetavar("MODE"),
       Flag.withDescription(
         "vector, lexical or hybrid (default: lexical for local-sha256 indexes, hybrid otherwise), or all: run each " +
           "and print one table to compare them"
@@ -137,6 +139,7 @@ export const evaluate = Command.make(
     ...analyzerFlags,
     rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
     out: Flag.String("out").pipe(
+      Flag.withMetavar("FILE"),
       Flag.withDescription(
         "Also write each query's results and metrics to this file, one JSON object per line (the metrics still go to " +
           "stdout; the file holds its old content or the new, never a mix)"
@@ -144,10 +147,12 @@ export const evaluate = Command.make(
       Flag.optional
     ),
     baseline: Flag.String("baseline").pipe(
+      Flag.withMetavar("FILE"),
       Flag.withDescription("A --json result to compare with: exit non-zero if a metric drops by more than --tolerance"),
       Flag.optional
     ),
     tolerance: Flag.Finite("tolerance").pipe(
+      Flag.withMetavar("NUMBER"),
       Flag.withSchema(Tolerance),
       Flag.withDescription("How far a metric may fall below the baseline (0 or more; default 0.005)"),
       Flag.withDefault(0.005)

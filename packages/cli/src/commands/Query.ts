@@ -12,6 +12,7 @@ import { queryText, STDIN_HINT } from "../QueryText.ts"
 /** `--top-k N`, default 3. */
 export const topK = Flag.Int("top-k").pipe(
   Flag.withSchema(TopK),
+  Flag.withMetavar("N"),
   Flag.withDescription("How many results to show (at least 1; default 3)"),
   Flag.withDefault(TopK.make(3))
 )

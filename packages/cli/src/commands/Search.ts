@@ -17,6 +17,7 @@ export const search = Command.make(
   {
     paths,
     query: Flag.String("query").pipe(
+      Flag.withMetavar("TEXT"),
       Flag.withAlias("q"),
       Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
     ),
