@@ -2,7 +2,7 @@
  * Rules over documents: one predicate value for what an index keeps (`--keep`) and what a query searches (`--where`),
  * with a text form for people, a JSON form for programs, and a pure evaluator.
  */
-import { Result, Schema } from "effect"
+import { Effect, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
 
 /** The document fields a comparison reads: `body` is the reference's `abstract`; `categories` is a list of labels. */
 export const RuleField = Schema.Literals(["doc_id", "title", "body", "categories"])
@@ -547,3 +547,17 @@ export const readRule = (text: string): Result.Result<Rule, RuleSyntaxError | Ru
 
 /** The JSON form of a rule. */
 export const ruleJson: (rule: Rule) => string = Schema.encodeSync(Schema.fromJsonString(Rule))
+
+/**
+ * A rule as a user writes it (the text form, or the JSON form when it starts with `{`), decoded to a `Rule`; a
+ * failure carries the reader's one-line message. Encodes to the text form.
+ */
+export const RuleFromText = Schema.String.pipe(Schema.decodeTo(Rule, {
+  decode: SchemaGetter.transformEffect((text: string, options) => {
+    const read = readRule(text)
+    return Result.isSuccess(read)
+      ? Effect.succeed(read.success)
+      : Effect.fail(new SchemaIssue.InvalidValue({ message: read.failure.message }, text, options))
+  }),
+  encode: SchemaGetter.transform(printRule)
+}))

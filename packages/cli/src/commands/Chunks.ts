@@ -4,16 +4,16 @@ import { Command } from "effect/cli"
 import { ingest } from "@funcpipe/pipeline/programs/Ingest"
 import { writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { layerModel } from "@funcpipe/pipeline/services/Models"
-import { chunkerFrom, chunkingFlags, model, out } from "../Flags.ts"
+import { chunkerFrom, chunkingFlags, keep, model, out, ruleOption } from "../Flags.ts"
 import { chunksJsonl, summaryLines } from "../Format.ts"
 import { paths } from "./Search.ts"
 
 export const chunks = Command.make(
   "chunks",
-  { paths, out, model, ...chunkingFlags },
+  { paths, out, model, ...chunkingFlags, keep },
   Effect.fn("chunks")(function*(input) {
     const chunker = yield* chunkerFrom(input)
-    const { chunks, summary } = yield* ingest(input.paths, { chunker }).pipe(Effect.provide(layerModel(input.model)))
+    const { chunks, summary } = yield* ingest(input.paths, { chunker, ...ruleOption("keep", input.keep) }).pipe(Effect.provide(layerModel(input.model)))
     const body = chunksJsonl(chunks)
     if (Option.isSome(input.out)) yield* writeFileAtomic(input.out.value, body)
     else if (body.length > 0) yield* Console.log(body.slice(0, -1))

@@ -15,9 +15,11 @@ import {
   chunkerFrom,
   chunkingFlags,
   json,
+  keep,
   model,
   queryOptionsFrom,
-  rankingFlags
+  rankingFlags,
+  ruleOption
 } from "../Flags.ts"
 import { skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
@@ -134,6 +136,7 @@ export const evaluate = Command.make(
     ),
     ...chunkingFlags,
     ...analyzerFlags,
+    keep,
     rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
     out: Flag.String("out").pipe(
       Flag.withDescription(
@@ -170,6 +173,7 @@ export const evaluate = Command.make(
       evaluateCollection(input.collection, {
         chunker,
         analyzer: analyzerFrom(input),
+        ...ruleOption("keep", input.keep),
         rebuild,
         ...queryOptionsFrom({ ...input, mode }),
         progress: (stage, done, total) =>

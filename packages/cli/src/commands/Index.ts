@@ -6,7 +6,7 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
 import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { layerModel } from "@funcpipe/pipeline/services/Models"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, model } from "../Flags.ts"
+import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, keep, model, ruleOption } from "../Flags.ts"
 import { indexReportJson, indexReportLines, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
@@ -19,6 +19,7 @@ export const index = Command.make(
     model,
     ...chunkingFlags,
     ...analyzerFlags,
+    keep,
     dryRun: Flag.Boolean("dry-run").pipe(
       Flag.withDescription("Show what would be added, updated and deleted, and write nothing"),
       Flag.withDefault(false)
@@ -43,6 +44,7 @@ export const index = Command.make(
     const report = yield* indexPaths(input.paths, {
       chunker,
       analyzer: analyzerFrom(input),
+      ...ruleOption("keep", input.keep),
       dryRun: input.dryRun,
       rebuild: input.rebuild,
       prune: input.prune,
@@ -70,6 +72,7 @@ export const index = Command.make(
     { command: "funcpipe index sample", description: "Index the sample corpus into .funcpipe/index.db" },
     { command: "funcpipe index notes/ --dry-run", description: "Show what a run would change" },
     { command: "funcpipe index notes/ --prune", description: "Mirror notes/ even if that deletes much of the index" },
-    { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" }
+    { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" },
+    { command: "funcpipe index papers.csv --keep 'categories ^= astro-ph'", description: "Index only astrophysics papers" }
   ])
 )

@@ -3,7 +3,19 @@ import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
 import { layerModel } from "@funcpipe/pipeline/services/Models"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, model, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import {
+  analyzerFlags,
+  analyzerFrom,
+  chunkerFrom,
+  chunkingFlags,
+  json,
+  keep,
+  model,
+  queryFlags,
+  queryOptionsFrom,
+  ruleOption,
+  where
+} from "../Flags.ts"
 import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
 import { topK } from "./Query.ts"
@@ -26,6 +38,8 @@ export const search = Command.make(
     ...queryFlags,
     ...chunkingFlags,
     ...analyzerFlags,
+    keep,
+    where,
     json
   },
   Effect.fn("search")(function*(input) {
@@ -34,7 +48,9 @@ export const search = Command.make(
     const answer = yield* searchPaths(input.paths, text, input.topK, {
       chunker,
       analyzer: analyzerFrom(input),
-      ...queryOptionsFrom(input)
+      ...queryOptionsFrom(input),
+      ...ruleOption("keep", input.keep),
+      ...ruleOption("where", input.where)
     }).pipe(Effect.provide(layerModel(input.model)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))

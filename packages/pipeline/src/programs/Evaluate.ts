@@ -104,6 +104,8 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
     analyzer: options.analyzer ?? AnalyzerConfig.default,
     ...(options.keep === undefined ? {} : { keep: options.keep }),
     rebuild: options.rebuild === true,
+    // The index is this collection's own, mirroring one file: deleting what left the corpus (or the keep rule) is safe.
+    prune: true,
     progress: (done, total) => progress("indexing", done, total)
   })
   const params = options.bm25 ?? Bm25Params.default
