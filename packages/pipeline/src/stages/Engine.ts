@@ -164,35 +164,38 @@ const scanFiltered = (
   const d = view.dimensions
   const qLength = magnitudeOf(query)
   const q = Float64Array.from(query as ArrayLike<number>)
-  const score = (block: VectorBlock, row: number): number => {
-    let dot = 0
-    const base = row * d
-    const vectors = block.vectors
-    for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
-    return clamp(dot / (qLength * block.magnitudes[row]!))
-  }
   const blocks = view.vectorBlocks()
   const { allowed, listed } = filter
+  // The loops are those of `scanVectors`, written out again so the hot path stays one tight loop.
   if (listed !== undefined) {
     let b = 0
     for (let i = 0; i < listed.length; i++) {
       const position = listed[i]!
       while (b < blocks.length && position >= blocks[b]!.offset + blocks[b]!.count) b++
-      const block = blocks[b]
-      if (block === undefined) return
-      const row = position - block.offset
-      if (row < 0 || block.magnitudes[row]! === 0) continue
-      const s = score(block, row)
-      if (s >= floor()) visit(position, s)
+      if (b === blocks.length) return
+      const { magnitudes, offset, vectors } = blocks[b]!
+      const row = position - offset
+      const magnitude = magnitudes[row]!
+      if (row < 0 || magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(position, score)
     }
     return
   }
   for (const block of blocks) {
-    const { count, magnitudes, offset } = block
+    const { count, magnitudes, offset, vectors } = block
     for (let row = 0; row < count; row++) {
-      if (allowed[offset + row] !== 1 || magnitudes[row]! === 0) continue
-      const s = score(block, row)
-      if (s >= floor()) visit(offset + row, s)
+      if (allowed[offset + row] !== 1) continue
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(offset + row, score)
     }
   }
 }
