@@ -3,7 +3,7 @@
  * word queries timed with no filter, a filter passing half the documents and one passing 0.1 %, in every mode; each
  * filtered answer is checked against the unfiltered candidates restricted to the filter.
  */
-import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
 import { once } from "node:events"
 import { finished } from "node:stream/promises"
 import { cpus, loadavg, tmpdir } from "node:os"
@@ -140,11 +140,14 @@ const check = (text: string, mode: RetrievalMode, rule: Rule) =>
     const cleaned = cleanText(text)
     const query = { terms: analyze(cleaned), vector: mode === "lexical" ? undefined : embedText(cleaned).vector }
     const filter = snapshot.filter(rule)
-    const filtered = topChunksOf(snapshot, scoreQuery(snapshot, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter), TOP_K, query)
+    const scored = scoreQuery(snapshot, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter)
+    const filtered = topChunksOf(snapshot, scored, TOP_K, query)
     const all = scoreQuery(snapshot, query, mode, Bm25Params.default)
-    const expected = topOf((visit) => all.candidates((p, s) => (filter.allowed[p] === 1 ? visit(p, s) : undefined)), TOP_K, keyTies(snapshot.keyOf))
+    const restricted = (visit: (p: number, s: number) => void) =>
+      all.candidates((p, s) => (filter.allowed[p] === 1 ? visit(p, s) : undefined))
+    const expected = topOf(restricted, TOP_K, keyTies(snapshot.keyOf))
     if (JSON.stringify(filtered) !== JSON.stringify(expected)) {
-      throw new Error(`${mode} "${text}" ${printRule(rule)}: the filtered answer differs from the restricted full ranking`)
+      throw new Error(`${mode} "${text}" ${printRule(rule)}: the filtered answer differs from the restricted ranking`)
     }
     return filtered.length
   }))
@@ -156,14 +159,16 @@ for (const { name, rule } of FILTERS) {
   // The first query with a rule builds the per-document table and value index (once per index state) and the
   // filter's positions (then kept for repeated queries); it is shown apart from the warm figures.
   if (rule !== undefined) {
-    const first = await timed(() => runtime.runPromise(queryIndex(queries[0]!.text, TOP_K, { mode: "lexical", where: rule })))
+    const ask = () => runtime.runPromise(queryIndex(queries[0]!.text, TOP_K, { mode: "lexical", where: rule }))
+    const first = await timed(ask)
     firstRows.push([name, printRule(rule), ms(first)])
   }
   for (const mode of MODES) {
     const times: Array<number> = []
     let results = 0
     for (const q of queries) {
-      const ask = () => runtime.runPromise(queryIndex(q.text, TOP_K, { mode, ...(rule === undefined ? {} : { where: rule }) }))
+      const options = { mode, ...(rule === undefined ? {} : { where: rule }) }
+      const ask = () => runtime.runPromise(queryIndex(q.text, TOP_K, options))
       const answer = await ask()
       results += answer.results.length
       for (let r = 0; r < REPS; r++) times.push(await timed(ask))
@@ -172,22 +177,26 @@ for (const { name, rule } of FILTERS) {
         checked++
       }
     }
-    rows.push([name, mode, String(queries.length), (results / queries.length).toFixed(1), ms(median(times)), ms(p95(times))])
+    const perQuery = (results / queries.length).toFixed(1)
+    rows.push([name, mode, String(queries.length), perQuery, ms(median(times)), ms(p95(times))])
   }
   log(`timed filter ${name}`)
 }
 
-say(`# Query filters (${new Date().toISOString()}, ${cpus().length} cores, load ${loadavg().map((x) => x.toFixed(2)).join(" ")})`)
+const load = loadavg().map((x) => x.toFixed(2)).join(" ")
+say(`# Query filters (${new Date().toISOString()}, ${cpus().length} cores, load average ${load} at the end)`)
 say()
 say(`Corpus ${MB} MB (seed ${SEED}, the engine benchmark's documents with labels even/odd and rare one in 1,000): ` +
-  `${count(report.documents)} documents, ${count(report.chunks)} chunks, indexed in process in ${indexSeconds.toFixed(1)} s.`)
+  `${count(report.documents)} documents, ${count(report.chunks)} chunks, indexed in process in ` +
+  `${indexSeconds.toFixed(1)} s.`)
 say(`${queries.length} word queries, top ${TOP_K}, ${REPS} timed runs each after one warm-up, \`queryIndex\` on one ` +
-  `ManagedRuntime (warm caches, as in a server); ${checked} filtered answers checked against the unfiltered candidates ` +
-  `restricted to the filter.`)
+  `ManagedRuntime (warm caches, as in a server); ${checked} filtered answers checked against the unfiltered ` +
+  `candidates restricted to the filter.`)
 say()
 say(markdownTable(["filter", "mode", "queries", "results / query", "median ms", "p95 ms"], rows))
 say()
-say("First query with each filter (builds the filter's positions; the document table and value index once per index state):")
+say("First query with each filter (it builds the filter's positions, and the document table and value index once " +
+  "per index state):")
 say()
 say(markdownTable(["filter", "rule", "first query ms"], firstRows))
 
@@ -196,4 +205,4 @@ if (!flags.keep) {
   for (const suffix of ["", "-wal", "-shm"]) rmSync(`${indexFile}${suffix}`, { force: true })
   rmSync(corpusFile, { force: true })
 }
-log(`done (index ${(statSync(DIR).isDirectory() ? DIR : "")})`)
+log(flags.keep ? `done; the corpus and the index are in ${DIR}` : "done")

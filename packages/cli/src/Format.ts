@@ -13,7 +13,8 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 /** The run summary for stderr: one line of counts, then one line per skipped record. */
 export const summaryLines = (summary: RunSummary): ReadonlyArray<string> => [
   `read ${plural(summary.read, "record")}: ${summary.kept} kept, ` +
-  `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}${summary.skipped.length} skipped; ` +
+  `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}` +
+  `${summary.skipped.length} skipped; ` +
   `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
   ...skipLines(summary.skipped)
 ]

@@ -77,7 +77,9 @@ export const Rule: Schema.Codec<Rule> = Schema.Union([
     field: RuleField,
     value: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "a length is a whole number of 0 or more" }))
   }),
-  Schema.TaggedStruct("Under", { path: Schema.String.check(Schema.isNonEmpty({ message: "a path must not be empty" })) }),
+  Schema.TaggedStruct("Under", {
+    path: Schema.String.check(Schema.isNonEmpty({ message: "a path must not be empty" }))
+  }),
   Schema.TaggedStruct("All", { rules: Schema.Array(rule) }),
   Schema.TaggedStruct("AnyOf", { rules: Schema.Array(rule) }),
   Schema.TaggedStruct("Not", { rule })
@@ -397,7 +399,9 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
       if (path === "") throw fail(at, "a file or folder after under", "empty text")
       return under(path)
     }
-    if (token.kind !== "word" || FIELDS[token.text] === undefined) return expect(`a condition: ${FIELD_LIST}, "not", "len(" or "("`)
+    if (token.kind !== "word" || FIELDS[token.text] === undefined) {
+      return expect(`a condition: ${FIELD_LIST}, "not", "len(" or "("`)
+    }
     const f = field()
     if (isSymbol("=")) {
       advance()

@@ -125,7 +125,10 @@ describe("filtered top-k", () => {
     let state = seed >>> 0
     const next = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) % 5) - 2
     const vectors = Float64Array.from({ length: view.positions * 2 }, next)
-    const magnitudes = Float64Array.from({ length: view.positions }, (_, p) => Math.sqrt(vectors[2 * p]! ** 2 + vectors[2 * p + 1]! ** 2))
+    const magnitudes = Float64Array.from(
+      { length: view.positions },
+      (_, p) => Math.sqrt(vectors[2 * p]! ** 2 + vectors[2 * p + 1]! ** 2)
+    )
     const half = Math.floor(view.positions / 2)
     const block = (from: number, to: number) => ({
       offset: from,

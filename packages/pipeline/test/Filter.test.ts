@@ -66,15 +66,31 @@ const words = fc.array(fc.constantFrom("moon", "light", "sun", "dark", "matter",
   .map((ws) => ws.join(" "))
 
 const docs: fc.Arbitrary<ReadonlyArray<Doc>> = fc.uniqueArray(
-  fc.record({ docId: fc.constantFrom("a", "b", "ab", "d1", "d2", "😀", "cs", "e"), title: value, categories, source, body: words }),
+  fc.record({
+    docId: fc.constantFrom("a", "b", "ab", "d1", "d2", "😀", "cs", "e"),
+    title: value,
+    categories,
+    source,
+    body: words
+  }),
   { selector: (d) => d.docId, minLength: 1, maxLength: 8 }
 )
 
-const subjectOf = (d: Doc) => ({ docId: d.docId, title: d.title, body: d.body, labels: labelsOf(d.categories), source: d.source })
+const subjectOf = (d: Doc) => ({
+  docId: d.docId,
+  title: d.title,
+  body: d.body,
+  labels: labelsOf(d.categories),
+  source: d.source
+})
+
+const rawDoc = (d: Doc) =>
+  new RawDoc({ docId: DocId.make(d.docId), title: d.title, body: d.body, categories: d.categories })
 
 describe("TableFilter", () => {
+  const counts = fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 8, maxLength: 8 })
   it("passes exactly the documents matches passes, and their chunks only", () =>
-    fc.assert(fc.property(docs, fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 8, maxLength: 8 }), rule, (ds, chunkCounts, r) => {
+    fc.assert(fc.property(docs, counts, rule, (ds, chunkCounts, r) => {
       let at = 2
       const first = Int32Array.from(ds, (_, i) => ((at += chunkCounts[i]! + 1) - chunkCounts[i]! - 1))
       const table = new TableFilter({
@@ -89,7 +105,8 @@ describe("TableFilter", () => {
       const expected = ds.map((d) => (matches(r, subjectOf(d)) ? 1 : 0))
       assert.deepStrictEqual([...table.documents(r)], expected)
       const { allowed, count, listed } = table.positions(r)
-      const positions = ds.flatMap((_, i) => (expected[i] === 1 ? Array.from({ length: chunkCounts[i]! }, (_, c) => first[i]! + c) : []))
+      const positions = ds
+        .flatMap((_, i) => (expected[i] === 1 ? Array.from({ length: chunkCounts[i]! }, (_, c) => first[i]! + c) : []))
         .sort((a, b) => a - b)
       assert.deepStrictEqual([...allowed.keys()].filter((p) => allowed[p] === 1), positions)
       assert.strictEqual(count, positions.length)
@@ -106,7 +123,7 @@ const sourceOf = (corpus: ReadonlyArray<Doc>) =>
         Result.succeed({
           source: d.source,
           line: 0,
-          doc: new RawDoc({ docId: DocId.make(d.docId), title: d.title, body: d.body, categories: d.categories })
+          doc: rawDoc(d)
         })
       )),
     size: () => Effect.succeed(0)
@@ -114,8 +131,16 @@ const sourceOf = (corpus: ReadonlyArray<Doc>) =>
 
 type Row = readonly [score: number, docId: string, start: number, end: number, text: string]
 
-const rows = (answer: { readonly results: ReadonlyArray<{ readonly score: number; readonly chunk: { readonly docId: string; readonly start: number; readonly end: number; readonly text: string } }> }): Array<Row> =>
+/** What a result is made of, for comparing answers. */
+interface ResultLike {
+  readonly score: number
+  readonly chunk: { readonly docId: string; readonly start: number; readonly end: number; readonly text: string }
+}
+
+const rows = (answer: { readonly results: ReadonlyArray<ResultLike> }): Array<Row> =>
   answer.results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as const)
+
+const keyOfRow = (row: Row) => ({ score: row[0], docId: row[1], start: row[2], end: row[3], text: row[4] })
 
 const keyOf = (row: Row) => `${row[1]}\u0000${row[2]}\u0000${row[3]}`
 
@@ -142,16 +167,19 @@ const fuse = (lexical: ReadonlyArray<Row>, vector: ReadonlyArray<Row>, fusion: F
       const row = byKey.get(keys[position]!)!
       return [score, row[1], row[2], row[3], row[4]] as const
     })
-    .sort((a, b) => rankingOrder({ score: a[0], docId: a[1], start: a[2], end: a[3], text: a[4] }, { score: b[0], docId: b[1], start: b[2], end: b[3], text: b[4] }))
+    .sort((a, b) => rankingOrder(keyOfRow(a), keyOfRow(b)))
     .slice(0, k)
 }
 
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
 
+const fusions = [FusionConfig.default, new FusionConfig({ method: "rrf", alpha: FusionConfig.defaultAlpha("rrf") })]
+
 describe("filtered queries", () => {
   it.effect("answer the exact top k of the allowed chunks in every mode, with the whole index's BM25 statistics", () =>
     Effect.gen(function*() {
-      const cases = fc.sample(fc.tuple(docs, fc.array(rule, { minLength: 1, maxLength: 4 })), { numRuns: 10, seed: 20261202 })
+      const rules = fc.array(rule, { minLength: 1, maxLength: 4 })
+      const cases = fc.sample(fc.tuple(docs, rules), { numRuns: 10, seed: 20261202 })
       let nonEmpty = 0
       for (const [corpus, rules] of cases) {
         yield* Effect.gen(function*() {
@@ -167,10 +195,11 @@ describe("filtered queries", () => {
               for (const k of [1, 3]) {
                 for (const mode of ["lexical", "vector"] as const) {
                   const filtered = rows(yield* queryIndex(text, k, { mode, where: r }))
-                  assert.deepStrictEqual(filtered, full[mode].filter((row) => allowed.has(row[1])).slice(0, k), `${mode} ${JSON.stringify(r)}`)
+                  const expected = full[mode].filter((row) => allowed.has(row[1])).slice(0, k)
+                  assert.deepStrictEqual(filtered, expected, `${mode} ${JSON.stringify(r)}`)
                   if (filtered.length > 0) nonEmpty++
                 }
-                for (const fusion of [FusionConfig.default, new FusionConfig({ method: "rrf", alpha: FusionConfig.defaultAlpha("rrf") })]) {
+                for (const fusion of fusions) {
                   const hybrid = rows(yield* queryIndex(text, k, { mode: "hybrid", where: r, fusion }))
                   const expected = fuse(
                     full.lexical.filter((row) => allowed.has(row[1])),
@@ -190,15 +219,22 @@ describe("filtered queries", () => {
 
   it.effect("follow the index as it changes, and a rule that keeps everything is no filter", () =>
     Effect.gen(function*() {
-      const doc = (docId: string, labels: string): Doc => ({ docId, title: docId, categories: labels, source: "/data/a.md", body: "moon light" })
+      const doc = (docId: string, labels: string): Doc => ({
+        docId,
+        title: docId,
+        categories: labels,
+        source: "/data/a.md",
+        body: "moon light"
+      })
       let corpus: ReadonlyArray<Doc> = [doc("a", "x"), doc("b", "y")]
       const source = Layer.succeed(DocumentSource, DocumentSource.of({
         read: () => Stream.suspend(() => Stream.fromIterable(corpus.map((d) =>
-          Result.succeed({ source: d.source, line: 0, doc: new RawDoc({ docId: DocId.make(d.docId), title: d.title, body: d.body, categories: d.categories }) })
+          Result.succeed({ source: d.source, line: 0, doc: rawDoc(d) })
         ))),
         size: () => Effect.succeed(0)
       }))
-      const idsOf = (where: Rule) => Effect.map(queryIndex("moon", 10, { mode: "lexical", where }), (a) => a.results.map((r) => r.chunk.docId))
+      const idsOf = (where: Rule) =>
+        Effect.map(queryIndex("moon", 10, { mode: "lexical", where }), (a) => a.results.map((r) => r.chunk.docId))
       yield* Effect.gen(function*() {
         yield* indexPaths(["/data"])
         assert.deepStrictEqual(yield* idsOf(eq("categories", "y")), ["b"])
@@ -212,12 +248,14 @@ describe("filtered queries", () => {
 
   it.effect("refuse a rule on the body with one line, before reading the index", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(queryIndex("moon", 3, { where: all([eq("title", "a"), startsWith("body", "x")]) }))
+      const where = all([eq("title", "a"), startsWith("body", "x")])
+      const error = yield* Effect.flip(queryIndex("moon", 3, { where }))
       assert.strictEqual(error._tag, "QueryFilterInvalid")
       assert.strictEqual(
         error.message,
-        "a query filter cannot use this rule: it reads body, but an index keeps only the cleaned text of bodies; filter " +
-          "by doc_id, title, categories or source (body works in keep rules, which see documents as they are read)"
+        "a query filter cannot use this rule: it reads body, but an index keeps only the cleaned text of bodies; " +
+          "filter by doc_id, title, categories or source (body works in keep rules, which see documents as they " +
+          "are read)"
       )
     }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerMemory, Base))))
 })

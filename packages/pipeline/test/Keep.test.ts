@@ -104,7 +104,12 @@ describe("keep rules at ingest", () => {
       yield* run(file, startsWith("categories", "astro-ph"))
       embedded = 0
       const report = yield* run(file, anyOfCs(), { prune: true })
-      assert.deepStrictEqual(report.plan, { added: ["c1", "c2"], updated: [], unchanged: ["a1", "a2", "x1"], deleted: [] })
+      assert.deepStrictEqual(report.plan, {
+        added: ["c1", "c2"],
+        updated: [],
+        unchanged: ["a1", "a2", "x1"],
+        deleted: []
+      })
       assert.strictEqual(embedded, 2, "only the two added documents were embedded")
       assert.deepStrictEqual(report.keepChanged, { from: "categories ^= \"astro-ph\"", to: printRule(anyOfCs()) })
       // Back to no rule: everything is kept, and the manifest says nothing about a rule.
@@ -116,7 +121,10 @@ describe("keep rules at ingest", () => {
   it.effect("a changed rule that deletes much of the index needs --prune, and says the rule is why", () =>
     Effect.gen(function*() {
       const file = yield* tempIndex
-      const many: ReadonlyArray<Row> = Array.from({ length: 20 }, (_, i) => [`d${i}`, "/data/d.csv", i < 2 ? "keep" : "other", "T"])
+      const many: ReadonlyArray<Row> = Array.from(
+        { length: 20 },
+        (_, i) => [`d${i}`, "/data/d.csv", i < 2 ? "keep" : "other", "T"]
+      )
       yield* run(file, undefined, {}, many)
       const refused = yield* Effect.flip(run(file, eq("categories", "keep"), {}, many))
       assert.strictEqual(refused._tag, "PruneNeeded")
@@ -135,8 +143,8 @@ describe("keep rules at ingest", () => {
       assert.strictEqual(error._tag, "NothingKept")
       assert.strictEqual(
         error.message,
-        `the keep rule categories = "astroph" kept none of the 7 documents under the paths, so ${file} was left as it ` +
-          "was; check the rule (values and labels compare exactly, case included)"
+        `the keep rule categories = "astroph" kept none of the 7 documents under the paths, so ${file} was left as ` +
+          "it was; check the rule (values and labels compare exactly, case included)"
       )
       assert.strictEqual((yield* storedIds(file)).length, 7)
     }).pipe(Effect.provide(Base)))
@@ -144,7 +152,11 @@ describe("keep rules at ingest", () => {
   it.effect("the first record of an id claims it, kept or not", () =>
     Effect.gen(function*() {
       const file = yield* tempIndex
-      const twice: ReadonlyArray<Row> = [["d", "/data/a.md", "no", "T"], ["d", "/data/b.md", "yes", "T"], ["e", "/data/e.md", "yes", "T"]]
+      const twice: ReadonlyArray<Row> = [
+        ["d", "/data/a.md", "no", "T"],
+        ["d", "/data/b.md", "yes", "T"],
+        ["e", "/data/e.md", "yes", "T"]
+      ]
       const report = yield* run(file, eq("categories", "yes"), {}, twice)
       assert.deepStrictEqual([report.plan.added, report.dropped, report.skipped.length], [["e"], 1, 1])
     }).pipe(Effect.provide(Base)))
@@ -153,7 +165,9 @@ describe("keep rules at ingest", () => {
     Effect.gen(function*() {
       const file = yield* tempIndex
       yield* run(file, eq("categories", "math.NT"))
-      const status = yield* indexStatus().pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), sourceOf(rows))))
+      const status = yield* indexStatus().pipe(
+        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), sourceOf(rows)))
+      )
       assert.deepStrictEqual([status.documents, status.changed], [2, []])
       assert.deepStrictEqual(status.manifest.keep, eq("categories", "math.NT"))
     }).pipe(Effect.provide(Base)))

@@ -166,7 +166,8 @@ describe("front matter", () => {
   })
   it("no tags, an empty block or no block: no categories", () => {
     assert.strictEqual(Result.getOrThrow(doc("---\ntitle: x\n---\nbody")).categories, null)
-    assert.deepStrictEqual([Result.getOrThrow(doc("---\n---\nbody")).body, Result.getOrThrow(doc("---\n---\nbody")).categories], ["body", null])
+    const empty = Result.getOrThrow(doc("---\n---\nbody"))
+    assert.deepStrictEqual([empty.body, empty.categories], ["body", null])
     assert.strictEqual(Result.getOrThrow(doc("text\n---\ntags: a\n---\n")).categories, null)
   })
   it("a block that is not a mapping is text, as in a file that starts with a thematic break", () => {
@@ -176,7 +177,8 @@ describe("front matter", () => {
   })
   it("only Markdown files have front matter", () => {
     const text = "---\ntags: a\n---\nx"
-    assert.deepStrictEqual([Result.getOrThrow(doc(text, "n.txt")).body, Result.getOrThrow(doc(text, "n.txt")).categories], [text, null])
+    const plain = Result.getOrThrow(doc(text, "n.txt"))
+    assert.deepStrictEqual([plain.body, plain.categories], [text, null])
   })
   it("front matter that is not valid YAML is a bad record naming its line", () => {
     const result = doc("---\ntitle: ok\ntags: [a, b\n---\nx")
@@ -202,7 +204,10 @@ describe("JSONL categories", () => {
       return result !== undefined && Result.isSuccess(result) ? labelsOf(result.success.categories) : undefined
     }
     assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":["cs.AI","cs.LG"]}`), ["cs.AI", "cs.LG"])
-    assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":["Machine Learning","a,b"]}`), ["Machine Learning", "a,b"])
+    assert.deepStrictEqual(
+      categoriesOf(`{"id":1,"text":"x","categories":["Machine Learning","a,b"]}`),
+      ["Machine Learning", "a,b"]
+    )
     assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":"cs.AI, cs.LG"}`), ["cs.AI", "cs.LG"])
   })
 })

@@ -13,7 +13,9 @@ export const chunks = Command.make(
   { paths, out, model, ...chunkingFlags, keep },
   Effect.fn("chunks")(function*(input) {
     const chunker = yield* chunkerFrom(input)
-    const { chunks, summary } = yield* ingest(input.paths, { chunker, ...ruleOption("keep", input.keep) }).pipe(Effect.provide(layerModel(input.model)))
+    const { chunks, summary } = yield* ingest(input.paths, { chunker, ...ruleOption("keep", input.keep) }).pipe(
+      Effect.provide(layerModel(input.model))
+    )
     const body = chunksJsonl(chunks)
     if (Option.isSome(input.out)) yield* writeFileAtomic(input.out.value, body)
     else if (body.length > 0) yield* Console.log(body.slice(0, -1))

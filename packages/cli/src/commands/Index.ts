@@ -6,7 +6,17 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
 import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { layerModel } from "@funcpipe/pipeline/services/Models"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, keep, model, ruleOption } from "../Flags.ts"
+import {
+  analyzerFlags,
+  analyzerFrom,
+  chunkerFrom,
+  chunkingFlags,
+  indexPath,
+  json,
+  keep,
+  model,
+  ruleOption
+} from "../Flags.ts"
 import { indexReportJson, indexReportLines, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
@@ -73,6 +83,9 @@ export const index = Command.make(
     { command: "funcpipe index notes/ --dry-run", description: "Show what a run would change" },
     { command: "funcpipe index notes/ --prune", description: "Mirror notes/ even if that deletes much of the index" },
     { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" },
-    { command: "funcpipe index papers.csv --keep 'categories ^= astro-ph'", description: "Index only astrophysics papers" }
+    {
+      command: "funcpipe index papers.csv --keep 'categories ^= astro-ph'",
+      description: "Index only astrophysics papers"
+    }
   ])
 )

@@ -28,7 +28,8 @@ export const query = Command.make(
   },
   Effect.fn("query")(function*(input) {
     const text = yield* queryText(input.text)
-    const answer = yield* queryIndex(text, input.topK, { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }).pipe(
+    const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
+    const answer = yield* queryIndex(text, input.topK, options).pipe(
       Effect.provide(Layer.provideMerge(layerIndexModel, IndexStore.layerSqlite(input.index)))
     )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))

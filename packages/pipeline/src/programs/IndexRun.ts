@@ -59,8 +59,8 @@ export class NothingKept extends Schema.TaggedError<NothingKept>()("NothingKept"
   dropped: Schema.Int
 }) {
   override get message(): string {
-    return `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ${this.location} ` +
-      `was left as it was; check the rule (values and labels compare exactly, case included)`
+    return `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ` +
+      `${this.location} was left as it was; check the rule (values and labels compare exactly, case included)`
   }
 }
 

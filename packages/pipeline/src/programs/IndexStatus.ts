@@ -29,7 +29,9 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
   const keeps = keepTest(manifest.keep ?? keepAll, (file) => path.resolve(file))
   const roots = yield* store.roots
   const stored = yield* store.documents
-  const current: Array<{ readonly docId: string; readonly hash: string; readonly source: string; readonly kept: boolean }> = []
+  const current: Array<
+    { readonly docId: string; readonly hash: string; readonly source: string; readonly kept: boolean }
+  > = []
   const unreadable: Array<string> = []
   for (const root of roots) {
     yield* source.read([root]).pipe(

@@ -45,7 +45,8 @@ export interface IngestOptions {
 /**
  * Reads the paths, cleans and chunks each document, and embeds the chunks in batches. Chunks come out in pipeline
  * order (documents in the order read, windows in body order). A document the keep rule leaves out is counted, not
- * chunked. A bad record or a document whose cleaned body is empty is skipped and listed in the summary; a missing or unreadable path or a failing model fails the run.
+ * chunked. A bad record or a document whose cleaned body is empty is skipped and listed in the summary; a missing or
+ * unreadable path or a failing model fails the run.
  */
 export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>, options: IngestOptions = {}) {
   const source = yield* DocumentSource

@@ -42,8 +42,8 @@ export const queryFilter = Effect.fn("queryFilter")(function*(where: Rule | unde
   if (where === undefined || isKeepAll(where)) return undefined
   if (reads(where, "body")) {
     return yield* new QueryFilterInvalid({
-      reason: "it reads body, but an index keeps only the cleaned text of bodies; filter by doc_id, title, categories " +
-        "or source (body works in keep rules, which see documents as they are read)"
+      reason: "it reads body, but an index keeps only the cleaned text of bodies; filter by doc_id, title, " +
+        "categories or source (body works in keep rules, which see documents as they are read)"
     })
   }
   const path = yield* Path.Path

@@ -17,7 +17,11 @@ export const searchPaths = Effect.fn("searchPaths")(function*(
   paths: ReadonlyArray<string>,
   query: string,
   topK: number,
-  options: QueryOptions & { readonly chunker?: ChunkerConfig; readonly analyzer?: AnalyzerConfig; readonly keep?: Rule } = {}
+  options: QueryOptions & {
+    readonly chunker?: ChunkerConfig
+    readonly analyzer?: AnalyzerConfig
+    readonly keep?: Rule
+  } = {}
 ) {
   yield* Effect.fromResult(prepareQuery(query, topK, CleanerConfig.default))
   return yield* Effect.gen(function*() {

@@ -490,7 +490,9 @@ interface Caches {
    * The documents as query filters read them, for one layout (the same segments and deletions mean the same documents
    * at the same positions), with the positions of recently used rules by their JSON form, least recently used first.
    */
-  filters: { readonly signature: string; readonly table: TableFilter; readonly results: Map<string, PositionFilter> } | undefined
+  filters:
+    | { readonly signature: string; readonly table: TableFilter; readonly results: Map<string, PositionFilter> }
+    | undefined
 }
 
 const make = (file: string) => {
@@ -858,13 +860,16 @@ const make = (file: string) => {
       const rows = db.prepare("SELECT doc_id, title, source, categories, first, chunks FROM documents WHERE chunks > 0")
       for (const row of rows.iterate()) {
         const r = row as Record<string, unknown>
-        const [docId, title, source, labels, first, chunks] = [r["doc_id"], r["title"], r["source"], r["categories"], r["first"], r["chunks"]]
+        const [docId, title, source, labels] = [r["doc_id"], r["title"], r["source"], r["categories"]]
+        const [first, chunks] = [r["first"], r["chunks"]]
         if (
           typeof docId !== "string" || typeof title !== "string" || typeof source !== "string" ||
           (labels !== null && typeof labels !== "string") || typeof first !== "number" || typeof chunks !== "number"
         ) throw corrupt(`document ${JSON.stringify(docId)} is unreadable`)
         const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
-        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count) throw corrupt("a document's chunks are not in the index")
+        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count) {
+          throw corrupt("a document's chunks are not in the index")
+        }
         docIds.push(docId)
         titles.push(title)
         sources.push(source)

@@ -372,7 +372,10 @@ const bm25Listed = (
  * Whether scoring a filter's listed positions one by one costs less than reading the query terms' postings: each
  * position looks every term up in every block that holds it (a binary search, about ten postings read in order).
  */
-const listPays = (loaded: Map<string, LoadedTerm>, filter: PositionFilter | undefined): filter is PositionFilter & { readonly listed: Int32Array } => {
+const listPays = (
+  loaded: Map<string, LoadedTerm>,
+  filter: PositionFilter | undefined
+): filter is PositionFilter & { readonly listed: Int32Array } => {
   if (filter?.listed === undefined) return false
   let lookups = 0
   let postings = 0

@@ -19,7 +19,13 @@ const LABEL_KEYS = ["categories", "tags"] as const
 
 /** Describes a YAML value that is not a word, for a message. */
 const kindOf = (value: unknown): string =>
-  Array.isArray(value) ? "a list" : value instanceof Uint8Array ? "binary data" : typeof value === "object" ? "a mapping" : String(value)
+  Array.isArray(value)
+    ? "a list"
+    : value instanceof Uint8Array
+    ? "binary data"
+    : typeof value === "object"
+    ? "a mapping"
+    : String(value)
 
 /** What a Markdown file's front matter gives: the body without it, and its category labels. */
 interface FrontMatter {

@@ -39,7 +39,11 @@ const asId = (value: unknown): unknown => (typeof value === "number" && Number.i
 
 /** A list of labels becomes the text `labelsOf` splits back into them; anything else is left for the checks. */
 const asCategories = (value: unknown): unknown =>
-  value === undefined ? null : Array.isArray(value) && value.every((v) => typeof v === "string") ? joinLabels(value) : value
+  value === undefined
+    ? null
+    : Array.isArray(value) && value.every((v) => typeof v === "string")
+    ? joinLabels(value)
+    : value
 
 /**
  * One line of JSON Lines (without its line break): the id from `doc_id`, `id` or `_id` (a string or an integer), the

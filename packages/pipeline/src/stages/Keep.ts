@@ -22,7 +22,10 @@ const readsSource = (rule: Rule): boolean => {
  * from the file `source`. `resolve` makes a source comparable with the rule's `Under` paths (absolute, as the caller
  * made them); it is called only for rules that read the source. A rule that keeps everything costs nothing. Pure.
  */
-export const keepTest = (rule: Rule, resolve: (source: string) => string): ((doc: RawDoc, source: string) => boolean) => {
+export const keepTest = (
+  rule: Rule,
+  resolve: (source: string) => string
+): ((doc: RawDoc, source: string) => boolean) => {
   if (isKeepAll(rule)) return () => true
   const withSource = readsSource(rule)
   return (doc, source) =>
