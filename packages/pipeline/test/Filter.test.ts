@@ -25,7 +25,7 @@ import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
-import { TableFilter } from "../src/stages/Filter.ts"
+import { type ColumnReader, TableFilter } from "../src/stages/Filter.ts"
 import { fuseLinear, fuseWeightedRanks, type Top } from "../src/stages/Ranker.ts"
 
 const value = fc.constantFrom("a", "b", "ab", "astro-ph", "astro-ph.GA", "cs", "😀", "")
@@ -93,18 +93,15 @@ describe("TableFilter", () => {
     fc.assert(fc.property(docs, counts, rule, (ds, chunkCounts, r) => {
       let at = 2
       const first = Int32Array.from(ds, (_, i) => ((at += chunkCounts[i]! + 1) - chunkCounts[i]! - 1))
-      const table = new TableFilter({
-        docIds: ds.map((d) => d.docId),
-        titles: ds.map((d) => d.title),
-        sources: ds.map((d) => d.source),
-        categories: ds.map((d) => d.categories),
-        first,
-        chunks: Int32Array.from(ds, (_, i) => chunkCounts[i]!),
-        positions: at + 3
-      })
+      const chunks = Int32Array.from(ds, (_, i) => chunkCounts[i]!)
+      const table = new TableFilter({ first, chunks, positions: at + 3 })
+      const read: ColumnReader = (column) =>
+        ds.map((d) =>
+          column === "doc_id" ? d.docId : column === "title" ? d.title : column === "source" ? d.source : d.categories
+        )
       const expected = ds.map((d) => (matches(r, subjectOf(d)) ? 1 : 0))
-      assert.deepStrictEqual([...table.documents(r)], expected)
-      const { allowed, count, listed } = table.positions(r)
+      assert.deepStrictEqual([...table.documents(r, read)], expected)
+      const { allowed, count, listed } = table.positions(r, read)
       const positions = ds
         .flatMap((_, i) => (expected[i] === 1 ? Array.from({ length: chunkCounts[i]! }, (_, c) => first[i]! + c) : []))
         .sort((a, b) => a - b)

@@ -16,7 +16,7 @@ import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stages/Engine.ts"
-import { TableFilter } from "../stages/Filter.ts"
+import { TableFilter, type TableColumn } from "../stages/Filter.ts"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
 import { pathProblem, systemReason } from "./SystemReason.ts"
@@ -849,45 +849,36 @@ const make = (file: string) => {
       return (docs = { docOf, count: ids.length, order })
     }
 
+    // The documents with chunks, in id order, as query filters read them: their positions now, a column when a rule
+    // first needs it (read in this snapshot's transaction, which sees the documents the table was made from).
+    const DOCUMENTS_WITH_CHUNKS = "FROM documents WHERE chunks > 0 ORDER BY id"
     const tableFilter = (): TableFilter => {
       if (caches.filters?.signature === signature) return caches.filters.table
-      const docIds: Array<string> = []
-      const titles: Array<string> = []
-      const sources: Array<string> = []
-      const categories: Array<string | null> = []
-      const firsts: Array<number> = []
-      const counts: Array<number> = []
-      const rows = db.prepare("SELECT doc_id, title, source, categories, first, chunks FROM documents WHERE chunks > 0")
-      for (const row of rows.iterate()) {
-        const r = row as Record<string, unknown>
-        const [docId, title, source, labels] = [r["doc_id"], r["title"], r["source"], r["categories"]]
-        const [first, chunks] = [r["first"], r["chunks"]]
-        if (
-          typeof docId !== "string" || typeof title !== "string" || typeof source !== "string" ||
-          (labels !== null && typeof labels !== "string") || typeof first !== "number" || typeof chunks !== "number"
-        ) throw corrupt(`document ${JSON.stringify(docId)} is unreadable`)
-        const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
-        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count) {
+      const statement = db.prepare(`SELECT first, chunks ${DOCUMENTS_WITH_CHUNKS}`)
+      statement.setReturnArrays(true)
+      const rows = statement.all() as unknown as Array<Array<unknown>>
+      const first = new Int32Array(rows.length)
+      const chunks = new Int32Array(rows.length)
+      rows.forEach(([at, count], doc) => {
+        if (typeof at !== "number" || typeof count !== "number") throw corrupt("a document's chunks are unreadable")
+        const s = segments.findIndex((g) => at >= g.base && at < g.base + g.count)
+        if (s < 0 || at + count > segments[s]!.base + segments[s]!.count) {
           throw corrupt("a document's chunks are not in the index")
         }
-        docIds.push(docId)
-        titles.push(title)
-        sources.push(source)
-        categories.push(labels)
-        firsts.push(offsets[s]! + first - segments[s]!.base)
-        counts.push(chunks)
-      }
-      const table = new TableFilter({
-        docIds,
-        titles,
-        sources,
-        categories,
-        first: Int32Array.from(firsts),
-        chunks: Int32Array.from(counts),
-        positions
+        first[doc] = offsets[s]! + at - segments[s]!.base
+        chunks[doc] = count
       })
+      const table = new TableFilter({ first, chunks, positions })
       caches.filters = { signature, table, results: new Map() }
       return table
+    }
+    const readColumn = (column: TableColumn): ReadonlyArray<string | null> => {
+      const statement = db.prepare(`SELECT ${column} ${DOCUMENTS_WITH_CHUNKS}`)
+      statement.setReturnArrays(true)
+      return (statement.all() as unknown as Array<Array<unknown>>).map(([value]) => {
+        if (typeof value === "string" || (value === null && column === "categories")) return value
+        throw corrupt(`a document's ${column} is unreadable`)
+      })
     }
     const filter = (rule: Rule): PositionFilter => {
       const table = tableFilter()
@@ -895,7 +886,7 @@ const make = (file: string) => {
       const key = ruleJson(rule)
       let found = results.get(key)
       if (found !== undefined) results.delete(key)
-      else found = table.positions(rule)
+      else found = table.positions(rule, readColumn)
       results.set(key, found)
       for (const old of results.keys()) {
         if (results.size <= FILTER_CACHE_ENTRIES) break
