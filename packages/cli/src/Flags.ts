@@ -18,6 +18,7 @@ import {
   TailPolicy
 } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
+import { type Rule, RuleFromText } from "@funcpipe/domain/Rule"
 import { DEFAULT_MODEL, layerModel, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
 import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/services/OpenAiEmbeddings"
 
@@ -206,6 +207,32 @@ export const queryOptionsFrom = (flags: {
     alpha: Option.getOrElse(flags.alpha, () => FusionConfig.defaultAlpha(flags.fusion))
   })
 })
+
+/** `--keep RULE`: which documents enter the index (or the in-memory search, or the chunk export). */
+export const keep = Flag.String("keep").pipe(
+  Flag.withSchema(RuleFromText),
+  Flag.withDescription(
+    "Take only the documents this rule keeps, e.g. 'categories = astro-ph and not title ^= Erratum' or " +
+      "'source under notes/2024'; the others are counted and left out (see the README's Rules section)"
+  ),
+  Flag.withMetavar("RULE"),
+  Flag.optional
+)
+
+/** `--where RULE`: which documents a query searches. */
+export const where = Flag.String("where").pipe(
+  Flag.withSchema(RuleFromText),
+  Flag.withDescription(
+    "Search only the chunks of documents this rule keeps, e.g. 'categories = cs.AI' or 'source under notes'; the " +
+      "top k is exact, ranked as without the rule (see the README's Rules section)"
+  ),
+  Flag.withMetavar("RULE"),
+  Flag.optional
+)
+
+/** `{ [name]: rule }` when the flag was given, else nothing, to spread into a program's options. */
+export const ruleOption = <const K extends "keep" | "where">(name: K, flag: Option.Option<Rule>) =>
+  (Option.isSome(flag) ? { [name]: flag.value } : {}) as { readonly [P in K]?: Rule }
 
 /** `--index PATH`: where the index file lives. */
 export const indexPath = Flag.String("index").pipe(

@@ -5,13 +5,16 @@ import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
+import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /** The run summary for stderr: one line of counts, then one line per skipped record. */
 export const summaryLines = (summary: RunSummary): ReadonlyArray<string> => [
-  `read ${plural(summary.read, "record")}: ${summary.kept} kept, ${summary.skipped.length} skipped; ` +
+  `read ${plural(summary.read, "record")}: ${summary.kept} kept, ` +
+  `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}` +
+  `${summary.skipped.length} skipped; ` +
   `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
   ...skipLines(summary.skipped)
 ]
@@ -22,18 +25,30 @@ const seconds = (millis: number) => `${(millis / 1000).toFixed(1)} s`
 export const skipLines = (skipped: ReadonlyArray<Skip>): ReadonlyArray<string> =>
   skipped.map((s) => `  skipped ${s.line > 0 ? `${s.source}:${s.line}` : s.source}: ${s.reason}`)
 
+/** What the keep rule did, when there is one (or was one): the rule, documents kept and dropped, and a change. */
+const keepLines = (report: IndexReport): ReadonlyArray<string> => {
+  if (isKeepAll(report.keep) && report.keepChanged === undefined) return []
+  const { added, unchanged, updated } = report.plan
+  return [
+    `keep rule ${printRule(report.keep)}: kept ${added.length + updated.length + unchanged.length}, dropped by keep ` +
+    `rule ${report.dropped}${report.keepChanged === undefined ? "" : ` (the rule was ${report.keepChanged.from})`}`
+  ]
+}
+
 /** The result of `funcpipe index`: the plan counts and what the index holds now; a dry run lists what would go. */
 export const indexReportLines = (report: IndexReport, location: string): ReadonlyArray<string> => {
   const { added, deleted, unchanged, updated } = report.plan
   const counts = `added ${added.length}, updated ${updated.length}, unchanged ${unchanged.length}, deleted ${deleted.length}`
   if (!report.dryRun) {
     return [
+      ...keepLines(report),
       `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
       `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
       `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
     ]
   }
   return [
+    ...keepLines(report),
     `dry run, nothing written: would have ${counts}; ${location} holds ${plural(report.documents, "document")} and ` +
     `${plural(report.chunks, "chunk")} now`,
     ...deleted.map((docId) => `  would delete ${docId}`),
@@ -74,6 +89,8 @@ export const indexReportJson = (report: IndexReport, location: string): string =
     chunks: report.chunks,
     deleted_ids: report.plan.deleted,
     prune_needed: report.pruneNeeded ?? null,
+    keep: isKeepAll(report.keep) ? null : printRule(report.keep),
+    dropped_by_keep: report.dropped,
     skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason }))
   })
 
@@ -101,6 +118,7 @@ export const statusLines = (s: StatusView): ReadonlyArray<string> => [
   `cleaning   ${s.manifest.cleaner.rules.join(", ") || "(none)"}`,
   `chunking   size ${s.manifest.chunker.chunkSize}, overlap ${s.manifest.chunker.overlap}, tail ${s.manifest.chunker.tailPolicy}`,
   `analyzer   stop words ${s.manifest.analyzer.stopWords}, stemmer ${s.manifest.analyzer.stemmer}`,
+  ...(s.manifest.keep === undefined ? [] : [`keep       ${printRule(s.manifest.keep)}`]),
   `created    ${iso(s.manifest.createdAt)}`,
   `updated    ${iso(s.manifest.updatedAt)}`,
   `documents  ${s.documents}`,
@@ -126,6 +144,7 @@ export const statusJson = (s: StatusView): string =>
     tail_policy: s.manifest.chunker.tailPolicy,
     stop_words: s.manifest.analyzer.stopWords,
     stemmer: s.manifest.analyzer.stemmer,
+    keep: s.manifest.keep === undefined ? null : printRule(s.manifest.keep),
     created_at: iso(s.manifest.createdAt),
     updated_at: iso(s.manifest.updatedAt),
     documents: s.documents,
@@ -228,7 +247,8 @@ export const resultsJson = (answer: AnswerView): string =>
 /** The one-line summary of an in-memory search's indexing, for stderr. */
 export const searchSummaryLine = (report: IndexReport): string =>
   `indexed ${plural(report.documents, "document")} into ${plural(report.chunks, "chunk")} in memory, ` +
-  `${report.skipped.length} skipped (${seconds(report.elapsedMillis)})`
+  `${isKeepAll(report.keep) ? "" : `${report.dropped} dropped by keep rule, `}${report.skipped.length} skipped ` +
+  `(${seconds(report.elapsedMillis)})`
 
 /** One JSON object per chunk with the reference's field names, in pipeline order; ends with a newline if non-empty. */
 export const chunksJsonl = (chunks: ReadonlyArray<Chunk>): string =>

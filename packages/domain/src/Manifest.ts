@@ -2,6 +2,7 @@
 import { Schema } from "effect"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "./Config.ts"
 import { ModelLabel } from "./Embedding.ts"
+import { Rule } from "./Rule.ts"
 
 /** The layout version of a stored index that this build reads and writes. */
 export const FORMAT_VERSION = 2
@@ -13,7 +14,7 @@ const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /**
  * Everything needed to decide whether a stored index can answer a query or must be rebuilt: its format version, the
  * embedding model and vector length, the clean rules (queries are cleaned with them too), the chunker settings, and
- * the lexical analyzer (queries are analyzed with it too).
+ * the lexical analyzer (queries are analyzed with it too), and the keep rule that chose its documents.
  */
 export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexManifest")({
   formatVersion: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
@@ -24,6 +25,11 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
   cleaner: CleanerConfig,
   chunker: ChunkerConfig,
   analyzer: AnalyzerConfig,
+  /**
+   * The keep rule the last run applied, its `Under` paths absolute (absent: every document is kept). It decides
+   * which documents the index holds, not how they are chunked or embedded, so a change adds or deletes documents only.
+   */
+  keep: Schema.optional(Rule),
   createdAt: Millis,
   updatedAt: Millis,
   documents: Count,

@@ -1,9 +1,17 @@
 /** The query engine's shortcut for lexical top-k: exactly the exhaustive ranking, however the words are spread. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { Bm25Params } from "@funcpipe/domain/Config"
-import { type IndexView, scoreQuery, type TermBlock, topChunksOf } from "../src/stages/Engine.ts"
-import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, topOf } from "../src/stages/Ranker.ts"
+import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
+import {
+  type EngineQuery,
+  FUSION_DEPTH,
+  type IndexView,
+  type PositionFilter,
+  scoreQuery,
+  type TermBlock,
+  topChunksOf
+} from "../src/stages/Engine.ts"
+import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, LINEAR_FLOOR, topOf } from "../src/stages/Ranker.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:
@@ -107,6 +115,88 @@ describe("hybrid fusion", () => {
       }
     }))
     const both = fuseLinear([{ position: 1, score: 12 }, { position: 2, score: 2 }], [{ position: 2, score: 0.9 }, { position: 3, score: 0.5 }], 0.75)
-    assert.deepStrictEqual([...both].sort((a, b) => a[0] - b[0]), [[1, 0.75], [2, 0.25], [3, 0]])
+    // Each ranking's last entry keeps a share (LINEAR_FLOOR), so a chunk found by either ranking stays in the fused one.
+    const f = LINEAR_FLOOR
+    assert.deepStrictEqual([...both].sort((a, b) => a[0] - b[0]), [[1, 0.75], [2, 0.75 * f + 0.25], [3, 0.25 * f]])
+    const last = fuseLinear([{ position: 1, score: 3 }, { position: 2, score: 1 }], [{ position: 1, score: 0.9 }, { position: 2, score: 0.1 }], 0.5)
+    assert.isAbove(last.get(2)!, 0, "last in both rankings, still fused")
+  })
+})
+
+describe("filtered top-k", () => {
+  /** Random vectors for each position, in two blocks, some all zero (their cosine is undefined). */
+  const withVectors = (view: IndexView, seed: number): IndexView => {
+    let state = seed >>> 0
+    const next = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) % 5) - 2
+    const vectors = Float64Array.from({ length: view.positions * 2 }, next)
+    const magnitudes = Float64Array.from(
+      { length: view.positions },
+      (_, p) => Math.sqrt(vectors[2 * p]! ** 2 + vectors[2 * p + 1]! ** 2)
+    )
+    const half = Math.floor(view.positions / 2)
+    const block = (from: number, to: number) => ({
+      offset: from,
+      count: to - from,
+      vectors: vectors.subarray(from * 2, to * 2),
+      magnitudes: magnitudes.subarray(from, to)
+    })
+    return { ...view, dimensions: 2, vectorBlocks: () => [block(0, half), block(half, view.positions)] }
+  }
+
+  /** A filter over the live positions: each kept with probability `share`, listed or not. */
+  const filterOf = (view: IndexView, seed: number, share: number, list: boolean): PositionFilter => {
+    const allowed = new Uint8Array(view.positions)
+    const listed: Array<number> = []
+    let state = seed >>> 0
+    for (let p = 0; p < view.positions; p++) {
+      state = (Math.imul(state ^ (state >>> 15), 2246822519) + 3266489917) >>> 0
+      if (view.deleted?.[p] === 1 || state / 2 ** 32 >= share) continue
+      allowed[p] = 1
+      listed.push(p)
+    }
+    return { allowed, count: listed.length, listed: list ? Int32Array.from(listed) : undefined }
+  }
+
+  const everything = (view: IndexView, mode: "lexical" | "vector", query: EngineQuery, filter: PositionFilter) =>
+    topOf(scoreQuery(view, query, mode, Bm25Params.default).candidates, view.positions, keyTies(view.keyOf))
+      .filter((top) => filter.allowed[top.position] === 1)
+
+  it("equals the unfiltered ranking restricted to the filter, in every mode, listed or not", () => {
+    let listedLexical = 0
+    fc.assert(fc.property(
+      corpus,
+      query,
+      fc.integer({ min: 1, max: 6 }),
+      fc.constantFrom(0, 4),
+      fc.integer(),
+      fc.constantFrom(0.005, 0.3, 0.9),
+      fc.boolean(),
+      fc.integer(),
+      (chunks, terms, k, deletedEvery, filterSeed, share, list, seed) => {
+        const view = withVectors(viewOf(chunks, deletedEvery), seed)
+        const filter = filterOf(view, filterSeed, share, list)
+        const query = { terms, vector: [1, -0.5] }
+        for (const mode of ["lexical", "vector"] as const) {
+          const scored = scoreQuery(view, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter)
+          const expected = everything(view, mode, query, filter).slice(0, k)
+          assert.deepStrictEqual(topChunksOf(view, scored, k, query), expected, mode)
+          assert.deepStrictEqual(topOf(scored.candidates, k, keyTies(view.keyOf)), expected, `${mode} candidates`)
+        }
+        // Hybrid takes each ranking's depth after filtering, then fuses.
+        const depth = 5
+        const fused = fuseLinear(
+          everything(view, "lexical", query, filter).slice(0, depth),
+          everything(view, "vector", query, filter).slice(0, depth),
+          FusionConfig.default.alpha
+        )
+        const expected = topOf((visit) => {
+          for (const [p, score] of fused) if (score > 0) visit(p, score)
+        }, k, keyTies(view.keyOf))
+        const hybrid = scoreQuery(view, query, "hybrid", Bm25Params.default, depth, FusionConfig.default, filter)
+        assert.deepStrictEqual(topChunksOf(view, hybrid, k, query), expected, "hybrid")
+        if (list && share === 0.005 && filter.count > 0) listedLexical++
+      }
+    ), { numRuns: 300, seed: 20261201 })
+    assert.isAbove(listedLexical, 10, "selective listed filters are tried")
   })
 })

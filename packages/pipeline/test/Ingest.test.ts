@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Path, Result, Stream } from "effect"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { eq, not } from "@funcpipe/domain/Rule"
 import { TestClock } from "effect/testing"
 import { ingest } from "../src/programs/Ingest.ts"
 import { searchPaths } from "../src/programs/Search.ts"
@@ -40,19 +41,20 @@ describe("ingest", () => {
       assert.deepStrictEqual({ ...summary, skipped: summary.skipped.map((s) => `${s.source}:${s.line}`) }, {
         read: 4,
         kept: 2,
+        dropped: undefined,
         skipped: ["rows.csv:3", "empty:0"],
         chunks: 7,
         elapsedMillis: 0
       })
       assert.include(summary.skipped[1]!.reason, "cleaned body is empty")
-    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256))))
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256, Path.layer))))
 
   it.effect("gives the same chunks whatever the embedding batch size", () =>
     Effect.gen(function*() {
       const one = yield* ingest([], { chunker: small, batchSize: 1 })
       const many = yield* ingest([], { chunker: small, batchSize: 1000 })
       assert.deepStrictEqual(one.chunks, many.chunks)
-    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256))))
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256, Path.layer))))
 
   it.effect("calls the embedder in batches of the given size", () => {
     const calls: Array<number> = []
@@ -63,7 +65,7 @@ describe("ingest", () => {
     return Effect.gen(function*() {
       yield* ingest([], { chunker: small, batchSize: 3 })
       assert.deepStrictEqual(calls, [3, 3, 1])
-    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), counting)))
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), counting, Path.layer)))
   })
 
   it.effect("measures the run with the Clock", () => {
@@ -75,8 +77,15 @@ describe("ingest", () => {
       yield* TestClock.adjust("3 seconds")
       const { summary } = yield* Fiber.join(fiber)
       assert.strictEqual(summary.elapsedMillis, 3000)
-    }).pipe(Effect.provide(Layer.mergeAll(slow, Embedder.layerLocalSha256)))
+    }).pipe(Effect.provide(Layer.mergeAll(slow, Embedder.layerLocalSha256, Path.layer)))
   })
+
+  it.effect("leaves out the documents the keep rule does not keep, and counts them", () =>
+    Effect.gen(function*() {
+      const { chunks, summary } = yield* ingest([], { chunker: small, keep: not(eq("doc_id", "a")) })
+      assert.deepStrictEqual(chunks.map((c) => c.docId), ["b", "b"])
+      assert.deepStrictEqual([summary.read, summary.kept, summary.dropped, summary.skipped.length], [4, 1, 1, 2])
+    }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256, Path.layer))))
 })
 
 describe("searchPaths", () => {

@@ -3,14 +3,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
-import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
+import { CleanDoc, DocId, labelsOf, RawDoc } from "@funcpipe/domain/Document"
 import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
 import { chunkDoc } from "../src/stages/Chunker.ts"
 import { cosineSimilarity, rawCosine } from "../src/stages/Cosine.ts"
 import { csvRecords, parseCsvDocs } from "../src/stages/Csv.ts"
 import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/Embed.ts"
 import { fileDoc } from "../src/stages/FileDoc.ts"
-import { parseJsonlDocs } from "../src/stages/Jsonl.ts"
+import { parseJsonlDocs, parseJsonlLine } from "../src/stages/Jsonl.ts"
 import { makeQuery } from "../src/stages/Query.ts"
 import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
 
@@ -151,5 +151,69 @@ describe("fileDoc", () => {
   it("falls back to the file name", () => {
     assert.strictEqual(Result.getOrThrow(fileDoc("a/b.txt", "# not a heading in text")).title, "b.txt")
     assert.strictEqual(Result.getOrThrow(fileDoc("c.md", "no heading")).title, "c.md")
+  })
+})
+
+describe("front matter", () => {
+  const doc = (text: string, name = "n.md") => fileDoc(name, text)
+  const labels = (text: string) => labelsOf(Result.getOrThrow(doc(text)).categories)
+
+  it("fills the categories from tags and categories, and leaves the block out of the body and the title", () => {
+    const d = Result.getOrThrow(doc("---\n# a comment, not a heading\ntitle: T\ncategories: [astro-ph.GA]\n" +
+      "tags:\n  - machine learning\n  - 2024\n  - astro-ph.GA\n---\n# Heading\nbody\n"))
+    assert.deepStrictEqual(labelsOf(d.categories), ["astro-ph.GA", "machine learning", "2024"])
+    assert.strictEqual(d.body, "# Heading\nbody\n")
+    assert.strictEqual(d.title, "Heading")
+  })
+  it("reads a string of tags as labelsOf splits one, and a .markdown file too", () => {
+    assert.deepStrictEqual(labels("---\ntags: rust, effect\n---\nx"), ["rust", "effect"])
+    assert.deepStrictEqual(labels("---\r\ntags: rust effect\r\n...\r\nx"), ["rust", "effect"])
+    assert.deepStrictEqual(labelsOf(Result.getOrThrow(doc("---\ntags: a\n---\nx", "n.markdown")).categories), ["a"])
+  })
+  it("no tags, an empty block or no block: no categories", () => {
+    assert.strictEqual(Result.getOrThrow(doc("---\ntitle: x\n---\nbody")).categories, null)
+    const empty = Result.getOrThrow(doc("---\n---\nbody"))
+    assert.deepStrictEqual([empty.body, empty.categories], ["body", null])
+    assert.strictEqual(Result.getOrThrow(doc("text\n---\ntags: a\n---\n")).categories, null)
+  })
+  it("a block that is not a mapping is text, as in a file that starts with a thematic break", () => {
+    const text = "---\nJust a line\n---\nmore"
+    assert.deepStrictEqual([Result.getOrThrow(doc(text)).body, Result.getOrThrow(doc(text)).categories], [text, null])
+    assert.strictEqual(Result.getOrThrow(doc("---\n- a list\n---\n")).categories, null)
+  })
+  it("only Markdown files have front matter", () => {
+    const text = "---\ntags: a\n---\nx"
+    const plain = Result.getOrThrow(doc(text, "n.txt"))
+    assert.deepStrictEqual([plain.body, plain.categories], [text, null])
+  })
+  it("front matter that is not valid YAML is a bad record naming its line", () => {
+    const result = doc("---\ntitle: ok\ntags: [a, b\n---\nx")
+    assert.isTrue(Result.isFailure(result))
+    if (Result.isFailure(result)) {
+      assert.strictEqual(result.failure.line, 3)
+      assert.match(result.failure.reason, /^the front matter \(the --- block at the top\) is not valid YAML: /)
+    }
+  })
+  it("tags that are not words are a bad record", () => {
+    const result = doc("---\ntags: [a, {b: 1}]\n---\nx")
+    assert.deepStrictEqual(
+      Result.isFailure(result) ? result.failure.reason : "",
+      "\"tags\" in the front matter must be a word, a list of words or a string of them, not a list holding a mapping"
+    )
+  })
+})
+
+describe("JSONL categories", () => {
+  it("a list keeps its labels, spaces and commas included", () => {
+    const categoriesOf = (line: string) => {
+      const result = parseJsonlLine(line, 1, "c.jsonl")
+      return result !== undefined && Result.isSuccess(result) ? labelsOf(result.success.categories) : undefined
+    }
+    assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":["cs.AI","cs.LG"]}`), ["cs.AI", "cs.LG"])
+    assert.deepStrictEqual(
+      categoriesOf(`{"id":1,"text":"x","categories":["Machine Learning","a,b"]}`),
+      ["Machine Learning", "a,b"]
+    )
+    assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":"cs.AI, cs.LG"}`), ["cs.AI", "cs.LG"])
   })
 })

@@ -3,16 +3,18 @@ import { Console, Effect, Option } from "effect"
 import { Command } from "effect/cli"
 import { ingest } from "@funcpipe/pipeline/programs/Ingest"
 import { writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
-import { chunkerFrom, chunkingFlags, modelFlags, modelLayer, out } from "../Flags.ts"
+import { chunkerFrom, chunkingFlags, keep, modelFlags, modelLayer, out, ruleOption } from "../Flags.ts"
 import { chunksJsonl, summaryLines } from "../Format.ts"
 import { paths } from "./Search.ts"
 
 export const chunks = Command.make(
   "chunks",
-  { paths, out, ...modelFlags, ...chunkingFlags },
+  { paths, out, ...modelFlags, ...chunkingFlags, keep },
   Effect.fn("chunks")(function*(input) {
     const chunker = yield* chunkerFrom(input)
-    const { chunks, summary } = yield* ingest(input.paths, { chunker }).pipe(Effect.provide(modelLayer(input)))
+    const { chunks, summary } = yield* ingest(input.paths, { chunker, ...ruleOption("keep", input.keep) }).pipe(
+      Effect.provide(modelLayer(input))
+    )
     const body = chunksJsonl(chunks)
     if (Option.isSome(input.out)) yield* writeFileAtomic(input.out.value, body)
     else if (body.length > 0) yield* Console.log(body.slice(0, -1))

@@ -15,10 +15,12 @@ import {
   chunkerFrom,
   chunkingFlags,
   json,
+  keep,
   modelFlags,
   modelLayer,
   queryOptionsFrom,
-  rankingFlags
+  rankingFlags,
+  ruleOption
 } from "../Flags.ts"
 import { skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
@@ -137,6 +139,7 @@ export const evaluate = Command.make(
     ),
     ...chunkingFlags,
     ...analyzerFlags,
+    keep,
     rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
     out: Flag.String("out").pipe(
       Flag.withMetavar("FILE"),
@@ -176,6 +179,7 @@ export const evaluate = Command.make(
       evaluateCollection(input.collection, {
         chunker,
         analyzer: analyzerFrom(input),
+        ...ruleOption("keep", input.keep),
         rebuild,
         ...queryOptionsFrom({ ...input, mode }),
         progress: (stage, done, total) =>

@@ -6,7 +6,18 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
 import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, indexPath, json, modelFlags, modelLayer } from "../Flags.ts"
+import {
+  analyzerFlags,
+  analyzerFrom,
+  chunkerFrom,
+  chunkingFlags,
+  indexPath,
+  json,
+  keep,
+  modelFlags,
+  modelLayer,
+  ruleOption
+} from "../Flags.ts"
 import { embedUsageLine, indexReportJson, indexReportLines, skipLines } from "../Format.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
@@ -28,6 +39,7 @@ export const index = Command.make(
     ...modelFlags,
     ...chunkingFlags,
     ...analyzerFlags,
+    keep,
     dryRun: Flag.Boolean("dry-run").pipe(
       Flag.withDescription("Show what would be added, updated and deleted, and write nothing"),
       Flag.withDefault(false)
@@ -52,6 +64,7 @@ export const index = Command.make(
     const report = yield* indexPaths(input.paths, {
       chunker,
       analyzer: analyzerFrom(input),
+      ...ruleOption("keep", input.keep),
       dryRun: input.dryRun,
       rebuild: input.rebuild,
       prune: input.prune,
@@ -81,6 +94,10 @@ export const index = Command.make(
     { command: "funcpipe index sample", description: "Index the sample corpus into .funcpipe/index.db" },
     { command: "funcpipe index notes/ --dry-run", description: "Show what a run would change" },
     { command: "funcpipe index notes/ --prune", description: "Mirror notes/ even if that deletes much of the index" },
-    { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" }
+    { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" },
+    {
+      command: "funcpipe index papers.csv --keep 'categories ^= astro-ph'",
+      description: "Index only astrophysics papers"
+    }
   ])
 )

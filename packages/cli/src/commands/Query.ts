@@ -5,7 +5,7 @@ import { TopK } from "@funcpipe/domain/Query"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { indexPath, json, queryFlags, queryOptionsFrom, serviceFlags, withServiceFlags } from "../Flags.ts"
+import { indexPath, json, queryFlags, queryOptionsFrom, ruleOption, serviceFlags, where, withServiceFlags } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
 
@@ -23,13 +23,15 @@ export const query = Command.make(
     text: Argument.String("text").pipe(Argument.withDescription(`The text to search for, ${STDIN_HINT}`)),
     topK,
     ...queryFlags,
+    where,
     index: indexPath,
     ...serviceFlags,
     json
   },
   Effect.fn("query")(function*(input) {
     const text = yield* queryText(input.text)
-    const answer = yield* queryIndex(text, input.topK, queryOptionsFrom(input)).pipe(
+    const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
+    const answer = yield* queryIndex(text, input.topK, options).pipe(
       Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), IndexStore.layerSqlite(input.index)))
     )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
@@ -42,6 +44,7 @@ export const query = Command.make(
       command: "funcpipe query \"saturn probe\" --mode hybrid --explain",
       description: "Fuse both rankings and show why"
     },
-    { command: "funcpipe query - < question.txt", description: "Read a long query from a file" }
+    { command: "funcpipe query - < question.txt", description: "Read a long query from a file" },
+    { command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'", description: "Search one category" }
   ])
 )

@@ -2,7 +2,20 @@
 import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
-import { analyzerFlags, analyzerFrom, chunkerFrom, chunkingFlags, json, modelFlags, modelLayer, queryFlags, queryOptionsFrom } from "../Flags.ts"
+import {
+  analyzerFlags,
+  analyzerFrom,
+  chunkerFrom,
+  chunkingFlags,
+  json,
+  keep,
+  modelFlags,
+  modelLayer,
+  queryFlags,
+  queryOptionsFrom,
+  ruleOption,
+  where
+} from "../Flags.ts"
 import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
 import { topK } from "./Query.ts"
@@ -26,6 +39,8 @@ export const search = Command.make(
     ...queryFlags,
     ...chunkingFlags,
     ...analyzerFlags,
+    keep,
+    where,
     json
   },
   Effect.fn("search")(function*(input) {
@@ -34,7 +49,9 @@ export const search = Command.make(
     const answer = yield* searchPaths(input.paths, text, input.topK, {
       chunker,
       analyzer: analyzerFrom(input),
-      ...queryOptionsFrom(input)
+      ...queryOptionsFrom(input),
+      ...ruleOption("keep", input.keep),
+      ...ruleOption("where", input.where)
     }).pipe(Effect.provide(modelLayer(input)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))

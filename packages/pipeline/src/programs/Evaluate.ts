@@ -1,6 +1,7 @@
 /** Measuring retrieval quality on a test collection: index its corpus, run its queries, score against its judgements. */
 import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
 import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { IndexStore, readSnapshot } from "../services/IndexStore.ts"
 import { systemReason } from "../services/SystemReason.ts"
 import { analyze } from "../stages/Analyzer.ts"
@@ -32,6 +33,8 @@ export interface EvalOptions {
   readonly fusion?: FusionConfig
   readonly chunker?: ChunkerConfig
   readonly analyzer?: AnalyzerConfig
+  /** Which documents of the corpus to index (default: all). */
+  readonly keep?: Rule
   readonly rebuild?: boolean
   /** Called while indexing (documents) and while querying (queries). */
   readonly progress?: (stage: "indexing" | "querying", done: number, total: number) => Effect.Effect<void>
@@ -99,7 +102,10 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
   const index = yield* indexPaths([corpus], {
     ...(options.chunker === undefined ? {} : { chunker: options.chunker }),
     analyzer: options.analyzer ?? AnalyzerConfig.default,
+    ...(options.keep === undefined ? {} : { keep: options.keep }),
     rebuild: options.rebuild === true,
+    // The index is this collection's own, mirroring one file: deleting what left the corpus (or the keep rule) is safe.
+    prune: true,
     progress: (done, total) => progress("indexing", done, total)
   })
   const params = options.bm25 ?? Bm25Params.default

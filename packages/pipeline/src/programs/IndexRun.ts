@@ -2,6 +2,7 @@
 import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
+import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../services/EmbeddingCache.ts"
@@ -9,6 +10,7 @@ import { type ChunkRecord, IndexStore, type StoredEntry } from "../services/Inde
 import { Preparer } from "../services/Preparer.ts"
 import type { PreparedBatch } from "../stages/Prepare.ts"
 import { DimensionMismatch } from "../stages/Cosine.ts"
+import { keepChange, keepTest } from "../stages/Keep.ts"
 import { describeMigration, planMigration } from "../stages/Migration.ts"
 import { hashDoc, pruneReason, samePaths, type SyncPlan } from "../stages/Sync.ts"
 import type { Skip } from "./Ingest.ts"
@@ -50,8 +52,25 @@ export class NothingToIndex extends Schema.TaggedError<NothingToIndex>()("Nothin
   }
 }
 
+/** The keep rule matched none of the documents read, so the run would have emptied the index; nothing was written. */
+export class NothingKept extends Schema.TaggedError<NothingKept>()("NothingKept", {
+  location: Schema.String,
+  rule: Schema.String,
+  dropped: Schema.Int
+}) {
+  override get message(): string {
+    return `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ` +
+      `${this.location} was left as it was; check the rule (values and labels compare exactly, case included)`
+  }
+}
+
 /** How an index run cleans, chunks and writes. */
 export interface IndexOptions {
+  /**
+   * Which documents the index holds (default: all); the others are not indexed, and deleted if they were. Its
+   * `source under` paths are resolved against the working directory.
+   */
+  readonly keep?: Rule
   readonly cleaner?: CleanerConfig
   readonly chunker?: ChunkerConfig
   readonly analyzer?: AnalyzerConfig
@@ -82,6 +101,12 @@ export interface IndexReport {
   /** With `dryRun`: why the real run would need `prune` to make its deletions (undefined when it would not). */
   readonly pruneNeeded: string | undefined
   readonly skipped: ReadonlyArray<Skip>
+  /** The keep rule applied, its paths absolute (`keepAll` without one). */
+  readonly keep: Rule
+  /** Documents read that the keep rule left out (deleted from the index if they were in it). */
+  readonly dropped: number
+  /** How the keep rule differs from the one the index was built with, or `undefined`. */
+  readonly keepChanged: { readonly from: string; readonly to: string } | undefined
   readonly dryRun: boolean
   readonly rebuilt: boolean
   readonly elapsedMillis: number
@@ -126,6 +151,8 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   const batchSize = options.batchSize ?? 64
   const progress = options.progress ?? (() => Effect.void)
   const roots = paths.map((p) => path.resolve(p))
+  const keep = mapPaths(options.keep ?? keepAll, (p) => path.resolve(p))
+  const keeps = keepTest(keep, (file) => path.resolve(file))
   const preparer = yield* Preparer
   // A costly model's vectors go through the embedding cache when there is one; a cheap one's are simply made again.
   const cache = model.costly === true ? yield* Effect.serviceOption(EmbeddingCache) : Option.none()
@@ -142,6 +169,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         if (Result.isFailure(record) || seen.has(record.success.doc.docId)) return Result.failVoid
         const { doc, source: file } = record.success
         seen.add(doc.docId)
+        if (!keeps(doc, file)) return Result.failVoid
         const before = stored.get(doc.docId)
         return before !== undefined && before.hash === hashDoc(doc) && before.source === file
           ? Result.failVoid
@@ -177,6 +205,8 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       const unchanged: Array<string> = []
       const deleted: Array<string> = []
       const skipped: Array<Skip> = []
+      /** Doc ids the keep rule left out. */
+      const dropped = new Set<string>()
       /** Where each doc id read was first found (`file:line`, or the file of a text document). */
       const firstSource = new Map<string, string>()
       let keptChunks = 0
@@ -196,6 +226,10 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
           return undefined
         }
         firstSource.set(doc.docId, line > 0 ? `${file}:${line}` : file)
+        if (!keeps(doc, file)) {
+          dropped.add(doc.docId)
+          return undefined
+        }
         read++
         const hash = hashDoc(doc)
         const before = stored.get(doc.docId)
@@ -271,8 +305,16 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         const first = `${line > 0 ? `${source}:${line}` : source}: ${reason}`
         return yield* new NothingToIndex({ location: store.location, skipped: skipped.length, first })
       }
-      const gone = [...stored.keys()].filter((docId) => !firstSource.has(docId))
-      const pruneNeeded = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
+      if (read === 0 && dropped.size > 0) {
+        return yield* new NothingKept({ location: store.location, rule: printRule(keep), dropped: dropped.size })
+      }
+      const keepChanged = Option.isSome(existing) ? keepChange(existing.value.keep, keep) : undefined
+      const gone = [...stored.keys()].filter((docId) => !firstSource.has(docId) || dropped.has(docId))
+      const pruneReasonNow = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
+      // A rule that now leaves out documents the index holds deletes them; the user is told that is why.
+      const pruneNeeded = pruneReasonNow === undefined || keepChanged === undefined
+        ? pruneReasonNow
+        : `${pruneReasonNow}; the keep rule changed from ${keepChanged.from} to ${keepChanged.to}`
       if (pruneNeeded !== undefined && !dryRun) {
         return yield* new PruneNeeded({ location: store.location, deleted: gone.length, stored: stored.size, reason: pruneNeeded })
       }
@@ -284,6 +326,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         yield* writer.putManifest(
           new IndexManifest({
             ...settings,
+            ...(isKeepAll(keep) ? {} : { keep }),
             createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
             updatedAt: now,
             documents: read,
@@ -300,6 +343,9 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         chunks: dryRun ? now.chunks : keptChunks + written,
         pruneNeeded,
         skipped,
+        keep,
+        dropped: dropped.size,
+        keepChanged,
         dryRun,
         rebuilt: rebuild,
         elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt

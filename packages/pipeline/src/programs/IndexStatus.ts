@@ -1,8 +1,10 @@
 /** What the stored index holds, and which of its files changed since it was built. */
-import { Effect, Result, Stream } from "effect"
+import { Effect, Path, Result, Stream } from "effect"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
+import { keepAll } from "@funcpipe/domain/Rule"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { IndexStore } from "../services/IndexStore.ts"
+import { keepTest } from "../stages/Keep.ts"
 import { hashDoc, planSync } from "../stages/Sync.ts"
 import { requireManifest } from "./QueryIndex.ts"
 
@@ -16,23 +18,29 @@ export interface FileChange {
 
 /**
  * The manifest, the indexed paths and the files that changed since the last index run, found by reading the paths
- * again and comparing content hashes (nothing is embedded or written). A path that can no longer be read counts
- * as deleted, with the reason in `unreadable`.
+ * again and comparing content hashes (nothing is embedded or written), under the index's keep rule. A path that can
+ * no longer be read counts as deleted, with the reason in `unreadable`.
  */
 export const indexStatus = Effect.fn("indexStatus")(function*() {
   const store = yield* IndexStore
   const source = yield* DocumentSource
   const manifest = yield* requireManifest()
+  const path = yield* Path.Path
+  // The stored rule's paths are absolute already.
+  const keeps = keepTest(manifest.keep ?? keepAll, (file) => path.resolve(file))
   const roots = yield* store.roots
   const stored = yield* store.documents
-  const current: Array<{ readonly docId: string; readonly hash: string; readonly source: string }> = []
+  const current: Array<
+    { readonly docId: string; readonly hash: string; readonly source: string; readonly kept: boolean }
+  > = []
   const unreadable: Array<string> = []
   for (const root of roots) {
     yield* source.read([root]).pipe(
       Stream.runForEach((record) =>
         Effect.sync(() => {
           if (Result.isSuccess(record)) {
-            current.push({ docId: record.success.doc.docId, hash: hashDoc(record.success.doc), source: record.success.source })
+            const { doc, source } = record.success
+            current.push({ docId: doc.docId, hash: hashDoc(doc), source, kept: keeps(doc, source) })
           }
         })
       ),
@@ -40,7 +48,8 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
     )
   }
   const seen = new Set<string>()
-  const firsts = current.filter((d) => (seen.has(d.docId) ? false : (seen.add(d.docId), true)))
+  // The first record of an id claims it, as in an index run, and is then kept or left out by the rule.
+  const firsts = current.filter((d) => (seen.has(d.docId) ? false : (seen.add(d.docId), d.kept)))
   const plan = planSync(stored, firsts)
   const changes = new Map<string, { added: number; updated: number; deleted: number }>()
   const bump = (file: string, kind: "added" | "updated" | "deleted") => {

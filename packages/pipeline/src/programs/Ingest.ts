@@ -1,13 +1,15 @@
 /** The indexing workflow: read → clean → chunk → embed, with a summary of what was kept and skipped. */
-import { Clock, Effect, Result, Stream } from "effect"
+import { Clock, Effect, Path, Result, Stream } from "effect"
 import type { ChunkDraft } from "@funcpipe/domain/Chunk"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { chunkDoc } from "../stages/Chunker.ts"
 import { cleanDoc } from "../stages/Clean.ts"
 import { embedChunk } from "../stages/Embed.ts"
+import { keepTest } from "../stages/Keep.ts"
 
 /** A record that produced no chunks, and why. */
 export interface Skip {
@@ -16,10 +18,15 @@ export interface Skip {
   readonly reason: string
 }
 
-/** What an ingest run did: records read, documents kept (with at least one chunk), skips with reasons, chunks. */
+/**
+ * What an ingest run did: records read, documents kept (with at least one chunk), documents the keep rule left out,
+ * skips with reasons, chunks.
+ */
 export interface RunSummary {
   readonly read: number
   readonly kept: number
+  /** Documents the keep rule left out; `undefined` when the run had no keep rule. */
+  readonly dropped: number | undefined
   readonly skipped: ReadonlyArray<Skip>
   readonly chunks: number
   readonly elapsedMillis: number
@@ -27,6 +34,8 @@ export interface RunSummary {
 
 /** How an ingest run cleans and chunks. */
 export interface IngestOptions {
+  /** Which documents to take (default: all); its `source under` paths are resolved against the working directory. */
+  readonly keep?: Rule
   readonly cleaner?: CleanerConfig
   readonly chunker?: ChunkerConfig
   /** Texts per `embedMany` call. */
@@ -35,12 +44,16 @@ export interface IngestOptions {
 
 /**
  * Reads the paths, cleans and chunks each document, and embeds the chunks in batches. Chunks come out in pipeline
- * order (documents in the order read, windows in body order). A bad record or a document whose cleaned body is empty
- * is skipped and listed in the summary; a missing or unreadable path or a failing model fails the run.
+ * order (documents in the order read, windows in body order). A document the keep rule leaves out is counted, not
+ * chunked. A bad record or a document whose cleaned body is empty is skipped and listed in the summary; a missing or
+ * unreadable path or a failing model fails the run.
  */
 export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>, options: IngestOptions = {}) {
   const source = yield* DocumentSource
   const embedder = yield* Embedder
+  const path = yield* Path.Path
+  const keep = options.keep ?? keepAll
+  const keeps = keepTest(mapPaths(keep, (p) => path.resolve(p)), (file) => path.resolve(file))
   const cleaner = options.cleaner ?? CleanerConfig.default
   const chunker = options.chunker ?? ChunkerConfig.default
   const batchSize = options.batchSize ?? 256
@@ -48,6 +61,7 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
 
   let read = 0
   let kept = 0
+  let dropped = 0
   const skipped: Array<Skip> = []
   const drafts: Array<ChunkDraft> = []
   yield* source.read(paths).pipe(
@@ -57,6 +71,10 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
         if (Result.isFailure(record)) {
           const { line, reason, source } = record.failure
           skipped.push({ source, line, reason })
+          return
+        }
+        if (!keeps(record.success.doc, record.success.source)) {
+          dropped++
           return
         }
         const docChunks = chunkDoc(cleanDoc(record.success.doc, cleaner), chunker)
@@ -80,6 +98,7 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
   const summary: RunSummary = {
     read,
     kept,
+    dropped: options.keep === undefined ? undefined : dropped,
     skipped,
     chunks: chunks.length,
     elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt

@@ -1,11 +1,12 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
-import { Effect, Option, Result, Schema } from "effect"
+import { Effect, Option, Path, Result, Schema } from "effect"
 import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { ModelLabel } from "@funcpipe/domain/Embedding"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Rank, ScoredChunk } from "@funcpipe/domain/Ranking"
+import { isKeepAll, mapPaths, reads, type Rule } from "@funcpipe/domain/Rule"
 import { Embedder } from "../services/Embedder.ts"
 import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
 import { analyze, analyzeWords } from "../stages/Analyzer.ts"
@@ -23,6 +24,31 @@ export class IndexMissing extends Schema.TaggedError<IndexMissing>()("IndexMissi
     return `there is no index at ${this.location} yet; build one with: funcpipe index <paths...>`
   }
 }
+
+/** A query filter reads what the index does not keep. */
+export class QueryFilterInvalid extends Schema.TaggedError<QueryFilterInvalid>()("QueryFilterInvalid", {
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `a query filter cannot use this rule: ${this.reason}`
+  }
+}
+
+/**
+ * Checks a query filter and makes its `source under` paths absolute (against the working directory, as the index's
+ * sources are); `undefined` for no filter or one that keeps everything.
+ */
+export const queryFilter = Effect.fn("queryFilter")(function*(where: Rule | undefined) {
+  if (where === undefined || isKeepAll(where)) return undefined
+  if (reads(where, "body")) {
+    return yield* new QueryFilterInvalid({
+      reason: "it reads body, but an index keeps only the cleaned text of bodies; filter by doc_id, title, " +
+        "categories or source (body works in keep rules, which see documents as they are read)"
+    })
+  }
+  const path = yield* Path.Path
+  return mapPaths(where, (p) => path.resolve(p))
+})
 
 /** The stored manifest, or `IndexMissing`. */
 export const requireManifest = Effect.fn("requireManifest")(function*() {
@@ -47,6 +73,12 @@ export interface QueryOptions {
   readonly fusion?: FusionConfig
   /** Also return each result's score breakdown. */
   readonly explain?: boolean
+  /**
+   * Search only the chunks of documents that satisfy this rule (not `body`; `source under` paths are resolved against
+   * the working directory). The filter applies before the top k, in every mode, so the answer is the exact top k of
+   * those chunks; BM25's statistics stay those of the whole index.
+   */
+  readonly where?: Rule
 }
 
 export type { Explanation }
@@ -109,11 +141,13 @@ const decodeChunk = Schema.decodeUnknownResult(Chunk)
  * Answers `text` from the stored index, reading only what the mode needs from one snapshot: the postings of the
  * query's terms (lexical), the vector blobs (vector), or both (hybrid), and the stored chunks of the results. The
  * embedder must be the index's model (checked before anything is embedded or scored); the text is cleaned with the
- * index's clean rules and analyzed with its analyzer. Results follow the ranking order in every mode. The answer's
+ * index's clean rules and analyzed with its analyzer. Results follow the ranking order in every mode; with a `where`
+ * rule they are the best of the chunks it allows (checked before anything is read: `QueryFilterInvalid`). The answer's
  * `query.stopWordsOnly` is true when the query has words but the analyzer left out every one as a stop word.
  */
 export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: number, options: QueryOptions = {}) {
   const store = yield* IndexStore
+  const where = yield* queryFilter(options.where)
   return yield* Effect.scoped(Effect.gen(function*() {
     const snapshot = yield* openSnapshot()
     const { manifest } = snapshot
@@ -124,7 +158,8 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
     const query = { terms, vector: embedding?.vector }
     const params = options.bm25 ?? Bm25Params.default
     const { scored, tops } = yield* readSnapshot(store.location, () => {
-      const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion)
+      const filter = where === undefined ? undefined : snapshot.filter(where)
+      const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
       return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
     })
     /** The titles of the results' documents, by doc id. */

@@ -2,20 +2,26 @@
 import { Effect } from "effect"
 import type { AnalyzerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
 import { CleanerConfig } from "@funcpipe/domain/Config"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { IndexStore } from "../services/IndexStore.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { indexPaths } from "./IndexRun.ts"
 import { queryIndex, type QueryOptions } from "./QueryIndex.ts"
 
 /**
- * Indexes `paths` into an in-memory index and answers `query` exactly as `funcpipe query` would answer from a file.
+ * Indexes `paths` (the documents `keep` keeps) into an in-memory index and answers `query` exactly as `funcpipe query`
+ * would answer from a file.
  * The query is checked before any document is read, so a blank query or a bad `topK` fails at once.
  */
 export const searchPaths = Effect.fn("searchPaths")(function*(
   paths: ReadonlyArray<string>,
   query: string,
   topK: number,
-  options: QueryOptions & { readonly chunker?: ChunkerConfig; readonly analyzer?: AnalyzerConfig } = {}
+  options: QueryOptions & {
+    readonly chunker?: ChunkerConfig
+    readonly analyzer?: AnalyzerConfig
+    readonly keep?: Rule
+  } = {}
 ) {
   yield* Effect.fromResult(prepareQuery(query, topK, CleanerConfig.default))
   return yield* Effect.gen(function*() {

@@ -14,7 +14,9 @@ import { oneLine } from "@funcpipe/domain/Decode"
 import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
-import type { IndexView, TermBlock, VectorBlock } from "../stages/Engine.ts"
+import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
+import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stages/Engine.ts"
+import { TableFilter, type TableColumn } from "../stages/Filter.ts"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
 import { pathProblem, systemReason } from "./SystemReason.ts"
@@ -154,6 +156,12 @@ export interface Snapshot extends IndexView {
   readonly manifest: IndexManifest
   /** The stored chunk at a position. */
   readonly chunkAt: (position: number) => StoredChunk
+  /**
+   * The positions of the chunks whose documents satisfy `rule` (which must not read `body`: bodies are stored
+   * cleaned). The documents' fields and per-field value indexes are read once per state of the index, and the
+   * positions of recently used rules are kept, so a repeated filter costs nothing.
+   */
+  readonly filter: (rule: Rule) => PositionFilter
 }
 
 /** Runs synchronous snapshot reads, turning what they throw into the store's typed errors. */
@@ -254,6 +262,8 @@ const APPLICATION_ID = 0x46504950
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
+/** How many filters' positions a store keeps for repeated queries. */
+const FILTER_CACHE_ENTRIES = 16
 /** How much decoded postings a store keeps for warm queries. */
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
@@ -476,6 +486,13 @@ interface Caches {
    */
   readonly postings: Map<string, DecodedPostings | null>
   postingBytes: number
+  /**
+   * The documents as query filters read them, for one layout (the same segments and deletions mean the same documents
+   * at the same positions), with the positions of recently used rules by their JSON form, least recently used first.
+   */
+  filters:
+    | { readonly signature: string; readonly table: TableFilter; readonly results: Map<string, PositionFilter> }
+    | undefined
 }
 
 const make = (file: string) => {
@@ -490,7 +507,15 @@ const make = (file: string) => {
   const cachesFor = (generation: string): Caches =>
     current?.generation === generation
       ? current
-      : (current = { generation, columns: new Map(), deleted: new Map(), layout: undefined, postings: new Map(), postingBytes: 0 })
+      : (current = {
+        generation,
+        columns: new Map(),
+        deleted: new Map(),
+        layout: undefined,
+        postings: new Map(),
+        postingBytes: 0,
+        filters: undefined
+      })
   const cachePostings = (caches: Caches, key: string, decoded: DecodedPostings | null) => {
     caches.postings.set(key, decoded)
     caches.postingBytes += 64 + (decoded === null ? 0 : decoded.ordinals.byteLength * 2)
@@ -824,6 +849,52 @@ const make = (file: string) => {
       return (docs = { docOf, count: ids.length, order })
     }
 
+    // The documents with chunks, in id order, as query filters read them: their positions now, a column when a rule
+    // first needs it (read in this snapshot's transaction, which sees the documents the table was made from).
+    const DOCUMENTS_WITH_CHUNKS = "FROM documents WHERE chunks > 0 ORDER BY id"
+    const tableFilter = (): TableFilter => {
+      if (caches.filters?.signature === signature) return caches.filters.table
+      const statement = db.prepare(`SELECT first, chunks ${DOCUMENTS_WITH_CHUNKS}`)
+      statement.setReturnArrays(true)
+      const rows = statement.all() as unknown as Array<Array<unknown>>
+      const first = new Int32Array(rows.length)
+      const chunks = new Int32Array(rows.length)
+      rows.forEach(([at, count], doc) => {
+        if (typeof at !== "number" || typeof count !== "number") throw corrupt("a document's chunks are unreadable")
+        const s = segments.findIndex((g) => at >= g.base && at < g.base + g.count)
+        if (s < 0 || at + count > segments[s]!.base + segments[s]!.count) {
+          throw corrupt("a document's chunks are not in the index")
+        }
+        first[doc] = offsets[s]! + at - segments[s]!.base
+        chunks[doc] = count
+      })
+      const table = new TableFilter({ first, chunks, positions })
+      caches.filters = { signature, table, results: new Map() }
+      return table
+    }
+    const readColumn = (column: TableColumn): ReadonlyArray<string | null> => {
+      const statement = db.prepare(`SELECT ${column} ${DOCUMENTS_WITH_CHUNKS}`)
+      statement.setReturnArrays(true)
+      return (statement.all() as unknown as Array<Array<unknown>>).map(([value]) => {
+        if (typeof value === "string" || (value === null && column === "categories")) return value
+        throw corrupt(`a document's ${column} is unreadable`)
+      })
+    }
+    const filter = (rule: Rule): PositionFilter => {
+      const table = tableFilter()
+      const results = caches.filters!.results
+      const key = ruleJson(rule)
+      let found = results.get(key)
+      if (found !== undefined) results.delete(key)
+      else found = table.positions(rule, readColumn)
+      results.set(key, found)
+      for (const old of results.keys()) {
+        if (results.size <= FILTER_CACHE_ENTRIES) break
+        results.delete(old)
+      }
+      return found
+    }
+
     return {
       manifest: manifestValue,
       dimensions,
@@ -836,7 +907,8 @@ const make = (file: string) => {
       vectorBlocks,
       keyOf,
       chunkAt,
-      documents: documentsOf
+      documents: documentsOf,
+      filter
     }
   }
 

@@ -71,6 +71,17 @@ export interface IndexView {
   readonly documents: () => { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array }
 }
 
+/**
+ * The positions a filtered query may return (a `--where` rule, evaluated per document by the store): `allowed[p]` is 1
+ * for a live position whose document passes. `listed` holds those positions in ascending order when they are few
+ * enough that visiting them alone beats a pass over every position; `count` is how many there are.
+ */
+export interface PositionFilter {
+  readonly allowed: Uint8Array
+  readonly count: number
+  readonly listed: Int32Array | undefined
+}
+
 /** A query as the engine takes it: its analyzed terms and, for the vector and hybrid modes, its vector. */
 export interface EngineQuery {
   readonly terms: ReadonlyArray<string>
@@ -100,6 +111,8 @@ export interface Scored {
   readonly explain: (position: number) => Explanation
   /** The exact top `k` found without visiting every candidate, or `undefined` where no shortcut applies. */
   readonly shortcut?: (k: number) => Array<Top> | undefined
+  /** The filter the candidates were restricted to, if any. */
+  readonly filter?: PositionFilter | undefined
 }
 
 /** Clamps rounding overshoot of a cosine into [-1, 1]. */
@@ -115,14 +128,17 @@ const magnitudeOf = (v: ArrayLike<number>): number => {
 /**
  * Visits every live row with its clamped cosine similarity to `query` (rows of magnitude 0 are passed over: their
  * cosine is undefined). Same sums in the same order as `cosineSimilarity`, so the scores are bit-identical. `floor`
- * lets a top-k caller skip rows that cannot enter; it is read before each visit.
+ * lets a top-k caller skip rows that cannot enter; it is read before each visit. With a `filter`, only its positions
+ * are visited.
  */
 export const scanVectors = (
   view: IndexView,
   query: ArrayLike<number>,
   visit: (position: number, score: number) => void,
-  floor: () => number = () => -Infinity
+  floor: () => number = () => -Infinity,
+  filter?: PositionFilter
 ): void => {
+  if (filter !== undefined) return scanFiltered(view, query, visit, floor, filter)
   const d = view.dimensions
   const qLength = magnitudeOf(query)
   const q = Float64Array.from(query as ArrayLike<number>)
@@ -133,6 +149,56 @@ export const scanVectors = (
       const magnitude = magnitudes[row]!
       if (magnitude === 0) continue
       if (deleted !== undefined && deleted[offset + row] === 1) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(offset + row, score)
+    }
+  }
+}
+
+/**
+ * `scanVectors` restricted to a filter's positions: the listed ones alone (walking the blocks alongside, as both
+ * ascend), or every row whose `allowed` byte is set. The filter holds live positions only.
+ */
+const scanFiltered = (
+  view: IndexView,
+  query: ArrayLike<number>,
+  visit: (position: number, score: number) => void,
+  floor: () => number,
+  filter: PositionFilter
+): void => {
+  const d = view.dimensions
+  const qLength = magnitudeOf(query)
+  const q = Float64Array.from(query as ArrayLike<number>)
+  const blocks = view.vectorBlocks()
+  const { allowed, listed } = filter
+  // The loops are those of `scanVectors`, written out again so the hot path stays one tight loop.
+  if (listed !== undefined) {
+    let b = 0
+    for (let i = 0; i < listed.length; i++) {
+      const position = listed[i]!
+      while (b < blocks.length && position >= blocks[b]!.offset + blocks[b]!.count) b++
+      if (b === blocks.length) return
+      const { magnitudes, offset, vectors } = blocks[b]!
+      const row = position - offset
+      const magnitude = magnitudes[row]!
+      if (row < 0 || magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(position, score)
+    }
+    return
+  }
+  for (const block of blocks) {
+    const { count, magnitudes, offset, vectors } = block
+    for (let row = 0; row < count; row++) {
+      if (allowed[offset + row] !== 1) continue
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
       let dot = 0
       const base = row * d
       for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
@@ -184,11 +250,19 @@ const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<string, L
  * in query-term order (so every store and layout gets the same bits), deleted positions are skipped. Returns the
  * touched positions and a dense score array that is 0 elsewhere.
  */
-const bm25 = (view: IndexView, loaded: Map<string, LoadedTerm>, terms: ReadonlyArray<string>, params: Bm25Params) => {
+const bm25 = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  params: Bm25Params,
+  filter?: PositionFilter
+) => {
   const scores = new Float64Array(view.positions)
   let touched = new Int32Array(64)
   let touchedCount = 0
-  const deleted = view.deleted
+  // A filter holds live positions only, so it stands in for the deletions.
+  const allowed = filter?.allowed
+  const deleted = allowed === undefined ? view.deleted : undefined
   const { averageLength, lengths, liveChunks } = view
   // `termScore` inlined with the same operations in the same order, so the sums keep their bits.
   const { b, k1 } = params
@@ -203,6 +277,7 @@ const bm25 = (view: IndexView, loaded: Map<string, LoadedTerm>, terms: ReadonlyA
       for (let i = 0; i < ordinals.length; i++) {
         const position = offset + ordinals[i]!
         if (deleted !== undefined && deleted[position] === 1) continue
+        if (allowed !== undefined && allowed[position] !== 1) continue
         const before = scores[position]!
         if (before === 0) {
           if (touchedCount === touched.length) {
@@ -270,6 +345,56 @@ const bm25At = (
   return score
 }
 
+/**
+ * BM25 of a filter's listed positions only, each scored in full by `bm25At` (the same bits as `bm25`): for a selective
+ * filter, far fewer lookups than the query terms' postings. Scores are computed once, on the first visit.
+ */
+const bm25Listed = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  params: Bm25Params,
+  listed: Int32Array
+): Candidates => {
+  let found: { readonly positions: Int32Array; readonly scores: Float64Array; readonly count: number } | undefined
+  const score = () => {
+    const positions = new Int32Array(listed.length)
+    const scores = new Float64Array(listed.length)
+    let count = 0
+    for (let i = 0; i < listed.length; i++) {
+      const value = bm25At(view, loaded, terms, listed[i]!, params)
+      if (value > 0) {
+        positions[count] = listed[i]!
+        scores[count++] = value
+      }
+    }
+    return { positions, scores, count }
+  }
+  return (visit) => {
+    const { count, positions, scores } = (found ??= score())
+    for (let i = 0; i < count; i++) visit(positions[i]!, scores[i]!)
+  }
+}
+
+/**
+ * Whether scoring a filter's listed positions one by one costs less than reading the query terms' postings: each
+ * position looks every term up in every block that holds it (a binary search, about ten postings read in order).
+ */
+const listPays = (
+  loaded: Map<string, LoadedTerm>,
+  filter: PositionFilter | undefined
+): filter is PositionFilter & { readonly listed: Int32Array } => {
+  if (filter?.listed === undefined) return false
+  let lookups = 0
+  let postings = 0
+  for (const entry of loaded.values()) {
+    if (entry.df === 0) continue
+    lookups += entry.blocks.length
+    for (const block of entry.blocks) postings += block.ordinals.length
+  }
+  return filter.listed.length * lookups * 10 < postings
+}
+
 /** A term is rare when at most this share of the chunks hold it: its postings are short enough to score directly. */
 const RARE_SHARE = 0.05
 
@@ -286,8 +411,12 @@ const topLexicalShortcut = (
   loaded: Map<string, LoadedTerm>,
   terms: ReadonlyArray<string>,
   params: Bm25Params,
-  k: number
+  k: number,
+  filter?: PositionFilter
 ): Array<Top> | undefined => {
+  // With a filter only its positions compete; the bound below holds for them as for all.
+  if (listPays(loaded, filter)) return undefined
+  const allowed = filter?.allowed
   const counts = new Map<string, number>()
   for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
   const present = [...counts.keys()].map((term) => loaded.get(term)!).filter((e) => e.df > 0).sort((a, b) => a.df - b.df)
@@ -311,6 +440,7 @@ const topLexicalShortcut = (
       for (let i = 0; i < block.ordinals.length; i++) {
         const position = block.offset + block.ordinals[i]!
         if ((deleted !== undefined && deleted[position] === 1) || seen.has(position)) continue
+        if (allowed !== undefined && allowed[position] !== 1) continue
         seen.add(position)
         const score = bm25At(view, loaded, terms, position, params)
         if (score > 0) heap.offer(position, score)
@@ -342,7 +472,9 @@ const ranksOf = (ranking: ReadonlyArray<Top>) => new Map(ranking.map((top, i) =>
 /**
  * Scores `query` in `mode`: `vector` visits every live chunk with a defined cosine, `lexical` only the chunks holding
  * a query term, `hybrid` fuses the best `depth` of each as `fusion` says. The query's vector is needed by the vector
- * and hybrid modes only.
+ * and hybrid modes only. With a `filter`, only its positions are candidates, in every mode and before any top k is
+ * taken (the hybrid's `depth` of each ranking included), so a filtered top k is exact; BM25's statistics (N, df, the
+ * mean length) stay those of the whole index, so a chunk scores the same with or without a filter.
  */
 export const scoreQuery = (
   view: IndexView,
@@ -350,13 +482,20 @@ export const scoreQuery = (
   mode: RetrievalMode,
   params: Bm25Params,
   depth = FUSION_DEPTH,
-  fusion: FusionConfig = FusionConfig.default
+  fusion: FusionConfig = FusionConfig.default,
+  filter?: PositionFilter
 ): Scored => {
   const { terms, vector } = query
   let loaded: Map<string, LoadedTerm> | undefined
   const terms$ = () => (loaded ??= loadTerms(view, terms))
-  let lexical: ReturnType<typeof bm25> | undefined
-  const lexical$ = () => (lexical ??= bm25(view, terms$(), terms, params))
+  let lexical: Candidates | undefined
+  const lexical$ = (): Candidates => {
+    if (lexical !== undefined) return lexical
+    const entries = terms$()
+    return lexical = listPays(entries, filter)
+      ? bm25Listed(view, entries, terms, params, filter.listed)
+      : bm25(view, entries, terms, params, filter).candidates
+  }
   const explainWith = (
     vectorRanks: ReadonlyMap<number, number>,
     lexicalRanks: ReadonlyMap<number, number>,
@@ -384,21 +523,23 @@ export const scoreQuery = (
       return {
         mode,
         kind: "cosine",
-        candidates: (visit) => scanVectors(view, vector!, visit),
-        explain: explainWith(none, none)
+        candidates: (visit) => scanVectors(view, vector!, visit, undefined, filter),
+        explain: explainWith(none, none),
+        filter
       }
     case "lexical":
       return {
         mode,
         kind: "bm25",
-        candidates: (visit) => lexical$().candidates(visit),
+        candidates: (visit) => lexical$()(visit),
         explain: explainWith(none, none),
-        shortcut: (k) => topLexicalShortcut(view, terms$(), terms, params, k)
+        shortcut: (k) => topLexicalShortcut(view, terms$(), terms, params, k, filter),
+        filter
       }
     case "hybrid": {
-      const vectorTop = topVectors(view, vector!, depth)
-      const lexicalTop = topLexicalShortcut(view, terms$(), terms, params, depth) ??
-        topOf(lexical$().candidates, depth, keyTies(view.keyOf))
+      const vectorTop = topVectors(view, vector!, depth, filter)
+      const lexicalTop = topLexicalShortcut(view, terms$(), terms, params, depth, filter) ??
+        topOf(lexical$(), depth, keyTies(view.keyOf))
       const fused = fusion.method === "linear"
         ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
         : fuseWeightedRanks(lexicalTop, vectorTop, fusion.alpha)
@@ -411,23 +552,24 @@ export const scoreQuery = (
         explain: explainWith(ranksOf(vectorTop), ranksOf(lexicalTop), {
           lexical: fusionShares(fusion.method, fusion.alpha, lexicalTop),
           vector: fusionShares(fusion.method, 1 - fusion.alpha, vectorTop)
-        })
+        }),
+        filter
       }
     }
   }
 }
 
 /** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
-const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number): Array<Top> => {
+const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number, filter?: PositionFilter): Array<Top> => {
   const heap = new TopK(k, keyTies(view.keyOf))
-  scanVectors(view, vector, (position, score) => heap.offer(position, score), () => heap.threshold)
+  scanVectors(view, vector, (position, score) => heap.offer(position, score), () => heap.threshold, filter)
   return heap.take()
 }
 
 /** The best `k` chunks of a scored query, in the ranking order. */
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
   scored.mode === "vector" && query?.vector !== undefined
-    ? topVectors(view, query.vector, k)
+    ? topVectors(view, query.vector, k, scored.filter)
     : scored.shortcut?.(k) ?? topOf(scored.candidates, k, keyTies(view.keyOf))
 
 /** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */

@@ -1,7 +1,7 @@
 /** Reads JSON Lines into documents, one result per non-blank line, from whole text or incrementally from bytes. */
 import { Result } from "effect"
 import { decodeAs } from "@funcpipe/domain/Decode"
-import { RawDoc } from "@funcpipe/domain/Document"
+import { joinLabels, RawDoc } from "@funcpipe/domain/Document"
 import { BadRecord } from "./BadRecord.ts"
 import {
   atLine,
@@ -37,8 +37,13 @@ const kindOf = (value: unknown): string =>
 
 const asId = (value: unknown): unknown => (typeof value === "number" && Number.isInteger(value) ? String(value) : value)
 
+/** A list of labels becomes the text `labelsOf` splits back into them; anything else is left for the checks. */
 const asCategories = (value: unknown): unknown =>
-  value === undefined ? null : Array.isArray(value) && value.every((v) => typeof v === "string") ? value.join(" ") : value
+  value === undefined
+    ? null
+    : Array.isArray(value) && value.every((v) => typeof v === "string")
+    ? joinLabels(value)
+    : value
 
 /**
  * One line of JSON Lines (without its line break): the id from `doc_id`, `id` or `_id` (a string or an integer), the

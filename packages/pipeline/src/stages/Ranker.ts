@@ -244,9 +244,19 @@ export const fuseWeightedRanks = (
 }
 
 /**
- * Linear fusion of a lexical and a vector ranking: each ranking's scores are scaled to [0, 1] by its own minimum and
- * maximum (all 1 when they are equal), and a position scores `α · lexical + (1 − α) · vector`, 0 for a ranking it is
- * not in. Scores of different kinds (BM25 is unbounded, cosine is not) so become comparable.
+ * The least a ranking's last entry counts in linear fusion: scaling to [0, 1] would give it nothing, and a chunk last
+ * in both rankings would drop out of the fused one although it was found.
+ */
+export const LINEAR_FLOOR = 1e-6
+
+/** A score scaled into [LINEAR_FLOOR, 1] by its ranking's minimum and span (all 1 when the span is 0). */
+const scaled = (score: number, min: number, span: number): number =>
+  span > 0 ? LINEAR_FLOOR + (1 - LINEAR_FLOOR) * ((score - min) / span) : 1
+
+/**
+ * Linear fusion of a lexical and a vector ranking: each ranking's scores are scaled into [LINEAR_FLOOR, 1] by its own
+ * minimum and maximum (all 1 when they are equal), and a position scores `α · lexical + (1 − α) · vector`, 0 for a
+ * ranking it is not in. Scores of different kinds (BM25 is unbounded, cosine is not) so become comparable.
  */
 export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<Top>, alpha: number): Map<number, number> => {
   const fused = new Map<number, number>()
@@ -260,7 +270,7 @@ export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<To
     }
     const span = max - min
     for (const top of ranking) {
-      const normalised = span > 0 ? (top.score - min) / span : 1
+      const normalised = scaled(top.score, min, span)
       fused.set(top.position, (fused.get(top.position) ?? 0) + weight * normalised)
     }
   }
@@ -287,7 +297,7 @@ export const fusionShares = (method: "linear" | "rrf", weight: number, ranking: 
     if (top.score < min) min = top.score
     if (top.score > max) max = top.score
   }
-  for (const top of ranking) shares.set(top.position, weight * (max - min > 0 ? (top.score - min) / (max - min) : 1))
+  for (const top of ranking) shares.set(top.position, weight * scaled(top.score, min, max - min))
   return shares
 }
 
