@@ -21,9 +21,6 @@ export const MAX_PUT_DOCUMENTS = 1000
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Rejects keys the schema does not name, so a misspelt option (`topk`) is an error rather than silently ignored. */
-const strict = { parseOptions: { onExcessProperty: "error" } } as const
-
 // ---------------------------------------------------------------------------------------------------------------
 // Queries
 
@@ -48,7 +45,7 @@ export const QueryRequest = Schema.Struct({
   highlight: Schema.optionalKey(Schema.Boolean.annotate({
     description: "Add each result's `highlights`: the spans of its text whose words match the query's terms"
   }))
-}).annotate({ identifier: "QueryRequest", ...strict })
+}).annotate({ identifier: "QueryRequest" })
 export type QueryRequest = typeof QueryRequest.Type
 
 /** One term's share of a BM25 score. */
@@ -103,7 +100,7 @@ export const BatchRequest = Schema.Struct({
     Schema.isMinLength(1, { message: "give at least one query" }),
     Schema.isMaxLength(MAX_BATCH, { message: `a batch holds at most ${MAX_BATCH} queries` })
   )
-}).annotate({ identifier: "BatchRequest", ...strict })
+}).annotate({ identifier: "BatchRequest" })
 
 /** The answers of a batch, in the order of its queries. */
 export const BatchResponse = Schema.Struct({ answers: Schema.Array(QueryResponse) }).annotate({ identifier: "BatchResponse" })
@@ -158,14 +155,14 @@ export const DocumentInput = Schema.Struct({
   title: Schema.optionalKey(Schema.String),
   text: Schema.String,
   categories: Schema.optionalKey(Schema.NullOr(Schema.String))
-}).annotate({ identifier: "DocumentInput", ...strict })
+}).annotate({ identifier: "DocumentInput" })
 
 export const PutDocumentsRequest = Schema.Struct({
   documents: Schema.Array(DocumentInput).check(
     Schema.isMinLength(1, { message: "give at least one document" }),
     Schema.isMaxLength(MAX_PUT_DOCUMENTS, { message: `one request holds at most ${MAX_PUT_DOCUMENTS} documents` })
   )
-}).annotate({ identifier: "PutDocumentsRequest", ...strict })
+}).annotate({ identifier: "PutDocumentsRequest" })
 
 export const PutDocumentsResponse = Schema.Struct({
   added: Schema.Array(Schema.String),
@@ -286,6 +283,10 @@ export class FuncPipeApi extends HttpApi.make("funcpipe")
   .add(IndexGroup)
   .add(DocumentsGroup)
   .add(SystemGroup)
+  // A key the schema does not name is an error, so a misspelt option (`topk`) is reported rather than ignored; every
+  // problem of a request is reported at once. Headers keep the defaults (requests carry many undeclared ones).
+  .annotate(HttpApi.ParseOptions, { onExcessProperty: "error", errors: "all" })
+  .annotate(HttpApi.HeadersParseOptions, {})
   .annotateMerge(OpenApi.annotations({
     title: "FuncPipe",
     version: "1",

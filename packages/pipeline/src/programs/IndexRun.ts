@@ -324,7 +324,7 @@ export interface PutReport {
   readonly updated: ReadonlyArray<string>
   readonly unchanged: ReadonlyArray<string>
   /** Documents with nothing left after cleaning: not stored (an earlier version of one is deleted). */
-  readonly skipped: ReadonlyArray<Skip>
+  readonly skipped: ReadonlyArray<{ readonly docId: string; readonly reason: string }>
   readonly chunksWritten: number
   readonly documents: number
   readonly chunks: number
@@ -354,7 +354,7 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
       const added: Array<string> = []
       const updated: Array<string> = []
       const unchanged: Array<string> = []
-      const skipped: Array<Skip> = []
+      const skipped: Array<{ readonly docId: string; readonly reason: string }> = []
       const pending: Array<DocToWrite> = []
       for (const doc of docs) {
         const hash = hashDoc(doc)
@@ -371,7 +371,7 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
           const { docId } = batch[i]!.doc
           const was = stored.has(docId)
           if (counts[i]! === 0) {
-            skipped.push({ source, line: 0, reason: `${JSON.stringify(docId)} has nothing left after cleaning` })
+            skipped.push({ docId, reason: `${JSON.stringify(docId)} has nothing left after cleaning` })
             if (was) yield* writer.deleteDoc(docId)
             after.delete(docId)
             continue

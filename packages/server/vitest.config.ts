@@ -1,0 +1,9 @@
+import { defineProject } from "vitest/config"
+
+export default defineProject({
+  test: {
+    name: "server",
+    include: ["test/**/*.test.ts"],
+    setupFiles: ["../../vitest.setup.ts"]
+  }
+})
