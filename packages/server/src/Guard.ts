@@ -41,10 +41,16 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
 /** A request whose parts fail the endpoint's schema: 400 with each problem and where it is. */
 const invalidRequest = (error: HttpApiError.HttpApiSchemaError) => {
-  const issues = formatter(error.cause.issue).issues.map((issue) => ({
-    path: pathText((issue.path ?? []).map((p) => (typeof p === "object" ? p.key : p))),
-    message: issue.message
-  }))
+  const issues = formatter(error.cause.issue).issues.map((issue) => {
+    const path = pathText((issue.path ?? []).map((p) => (typeof p === "object" ? p.key : p)))
+    // The schema's wording names its own types ("Expected QueryRequest") or what it expects rather than what is wrong.
+    const message = issue.message === "Expected no excess property"
+      ? "not a field of this request"
+      : /^Expected [A-Z]\w*$/.test(issue.message)
+      ? "expected a JSON object"
+      : issue.message
+    return { path, message }
+  })
   const first = issues[0]
   const where = error.kind === "Payload" ? "body" : error.kind === "Params" ? "path" : error.kind.toLowerCase()
   const message = first === undefined

@@ -7,7 +7,7 @@ import { Cause, Effect, Layer, type Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { FuncPipeApi } from "@funcpipe/domain/Api"
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import { guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
 import { LiveIndex } from "./LiveIndex.ts"
@@ -68,6 +68,27 @@ export const routes = (options: ServerOptions) =>
   ).pipe(Layer.provide(handlersLayer({ writable: options.writable })))
 
 /**
+ * A Node HTTP server where slow clients cannot hold a connection forever (headers within 10 s, the whole request
+ * within 30 s), and where shutting down does not wait for idle keep-alive connections: `close` closes the idle ones,
+ * and each connection whose request was in flight is closed as soon as its answer has been sent.
+ */
+const nodeServer = (): Server => {
+  const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000 })
+  let closing = false
+  server.on("request", (_request, response) => {
+    response.on("finish", () => {
+      if (closing) setImmediate(() => server.closeIdleConnections())
+    })
+  })
+  const close = server.close.bind(server)
+  server.close = (callback) => {
+    closing = true
+    return close(callback)
+  }
+  return server
+}
+
+/**
  * The server on a Node HTTP server at `host:port`, answering from the `IndexStore`'s index, which it opens once and
  * swaps when the file changes. Also provides the `LiveIndex` and the `HttpServer` (for its address). Closing the
  * layer stops accepting connections, lets requests in flight finish, and then closes the index.
@@ -77,10 +98,10 @@ export const layer = (options: ServerOptions) =>
     checkBinding(options),
     HttpRouter.serve(routes(options), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(LiveIndex.layer({ pollMillis: options.pollMillis, report: options.report })),
-      Layer.provideMerge(NodeHttpServer.layer(
-        // Slow clients cannot hold a connection forever: headers within 10 s, the whole request within 30 s.
-        () => createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }),
-        { host: options.host, port: options.port, gracefulShutdownTimeout: "20 seconds" }
-      ))
+      Layer.provideMerge(NodeHttpServer.layer(nodeServer, {
+        host: options.host,
+        port: options.port,
+        gracefulShutdownTimeout: "20 seconds"
+      }))
     )
   ))
