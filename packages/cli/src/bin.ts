@@ -2,7 +2,7 @@
 /** Process entry: the only file that names the Node platform. */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Runtime } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
@@ -10,6 +10,7 @@ import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { cli, version } from "./Cli.ts"
+import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
 import { presenter, reportFailure } from "./Report.ts"
 
@@ -35,5 +36,9 @@ const MainLayer = Layer.mergeAll(
 Command.run(cli, { version }).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(MainLayer),
-  NodeRuntime.runMain({ disableErrorReporting: true })
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    // A server stopped by a signal ends normally; any other interrupted command exits with 130.
+    teardown: (exit, onExit) => Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && serveStopped.value ? 0 : code))
+  })
 )

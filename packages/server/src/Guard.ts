@@ -3,7 +3,7 @@
  * failures outside the handlers (bad JSON, schema failures, unknown routes, bugs) to JSON answers without internals.
  */
 import { ByteSize, Cause, Effect, Option, Redacted, Result, SchemaIssue } from "effect"
-import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Headers, HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { createHash, timingSafeEqual } from "node:crypto"
 
@@ -115,7 +115,13 @@ export const guard = (options: GuardOptions) => {
       // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
       const declared = request.headers["content-length"]
       if (declared !== undefined && Number(declared) > options.maxBodyBytes) return tooLarge(options.maxBodyBytes)
+      // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
+      const type = request.headers["content-type"]
+      const asJson = type === undefined || type.toLowerCase().startsWith("application/json")
+        ? request
+        : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
       return yield* httpEffect.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
         Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
         Effect.catchCause(answerFailure(options, request))
       )
