@@ -19,7 +19,7 @@ export const searchPage = `<!doctype html>
   form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: 1rem; }
   label { display: flex; flex-direction: column; font-size: .8rem; color: var(--muted); }
   input, select, button { font: inherit; padding: .4rem .6rem; border: 1px solid var(--line); border-radius: .4rem; }
-  #q { flex: 1 1 20rem; }
+  #q { width: 100%; }
   #q-label { flex: 1 1 20rem; }
   #topk { width: 5rem; }
   button { background: var(--accent); color: white; border-color: var(--accent); cursor: pointer; }
