@@ -269,6 +269,8 @@ const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 const MAX_SMALL_SEGMENTS = 4
+/** How much decompressed document text one snapshot keeps, in UTF-16 units (about 16 MB). */
+const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
 const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
 
@@ -766,7 +768,10 @@ const make = (file: string) => {
       "SELECT d.doc_id AS doc_id, c.doc AS doc, c.start AS start, c.\"end\" AS \"end\" FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
     )
     const bodyStatement = db.prepare("SELECT body FROM bodies WHERE doc = ?")
+    // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`: a long-lived snapshot (a server's) answers many
+    // queries whose results share documents, and inflating a body costs more than scoring a query's postings.
     const bodies = new Map<number, string>()
+    let bodyChars = 0
     const bodyOf = (doc: number): string => {
       let body = bodies.get(doc)
       if (body !== undefined) return body
@@ -777,8 +782,13 @@ const make = (file: string) => {
       } catch {
         throw corrupt(`the text of document ${doc} does not decompress`)
       }
-      if (bodies.size >= 256) bodies.clear()
       bodies.set(doc, body)
+      bodyChars += body.length
+      for (const [old, text] of bodies) {
+        if (bodyChars <= BODY_CACHE_CHARS) break
+        bodies.delete(old)
+        bodyChars -= text.length
+      }
       return body
     }
     const rowAt = (position: number) => {
