@@ -7,10 +7,10 @@ import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { connect, type Socket } from "node:net"
-import { tmpdir } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
-import { cliEntry, REPO_ROOT } from "./Child.ts"
+import { cliBundle, cliEntry, REPO_ROOT } from "./Child.ts"
 import { prng, syntheticDocs, writeJsonlCorpus } from "./Corpus.ts"
 
 const USAGE = `Usage: npm run loadtest -- [options]
@@ -64,20 +64,27 @@ const VECTOR_SHARE = number("vector-share", flags["vector-share"], 0)
 const MALFORMED = number("malformed", flags.malformed, 0)
 const SEED = number("seed", flags.seed, 0)
 
+const bundle = cliBundle()
+if (bundle?.stale === true) {
+  console.error("loadtest: the CLI bundle is older than the sources, so the server would run old code; run npm run build first")
+  process.exit(2)
+}
+
 const work = mkdtempSync(join(tmpdir(), "funcpipe-loadtest-"))
 const cleanup = () => rmSync(work, { recursive: true, force: true })
 
 /** Runs the CLI to completion, failing on a non-zero exit. */
 const runCli = (args: ReadonlyArray<string>) =>
   new Promise<void>((done, fail) => {
-    const child = spawn(process.execPath, [cliEntry(), ...args], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"] })
+    const child = spawn(cliEntry(), args, { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"] })
     child.on("exit", (code) => (code === 0 ? done() : fail(new Error(`funcpipe ${args[0]} exited with ${code}`))))
   })
 
 /** Starts `funcpipe serve` on a free port and resolves once it listens, with its URL and process id. */
 const startServer = (index: string) =>
   new Promise<{ readonly url: string; readonly pid: number; readonly exited: Promise<number | null> }>((done, fail) => {
-    const child = spawn(process.execPath, [cliEntry(), "serve", "--index", index, "--port", "0"], {
+    // The launcher itself, as `npx funcpipe serve` runs it: its first line sets Node's memory flags.
+    const child = spawn(cliEntry(), ["serve", "--index", index, "--port", "0"], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "ignore", "pipe"]
     })
@@ -234,11 +241,18 @@ try {
   // compiled code) hold what the measured phases use: growth after it is what a long run would add.
   await warmUp(server.url, [...lexical, ...mixed])
   const rssWarm = rssMb(server.pid)
+  // RSS once a second during the measured phases, to tell a leak (steady growth) from a heap settling.
+  const samples: Array<number> = []
+  const sampler = setInterval(() => samples.push(rssMb(server.pid)), 1000)
   const phases = [
     await load("lexical", server.url, lexical, DURATION),
     await load(`mixed (${Math.round(VECTOR_SHARE * 100)} % vector)`, server.url, mixed, DURATION)
   ]
+  clearInterval(sampler)
   const rssEnd = rssMb(server.pid)
+  const half = Math.floor(samples.length / 2)
+  const rssPeakFirstHalf = Math.max(...samples.slice(0, half))
+  const rssPeakSecondHalf = Math.max(...samples.slice(half))
 
   // Malformed input while stalled connections hold sockets open; then the server must still answer correctly.
   let malformed: { requests: number; byStatus: Record<string, number>; errors: number } | undefined
@@ -278,7 +292,10 @@ try {
     ),
     "",
     `server RSS: ${fmt(rssReady)} MB when ready, ${fmt(rssWarm)} MB after the warm-up, ${fmt(rssEnd)} MB after the load ` +
-    `(${fmt(((rssEnd - rssWarm) / rssWarm) * 100, 1)} % since the warm-up), ${fmt(rssFinal)} MB after the malformed input`,
+    `(${fmt(((rssEnd - rssWarm) / rssWarm) * 100, 1)} % since the warm-up; peak ${fmt(rssPeakFirstHalf)} MB in the first ` +
+    `half of the load, ${fmt(rssPeakSecondHalf)} MB in the second), ${fmt(rssFinal)} MB after the malformed input`,
+    `machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(1)).join(" ")} at the end (the load ` +
+    `generator runs on the same cores)`,
     ...(malformed === undefined ? [] : [
       `malformed input: ${fmt(malformed.requests)} requests, answers ${
         Object.entries(malformed.byStatus).map(([status, n]) => `${status} ×${fmt(n)}`).join(", ")

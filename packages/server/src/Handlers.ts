@@ -18,7 +18,7 @@ import { RawDoc } from "@funcpipe/domain/Document"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { IndexStore, readSnapshot } from "@funcpipe/pipeline/services/IndexStore"
 import { highlightSpans } from "@funcpipe/pipeline/stages/Highlight"
 import { type Loaded, LiveIndex } from "./LiveIndex.ts"
 
@@ -123,12 +123,7 @@ export const IndexHandlers = (options: HandlerOptions) =>
           reload_error: failure === undefined ? null : { at: iso(failure.at), message: failure.error.message }
         })))
       .handle("document", ({ params }) =>
-        live.use((loaded) =>
-          Effect.try({
-            try: () => loaded.snapshot.document(params.id),
-            catch: (error) => error as Tagged
-          })
-        ).pipe(
+        live.use((loaded) => readSnapshot(live.location, () => loaded.snapshot.document(params.id))).pipe(
           Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
           Effect.flatMap((found) =>
             found === undefined

@@ -1,10 +1,14 @@
 /** Bad requests and limits over a real socket: schema failures, unknown routes, large bodies, tokens, raw bytes. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { connect } from "node:net"
 import { MAX_BATCH } from "@funcpipe/domain/Api"
 import { bearsToken } from "../src/Guard.ts"
-import { baseUrl, fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
+import { baseUrl, DOCS, fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
 import { createHash } from "node:crypto"
 
 /** Writes raw bytes to the server and resolves with everything it answers until it closes the connection. */
@@ -92,6 +96,22 @@ describe("bad input", () => {
         assert.deepStrictEqual([status.status, status.body.ready, status.body.manifest], [200, false, null])
         assert.match(status.body.reload_error.message, /there is no index/)
       }).pipe(Effect.provide(serverOver(`${file}.absent`)))
+    }))
+
+  it.effect("an index of another embedding model is a 409 with the CLI's message", () =>
+    Effect.gen(function*() {
+      const file = `${yield* fixtureIndex}.other-model.db`
+      const other = Layer.succeed(Embedder, Embedder.of({
+        model: ModelLabel.make("other-model"),
+        dimensions: 16,
+        embedMany: (texts) => Effect.succeed(texts.map(() => new Embedding({ vector: [0.5, ...Array<number>(15).fill(0.5)], model: ModelLabel.make("other-model") })))
+      }))
+      yield* putDocuments(DOCS, "test").pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), other)))
+      yield* Effect.gen(function*() {
+        const answer = yield* post({ text: "moon" })
+        assert.deepStrictEqual([answer.status, answer.body._tag, answer.body.reason], [409, "IndexConflict", "ModelMismatch"])
+        assert.match(answer.body.message, /the index was built with the model "other-model" but the query was embedded with "local-sha256"/)
+      }).pipe(Effect.provide(serverOver(file)))
     }))
 
   it.effect("a body over the limit is a 413 before it is read, with or without a declared length", () =>
