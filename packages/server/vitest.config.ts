@@ -4,6 +4,8 @@ export default defineProject({
   test: {
     name: "server",
     include: ["test/**/*.test.ts"],
-    setupFiles: ["../../vitest.setup.ts"]
+    setupFiles: ["../../vitest.setup.ts"],
+    // The test files share no module state, so they share one module graph (a second or two less each).
+    isolate: false
   }
 })
