@@ -21,8 +21,14 @@ const funcpipe = (args: ReadonlyArray<string>) => {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
+/**
+ * Whether `nobody` can run Node from this checkout at all: not when it lies in a folder only root may enter (a
+ * `mktemp -d` clone), where the test cannot make a process that is refused the index and nothing else.
+ */
+const nobodyCanRun = process.getuid?.() !== 0 || spawnSync(process.execPath, ["-e", "0"], { uid: 65534, gid: 65534 }).status === 0
+
 describe("a read-only index", () => {
-  it.effect("answers query and status without writing anything next to it", () =>
+  it.effect.skipIf(!nobodyCanRun)("answers query and status without writing anything next to it", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-readonly-" })
