@@ -3,7 +3,14 @@
  * failures outside the handlers (bad JSON, schema failures, unknown routes, bugs) to JSON answers without internals.
  */
 import { ByteSize, Cause, Effect, Option, Redacted, Result, SchemaIssue } from "effect"
-import { Headers, HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  Headers,
+  HttpIncomingMessage,
+  HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { createHash, timingSafeEqual } from "node:crypto"
 
@@ -17,7 +24,7 @@ export interface GuardOptions {
   readonly reportDefect: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
 }
 
-/** Paths answered without the token: the search page (it holds no data and asks for the token) and the liveness probe. */
+/** Paths open without the token: the search page (it holds no data, and asks for the token) and the liveness probe. */
 const OPEN_PATHS: ReadonlySet<string> = new Set(["/", "/healthz"])
 
 const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest()
@@ -66,7 +73,8 @@ const tooLarge = (limit: number) =>
   })
 
 /** Turns a failure no handler answered into a JSON answer; a bug is reported and answered without its details. */
-const answerFailure = (options: GuardOptions, request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
+const answerFailure = (options: GuardOptions, request: HttpServerRequest.HttpServerRequest) =>
+(cause: Cause.Cause<unknown>) => {
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
   const defect = Cause.findDefect(cause)
   const failure = Option.orElse(
@@ -107,10 +115,10 @@ export const guard = (options: GuardOptions) => {
   return HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (expected !== undefined && !OPEN_PATHS.has(request.url.split("?")[0]!) && !bearsToken(request.headers["authorization"], expected)) {
-        return json(401, { _tag: "Unauthorized", message: "this server needs the header Authorization: Bearer <token>" }, {
-          "www-authenticate": "Bearer"
-        })
+      const open = OPEN_PATHS.has(request.url.split("?")[0]!)
+      if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
+        const message = "this server needs the header Authorization: Bearer <token>"
+        return json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
       }
       // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
       const declared = request.headers["content-length"]

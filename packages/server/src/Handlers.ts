@@ -37,6 +37,16 @@ interface Tagged {
   readonly message: string
 }
 
+/** A request error with one issue, whose message is the whole error's. */
+const invalid = (message: string, path: string) => new InvalidRequest({ message, issues: [{ path, message }] })
+
+/** No document with this id. */
+const notFound = (docId: string) =>
+  new DocumentNotFound({ message: `there is no document ${JSON.stringify(docId)} in the index`, doc_id: docId })
+
+const isApiError = (e: unknown): e is InvalidRequest | IndexConflict | IndexUnavailable =>
+  e instanceof InvalidRequest || e instanceof IndexConflict || e instanceof IndexUnavailable
+
 /** The request-level name of the query programs' subjects, for an issue's path. */
 const fieldOf: Record<string, string> = { query: "text", "top-k": "top_k" }
 
@@ -49,10 +59,10 @@ const apiError = (error: Tagged, path = ""): InvalidRequest | IndexConflict | In
     case "InvalidInput": {
       const subject = (error as unknown as { readonly subject: string }).subject
       const field = fieldOf[subject] ?? subject
-      return new InvalidRequest({ message: error.message, issues: [{ path: path === "" ? field : `${path}.${field}`, message: error.message }] })
+      return invalid(error.message, path === "" ? field : `${path}.${field}`)
     }
     case "ZeroVector":
-      return new InvalidRequest({ message: error.message, issues: [{ path: path === "" ? "text" : `${path}.text`, message: error.message }] })
+      return invalid(error.message, path === "" ? "text" : `${path}.text`)
     case "ModelMismatch":
     case "DimensionMismatch":
     case "SettingsChanged":
@@ -102,7 +112,7 @@ export const SearchHandlers = HttpApiBuilder.group(FuncPipeApi, "search", Effect
         Effect.forEach(payload.queries, (query, i) =>
           answer(loaded, live.location, query).pipe(Effect.mapError((e) => apiError(e, `queries[${i}]`))))
       ).pipe(
-        Effect.mapError((e) => (e instanceof InvalidRequest || e instanceof IndexConflict || e instanceof IndexUnavailable ? e : apiError(e))),
+        Effect.mapError((e) => (isApiError(e) ? e : apiError(e))),
         Effect.map((answers) => HttpServerResponse.jsonUnsafe({ answers })),
         Effect.provideService(Embedder, embedder)
       ))
@@ -127,7 +137,7 @@ export const IndexHandlers = (options: HandlerOptions) =>
           Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
           Effect.flatMap((found) =>
             found === undefined
-              ? Effect.fail(new DocumentNotFound({ message: `there is no document ${JSON.stringify(params.id)} in the index`, doc_id: params.id }))
+              ? Effect.fail(notFound(params.id))
               : Effect.succeed({
                 doc_id: found.doc.docId,
                 title: found.doc.title,
@@ -182,7 +192,10 @@ export const DocumentsHandlers = (options: HandlerOptions) =>
             })
             if (Result.isFailure(decoded)) {
               const message = decoded.failure.message.split("\n")[0] ?? "invalid document"
-              return yield* new InvalidRequest({ message: `invalid document ${JSON.stringify(input.doc_id)}: ${message}`, issues: [{ path: `documents[${i}]`, message }] })
+              return yield* new InvalidRequest({
+                message: `invalid document ${JSON.stringify(input.doc_id)}: ${message}`,
+                issues: [{ path: `documents[${i}]`, message }]
+              })
             }
             docs.push(decoded.success)
           }
@@ -203,11 +216,12 @@ export const DocumentsHandlers = (options: HandlerOptions) =>
           const report = yield* write(deleteDocuments([params.id])).pipe(
             Effect.mapError((e) => {
               const mapped = apiError(e)
+              // A delete has no query input, so nothing of it can be the caller's mistake.
               return mapped instanceof InvalidRequest ? new IndexUnavailable({ message: e.message, reason: e._tag }) : mapped
             })
           )
           if (report.deleted.length === 0) {
-            return yield* new DocumentNotFound({ message: `there is no document ${JSON.stringify(params.id)} in the index`, doc_id: params.id })
+            return yield* notFound(params.id)
           }
           return { deleted: params.id, documents: report.documents, chunks: report.chunks }
         }))

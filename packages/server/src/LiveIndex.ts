@@ -26,6 +26,12 @@ export interface OpenFailure {
   readonly error: OpenError
 }
 
+/** How a `LiveIndex` looks for changes and where it reports them. */
+export interface LiveIndexOptions {
+  readonly pollMillis: number
+  readonly report?: (line: string) => Effect.Effect<void>
+}
+
 /** What `refresh` did. */
 export type Refreshed = "unchanged" | "swapped" | "failed"
 
@@ -51,8 +57,7 @@ export class LiveIndex extends Context.Service<LiveIndex, {
    * (never when 0). A missing or unreadable index does not fail the layer: requests get the reason until a refresh
    * succeeds. `report` is told of every swap and failure, for the server's log. Closing the layer closes the snapshot.
    */
-  static readonly layer = (options: { readonly pollMillis: number; readonly report?: (line: string) => Effect.Effect<void> }) =>
-    Layer.effect(LiveIndex, make(options))
+  static readonly layer = (options: LiveIndexOptions) => Layer.effect(LiveIndex, make(options))
 }
 
 interface Generation {
@@ -62,10 +67,7 @@ interface Generation {
   retired: boolean
 }
 
-const make = Effect.fnUntraced(function*(options: {
-  readonly pollMillis: number
-  readonly report?: (line: string) => Effect.Effect<void>
-}) {
+const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
   const store = yield* IndexStore
   const embedder = yield* Embedder
   const report = options.report ?? (() => Effect.void)
@@ -120,16 +122,18 @@ const make = Effect.fnUntraced(function*(options: {
       const error = found.value
       failure = { at: now, error, version: version.success }
       yield* report(
-        current === undefined ? `cannot serve the index: ${error.message}` : `still serving the older snapshot: ${error.message}`
+        `${current === undefined ? "cannot serve the index" : "still serving the older snapshot"}: ${error.message}`
       )
       return "failed" as const
     }
     const previous = current
-    current = { loaded: { snapshot: opened.value, version: version.success, loadedAt: now }, scope, users: 0, retired: false }
+    const loaded = { snapshot: opened.value, version: version.success, loadedAt: now }
+    current = { loaded, scope, users: 0, retired: false }
     failure = undefined
     yield* retire(previous)
     const m = opened.value.manifest
-    yield* report(`${previous === undefined ? "serving" : "now serving"} ${store.location}: ${m.documents} documents, ${m.chunks} chunks`)
+    const what = `${m.documents} documents, ${m.chunks} chunks`
+    yield* report(`${previous === undefined ? "serving" : "now serving"} ${store.location}: ${what}`)
     return "swapped" as const
   })
   const refresh = lock.withPermits(1)(refreshUnlocked)

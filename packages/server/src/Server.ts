@@ -49,7 +49,9 @@ export const isLoopback = (host: string): boolean =>
 
 /** Refuses to listen beyond loopback without a token. */
 export const checkBinding = (options: Pick<ServerOptions, "host" | "token">): Effect.Effect<void, TokenRequired> =>
-  options.token === undefined && !isLoopback(options.host) ? Effect.fail(new TokenRequired({ host: options.host })) : Effect.void
+  options.token === undefined && !isLoopback(options.host)
+    ? Effect.fail(new TokenRequired({ host: options.host }))
+    : Effect.void
 
 /**
  * Every route: the API and `/openapi.json`, the Scalar page at `/docs`, the search page at `/`, behind the guard.
