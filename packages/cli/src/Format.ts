@@ -1,4 +1,5 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
+import { answerJson, type AnswerView as ApiAnswerView, manifestJson } from "@funcpipe/domain/Api"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { ScoredChunk } from "@funcpipe/domain/Ranking"
 import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
@@ -135,20 +136,8 @@ export const statusLines = (s: StatusView): ReadonlyArray<string> => [
 export const statusJson = (s: StatusView): string =>
   JSON.stringify({
     index: s.location,
-    format_version: s.manifest.formatVersion,
-    model: s.manifest.model,
-    dimensions: s.manifest.dimensions,
-    clean_rules: s.manifest.cleaner.rules,
-    chunk_size: s.manifest.chunker.chunkSize,
-    overlap: s.manifest.chunker.overlap,
-    tail_policy: s.manifest.chunker.tailPolicy,
-    stop_words: s.manifest.analyzer.stopWords,
-    stemmer: s.manifest.analyzer.stemmer,
-    keep: s.manifest.keep === undefined ? null : printRule(s.manifest.keep),
-    created_at: iso(s.manifest.createdAt),
-    updated_at: iso(s.manifest.updatedAt),
+    ...manifestJson(s.manifest),
     documents: s.documents,
-    chunks: s.manifest.chunks,
     paths: s.roots,
     changed: s.changed,
     unreadable: s.unreadable
@@ -161,15 +150,7 @@ const oneLine = (text: string): string => {
 }
 
 /** A query's answer, as `queryIndex` and `searchPaths` return it. */
-export interface AnswerView {
-  readonly manifest: { readonly model: string }
-  readonly query: {
-    readonly text: string
-    readonly topK: number
-    readonly mode: string
-    /** The query has words, but every one is a stop word, so lexical search had nothing to look for. */
-    readonly stopWordsOnly: boolean
-  }
+export type AnswerView = ApiAnswerView & {
   readonly results: ReadonlyArray<ScoredChunk>
   /** The titles of the results' documents, by doc id. */
   readonly titles: ReadonlyMap<string, string>
@@ -217,32 +198,8 @@ export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
       ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
     ])
 
-const explainJson = (e: Explanation) => ({
-  cosine: e.cosine,
-  bm25: e.bm25 === null ? null : { score: e.bm25.score, terms: e.bm25.terms },
-  vector_rank: e.vectorRank,
-  lexical_rank: e.lexicalRank,
-  fusion: e.fusion
-})
-
-/** The `--json` form of an answer: stable keys, documented in the README. */
-export const resultsJson = (answer: AnswerView): string =>
-  JSON.stringify({
-    query: answer.query.text,
-    top_k: answer.query.topK,
-    mode: answer.query.mode,
-    model: answer.manifest.model,
-    results: answer.results.map((r, i) => ({
-      rank: r.rank,
-      score: r.score,
-      doc_id: r.chunk.docId,
-      title: answer.titles.get(r.chunk.docId) ?? "",
-      start: r.chunk.start,
-      end: r.chunk.end,
-      text: r.chunk.text,
-      ...(answer.explanations?.[i] === undefined ? {} : { explain: explainJson(answer.explanations[i]) })
-    }))
-  })
+/** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in the README. */
+export const resultsJson = (answer: AnswerView): string => JSON.stringify(answerJson(answer))
 
 /** The one-line summary of an in-memory search's indexing, for stderr. */
 export const searchSummaryLine = (report: IndexReport): string =>

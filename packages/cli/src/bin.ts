@@ -3,7 +3,7 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Layer, Stdio } from "effect"
+import { Effect, Layer, Runtime, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
@@ -11,6 +11,7 @@ import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { main } from "./Cli.ts"
+import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
 import { presenter, reportFailure } from "./Report.ts"
 
@@ -41,5 +42,9 @@ const MainLayer = Layer.mergeAll(
 Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, main)).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(MainLayer),
-  NodeRuntime.runMain({ disableErrorReporting: true })
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    // A server stopped by a signal ends normally; any other interrupted command exits with 130.
+    teardown: (exit, onExit) => Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && serveStopped.value ? 0 : code))
+  })
 )

@@ -147,36 +147,51 @@ const decodeChunk = Schema.decodeUnknownResult(Chunk)
  */
 export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: number, options: QueryOptions = {}) {
   const store = yield* IndexStore
+  yield* queryFilter(options.where) // a bad filter is reported before the index is opened
+  return yield* Effect.scoped(
+    Effect.flatMap(openSnapshot(), (snapshot) => querySnapshot(snapshot, store.location, text, topK, options))
+  )
+})
+
+/**
+ * `queryIndex` over a snapshot the caller holds open (a long-running server answers many queries from one), so
+ * every result comes from that one state of the index. `location` names the index in errors. The snapshot's model
+ * must be the `Embedder`'s (as `openSnapshot` checks).
+ */
+export const querySnapshot = Effect.fn("querySnapshot")(function*(
+  snapshot: Snapshot,
+  location: string,
+  text: string,
+  topK: number,
+  options: QueryOptions = {}
+) {
   const where = yield* queryFilter(options.where)
-  return yield* Effect.scoped(Effect.gen(function*() {
-    const snapshot = yield* openSnapshot()
-    const { manifest } = snapshot
-    const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
-    const mode = options.mode ?? defaultMode(manifest.model)
-    const terms = analyze(prepared.text, manifest.analyzer)
-    const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
-    const query = { terms, vector: embedding?.vector }
-    const params = options.bm25 ?? Bm25Params.default
-    const { scored, tops } = yield* readSnapshot(store.location, () => {
-      const filter = where === undefined ? undefined : snapshot.filter(where)
-      const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
-      return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
-    })
-    /** The titles of the results' documents, by doc id. */
-    const titles = new Map<string, string>()
-    const results = yield* Effect.forEach(tops, (top, i) =>
-      Effect.map(chunkAt(snapshot, store.location, top.position), ({ chunk, title }) => {
-        titles.set(chunk.docId, title)
-        return new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
-      }))
-    const explanations = options.explain === true
-      ? yield* readSnapshot(store.location, () => tops.map((top) => scored.explain(top.position)))
-      : undefined
-    // No terms from a query that has words: each was a stop word. Said so, since "no results" alone puzzles.
-    let words = 0
-    if (terms.length === 0) analyzeWords(prepared.text, () => void words++)
-    const stopWordsOnly = words > 0
-    const asked = { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }
-    return { manifest, query: asked, results, titles, explanations } as const
-  }))
+  const { manifest } = snapshot
+  const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
+  const mode = options.mode ?? defaultMode(manifest.model)
+  const terms = analyze(prepared.text, manifest.analyzer)
+  const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
+  const query = { terms, vector: embedding?.vector }
+  const params = options.bm25 ?? Bm25Params.default
+  const { scored, tops } = yield* readSnapshot(location, () => {
+    const filter = where === undefined ? undefined : snapshot.filter(where)
+    const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
+    return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
+  })
+  /** The titles of the results' documents, by doc id. */
+  const titles = new Map<string, string>()
+  const results = yield* Effect.forEach(tops, (top, i) =>
+    Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
+      titles.set(chunk.docId, title)
+      return new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
+    }))
+  const explanations = options.explain === true
+    ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
+    : undefined
+  // No terms from a query that has words: each was a stop word. Said so, since "no results" alone puzzles.
+  let words = 0
+  if (terms.length === 0) analyzeWords(prepared.text, () => void words++)
+  const stopWordsOnly = words > 0
+  const asked = { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }
+  return { manifest, query: asked, results, titles, explanations } as const
 })

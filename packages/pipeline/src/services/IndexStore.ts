@@ -162,6 +162,14 @@ export interface Snapshot extends IndexView {
    * positions of recently used rules are kept, so a repeated filter costs nothing.
    */
   readonly filter: (rule: Rule) => PositionFilter
+  /** A stored document and its chunks in text order, or `undefined` when the index has no such doc id. */
+  readonly document: (docId: string) => StoredDocument | undefined
+}
+
+/** A stored document with the span and text of each of its chunks. */
+export interface StoredDocument {
+  readonly doc: StoredDoc
+  readonly chunks: ReadonlyArray<{ readonly start: number; readonly end: number; readonly text: string }>
 }
 
 /** Runs synchronous snapshot reads, turning what they throw into the store's typed errors. */
@@ -213,6 +221,12 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
   /** A consistent read-only view for queries, held until the scope closes; `None` when nothing is indexed yet. */
   readonly snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope>
+  /**
+   * A token that changes whenever a transaction commits to the index (in this process or another) or the file is
+   * replaced or removed; cheap enough to poll. A holder of a long-lived snapshot compares it to learn that a newer
+   * state of the index exists.
+   */
+  readonly version: Effect.Effect<string, StoreError>
   /**
    * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
    * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix. Only one
@@ -268,6 +282,8 @@ const FILTER_CACHE_ENTRIES = 16
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 const MAX_SMALL_SEGMENTS = 4
+/** How much decompressed document text one snapshot keeps, in UTF-16 units (about 16 MB). */
+const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
 const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
 
@@ -569,8 +585,29 @@ const make = (file: string) => {
       db.close()
     }
   }
+  /** The connection `version` polls, outside any transaction, with the file it opened. */
+  let watcher: { readonly db: DatabaseSync; readonly identity: string } | undefined
   const closeReaders = Effect.sync(() => {
     for (const db of idle.splice(0)) if (db.isOpen) db.close()
+    if (watcher?.db.isOpen === true) watcher.db.close()
+    watcher = undefined
+  })
+
+  // SQLite's data_version changes when another connection (in any process) commits to the file; a file made again
+  // is another file, which the old connection would never see, so the file's identity is part of the token.
+  const version = Effect.try({
+    try: () => {
+      const identity = identityOf()
+      if (identity === "") return "none"
+      if (watcher?.identity !== identity) {
+        if (watcher?.db.isOpen === true) watcher.db.close()
+        watcher = undefined
+        watcher = { db: openReader(location), identity }
+      }
+      const row = watcher.db.prepare("PRAGMA data_version").get() as { data_version: number }
+      return `${identity}:${row.data_version}`
+    },
+    catch: (error) => storeError(location, "checking for changes", error)
   })
 
   /** Runs `f` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
@@ -774,7 +811,10 @@ const make = (file: string) => {
         "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
     )
     const bodyStatement = db.prepare("SELECT body FROM bodies WHERE doc = ?")
+    // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`: a long-lived snapshot (a server's) answers many
+    // queries whose results share documents, and inflating a body costs more than scoring a query's postings.
     const bodies = new Map<number, string>()
+    let bodyChars = 0
     const bodyOf = (doc: number): string => {
       let body = bodies.get(doc)
       if (body !== undefined) return body
@@ -785,8 +825,13 @@ const make = (file: string) => {
       } catch {
         throw corrupt(`the text of document ${doc} does not decompress`)
       }
-      if (bodies.size >= 256) bodies.clear()
       bodies.set(doc, body)
+      bodyChars += body.length
+      for (const [old, text] of bodies) {
+        if (bodyChars <= BODY_CACHE_CHARS) break
+        bodies.delete(old)
+        bodyChars -= text.length
+      }
       return body
     }
     const rowAt = (position: number) => {
@@ -828,6 +873,30 @@ const make = (file: string) => {
       const { vectors } = vectorBlock(db, segment, dimensions, columnsOf(caches, db, segment), Math.floor(row / segment.blockRows))
       const at = (row % segment.blockRows) * dimensions
       return { docId, title, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
+    }
+
+    const documentStatement = db.prepare(
+      "SELECT id, doc_id, source, title, categories, hash, chunks FROM documents WHERE doc_id = ?"
+    )
+    const spansStatement = db.prepare("SELECT start, \"end\" AS \"end\" FROM chunks WHERE doc = ? ORDER BY id")
+    const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
+    const document = (docId: string): StoredDocument | undefined => {
+      const row = documentStatement.get(docId) as Record<string, unknown> | undefined
+      if (row === undefined) return undefined
+      const decoded = decodeDoc({
+        docId: row["doc_id"],
+        source: row["source"],
+        title: row["title"],
+        categories: row["categories"],
+        hash: row["hash"],
+        chunks: row["chunks"]
+      })
+      if (Result.isFailure(decoded)) throw corrupt(`document ${JSON.stringify(docId)}: ${oneLine(decoded.failure.message)}`)
+      const id = row["id"] as number
+      const spans = spansStatement.all(id) as Array<{ start: number; end: number }>
+      if (spans.length !== decoded.success.chunks) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const body = spans.length === 0 ? "" : bodyOf(id)
+      return { doc: decoded.success, chunks: spans.map(({ end, start }) => ({ start, end, text: spanText(body, start, end) })) }
     }
 
     let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
@@ -907,6 +976,7 @@ const make = (file: string) => {
       vectorBlocks,
       keyOf,
       chunkAt,
+      document,
       documents: documentsOf,
       filter
     }
@@ -983,7 +1053,10 @@ const make = (file: string) => {
       })
     )
 
-  return { service: IndexStore.of({ location, manifest, roots, documents, snapshot, transaction }), close: closeReaders }
+  return {
+    service: IndexStore.of({ location, manifest, roots, documents, snapshot, version, transaction }),
+    close: closeReaders
+  }
 }
 
 const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))

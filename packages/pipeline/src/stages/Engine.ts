@@ -246,9 +246,16 @@ const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<string, L
 }
 
 /**
+ * A zeroed array with a slot per position, reused by every `bm25` call (which leaves it zeroed again): a query then
+ * costs in proportion to its postings, not to the size of the index, and a server answering many queries does not
+ * allocate and clear an array of the whole index for each.
+ */
+let scratch = new Float64Array(0)
+
+/**
  * BM25 over the postings of the query terms only: a repeated term counts each time (as in Lucene), shares are summed
  * in query-term order (so every store and layout gets the same bits), deleted positions are skipped. Returns the
- * touched positions and a dense score array that is 0 elsewhere.
+ * touched positions with their scores (all above 0), in the order they were first touched.
  */
 const bm25 = (
   view: IndexView,
@@ -257,7 +264,8 @@ const bm25 = (
   params: Bm25Params,
   filter?: PositionFilter
 ) => {
-  const scores = new Float64Array(view.positions)
+  if (scratch.length < view.positions) scratch = new Float64Array(view.positions)
+  const scores = scratch
   let touched = new Int32Array(64)
   let touchedCount = 0
   // A filter holds live positions only, so it stands in for the deletions.
@@ -268,39 +276,47 @@ const bm25 = (
   const { b, k1 } = params
   const k1Plus1 = k1 + 1
   const oneMinusB = 1 - b
-  for (const term of terms) {
-    const entry = loaded.get(term)!
-    if (entry.df === 0) continue
-    const weight = idf(liveChunks, entry.df)
-    for (const block of entry.blocks) {
-      const { offset, ordinals, tfs } = block
-      for (let i = 0; i < ordinals.length; i++) {
-        const position = offset + ordinals[i]!
-        if (deleted !== undefined && deleted[position] === 1) continue
-        if (allowed !== undefined && allowed[position] !== 1) continue
-        const before = scores[position]!
-        if (before === 0) {
-          if (touchedCount === touched.length) {
-            const grown = new Int32Array(touched.length * 2)
-            grown.set(touched)
-            touched = grown
+  const values = (() => {
+    try {
+      for (const term of terms) {
+        const entry = loaded.get(term)!
+        if (entry.df === 0) continue
+        const weight = idf(liveChunks, entry.df)
+        for (const block of entry.blocks) {
+          const { offset, ordinals, tfs } = block
+          for (let i = 0; i < ordinals.length; i++) {
+            const position = offset + ordinals[i]!
+            if (deleted !== undefined && deleted[position] === 1) continue
+            if (allowed !== undefined && allowed[position] !== 1) continue
+            const before = scores[position]!
+            if (before === 0) {
+              if (touchedCount === touched.length) {
+                const grown = new Int32Array(touched.length * 2)
+                grown.set(touched)
+                touched = grown
+              }
+              touched[touchedCount++] = position
+            }
+            const tf = tfs[i]!
+            const norm = averageLength === 0 ? 1 : oneMinusB + b * (lengths[position]! / averageLength)
+            scores[position] = before + weight * (tf * k1Plus1) / (tf + k1 * norm)
           }
-          touched[touchedCount++] = position
         }
-        const tf = tfs[i]!
-        const norm = averageLength === 0 ? 1 : oneMinusB + b * (lengths[position]! / averageLength)
-        scores[position] = before + weight * (tf * k1Plus1) / (tf + k1 * norm)
       }
+      const values = new Float64Array(touchedCount)
+      for (let i = 0; i < touchedCount; i++) values[i] = scores[touched[i]!]!
+      return values
+    } finally {
+      for (let i = 0; i < touchedCount; i++) scores[touched[i]!] = 0
     }
-  }
+  })()
   const candidates: Candidates = (visit) => {
     for (let i = 0; i < touchedCount; i++) {
-      const position = touched[i]!
-      const score = scores[position]!
-      if (score > 0) visit(position, score)
+      const score = values[i]!
+      if (score > 0) visit(touched[i]!, score)
     }
   }
-  return { scores, candidates }
+  return { candidates }
 }
 
 const tfAt = (block: TermBlock, ordinal: number): number => {

@@ -1,0 +1,89 @@
+/** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
+import { Config, Console, Effect, Layer, Option, Schema } from "effect"
+import { Command, Flag } from "effect/cli"
+import { HttpServer } from "effect/http"
+import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
+import { DEFAULT_MAX_BODY_BYTES, layer } from "@funcpipe/server/Server"
+import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
+
+/**
+ * Set once the server has stopped and closed the index, so the process entry exits with 0 rather than the 130 of an
+ * interrupted command: stopping is how a server ends normally.
+ */
+export const serveStopped = { value: false }
+
+const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }, { message: "a port is 0 to 65535" }))
+const Positive = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be at least 1" }))
+const NonNegative = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "must be 0 or more" }))
+
+export const serve = Command.make(
+  "serve",
+  {
+    index: indexPath,
+    host: Flag.String("host").pipe(
+      Flag.withDescription("The address to listen on (default 127.0.0.1: this machine only; any other needs --token)"),
+      Flag.withDefault("127.0.0.1")
+    ),
+    port: Flag.Int("port").pipe(
+      Flag.withSchema(Port),
+      Flag.withDescription("The port to listen on (default 7700; 0 picks a free one)"),
+      Flag.withDefault(7700)
+    ),
+    token: Flag.Redacted("token").pipe(
+      Flag.withDescription(
+        "Require Authorization: Bearer <token> on every request (but the search page and /healthz); " +
+          "also read from FUNCPIPE_TOKEN. Needed to listen beyond this machine"
+      ),
+      Flag.withFallbackConfig(Config.Redacted("FUNCPIPE_TOKEN")),
+      Flag.optional
+    ),
+    writable: Flag.Boolean("writable").pipe(
+      Flag.withDescription("Allow PUT /v1/documents and DELETE /v1/documents/{id} to change the index"),
+      Flag.withDefault(false)
+    ),
+    maxBody: Flag.Int("max-body").pipe(
+      Flag.withSchema(Positive),
+      Flag.withDescription("The largest request body in bytes (default 1048576, 1 MiB); larger ones get 413"),
+      Flag.withDefault(DEFAULT_MAX_BODY_BYTES)
+    ),
+    poll: Flag.Int("poll").pipe(
+      Flag.withSchema(NonNegative),
+      Flag.withDescription("How often to look for a newer index, in milliseconds (default 1000; 0 never)"),
+      Flag.withDefault(1000)
+    ),
+    ...serviceFlags
+  },
+  Effect.fn("serve")(function*(input) {
+    const report = (line: string) => Console.error(line)
+    const server = layer({
+      host: input.host,
+      port: input.port,
+      token: Option.getOrUndefined(input.token),
+      writable: input.writable,
+      maxBodyBytes: input.maxBody,
+      pollMillis: input.poll,
+      report
+    })
+    const announce = Layer.effectDiscard(Effect.gen(function*() {
+      const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
+      yield* report(
+        `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
+          `${input.writable ? ", writable" : ""}; stop with Ctrl-C`
+      )
+      // Runs first when the server stops: requests in flight are answered, then the index is closed.
+      yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
+    }))
+    // Queries are embedded with the model the index was built with (read once, when the server starts).
+    const index = Layer.provideMerge(withServiceFlags(input)(layerIndexModel), IndexStore.layerSqlite(input.index))
+    yield* Layer.launch(announce.pipe(Layer.provide(server), Layer.provide(index))).pipe(
+      Effect.onInterrupt(() => Effect.andThen(report("stopped"), Effect.sync(() => (serveStopped.value = true))))
+    )
+  })
+).pipe(
+  Command.withDescription("Answer queries over HTTP (JSON API, OpenAPI, a search page) from the index, kept current"),
+  Command.withExamples([
+    { command: "funcpipe serve", description: "Serve .funcpipe/index.db on http://127.0.0.1:7700" },
+    { command: "FUNCPIPE_TOKEN=s3cret funcpipe serve --host 0.0.0.0 --port 8080", description: "Serve the network, with a token" }
+  ])
+)

@@ -1,0 +1,62 @@
+/** `funcpipe serve`: refuses to listen beyond loopback without a token, and stops gracefully on SIGTERM. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer } from "effect"
+import { Command } from "effect/cli"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Models } from "@funcpipe/pipeline/services/Models"
+import { cli, version } from "../src/Cli.ts"
+
+const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
+const run = Command.runWith(cli, { version })
+const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
+
+/**
+ * Starts `funcpipe serve` in its own process, waits for the line with its address, asks one query, sends SIGTERM
+ * and waits for it to exit.
+ */
+const serveThenStop = (index: string) =>
+  Effect.promise(() =>
+    new Promise<{ readonly code: number | null; readonly stderr: string; readonly answer: any }>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, "serve", "--index", index, "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] })
+      let stderr = ""
+      let answer: any
+      child.stderr.on("data", (data: Buffer) => {
+        const before = stderr
+        stderr += data.toString()
+        const url = /listening on (http:\/\/\S+) /.exec(stderr)?.[1]
+        if (url === undefined || /listening on/.test(before)) return
+        fetch(`${url}/v1/query`, { method: "POST", body: JSON.stringify({ text: "interstellar", top_k: 1 }) })
+          .then((response) => response.json())
+          .then((json) => {
+            answer = json
+            child.kill("SIGTERM")
+          }, reject)
+      })
+      child.on("exit", (code) => resolve({ code, stderr, answer }))
+    })
+  )
+
+describe("funcpipe serve", () => {
+  it.effect("refuses to listen beyond this machine without a token", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(run(["serve", "--host", "0.0.0.0", "--index", "/nonexistent/index.db"]))
+      assert.strictEqual(error._tag, "TokenRequired")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("answers over HTTP and stops on SIGTERM, closing the index", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-serve-" })
+      const index = `${dir}/index.db`
+      yield* run(["index", sample, "--index", index])
+      const { answer, code, stderr } = yield* serveThenStop(index)
+      assert.strictEqual(answer.results[0].doc_id, "voyager-1")
+      assert.match(stderr, /serving .*index\.db: 17 documents, 17 chunks/)
+      assert.match(stderr, /stopping: answering the requests in flight, then closing the index/)
+      assert.strictEqual(code, 0, stderr)
+    }).pipe(Effect.provide(TestLayer)), 30_000)
+})

@@ -1,0 +1,137 @@
+/**
+ * What every request passes before and after its handler: the bearer token, the body size limit, and the mapping of
+ * failures outside the handlers (bad JSON, schema failures, unknown routes, bugs) to JSON answers without internals.
+ */
+import { ByteSize, Cause, Effect, Option, Redacted, Result, SchemaIssue } from "effect"
+import {
+  Headers,
+  HttpIncomingMessage,
+  HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { createHash, timingSafeEqual } from "node:crypto"
+
+/** How the guard is set up. */
+export interface GuardOptions {
+  /** The token every request must bear (`Authorization: Bearer <token>`), or none. */
+  readonly token: Redacted.Redacted<string> | undefined
+  /** The largest request body accepted, in bytes. */
+  readonly maxBodyBytes: number
+  /** Where bugs are reported (their details never reach the client). */
+  readonly reportDefect: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
+}
+
+/** Paths open without the token: the search page (it holds no data, and asks for the token) and the liveness probe. */
+const OPEN_PATHS: ReadonlySet<string> = new Set(["/", "/healthz"])
+
+const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest()
+
+/** Whether an `Authorization` header bears the token; compares digests in constant time, so timing reveals nothing. */
+export const bearsToken = (header: string | undefined, expected: Buffer): boolean => {
+  const match = header === undefined ? null : /^Bearer[ \t]+(.+)$/i.exec(header.trim())
+  // The comparison runs whether or not the header is well formed, against a digest of the same length.
+  const given = digest(match?.[1] ?? "")
+  return timingSafeEqual(given, expected) && match !== null
+}
+
+const json = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  HttpServerResponse.jsonUnsafe(body, { status, headers })
+
+/** The path of a schema issue as a client writes it: `queries[2].top_k`. */
+const pathText = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** A request whose parts fail the endpoint's schema: 400 with each problem and where it is. */
+const invalidRequest = (error: HttpApiError.HttpApiSchemaError) => {
+  const issues = formatter(error.cause.issue).issues.map((issue) => {
+    const path = pathText((issue.path ?? []).map((p) => (typeof p === "object" ? p.key : p)))
+    // The schema's wording names its own types ("Expected QueryRequest") or what it expects rather than what is wrong.
+    const message = issue.message === "Expected no excess property"
+      ? "not a field of this request"
+      : /^Expected [A-Z]\w*$/.test(issue.message)
+      ? "expected a JSON object"
+      : issue.message
+    return { path, message }
+  })
+  const first = issues[0]
+  const where = error.kind === "Payload" ? "body" : error.kind === "Params" ? "path" : error.kind.toLowerCase()
+  const message = first === undefined
+    ? `invalid request ${where}`
+    : `invalid request ${where}: ${first.path === "" ? "" : `${first.path}: `}${first.message}` +
+      (issues.length > 1 ? ` (and ${issues.length - 1} more)` : "")
+  return json(400, { _tag: "InvalidRequest", message, issues })
+}
+
+const tooLarge = (limit: number) =>
+  json(413, { _tag: "PayloadTooLarge", message: `the request body is larger than the limit of ${limit} bytes` }, {
+    connection: "close"
+  })
+
+/** Turns a failure no handler answered into a JSON answer; a bug is reported and answered without its details. */
+const answerFailure = (options: GuardOptions, request: HttpServerRequest.HttpServerRequest) =>
+(cause: Cause.Cause<unknown>) => {
+  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+  const defect = Cause.findDefect(cause)
+  const failure = Option.orElse(
+    Cause.findErrorOption(cause),
+    (): Option.Option<unknown> => (Result.isSuccess(defect) ? Option.some(defect.success) : Option.none())
+  )
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
+      return Effect.succeed(invalidRequest(error))
+    }
+    if (HttpServerError.isHttpServerError(error)) {
+      if (error.reason._tag === "RouteNotFound") {
+        return Effect.succeed(json(404, {
+          _tag: "NotFound",
+          message: `there is no ${request.method} ${request.url.split("?")[0]}; the endpoints are listed at /docs`
+        }))
+      }
+      if (error.reason._tag === "RequestParseError") {
+        return Effect.succeed(
+          error.reason.reason === "BodyTooLarge"
+            ? tooLarge(options.maxBodyBytes)
+            : json(400, { _tag: "InvalidRequest", message: "the request body could not be read", issues: [] })
+        )
+      }
+    }
+  }
+  return Effect.as(
+    options.reportDefect(cause),
+    json(500, { _tag: "InternalError", message: "internal error; the server's log has the details" })
+  )
+}
+
+/** The guard as a global router middleware. */
+export const guard = (options: GuardOptions) => {
+  const expected = options.token === undefined ? undefined : digest(Redacted.value(options.token))
+  const limit = ByteSize.bytes(options.maxBodyBytes)
+  return HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const open = OPEN_PATHS.has(request.url.split("?")[0]!)
+      if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
+        const message = "this server needs the header Authorization: Bearer <token>"
+        return json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+      }
+      // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
+      const declared = request.headers["content-length"]
+      if (declared !== undefined && Number(declared) > options.maxBodyBytes) return tooLarge(options.maxBodyBytes)
+      // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
+      const type = request.headers["content-type"]
+      const asJson = type === undefined || type.toLowerCase().startsWith("application/json")
+        ? request
+        : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
+      return yield* httpEffect.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
+        Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
+        Effect.catchCause(answerFailure(options, request))
+      )
+    }), { global: true })
+}

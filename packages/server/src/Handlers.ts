@@ -1,0 +1,246 @@
+/** The API's handlers: a few lines each over the pipeline's programs, answering from the `LiveIndex` snapshot. */
+import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import {
+  answerJson,
+  DocumentNotFound,
+  FuncPipeApi,
+  IndexConflict,
+  IndexUnavailable,
+  InvalidRequest,
+  manifestJson,
+  type QueryRequest,
+  WritesDisabled
+} from "@funcpipe/domain/Api"
+import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
+import { RawDoc } from "@funcpipe/domain/Document"
+import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
+import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { IndexStore, readSnapshot } from "@funcpipe/pipeline/services/IndexStore"
+import { highlightSpans } from "@funcpipe/pipeline/stages/Highlight"
+import { type Loaded, LiveIndex } from "./LiveIndex.ts"
+
+/** The default number of results, as for `funcpipe query`. */
+const DEFAULT_TOP_K = 3
+
+/** What the handlers need to know about how the server was started. */
+export interface HandlerOptions {
+  /** Whether `PUT`/`DELETE /v1/documents` may change the index. */
+  readonly writable: boolean
+}
+
+/** A failure from the pipeline, as a tagged error with a message for people. */
+interface Tagged {
+  readonly _tag: string
+  readonly message: string
+}
+
+/** A request error with one issue, whose message is the whole error's. */
+const invalid = (message: string, path: string) => new InvalidRequest({ message, issues: [{ path, message }] })
+
+/** No document with this id. */
+const notFound = (docId: string) =>
+  new DocumentNotFound({ message: `there is no document ${JSON.stringify(docId)} in the index`, doc_id: docId })
+
+const isApiError = (e: unknown): e is InvalidRequest | IndexConflict | IndexUnavailable =>
+  e instanceof InvalidRequest || e instanceof IndexConflict || e instanceof IndexUnavailable
+
+/** The request-level name of the query programs' subjects, for an issue's path. */
+const fieldOf: Record<string, string> = { query: "text", "top-k": "top_k" }
+
+/**
+ * Maps a pipeline failure to the API's errors: the user's input (400), an index that cannot answer this request as
+ * asked (409), or no readable index (503). The message is the CLI's message for the same failure.
+ */
+const apiError = (error: Tagged, path = ""): InvalidRequest | IndexConflict | IndexUnavailable => {
+  switch (error._tag) {
+    case "InvalidInput": {
+      const subject = (error as unknown as { readonly subject: string }).subject
+      const field = fieldOf[subject] ?? subject
+      return invalid(error.message, path === "" ? field : `${path}.${field}`)
+    }
+    case "ZeroVector":
+      return invalid(error.message, path === "" ? "text" : `${path}.text`)
+    case "ModelMismatch":
+    case "DimensionMismatch":
+    case "SettingsChanged":
+      return new IndexConflict({ message: error.message, reason: error._tag })
+    default:
+      return new IndexUnavailable({ message: error.message, reason: error._tag })
+  }
+}
+
+/** Answers one query from a loaded snapshot, in the `query --json` shape. */
+const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
+  Effect.map(
+    querySnapshot(loaded.snapshot, location, request.text, request.top_k ?? DEFAULT_TOP_K, {
+      ...(request.mode === undefined ? {} : { mode: request.mode }),
+      ...(request.where === undefined ? {} : { where: request.where }),
+      ...(request.fusion === undefined && request.alpha === undefined ? {} : {
+        fusion: new FusionConfig({
+          method: request.fusion ?? FusionConfig.default.method,
+          alpha: request.alpha ?? FusionConfig.defaultAlpha(request.fusion ?? FusionConfig.default.method)
+        })
+      }),
+      explain: request.explain === true,
+      bm25: request.k1 === undefined && request.b === undefined ? Bm25Params.default : new Bm25Params({
+        k1: request.k1 ?? K1.make(Bm25Params.default.k1),
+        b: request.b ?? B.make(Bm25Params.default.b)
+      })
+    }),
+    (found) =>
+      answerJson(
+        found,
+        request.highlight === true
+          ? found.results.map((r) => highlightSpans(r.chunk.text, found.query.terms, loaded.snapshot.manifest.analyzer))
+          : undefined
+      )
+  )
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+/** The search group: one query, or many from one snapshot. */
+export const SearchHandlers = HttpApiBuilder.group(FuncPipeApi, "search", Effect.fn(function*(handlers) {
+  const live = yield* LiveIndex
+  const embedder = yield* Embedder
+  const path = yield* Path.Path
+  return handlers
+    .handle("query", ({ payload }) =>
+      live.use((loaded) => answer(loaded, live.location, payload)).pipe(
+        Effect.mapError((e) => apiError(e)),
+        // `answerJson` builds exactly the `QueryResponse` type, so it is written as it is rather than encoded again
+        // through the schema (a measurable share of a query's time under load).
+        Effect.map((body) => HttpServerResponse.jsonUnsafe(body)),
+        Effect.provideService(Embedder, embedder),
+        Effect.provideService(Path.Path, path)
+      ))
+    .handle("batch", ({ payload }) =>
+      live.use((loaded) =>
+        Effect.forEach(payload.queries, (query, i) =>
+          answer(loaded, live.location, query).pipe(Effect.mapError((e) => apiError(e, `queries[${i}]`))))
+      ).pipe(
+        Effect.mapError((e) => (isApiError(e) ? e : apiError(e))),
+        Effect.map((answers) => HttpServerResponse.jsonUnsafe({ answers })),
+        Effect.provideService(Embedder, embedder),
+        Effect.provideService(Path.Path, path)
+      ))
+}))
+
+/** The index group: what is served, and stored documents. */
+export const IndexHandlers = (options: HandlerOptions) =>
+  HttpApiBuilder.group(FuncPipeApi, "index", Effect.fn(function*(handlers) {
+    const live = yield* LiveIndex
+    return handlers
+      .handle("status", () =>
+        Effect.map(live.state, ({ failure, loaded }) => ({
+          index: live.location,
+          ready: loaded !== undefined,
+          writable: options.writable,
+          manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
+          snapshot_at: loaded === undefined ? null : iso(loaded.loadedAt),
+          reload_error: failure === undefined ? null : { at: iso(failure.at), message: failure.error.message }
+        })))
+      .handle("document", ({ params }) =>
+        live.use((loaded) => readSnapshot(live.location, () => loaded.snapshot.document(params.id))).pipe(
+          Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
+          Effect.flatMap((found) =>
+            found === undefined
+              ? Effect.fail(notFound(params.id))
+              : Effect.succeed({
+                doc_id: found.doc.docId,
+                title: found.doc.title,
+                source: found.doc.source,
+                categories: found.doc.categories,
+                hash: found.doc.hash,
+                chunks: found.chunks
+              })
+          )
+        ))
+  }))
+
+const decodeRawDoc = Schema.decodeUnknownResult(RawDoc)
+
+/** The documents group: changes through the index run's stages and transaction, only with `writable`. */
+export const DocumentsHandlers = (options: HandlerOptions) =>
+  HttpApiBuilder.group(FuncPipeApi, "documents", Effect.fn(function*(handlers) {
+    const live = yield* LiveIndex
+    const store = yield* IndexStore
+    const embedder = yield* Embedder
+    // SQLite waits for another writer by blocking the thread, so this process's writes queue here instead.
+    const writes = yield* Semaphore.make(1)
+    const refused = Effect.fail(new WritesDisabled({
+      message: "this server does not change the index; start it with --writable to allow PUT and DELETE"
+    }))
+    const write = <A, E extends Tagged>(program: Effect.Effect<A, E, IndexStore | Embedder>) =>
+      writes.withPermits(1)(program).pipe(
+        Effect.provideService(IndexStore, store),
+        Effect.provideService(Embedder, embedder),
+        // The answer reflects the change: later requests are answered from the new state.
+        Effect.tap(() => live.refresh)
+      )
+    return handlers
+      .handle("put", ({ payload }) =>
+        Effect.gen(function*() {
+          if (!options.writable) return yield* refused
+          const docs: Array<RawDoc> = []
+          const seen = new Set<string>()
+          for (const [i, input] of payload.documents.entries()) {
+            if (seen.has(input.doc_id)) {
+              return yield* new InvalidRequest({
+                message: `the doc id ${JSON.stringify(input.doc_id)} is given twice`,
+                issues: [{ path: `documents[${i}].doc_id`, message: "given twice" }]
+              })
+            }
+            seen.add(input.doc_id)
+            const decoded = decodeRawDoc({
+              docId: input.doc_id,
+              title: input.title ?? "",
+              body: input.text,
+              categories: input.categories ?? null
+            })
+            if (Result.isFailure(decoded)) {
+              const message = decoded.failure.message.split("\n")[0] ?? "invalid document"
+              return yield* new InvalidRequest({
+                message: `invalid document ${JSON.stringify(input.doc_id)}: ${message}`,
+                issues: [{ path: `documents[${i}]`, message }]
+              })
+            }
+            docs.push(decoded.success)
+          }
+          const report = yield* write(putDocuments(docs, "api")).pipe(Effect.mapError((e) => apiError(e)))
+          return {
+            added: report.added,
+            updated: report.updated,
+            unchanged: report.unchanged,
+            skipped: report.skipped.map((s) => ({ doc_id: s.docId, reason: s.reason })),
+            chunks_written: report.chunksWritten,
+            documents: report.documents,
+            chunks: report.chunks
+          }
+        }))
+      .handle("delete", ({ params }) =>
+        Effect.gen(function*() {
+          if (!options.writable) return yield* refused
+          const report = yield* write(deleteDocuments([params.id])).pipe(
+            Effect.mapError((e) => {
+              const mapped = apiError(e)
+              // A delete has no query input, so nothing of it can be the caller's mistake.
+              return mapped instanceof InvalidRequest ? new IndexUnavailable({ message: e.message, reason: e._tag }) : mapped
+            })
+          )
+          if (report.deleted.length === 0) {
+            return yield* notFound(params.id)
+          }
+          return { deleted: params.id, documents: report.documents, chunks: report.chunks }
+        }))
+  }))
+
+/** The system group: liveness. */
+export const SystemHandlers = HttpApiBuilder.group(FuncPipeApi, "system", (handlers) =>
+  handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
+
+/** Every group's handlers. */
+export const handlersLayer = (options: HandlerOptions) =>
+  Layer.mergeAll(SearchHandlers, IndexHandlers(options), DocumentsHandlers(options), SystemHandlers)

@@ -1,0 +1,149 @@
+/**
+ * The index a server answers from: one open snapshot at a time, swapped for a newer one when the file changes, with
+ * each request holding the snapshot it started on until it ends.
+ */
+import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
+import { IndexMissing, openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { IndexStore, type Snapshot, type StoreError } from "@funcpipe/pipeline/services/IndexStore"
+import type { ModelMismatch } from "@funcpipe/pipeline/stages/Retrieve"
+
+/** One opened state of the index. */
+export interface Loaded {
+  readonly snapshot: Snapshot
+  /** The store's change token when it was opened. */
+  readonly version: string
+  /** When it was opened (Clock millis). */
+  readonly loadedAt: number
+}
+
+/** Why no snapshot could be opened: nothing indexed yet, another model's index, or a store failure. */
+export type OpenError = IndexMissing | ModelMismatch | StoreError
+
+/** The last failed attempt to open the index. */
+export interface OpenFailure {
+  readonly at: number
+  readonly error: OpenError
+}
+
+/** How a `LiveIndex` looks for changes and where it reports them. */
+export interface LiveIndexOptions {
+  readonly pollMillis: number
+  readonly report?: (line: string) => Effect.Effect<void>
+}
+
+/** What `refresh` did. */
+export type Refreshed = "unchanged" | "swapped" | "failed"
+
+export class LiveIndex extends Context.Service<LiveIndex, {
+  /** The index file, for messages. */
+  readonly location: string
+  /**
+   * Runs `f` on the current snapshot, which stays open until `f` ends even when a newer one replaces it meanwhile,
+   * so one request never sees two states of the index. Fails with the reason when there is no snapshot yet.
+   */
+  readonly use: <A, E, R>(f: (loaded: Loaded) => Effect.Effect<A, E, R>) => Effect.Effect<A, E | OpenError, R>
+  /**
+   * Looks whether the file changed since the current snapshot was opened and, if so, opens the new state and swaps
+   * it in at once: later requests get the new one, requests in flight finish on the old one, which then closes. If
+   * opening fails, the old snapshot stays in service and the failure is kept for `state`. One refresh runs at a time.
+   */
+  readonly refresh: Effect.Effect<Refreshed>
+  /** The snapshot in service (if any) and the last failure since it was opened (if any). */
+  readonly state: Effect.Effect<{ readonly loaded: Loaded | undefined; readonly failure: OpenFailure | undefined }>
+}>()("server/LiveIndex") {
+  /**
+   * Opens the index of the `IndexStore` (checked against the `Embedder`'s model) and refreshes every `pollMillis`
+   * (never when 0). A missing or unreadable index does not fail the layer: requests get the reason until a refresh
+   * succeeds. `report` is told of every swap and failure, for the server's log. Closing the layer closes the snapshot.
+   */
+  static readonly layer = (options: LiveIndexOptions) => Layer.effect(LiveIndex, make(options))
+}
+
+interface Generation {
+  readonly loaded: Loaded
+  readonly scope: Scope.Closeable
+  users: number
+  retired: boolean
+}
+
+const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
+  const store = yield* IndexStore
+  const embedder = yield* Embedder
+  const report = options.report ?? (() => Effect.void)
+  let current: Generation | undefined
+  let failure: (OpenFailure & { readonly version: string }) | undefined
+  const lock = yield* Semaphore.make(1)
+
+  const close = (generation: Generation) => Scope.close(generation.scope, Exit.void)
+
+  const acquire = Effect.suspend((): Effect.Effect<Generation, OpenError> => {
+    const generation = current
+    if (generation === undefined) return Effect.fail(failure?.error ?? new IndexMissing({ location: store.location }))
+    generation.users++
+    return Effect.succeed(generation)
+  })
+  const release = (generation: Generation) =>
+    Effect.suspend(() => {
+      generation.users--
+      return generation.retired && generation.users === 0 ? close(generation) : Effect.void
+    })
+  const use = <A, E, R>(f: (loaded: Loaded) => Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(acquire, (generation) => f(generation.loaded), release)
+
+  const retire = (generation: Generation | undefined) =>
+    Effect.suspend(() => {
+      if (generation === undefined) return Effect.void
+      generation.retired = true
+      return generation.users === 0 ? close(generation) : Effect.void
+    })
+
+  const refreshUnlocked = Effect.gen(function*() {
+    // The token is read before the snapshot is opened, so a commit in between shows up at the next refresh.
+    const version = yield* Effect.result(store.version)
+    const now = yield* Clock.currentTimeMillis
+    if (version._tag === "Failure") {
+      failure = { at: now, error: version.failure, version: "" }
+      yield* report(`cannot check the index for changes: ${version.failure.message}`)
+      return "failed" as const
+    }
+    if (current?.loaded.version === version.success) return "unchanged" as const
+    if (failure?.version === version.success) return "failed" as const
+    const scope = yield* Scope.make()
+    const opened = yield* Effect.exit(openSnapshot().pipe(
+      Scope.provide(scope),
+      Effect.provideService(IndexStore, store),
+      Effect.provideService(Embedder, embedder)
+    ))
+    if (Exit.isFailure(opened)) {
+      yield* Scope.close(scope, Exit.void)
+      const found = Cause.findErrorOption(opened.cause)
+      if (Option.isNone(found)) return yield* Effect.die(Cause.squash(opened.cause))
+      const error = found.value
+      failure = { at: now, error, version: version.success }
+      yield* report(
+        `${current === undefined ? "cannot serve the index" : "still serving the older snapshot"}: ${error.message}`
+      )
+      return "failed" as const
+    }
+    const previous = current
+    const loaded = { snapshot: opened.value, version: version.success, loadedAt: now }
+    current = { loaded, scope, users: 0, retired: false }
+    failure = undefined
+    yield* retire(previous)
+    const m = opened.value.manifest
+    const what = `${m.documents} documents, ${m.chunks} chunks`
+    yield* report(`${previous === undefined ? "serving" : "now serving"} ${store.location}: ${what}`)
+    return "swapped" as const
+  })
+  const refresh = lock.withPermits(1)(refreshUnlocked)
+
+  yield* refresh
+  yield* Effect.addFinalizer(() => Effect.suspend(() => retire(current)))
+  if (options.pollMillis > 0) {
+    yield* Effect.forkScoped(Effect.repeat(refresh, Schedule.spaced(options.pollMillis)))
+  }
+
+  const state = Effect.sync(() => ({ loaded: current?.loaded, failure }))
+  return LiveIndex.of({ location: store.location, use, refresh, state })
+})

@@ -1,0 +1,170 @@
+/**
+ * The search page served at `/`: one self-contained HTML document (no CDN, no build step, works offline) that calls
+ * the JSON API from the browser.
+ */
+
+/** The page. It asks for the token only when the server answers 401, and keeps it for the browser tab's session. */
+export const searchPage = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>FuncPipe search</title>
+<style>
+  :root { color-scheme: light dark; --muted: #6b7280; --line: #d1d5db; --mark: #fde68a; --accent: #2563eb; }
+  * { box-sizing: border-box; }
+  body { font: 15px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 1.5rem; }
+  h1 { font-size: 1.4rem; margin: 0 0 .25rem; }
+  #status { color: var(--muted); font-size: .9rem; margin-bottom: 1rem; }
+  form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: 1rem; }
+  label { display: flex; flex-direction: column; font-size: .8rem; color: var(--muted); }
+  input, select, button { font: inherit; padding: .4rem .6rem; border: 1px solid var(--line); border-radius: .4rem; }
+  #q { width: 100%; }
+  #q-label { flex: 1 1 20rem; }
+  #topk { width: 5rem; }
+  button { background: var(--accent); color: white; border-color: var(--accent); cursor: pointer; }
+  #token-row { display: none; gap: .5rem; margin-bottom: 1rem; }
+  #token-row.shown { display: flex; }
+  #message { margin: .5rem 0; }
+  #message.error { color: #b91c1c; }
+  ol { list-style: none; padding: 0; margin: 0; }
+  li.result { border-top: 1px solid var(--line); padding: .75rem 0; }
+  .meta { display: flex; gap: 1rem; flex-wrap: wrap; font-size: .85rem; color: var(--muted); }
+  .rank { font-weight: 600; color: inherit; }
+  .doc { font-family: ui-monospace, monospace; }
+  .text { margin: .35rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+  mark { background: var(--mark); color: black; padding: 0 .1em; border-radius: .15em; }
+  details summary { cursor: pointer; color: var(--accent); font-size: .85rem; }
+  table.explain { border-collapse: collapse; font-size: .85rem; margin: .35rem 0; }
+  table.explain th, table.explain td { border: 1px solid var(--line); padding: .2rem .5rem; text-align: right; }
+  table.explain th:first-child, table.explain td:first-child { text-align: left; }
+  footer { margin-top: 2rem; font-size: .8rem; color: var(--muted); }
+</style>
+</head>
+<body>
+<h1>FuncPipe search</h1>
+<div id="status">connecting…</div>
+<div id="token-row">
+  <label>Token (this server needs one)<input id="token" type="password" autocomplete="off"></label>
+  <button id="token-save" type="button">Use token</button>
+</div>
+<form id="search">
+  <label id="q-label">Query<input id="q" name="q" type="search" placeholder="What are you looking for?" autofocus required></label>
+  <label>Mode<select id="mode" name="mode">
+    <option value="">index default</option>
+    <option value="lexical">lexical (BM25)</option>
+    <option value="vector">vector</option>
+    <option value="hybrid">hybrid</option>
+  </select></label>
+  <label>Top k<input id="topk" name="topk" type="number" min="1" max="1000" value="5"></label>
+  <button type="submit">Search</button>
+</form>
+<div id="message" role="status"></div>
+<ol id="results"></ol>
+<footer>JSON API: <a href="/docs">/docs</a> · <a href="/openapi.json">/openapi.json</a></footer>
+<script>
+"use strict"
+const $ = (id) => document.getElementById(id)
+let token = sessionStorage.getItem("funcpipe-token") || ""
+
+const call = async (method, path, body) => {
+  const headers = { "content-type": "application/json" }
+  if (token) headers.authorization = "Bearer " + token
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  const data = await response.json().catch(() => ({ message: response.statusText }))
+  if (response.status === 401) $("token-row").classList.add("shown")
+  if (!response.ok) throw new Error(data.message || ("HTTP " + response.status))
+  return data
+}
+
+const el = (tag, props, children) => {
+  const node = document.createElement(tag)
+  Object.assign(node, props || {})
+  for (const child of children || []) node.append(child)
+  return node
+}
+
+/** The chunk text with the highlighted spans (code points) marked, built as DOM nodes (never parsed as HTML). */
+const marked = (text, spans) => {
+  const points = Array.from(text)
+  const parts = []
+  let at = 0
+  for (const [start, end] of spans || []) {
+    if (start > at) parts.push(points.slice(at, start).join(""))
+    parts.push(el("mark", { textContent: points.slice(start, end).join("") }))
+    at = end
+  }
+  parts.push(points.slice(at).join(""))
+  return parts
+}
+
+const num = (x) => x === null || x === undefined ? "–" : Number(x.toPrecision(6)).toString()
+
+const explainView = (e) => {
+  const rows = []
+  if (e.bm25) {
+    rows.push(el("p", { textContent: "BM25 " + num(e.bm25.score) + (e.bm25.terms.length ? " = sum of the terms:" : " (no query terms)") }))
+    if (e.bm25.terms.length) {
+      const head = el("tr", {}, ["term", "tf", "df", "idf", "score"].map((h) => el("th", { textContent: h })))
+      const body = e.bm25.terms.map((t) => el("tr", {}, [t.term, t.tf, t.df, num(t.idf), num(t.score)].map((v) => el("td", { textContent: String(v) }))))
+      rows.push(el("table", { className: "explain" }, [head, ...body]))
+    }
+  }
+  if (e.cosine !== null) rows.push(el("p", { textContent: "cosine similarity " + num(e.cosine) }))
+  if (e.vector_rank !== null || e.lexical_rank !== null) {
+    rows.push(el("p", { textContent: "fused from vector rank " + (e.vector_rank ?? "–") + " and lexical rank " + (e.lexical_rank ?? "–") + ": the sum of 1/(60 + rank)" }))
+  }
+  return el("details", { className: "explain" }, [el("summary", { textContent: "explain score" }), ...rows])
+}
+
+const show = (answer) => {
+  const list = $("results")
+  list.replaceChildren()
+  $("message").className = ""
+  $("message").textContent = answer.results.length === 0
+    ? "No results in " + answer.mode + " mode."
+    : answer.results.length + " result" + (answer.results.length === 1 ? "" : "s") + " in " + answer.mode + " mode for “" + answer.query + "”"
+  for (const r of answer.results) {
+    const meta = el("div", { className: "meta" }, [
+      el("span", { className: "rank", textContent: "#" + r.rank }),
+      el("span", { className: "score", textContent: "score " + r.score.toFixed(6) }),
+      el("span", { className: "doc", textContent: r.doc_id }),
+      el("span", { className: "span", textContent: "[" + r.start + ", " + r.end + ")" })
+    ])
+    const text = el("div", { className: "text" }, marked(r.text, r.highlights))
+    list.append(el("li", { className: "result" }, [meta, text, ...(r.explain ? [explainView(r.explain)] : [])]))
+  }
+}
+
+const fail = (error) => {
+  $("message").className = "error"
+  $("message").textContent = error.message
+}
+
+const status = () =>
+  call("GET", "/v1/status").then((s) => {
+    $("status").textContent = s.manifest
+      ? s.index + ": " + s.manifest.documents + " documents, " + s.manifest.chunks + " chunks, model " + s.manifest.model
+      : s.index + ": no index to answer from yet" + (s.reload_error ? " (" + s.reload_error.message + ")" : "")
+  }, (error) => { $("status").textContent = error.message })
+
+$("search").addEventListener("submit", (event) => {
+  event.preventDefault()
+  const body = { text: $("q").value, top_k: Number($("topk").value) || 5, explain: true, highlight: true }
+  if ($("mode").value) body.mode = $("mode").value
+  $("message").textContent = "searching…"
+  call("POST", "/v1/query", body).then(show, fail)
+})
+
+$("token-save").addEventListener("click", () => {
+  token = $("token").value
+  sessionStorage.setItem("funcpipe-token", token)
+  $("token-row").classList.remove("shown")
+  status()
+})
+
+status()
+</script>
+</body>
+</html>
+`

@@ -1,0 +1,109 @@
+/**
+ * The FuncPipe HTTP server: the API (`FuncPipeApi`), its OpenAPI document and Scalar page, and the search page, over
+ * the `LiveIndex` of an `IndexStore`, served by Node.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Cause, Effect, Layer, type Redacted, Schema } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { FuncPipeApi } from "@funcpipe/domain/Api"
+import { createServer, type Server } from "node:http"
+import { guard } from "./Guard.ts"
+import { handlersLayer } from "./Handlers.ts"
+import { LiveIndex } from "./LiveIndex.ts"
+import { searchPage } from "./Page.ts"
+
+/** How a server is run. */
+export interface ServerOptions {
+  readonly host: string
+  /** 0 picks a free port (see `HttpServer.HttpServer`'s address). */
+  readonly port: number
+  /** The bearer token every request must carry; required to listen beyond loopback. */
+  readonly token: Redacted.Redacted<string> | undefined
+  /** Whether `PUT` and `DELETE /v1/documents` may change the index. */
+  readonly writable: boolean
+  /** The largest request body, in bytes (larger ones get 413 before they are read). */
+  readonly maxBodyBytes: number
+  /** How often to look for a newer state of the index file, in milliseconds (0: never; tests refresh by hand). */
+  readonly pollMillis: number
+  /** Where reloads, failed reloads and bugs are reported (stderr in the CLI). */
+  readonly report: (line: string) => Effect.Effect<void>
+}
+
+/** The default largest request body: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/** The server is asked to listen beyond this machine without a token. */
+export class TokenRequired extends Schema.TaggedError<TokenRequired>()("TokenRequired", {
+  host: Schema.String
+}) {
+  override get message(): string {
+    return `listening on ${this.host} lets other machines reach the index, so it needs a token: pass --token or set ` +
+      `FUNCPIPE_TOKEN (clients then send Authorization: Bearer <token>), or listen on 127.0.0.1`
+  }
+}
+
+/** Whether a host name or address only accepts connections from this machine. */
+export const isLoopback = (host: string): boolean =>
+  host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host)
+
+/** Refuses to listen beyond loopback without a token. */
+export const checkBinding = (options: Pick<ServerOptions, "host" | "token">): Effect.Effect<void, TokenRequired> =>
+  options.token === undefined && !isLoopback(options.host)
+    ? Effect.fail(new TokenRequired({ host: options.host }))
+    : Effect.void
+
+/**
+ * Every route: the API and `/openapi.json`, the Scalar page at `/docs`, the search page at `/`, behind the guard.
+ * Needs `LiveIndex`, `IndexStore` and `Embedder`.
+ */
+export const routes = (options: ServerOptions) =>
+  Layer.mergeAll(
+    HttpApiBuilder.layer(FuncPipeApi, { openapiPath: "/openapi.json" }),
+    HttpApiScalar.layer(FuncPipeApi, { path: "/docs" }),
+    HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
+    guard({
+      token: options.token,
+      maxBodyBytes: options.maxBodyBytes,
+      reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
+    })
+  ).pipe(Layer.provide(handlersLayer({ writable: options.writable })))
+
+/**
+ * A Node HTTP server where slow clients cannot hold a connection forever (headers within 10 s, the whole request
+ * within 30 s), and where shutting down does not wait for idle keep-alive connections: `close` closes the idle ones,
+ * and each connection whose request was in flight is closed as soon as its answer has been sent.
+ */
+const nodeServer = (): Server => {
+  const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000 })
+  let closing = false
+  server.on("request", (_request, response) => {
+    response.on("finish", () => {
+      if (closing) setImmediate(() => server.closeIdleConnections())
+    })
+  })
+  const close = server.close.bind(server)
+  server.close = (callback) => {
+    closing = true
+    return close(callback)
+  }
+  return server
+}
+
+/**
+ * The server on a Node HTTP server at `host:port`, answering from the `IndexStore`'s index, which it opens once and
+ * swaps when the file changes. Also provides the `LiveIndex` and the `HttpServer` (for its address). Closing the
+ * layer stops accepting connections, lets requests in flight finish, and then closes the index.
+ */
+export const layer = (options: ServerOptions) =>
+  Layer.unwrap(Effect.as(
+    checkBinding(options),
+    HttpRouter.serve(routes(options), { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provideMerge(LiveIndex.layer({ pollMillis: options.pollMillis, report: options.report })),
+      Layer.provideMerge(NodeHttpServer.layer(nodeServer, {
+        host: options.host,
+        port: options.port,
+        gracefulShutdownTimeout: "20 seconds"
+      }))
+    )
+  ))

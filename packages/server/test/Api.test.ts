@@ -1,0 +1,118 @@
+/** The API in process (typed client, no socket) and over a real loopback socket, with the typed client and raw HTTP. */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
+import { FuncPipeApi } from "@funcpipe/domain/Api"
+import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { answerJson } from "@funcpipe/domain/Api"
+import { handlersLayer } from "../src/Handlers.ts"
+import { LiveIndex } from "../src/LiveIndex.ts"
+import { baseUrl, fixtureIndex, send, serverOver } from "./Fixture.ts"
+
+/** The handlers over `file` without a server, for `HttpApiTest`. */
+const inProcess = (file: string, writable = false) =>
+  Layer.mergeAll(handlersLayer({ writable }), HttpServer.layerServices).pipe(
+    Layer.provideMerge(LiveIndex.layer({ pollMillis: 0 })),
+    Layer.provideMerge(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256, NodeServices.layer))
+  )
+
+describe("the API in process", () => {
+  it.effect("answers a query exactly as the query program does, and a batch from one snapshot", () =>
+    Effect.gen(function*() {
+      const file = yield* fixtureIndex
+      yield* Effect.gen(function*() {
+        const client = yield* HttpApiTest.groups(FuncPipeApi, ["search", "index"])
+        const answer = yield* client.search.query({ payload: { text: "Saturn rings", top_k: 2, explain: true } })
+        const direct = yield* queryIndex("Saturn rings", 2, { explain: true })
+        assert.deepStrictEqual(answer, answerJson(direct))
+        assert.deepStrictEqual(answer.results.map((r) => r.doc_id), ["cassini", "voyager-1"])
+        assert.isNotNull(answer.results[0]!.explain?.bm25)
+
+        const batch = yield* client.search.batch({ payload: { queries: [{ text: "moon" }, { text: "polaris", top_k: 1 }] } })
+        assert.deepStrictEqual(batch.answers.map((a) => a.results[0]?.doc_id), ["sky/moon.md", "sky/polaris.md"])
+
+        const status = yield* client.index.status()
+        assert.strictEqual(status.ready, true)
+        assert.strictEqual(status.manifest?.documents, 4)
+        assert.isNotNull(status.snapshot_at)
+
+        const stored = yield* client.index.document({ params: { id: "sky/moon.md" } })
+        assert.strictEqual(stored.title, "The Moon")
+        assert.strictEqual(stored.chunks.length, 1)
+        const missing = yield* Effect.flip(client.index.document({ params: { id: "pluto" } }))
+        assert.strictEqual(missing._tag, "DocumentNotFound")
+      }).pipe(Effect.provide(inProcess(file)))
+    }))
+
+  it.effect("highlights the words whose terms match the query's", () =>
+    Effect.gen(function*() {
+      const file = yield* fixtureIndex
+      const answer = yield* Effect.flatMap(HttpApiTest.groups(FuncPipeApi, ["search"]), (client) =>
+        client.search.query({ payload: { text: "orbiting ring", top_k: 1, highlight: true } })).pipe(
+          Effect.provide(inProcess(file))
+        )
+      const top = answer.results[0]!
+      const points = Array.from(top.text)
+      assert.deepStrictEqual(top.highlights?.map(([s, e]) => points.slice(s, e).join("")), ["orbited", "rings"])
+    }))
+
+  it.effect("refuses writes unless started writable, and writes through the index run's stages when it is", () =>
+    Effect.gen(function*() {
+      const file = yield* fixtureIndex
+      const readOnly = yield* Effect.flip(
+        Effect.flatMap(HttpApiTest.groups(FuncPipeApi, ["documents"]), (client) =>
+          client.documents.put({ payload: { documents: [{ doc_id: "x", text: "x" }] } })).pipe(Effect.provide(inProcess(file)))
+      )
+      assert.strictEqual(readOnly._tag, "WritesDisabled")
+      yield* Effect.gen(function*() {
+        const client = yield* HttpApiTest.groups(FuncPipeApi, ["documents", "search"])
+        const put = yield* client.documents.put({
+          payload: { documents: [{ doc_id: "comet", title: "Comets", text: "A comet has an icy nucleus and a long tail." }] }
+        })
+        assert.deepStrictEqual([put.added, put.documents], [["comet"], 5])
+        const found = yield* client.search.query({ payload: { text: "icy nucleus", top_k: 1 } })
+        assert.strictEqual(found.results[0]?.doc_id, "comet", "answered from the new state at once")
+        const twice = yield* Effect.flip(client.documents.put({ payload: { documents: [{ doc_id: "a", text: "a" }, { doc_id: "a", text: "b" }] } }))
+        assert.strictEqual(twice._tag, "InvalidRequest")
+        const deleted = yield* client.documents.delete({ params: { id: "comet" } })
+        assert.deepStrictEqual(deleted, { deleted: "comet", documents: 4, chunks: 4 })
+        const again = yield* Effect.flip(client.documents.delete({ params: { id: "comet" } }))
+        assert.strictEqual(again._tag, "DocumentNotFound")
+      }).pipe(Effect.provide(inProcess(file, true)))
+    }))
+})
+
+describe("the API over a socket", () => {
+  it.effect("serves the typed client, the OpenAPI document, the docs page and the search page", () =>
+    Effect.gen(function*() {
+      const file = yield* fixtureIndex
+      yield* Effect.gen(function*() {
+        const client = yield* HttpApiClient.make(FuncPipeApi, { baseUrl: yield* baseUrl })
+        const answer = yield* client.search.query({ payload: { text: "interstellar", top_k: 1 } })
+        assert.strictEqual(answer.results[0]?.doc_id, "voyager-1")
+        assert.deepStrictEqual(yield* client.health(), { status: "ok" })
+        const slashed = yield* client.index.document({ params: { id: "sky/polaris.md" } })
+        assert.strictEqual(slashed.doc_id, "sky/polaris.md")
+
+        const spec = yield* send("GET", "/openapi.json")
+        assert.deepStrictEqual(spec.body, JSON.parse(JSON.stringify(OpenApi.fromApi(FuncPipeApi))))
+        assert.deepStrictEqual(spec.body.paths["/v1/query"].post.responses["200"].content["application/json"].schema, {
+          $ref: "#/components/schemas/QueryResponse"
+        })
+        // Scores are plain numbers in the document (not a union with "NaN"/"Infinity" strings).
+        assert.deepStrictEqual(spec.body.components.schemas.QueryResult.properties.score.type, "number")
+        const docs = yield* send("GET", "/docs")
+        assert.strictEqual(docs.status, 200)
+        assert.include(docs.body, "/v1/query/batch")
+        assert.notMatch(docs.body, /<script[^>]+src=|<link[^>]+href="http/, "the docs page loads nothing from elsewhere")
+        const page = yield* send("GET", "/")
+        assert.strictEqual(page.status, 200)
+        assert.include(page.body, "<title>FuncPipe search</title>")
+        assert.notMatch(page.body, /<script[^>]+src=|<link[^>]+href="http/, "the page loads nothing from elsewhere")
+      }).pipe(Effect.provide(serverOver(file)))
+    }))
+})
