@@ -67,8 +67,8 @@ export const sourceOf = (bytes: Uint8Array, url = "http://127.0.0.1/vectors.tgz"
 
 /**
  * A 100-dimensional vocabulary where meaning is a direction: the car words share one, the fruit words another. As in
- * real word vectors, every word also has a large common part (axis 0) and large components that vary from word to
- * word without meaning anything (axes 4 and 5, the top principal components), and a small part of its own. Words
+ * real word vectors, every word also has a large common part (axis 0), a large component that varies from word to
+ * word without meaning anything (axis 4, the top principal component), and a small part of its own. Words
  * are in frequency order, filler words first.
  */
 export const toyVectors = (): Array<readonly [string, Array<number>]> => {
@@ -82,7 +82,6 @@ export const toyVectors = (): Array<readonly [string, Array<number>]> => {
     v[0] = 3
     v[topic] = topic === 3 ? 0.2 : 1
     v[4] = i % 2 === 0 ? 3 : -3
-    v[5] = (i >> 1) % 2 === 0 ? 2 : -2
     v[10 + i] = 0.3
     return [word, v] as const
   })

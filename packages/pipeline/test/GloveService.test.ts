@@ -15,7 +15,7 @@ import {
   type VectorSource
 } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
-import { GLOVE_100D } from "../src/stages/Glove.ts"
+import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/Glove.ts"
 import { packageOf, sourceOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const TestLayer = Layer.mergeAll(NodeServices.layer, FetchHttpClient.layer)
@@ -164,7 +164,7 @@ describe("missing and damaged vectors", () => {
         const bytes = new Uint8Array(yield* fs.readFile(file))
         const view = new DataView(bytes.buffer)
         const recipeBytes = view.getUint32(24, true)
-        const vectorsAt = 32 + Math.ceil(recipeBytes / 8) * 8 + 3 * 100 * 8
+        const vectorsAt = 32 + Math.ceil(recipeBytes / 8) * 8 + (1 + COMMON_COMPONENTS) * 100 * 8
         // Row 6 is "automobile": its first component becomes NaN.
         view.setFloat32(vectorsAt + 6 * 100 * 4, Number.NaN, true)
         yield* fs.writeFile(file, bytes)
