@@ -207,6 +207,15 @@ describe("the vector cache", () => {
     return out
   })()
 
+  it("holds each word's vector scaled to length 1, in half precision", () => {
+    toyVectors().forEach(([, v], row) => {
+      const norm = Math.sqrt(dot(v, v))
+      for (let i = 0; i < 100; i++) {
+        assert.strictEqual(content.vectors[row * 100 + i], Math.f16round(Math.fround(v[i]!) / norm))
+      }
+    })
+  })
+
   it("reads back what was written, aligned or not", () => {
     const shifted = new Uint8Array(file.length + 1).subarray(1)
     shifted.set(file)

@@ -35,8 +35,8 @@ export interface GloveModel {
   readonly dimensions: number
   /** The words; rows are in frequency order, 0 the most frequent word. */
   readonly words: WordTable
-  /** `rows × dimensions` components, row by row: the vector file's vectors scaled to length 1. */
-  readonly vectors: Float32Array
+  /** `rows × dimensions` components, row by row: the vector file's vectors scaled to length 1, half precision. */
+  readonly vectors: Float16Array
   /** The mean word vector. */
   readonly mean: Float64Array
   /** The common directions, unit length and orthogonal, each `dimensions` long. */
@@ -64,8 +64,9 @@ export const gloveModel = (content: GloveCacheContent, a: number = SIF_A): Glove
 
 /**
  * The cache content for vectors read from the vector file: each row scaled to length 1, then the mean and
- * the common directions of the `COMMON_ROWS` most frequent rows. Takes ownership of `source.vectors`: the rows are
- * scaled in place, since a copy would double the memory of a conversion.
+ * the common directions of the `COMMON_ROWS` most frequent rows, the vectors in half precision. Takes ownership of
+ * `source.vectors`: the rows are scaled and converted in place (the array is unusable afterwards), since a copy
+ * would double the memory of a conversion.
  */
 export const convertVectors = (source: WordVectors, recipe: string): GloveCacheContent => {
   const { dimensions, vectors } = source
@@ -77,7 +78,12 @@ export const convertVectors = (source: WordVectors, recipe: string): GloveCacheC
   }
   const common = vectors.subarray(0, Math.min(COMMON_ROWS, source.words.length) * dimensions)
   const { components, mean } = commonDirections(common, dimensions, COMMON_COMPONENTS)
-  return { recipe, dimensions, words: makeWordTable(source.words), vectors, mean, components }
+  // Half precision (an error below 0.05 % per component) halves the file and its loading; retrieval measured the
+  // same. Written over the float32 array's own memory: half component i takes bytes 2i and 2i + 1, inside float
+  // component i / 2, which was read before, so no second matrix is needed.
+  const half = new Float16Array(vectors.buffer, vectors.byteOffset, vectors.length)
+  for (let i = 0; i < vectors.length; i++) half[i] = vectors[i]!
+  return { recipe, dimensions, words: makeWordTable(source.words), vectors: half, mean, components }
 }
 
 /**

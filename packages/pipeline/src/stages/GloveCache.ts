@@ -21,8 +21,8 @@ export interface GloveCacheContent {
   readonly dimensions: number
   /** The words, row `r` the word of frequency rank `r` (0 the most frequent). */
   readonly words: WordTable
-  /** `rows × dimensions` components, row by row. */
-  readonly vectors: Float32Array
+  /** `rows × dimensions` components, row by row, as half-precision floats. */
+  readonly vectors: Float16Array
   readonly mean: Float64Array
   readonly components: ReadonlyArray<Float64Array>
 }
@@ -39,7 +39,7 @@ const bytesOf = (array: ArrayBufferView): Uint8Array => new Uint8Array(array.buf
 /**
  * The file as pieces to write in order (so the vectors are written from their own memory, not copied).
  * Little-endian, as the platforms Node runs on are: the header; the recipe (UTF-8, padded to 8 bytes); the mean and
- * the components (float64); the vectors (float32); the word table's starts and slots (uint32) and units (uint16).
+ * the components (float64); the vectors (float16, padded to 8 bytes); the word table's starts and slots (uint32) and units (uint16).
  * Every array starts at a multiple of its element size, so a reader can view it in place.
  */
 export const encodeCache = (content: GloveCacheContent): ReadonlyArray<Uint8Array> => {
@@ -64,6 +64,7 @@ export const encodeCache = (content: GloveCacheContent): ReadonlyArray<Uint8Arra
     recipePadded,
     bytesOf(directions),
     bytesOf(content.vectors),
+    new Uint8Array(align8(content.vectors.byteLength) - content.vectors.byteLength),
     bytesOf(content.words.starts),
     bytesOf(content.words.slots),
     bytesOf(content.words.units)
@@ -92,7 +93,7 @@ export const decodeCache = (bytes: Uint8Array, recipe: string): Result.Result<Gl
   if (rows === 0 || dimensions === 0) return invalid("it holds no vectors")
   const directionsAt = HEADER_BYTES + align8(recipeBytes)
   const vectorsAt = directionsAt + (1 + k) * dimensions * 8
-  const startsAt = vectorsAt + rows * dimensions * 4
+  const startsAt = vectorsAt + align8(rows * dimensions * 2)
   const slotsAt = startsAt + (rows + 1) * 4
   const unitsAt = slotsAt + slotCount * 4
   const units = unitsAt <= bytes.length ? view.getUint32(slotsAt - 4, true) : 0
@@ -125,7 +126,7 @@ export const decodeCache = (bytes: Uint8Array, recipe: string): Result.Result<Gl
     recipe,
     dimensions,
     words,
-    vectors: typed(vectorsAt, startsAt, 4, (b, o) => new Float32Array(b, o, rows * dimensions)),
+    vectors: typed(vectorsAt, startsAt, 2, (b, o) => new Float16Array(b, o, rows * dimensions)),
     mean: directions.subarray(0, dimensions),
     components: Array.from({ length: k }, (_, i) => directions.subarray((i + 1) * dimensions, (i + 2) * dimensions))
   })
