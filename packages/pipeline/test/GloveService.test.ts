@@ -12,6 +12,7 @@ import {
   installGlove,
   loadGlove,
   modelsFolder,
+  readGlove,
   type VectorSource
 } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
@@ -127,6 +128,7 @@ describe("missing and damaged vectors", () => {
       Effect.gen(function*() {
         const error = yield* Effect.flip(loadGlove(source))
         assert.strictEqual(error._tag, "GloveNotInstalled")
+        assert.strictEqual((yield* Effect.flip(readGlove(source)))._tag, "GloveNotInstalled")
         const models = yield* Models
         const unavailable = yield* Effect.flip(models.embedder(GLOVE_100D))
         assert.strictEqual(unavailable._tag, "ModelUnavailable")
@@ -145,11 +147,16 @@ describe("missing and damaged vectors", () => {
         const file = path.join(folder, GLOVE_FILE)
         const good = yield* fs.readFile(file)
         yield* fs.writeFile(file, good.subarray(0, good.length - 100))
-        const truncated = yield* Effect.flip(loadGlove(source))
+        const truncated = yield* Effect.flip(readGlove(source))
         assert.strictEqual(truncated._tag, "GloveCacheUnusable")
         assert.match(truncated.message, /truncated.*install them again with: funcpipe models install glove-100d/)
+        // The embedder reads the cache when it first embeds, and fails there with the same reason.
+        const embedder = yield* loadGlove(source)
+        const failed = yield* Effect.flip(embedder.embedMany(["car"]))
+        assert.strictEqual(failed._tag, "EmbedFailure")
+        assert.match(failed.message, /truncated.*install them again with: funcpipe models install glove-100d/)
         yield* fs.writeFile(file, good)
-        const foreign = yield* Effect.flip(loadGlove({ ...source, name: "other-vectors@2.0.0" }))
+        const foreign = yield* Effect.flip(readGlove({ ...source, name: "other-vectors@2.0.0" }))
         assert.match(foreign.message, /another FuncPipe version/)
       })
     ).pipe(Effect.provide(TestLayer)))

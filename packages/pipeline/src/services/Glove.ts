@@ -240,14 +240,19 @@ export const gloveFingerprint = (source: VectorSource): string =>
     words: "analyzer words, split at apostrophes and dots"
   })
 
-/**
- * The `glove-100d` embedder, from the cache in the models folder: `GloveNotInstalled` if there is none, and
- * `GloveCacheUnusable` if it is damaged or made for another source or version. Reads the whole cache (137 MB).
- */
-export const loadGlove = Effect.fn("loadGlove")(function*(source: VectorSource = WINK_GLOVE_100D) {
-  const fs = yield* FileSystem.FileSystem
+/** The cache file of the `glove-100d` vectors in the models folder. */
+const gloveFile = Effect.fn("gloveFile")(function*() {
   const path = yield* Path.Path
-  const file = path.join(yield* modelsFolder(), GLOVE_FILE)
+  return path.join(yield* modelsFolder(), GLOVE_FILE)
+})
+
+/**
+ * Reads the `glove-100d` vectors from the cache in the models folder (79 MB): `GloveNotInstalled` if there is none,
+ * `GloveCacheUnusable` if it is damaged or made for another source or version.
+ */
+export const readGlove = Effect.fn("readGlove")(function*(source: VectorSource = WINK_GLOVE_100D) {
+  const fs = yield* FileSystem.FileSystem
+  const file = yield* gloveFile()
   const bytes = yield* fs.readFile(file).pipe(
     Effect.catchReason("PlatformError", "NotFound", () => Effect.fail(new GloveNotInstalled({ file }))),
     Effect.mapError((error) =>
@@ -259,18 +264,36 @@ export const loadGlove = Effect.fn("loadGlove")(function*(source: VectorSource =
   if (content.success.dimensions !== 100) {
     return yield* new GloveCacheUnusable({ file, reason: `its vectors have ${content.success.dimensions} dimensions, not 100` })
   }
-  const glove = gloveModel(content.success)
-  // The vectors are not scanned when loaded (34 million numbers); a damaged one shows in the vectors it is used for.
+  return gloveModel(content.success)
+})
+
+/**
+ * The `glove-100d` embedder: `GloveNotInstalled` at once if the cache is missing. The vectors are read when the
+ * first text is embedded, once, so a command that only checks the index's model (a lexical query, `status`) does not
+ * pay for them; a cache that turns out damaged then fails that `embedMany` with `EmbedFailure`, naming the install
+ * command, as does a vector that is not finite (the cache is not scanned when read: 34 million numbers).
+ */
+export const loadGlove = Effect.fn("loadGlove")(function*(source: VectorSource = WINK_GLOVE_100D) {
+  const fs = yield* FileSystem.FileSystem
+  const file = yield* gloveFile()
+  if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return yield* new GloveNotInstalled({ file })
+  const context = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+  const model = yield* Effect.cached(
+    readGlove(source).pipe(
+      Effect.mapError((error) => new EmbedFailure({ model: GLOVE_100D, reason: error.message })),
+      Effect.provideContext(context)
+    )
+  )
   const damaged = new EmbedFailure({
     model: GLOVE_100D,
     reason: `its word vectors in ${file} are damaged (a number is not finite); install them again with: ${INSTALL_COMMAND}`
   })
   return Embedder.of({
     model: GLOVE_100D,
-    dimensions: glove.dimensions,
+    dimensions: 100,
     fingerprint: gloveFingerprint(source),
     embedMany: (texts) =>
-      Effect.suspend(() => {
+      Effect.flatMap(model, (glove) => {
         const embeddings = texts.map((text) => embedGlove(glove, text))
         for (const embedding of embeddings) {
           for (const x of embedding.vector) if (!Number.isFinite(x)) return Effect.fail(damaged)
