@@ -16,6 +16,9 @@ import {
   type VectorSource
 } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
+import { searchPaths } from "../src/programs/Search.ts"
+import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
 import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/Glove.ts"
 import { packageOf, sourceOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
@@ -182,6 +185,29 @@ describe("missing and damaged vectors", () => {
         assert.include(error.message, INSTALL_COMMAND)
       })
     ).pipe(Effect.provide(TestLayer)))
+})
+
+describe("retrieval with glove-100d", () => {
+  it.effect("finds by meaning; a query with no word that counts fails in vector mode and is answered lexically", () =>
+    withModels((folder) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const path = yield* Path.Path
+        yield* installGlove({ source, from: yield* tarballFile(folder) })
+        const docs = yield* fs.makeTempDirectoryScoped()
+        yield* fs.writeFileString(path.join(docs, "cars.md"), "The vehicle and its engine, 1 of 2")
+        yield* fs.writeFileString(path.join(docs, "fruit.md"), "A ripe banana from the orchard, 2 of 2")
+        const search = (query: string, mode: "vector" | "lexical") =>
+          searchPaths([docs], query, 2, { mode }).pipe(
+            Effect.map((answer) => answer.results.map((r) => r.chunk.docId)),
+            Effect.provide(Layer.effect(Embedder, loadGlove(source)))
+          )
+        assert.deepStrictEqual(yield* search("automobile", "vector"), ["cars.md", "fruit.md"])
+        const zero = yield* Effect.flip(search("1 2", "vector"))
+        assert.strictEqual(zero._tag, "ZeroVector")
+        assert.deepStrictEqual(yield* search("1 2", "lexical"), ["cars.md", "fruit.md"])
+      })
+    ).pipe(Effect.provide(DocumentSource.layer.pipe(Layer.provideMerge(TestLayer)))))
 })
 
 describe("modelsFolder", () => {
