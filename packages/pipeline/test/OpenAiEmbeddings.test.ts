@@ -1,7 +1,7 @@
 /** The `openai:` provider against a fake `/v1/embeddings` on 127.0.0.1: batching, retries, timeouts and bad answers. */
-import { NodeHttpClient } from "@effect/platform-node"
+import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, ConfigProvider, Duration, Effect, Fiber, Queue, Redacted, Result } from "effect"
+import { Clock, ConfigProvider, Duration, Effect, Fiber, Layer, Queue, Redacted, Result } from "effect"
 import { EmbeddingModel } from "effect/ai"
 import { HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
@@ -141,7 +141,7 @@ const withWaits = <A, E>(effect: Effect.Effect<A, E>, waits: number) =>
   })
 
 /** The client bin.ts provides. */
-const HttpLayer = NodeHttpClient.layerNodeHttpOptions({ keepAlive: true })
+const HttpLayer = Layer.merge(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }), NodeServices.layer)
 
 /** The error of a result that must be a failure. */
 const failureIn = <A, E>(result: Result.Result<A, E>): E =>

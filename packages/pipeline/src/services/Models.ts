@@ -1,7 +1,9 @@
 /** Embedding models by name: the catalogue a command picks its `Embedder` from. */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, type FileSystem, Layer, Option, type Path, Schema } from "effect"
 import { LOCAL_SHA256 } from "../stages/Embed.ts"
+import { GLOVE_100D } from "../stages/Glove.ts"
 import { Embedder } from "./Embedder.ts"
+import { loadGlove } from "./Glove.ts"
 import { IndexStore, type StoreError } from "./IndexStore.ts"
 import * as OpenAiEmbeddings from "./OpenAiEmbeddings.ts"
 
@@ -42,6 +44,22 @@ export type Provider = (name: string) => Effect.Effect<Embedder["Service"], Mode
 /** The `local-sha256` provider. */
 export const localSha256: Provider = (name) => name === LOCAL_SHA256 ? Effect.succeed(Embedder.localSha256) : undefined
 
+/**
+ * The `glove-100d` provider: its vectors are read from the models folder when the model is first asked for (never
+ * for another model), once per process. Vectors not installed, or a damaged cache, are `ModelUnavailable` with a
+ * reason that names the install command.
+ */
+export const gloveProvider: Effect.Effect<Provider, never, FileSystem.FileSystem | Path.Path> = Effect.gen(function*() {
+  const context = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+  const load = yield* Effect.cached(
+    loadGlove().pipe(
+      Effect.mapError((error) => new ModelUnavailable({ model: GLOVE_100D, reason: error.message })),
+      Effect.provideContext(context)
+    )
+  )
+  return (name) => (name === GLOVE_100D ? load : undefined)
+})
+
 export class Models extends Context.Service<Models, {
   /** The embedder of the model named `name`. */
   readonly embedder: (name: string) => Effect.Effect<Embedder["Service"], ModelError>
@@ -61,10 +79,15 @@ export class Models extends Context.Service<Models, {
   /** `local-sha256` only (for tests and programs that need no other model). */
   static readonly layerLocal = Layer.succeed(Models, Models.make([localSha256]))
 
-  /** Every model; `openai:` models need an `HttpClient`. (Suspended: OpenAiEmbeddings imports this module.) */
+  /**
+   * Every model: `local-sha256`, `glove-100d` (whose vectors load only when it is asked for) and `openai:` ones,
+   * which need an `HttpClient`. (Suspended: OpenAiEmbeddings imports this module.)
+   */
   static readonly layer = Layer.effect(
     Models,
-    Effect.suspend(() => Effect.map(OpenAiEmbeddings.provider, (openAi) => Models.make([localSha256, openAi])))
+    Effect.suspend(() =>
+      Effect.zipWith(gloveProvider, OpenAiEmbeddings.provider, (glove, openAi) => Models.make([localSha256, glove, openAi]))
+    )
   )
 }
 

