@@ -4,6 +4,9 @@ export default defineProject({
   test: {
     name: "cli",
     include: ["test/**/*.test.ts"],
-    setupFiles: ["../../vitest.setup.ts"]
+    setupFiles: ["../../vitest.setup.ts"],
+    // Test files share one module graph per worker: importing effect and the pipeline again for each file cost
+    // more than half of the suite's time. No test relies on fresh module state.
+    isolate: false
   }
 })
