@@ -1,7 +1,7 @@
 /** The API in process (typed client, no socket) and over a real loopback socket, with the typed client and raw HTTP. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Result } from "effect"
 import { HttpServer } from "effect/http"
 import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
 import { FuncPipeApi } from "@funcpipe/domain/Api"
@@ -9,6 +9,8 @@ import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { answerJson } from "@funcpipe/domain/Api"
+import { Alpha } from "@funcpipe/domain/Config"
+import { parseRule } from "@funcpipe/domain/Rule"
 import { handlersLayer } from "../src/Handlers.ts"
 import { LiveIndex } from "../src/LiveIndex.ts"
 import { baseUrl, fixtureIndex, send, serverOver } from "./Fixture.ts"
@@ -45,6 +47,27 @@ describe("the API in process", () => {
         assert.strictEqual(stored.chunks.length, 1)
         const missing = yield* Effect.flip(client.index.document({ params: { id: "pluto" } }))
         assert.strictEqual(missing._tag, "DocumentNotFound")
+      }).pipe(Effect.provide(inProcess(file)))
+    }))
+
+  it.effect("filters with where and fuses as fusion and alpha say", () =>
+    Effect.gen(function*() {
+      const file = yield* fixtureIndex
+      yield* Effect.gen(function*() {
+        const client = yield* HttpApiTest.groups(FuncPipeApi, ["search"])
+        const all = yield* client.search.query({ payload: { text: "Saturn rings", top_k: 4 } })
+        const where = Result.getOrThrow(parseRule("doc_id != cassini"))
+        const filtered = yield* client.search.query({ payload: { text: "Saturn rings", top_k: 4, where } })
+        assert.include(all.results.map((r) => r.doc_id), "cassini")
+        // Exact filtered top k: the unfiltered ranking without the filtered-out document.
+        assert.deepStrictEqual(
+          filtered.results.map((r) => [r.doc_id, r.score]),
+          all.results.filter((r) => r.doc_id !== "cassini").map((r) => [r.doc_id, r.score])
+        )
+        const rrf = yield* client.search.query({
+          payload: { text: "Saturn rings", top_k: 1, mode: "hybrid", fusion: "rrf", alpha: Alpha.make(0.5), explain: true }
+        })
+        assert.strictEqual(rrf.results[0]!.explain?.fusion?.method, "rrf")
       }).pipe(Effect.provide(inProcess(file)))
     }))
 
