@@ -19,6 +19,7 @@ import {
 } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { type Rule, RuleFromText } from "@funcpipe/domain/Rule"
+import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/stages/Expansion"
 import { DEFAULT_MODEL, layerModel, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
 import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/services/OpenAiEmbeddings"
 
@@ -170,6 +171,14 @@ export const rankingFlags = {
     ),
     Flag.withDefault(FusionConfig.default.method)
   ),
+  expand: Flag.Literals("expand", ["bo1", "rm3"] as const).pipe(
+    Flag.withMetavar("MODEL"),
+    Flag.withDescription(
+      "Expand the query with the terms of its 3 best first-pass chunks (pseudo-relevance feedback): bo1 (Bose-Einstein " +
+        "divergence from randomness) or rm3 (relevance model); off by default. Helps recall on some collections"
+    ),
+    Flag.optional
+  ),
   alpha: Flag.Finite("alpha").pipe(
     Flag.withSchema(Alpha),
     Flag.withMetavar("NUMBER"),
@@ -198,7 +207,9 @@ export const queryOptionsFrom = (flags: {
   readonly b: B
   readonly fusion: FusionMethod
   readonly alpha: Option.Option<Alpha>
+  readonly expand: Option.Option<ExpansionMethod>
 }) => ({
+  ...(Option.isSome(flags.expand) ? { expand: defaultExpansion(flags.expand.value) } : {}),
   ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
   explain: flags.explain === true,
   bm25: new Bm25Params({ k1: flags.k1, b: flags.b }),

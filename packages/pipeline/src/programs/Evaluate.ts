@@ -7,6 +7,7 @@ import { systemReason } from "../services/SystemReason.ts"
 import { analyze } from "../stages/Analyzer.ts"
 import { parseQrels, parseQueries } from "../stages/Collection.ts"
 import { FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
+import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
 import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { indexPaths, type IndexReport } from "./IndexRun.ts"
@@ -35,6 +36,8 @@ export interface EvalOptions {
   readonly analyzer?: AnalyzerConfig
   /** Which documents of the corpus to index (default: all). */
   readonly keep?: Rule
+  /** Expand each query from its best first-pass chunks (pseudo-relevance feedback); off by default. */
+  readonly expand?: ExpansionConfig
   readonly rebuild?: boolean
   /** Called while indexing (documents) and while querying (queries). */
   readonly progress?: (stage: "indexing" | "querying", done: number, total: number) => Effect.Effect<void>
@@ -129,7 +132,12 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
       const q = prepared[i]!
       let results: Array<{ readonly docId: string; readonly score: number }> = []
       if (q.text !== null) {
-        const query = { terms: q.terms, vector: embeddingOf.get(q.id)?.vector }
+        const expand = options.expand
+        const terms = expand === undefined || mode === "vector"
+          ? q.terms
+          : yield* readSnapshot(store.location, () =>
+            expandQuery(snapshot, q.terms, params, expand, (t) => analyze(t, manifest.analyzer)))
+        const query = { terms, vector: embeddingOf.get(q.id)?.vector }
         results = yield* readSnapshot(store.location, () =>
           topDocumentsOfView(snapshot, scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion), EVAL_DEPTH).map((top) => ({
             docId: snapshot.keyOf(top.position).docId,

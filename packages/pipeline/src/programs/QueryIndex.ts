@@ -13,6 +13,7 @@ import { analyze, analyzeWords } from "../stages/Analyzer.ts"
 import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
 import { LOCAL_SHA256 } from "../stages/Embed.ts"
 import { type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/Engine.ts"
+import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { ModelMismatch } from "../stages/Retrieve.ts"
 
@@ -79,6 +80,8 @@ export interface QueryOptions {
    * those chunks; BM25's statistics stay those of the whole index.
    */
   readonly where?: Rule
+  /** Expand the query's terms from its best first-pass chunks (pseudo-relevance feedback); off by default. */
+  readonly expand?: ExpansionConfig
 }
 
 export type { Explanation }
@@ -171,8 +174,12 @@ export const querySnapshot = Effect.fn("querySnapshot")(function*(
   const mode = options.mode ?? defaultMode(manifest.model)
   const terms = analyze(prepared.text, manifest.analyzer)
   const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
-  const query = { terms, vector: embedding?.vector }
   const params = options.bm25 ?? Bm25Params.default
+  const expand = options.expand
+  const scoredTerms = expand === undefined || mode === "vector"
+    ? terms
+    : yield* readSnapshot(location, () => expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer)))
+  const query = { terms: scoredTerms, vector: embedding?.vector }
   const { scored, tops } = yield* readSnapshot(location, () => {
     const filter = where === undefined ? undefined : snapshot.filter(where)
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
