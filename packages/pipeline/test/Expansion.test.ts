@@ -25,7 +25,7 @@ const source = Layer.succeed(DocumentSource, DocumentSource.of({
 }))
 
 const found = (options: Parameters<typeof searchPaths>[3]) =>
-  Effect.map(searchPaths(["corpus"], "moon", 10, { mode: "lexical", ...options }), (a) => a.results.map((r) => r.chunk.docId))
+  Effect.map(searchPaths(["corpus"], "moon", 10, { mode: "lexical", ...options }), (a) => a.results.map((r) => String(r.chunk.docId)))
 
 describe("query expansion", () => {
   it.effect("finds, with bo1 or rm3, a document that shares a word with the best answer but none with the query", () =>
