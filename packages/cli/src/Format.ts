@@ -1,5 +1,5 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
-import { answerJson, type AnswerView as ApiAnswerView, manifestJson } from "@funcpipe/domain/Api"
+import { answerJson, type AnswerView as ApiAnswerView, manifestJson } from "@funcpipe/domain/ApiJson"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { ScoredChunk } from "@funcpipe/domain/Ranking"
 import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"

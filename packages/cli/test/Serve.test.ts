@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
 import { cli, version } from "../src/Cli.ts"
+import { DEFAULT_MAX_BODY_BYTES } from "../src/commands/Serve.ts"
+import { DEFAULT_MAX_BODY_BYTES as SERVER_MAX_BODY_BYTES } from "@funcpipe/server/Server"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
@@ -59,4 +61,8 @@ describe("funcpipe serve", () => {
       assert.match(stderr, /stopping: answering the requests in flight, then closing the index/)
       assert.strictEqual(code, 0, stderr)
     }).pipe(Effect.provide(TestLayer)), 30_000)
+
+  it("shows the server's own body limit as the default of --max-body", () => {
+    assert.strictEqual(DEFAULT_MAX_BODY_BYTES, SERVER_MAX_BODY_BYTES)
+  })
 })

@@ -1,10 +1,8 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
 import { Config, Console, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { HttpServer } from "effect/http"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { DEFAULT_MAX_BODY_BYTES, layer } from "@funcpipe/server/Server"
 import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
 
 /**
@@ -12,6 +10,9 @@ import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
  * interrupted command: stopping is how a server ends normally.
  */
 export const serveStopped = { value: false }
+
+/** The default request body limit: 1 MiB (the server's own default; repeated here so --help needs no server code). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }, { message: "a port is 0 to 65535" }))
 const Positive = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be at least 1" }))
@@ -55,6 +56,9 @@ export const serve = Command.make(
     ...serviceFlags
   },
   Effect.fn("serve")(function*(input) {
+    // The server and its HTTP modules load only here, so every other command starts without them.
+    const { layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
+    const { HttpServer } = yield* Effect.promise(() => import("effect/http"))
     const report = (line: string) => Console.error(line)
     const server = layer({
       host: input.host,
