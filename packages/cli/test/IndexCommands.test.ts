@@ -165,4 +165,14 @@ describe("funcpipe index / query / status", () => {
       assert.strictEqual(answer.model, "test-echo")
       assert.strictEqual(answer.results[0].doc_id, "voyager-1")
     }).pipe(Effect.provide(Layer.merge(TestLayer, Layer.succeed(Models, Models.make([localSha256, testEcho]))))))
+
+  it.effect("status does not report a file that cleans to nothing as new, run after run", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const { corpus, index } = yield* workspace
+      yield* fs.writeFileString(`${corpus}/sky/blank.md`, "   \n\t\n")
+      yield* run(["index", corpus, "--index", index])
+      const status = JSON.parse(yield* output(["status", "--index", index, "--json"]))
+      assert.deepStrictEqual(status.changed, [])
+    }).pipe(Effect.provide(TestLayer)))
 })

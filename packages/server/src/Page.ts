@@ -111,8 +111,10 @@ const explainView = (e) => {
     }
   }
   if (e.cosine !== null) rows.push(el("p", { textContent: "cosine similarity " + num(e.cosine) }))
-  if (e.vector_rank !== null || e.lexical_rank !== null) {
-    rows.push(el("p", { textContent: "fused from vector rank " + (e.vector_rank ?? "–") + " and lexical rank " + (e.lexical_rank ?? "–") + ": the sum of 1/(60 + rank)" }))
+  if (e.fusion) {
+    rows.push(el("p", { textContent: "fused " + e.fusion.method + " (alpha " + e.fusion.alpha + "): lexical rank " +
+      (e.lexical_rank ?? "–") + " adds " + num(e.fusion.lexical) + ", vector rank " + (e.vector_rank ?? "–") + " adds " +
+      num(e.fusion.vector) }))
   }
   return el("details", { className: "explain" }, [el("summary", { textContent: "explain score" }), ...rows])
 }

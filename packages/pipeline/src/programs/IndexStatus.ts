@@ -5,6 +5,7 @@ import { keepAll } from "@funcpipe/domain/Rule"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { IndexStore } from "../services/IndexStore.ts"
 import { keepTest } from "../stages/Keep.ts"
+import { prepareBatch } from "../stages/Prepare.ts"
 import { hashDoc, planSync } from "../stages/Sync.ts"
 import { requireManifest } from "./QueryIndex.ts"
 
@@ -31,7 +32,13 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
   const roots = yield* store.roots
   const stored = yield* store.documents
   const current: Array<
-    { readonly docId: string; readonly hash: string; readonly source: string; readonly kept: boolean }
+    {
+      readonly docId: string
+      readonly hash: string
+      readonly source: string
+      readonly kept: boolean
+      readonly text: { readonly title: string; readonly body: string }
+    }
   > = []
   const unreadable: Array<string> = []
   for (const root of roots) {
@@ -40,7 +47,13 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
         Effect.sync(() => {
           if (Result.isSuccess(record)) {
             const { doc, source } = record.success
-            current.push({ docId: doc.docId, hash: hashDoc(doc), source, kept: keeps(doc, source) })
+            current.push({
+              docId: doc.docId,
+              hash: hashDoc(doc),
+              source,
+              kept: keeps(doc, source),
+              text: { title: doc.title, body: doc.body }
+            })
           }
         })
       ),
@@ -48,8 +61,11 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
     )
   }
   const seen = new Set<string>()
+  const storedIds = new Set<string>(stored.map((s) => s.docId))
   // The first record of an id claims it, as in an index run, and is then kept or left out by the rule.
   const firsts = current.filter((d) => (seen.has(d.docId) ? false : (seen.add(d.docId), d.kept)))
+    // A document that cleans and chunks to nothing is skipped by an index run, so it is not new either.
+    .filter((d) => storedIds.has(d.docId) || prepareBatch([d.text], manifest).docs[0]!.starts.length > 0)
   const plan = planSync(stored, firsts)
   const changes = new Map<string, { added: number; updated: number; deleted: number }>()
   const bump = (file: string, kind: "added" | "updated" | "deleted") => {
