@@ -47,6 +47,9 @@ export const QueryRequest = Schema.Struct({
   alpha: Schema.optionalKey(Alpha.annotate({
     description: "The lexical ranking's weight in hybrid mode, 0 to 1 (default 0.9 for linear, 0.5 for rrf)"
   })),
+  expand: Schema.optionalKey(Schema.Literals(["bo1", "rm3"]).annotate({
+    description: "Expand the query from its 3 best chunks (pseudo-relevance feedback): bo1 or rm3; off by default"
+  })),
   where: Schema.optionalKey(RuleFromText.annotate({
     description: "Search only the documents this rule keeps, e.g. `categories = astro-ph and not title ^= Erratum`"
   })),

@@ -17,6 +17,7 @@ import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
+import { defaultExpansion } from "@funcpipe/pipeline/stages/Expansion"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore, readSnapshot } from "@funcpipe/pipeline/services/IndexStore"
 import { highlightSpans } from "@funcpipe/pipeline/stages/Highlight"
@@ -78,6 +79,7 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
     querySnapshot(loaded.snapshot, location, request.text, request.top_k ?? DEFAULT_TOP_K, {
       ...(request.mode === undefined ? {} : { mode: request.mode }),
       ...(request.where === undefined ? {} : { where: request.where }),
+      ...(request.expand === undefined ? {} : { expand: defaultExpansion(request.expand) }),
       ...(request.fusion === undefined && request.alpha === undefined ? {} : {
         fusion: new FusionConfig({
           method: request.fusion ?? FusionConfig.default.method,

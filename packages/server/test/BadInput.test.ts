@@ -56,6 +56,7 @@ describe("bad input", () => {
           [{ text: "moon", b: 2 }, "b", /between 0 and 1/],
           [{ text: "moon", where: "title ^^ y" }, "where", /column \d+/],
           [{ text: "moon", fusion: "max" }, "fusion", /linear.*rrf/],
+          [{ text: "moon", expand: "rm4" }, "expand", /bo1.*rm3/],
           [{ text: "moon", alpha: 1.5 }, "alpha", /between 0 and 1/],
           [{ text: "moon", topk: 3 }, "topk", /not a field/],
           [{ text: "x".repeat(10_001) }, "text", /longer than/],
