@@ -73,7 +73,7 @@ export const serviceFlags = {
     Flag.withMetavar("URL"),
     Flag.withDescription(
       `For openai: models, the address of the OpenAI-compatible service, up to /embeddings (default $${ENV.url} or ` +
-        `${DEFAULT_BASE_URL}; Ollama: http://localhost:11434/v1). The key comes from $${ENV.key} or $${ENV.openAiKey}`
+        `${DEFAULT_BASE_URL}; Ollama: http://localhost:11434/v1). The key comes from $${ENV.key} (or, for OpenAI only, $${ENV.openAiKey})`
     ),
     Flag.withMetavar("URL"),
     Flag.optional

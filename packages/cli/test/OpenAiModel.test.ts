@@ -129,11 +129,11 @@ describe("an openai: model", () => {
       // A refused key: one line naming the variable; the key the service repeated is blanked out.
       const refused = yield* Effect.flip(
         run(["index", corpus, "--index", index, ...model, "--rebuild"]).pipe(
-          Effect.provide(environment({ OPENAI_API_KEY: `${KEY}-old` }))
+          Effect.provide(environment({ FUNCPIPE_EMBED_KEY: `${KEY}-old` }))
         )
       )
       assert.strictEqual(refused._tag, "ModelUnavailable")
-      assert.include(refused.message, "check the key in OPENAI_API_KEY")
+      assert.include(refused.message, "check the key in FUNCPIPE_EMBED_KEY")
       assert.include(refused.message, "Incorrect API key provided: Bearer [the key]")
 
       const printed = [...yield* TestConsole.logLines, ...yield* TestConsole.errorLines].map(String).join("\n")

@@ -597,13 +597,19 @@ describe("the openai: provider in the Models catalogue", () => {
       const embedder = yield* embedderNamed("openai:test-embed").pipe(
         Effect.provide(env({
           FUNCPIPE_EMBED_URL: "http://127.0.0.1:9/nowhere",
-          OPENAI_API_KEY: KEY,
+          FUNCPIPE_EMBED_KEY: KEY,
           FUNCPIPE_EMBED_DIMENSIONS: "3"
         })),
         Effect.provideService(OpenAi.ServiceFlags, { embedUrl: fake.baseUrl })
       )
       yield* embedder.embedMany(["a"])
       assert.deepStrictEqual(fake.seen.map((s) => [s.auth, s.dimensions]), [[`Bearer ${KEY}`, 3]])
+      // OpenAI's own key is for OpenAI's address only: another service never receives it.
+      const other = yield* embedderNamed("openai:test-embed").pipe(
+        Effect.provide(env({ FUNCPIPE_EMBED_URL: fake.baseUrl, OPENAI_API_KEY: "sk-openai-only", FUNCPIPE_EMBED_DIMENSIONS: "3" }))
+      )
+      yield* other.embedMany(["b"])
+      assert.strictEqual(fake.seen.at(-1)!.auth, undefined)
     }).pipe(Effect.provide(HttpLayer)))
 
   it.effect.each([

@@ -154,7 +154,8 @@ export const settingsFrom = (input: SettingsInput, flags: ServiceFlags = {}): Re
     const rawUrl = flags.embedUrl ?? (input.url?.trim() || undefined)
     const baseUrl = rawUrl === undefined ? DEFAULT_BASE_URL : yield* normalizeBaseUrl(rawUrl)
     const ownKey = present(input.key)
-    const openAiKey = present(input.openAiKey)
+    // OpenAI's key goes to OpenAI only: sent to another address (a local server, a third party) it would leak.
+    const openAiKey = new URL(baseUrl).hostname === new URL(DEFAULT_BASE_URL).hostname ? present(input.openAiKey) : undefined
     const apiKey = ownKey ?? openAiKey
     const dimensions = flags.dimensions ??
       ((input.dimensions?.trim() ?? "") === ""
