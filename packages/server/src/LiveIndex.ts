@@ -75,7 +75,13 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
   let failure: (OpenFailure & { readonly version: string }) | undefined
   const lock = yield* Semaphore.make(1)
 
-  const close = (generation: Generation) => Scope.close(generation.scope, Exit.void)
+  /** Generations retired but still open (requests in flight on them). */
+  const retiredOpen = new Set<Generation>()
+  /** A swap happened: once the old snapshot is closed, fold the log into the file and open the current state again. */
+  let compactPending = false
+
+  const close = (generation: Generation) =>
+    Effect.andThen(Scope.close(generation.scope, Exit.void), Effect.sync(() => void retiredOpen.delete(generation)))
 
   const acquire = Effect.suspend((): Effect.Effect<Generation, OpenError> => {
     const generation = current
@@ -95,6 +101,7 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
     Effect.suspend(() => {
       if (generation === undefined) return Effect.void
       generation.retired = true
+      retiredOpen.add(generation)
       return generation.users === 0 ? close(generation) : Effect.void
     })
 
@@ -107,8 +114,15 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
       yield* report(`cannot check the index for changes: ${version.failure.message}`)
       return "failed" as const
     }
-    if (current?.loaded.version === version.success) return "unchanged" as const
-    if (failure?.version === version.success) return "failed" as const
+    if (current?.loaded.version === version.success) {
+      // An open snapshot keeps SQLite from folding the write-ahead log into the file, so without this the log would
+      // grow by every index run while the server runs. Once no request holds the older snapshot, the log is folded
+      // in, and the current state is opened again: the new snapshot reads the file alone, which lets the next index
+      // run start the log over instead of appending to it.
+      if (!compactPending || retiredOpen.size > 0) return "unchanged" as const
+      compactPending = false
+      yield* store.checkpoint
+    } else if (failure?.version === version.success) return "failed" as const
     const scope = yield* Scope.make()
     const opened = yield* Effect.exit(openSnapshot().pipe(
       Scope.provide(scope),
@@ -127,10 +141,13 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
       return "failed" as const
     }
     const previous = current
-    const loaded = { snapshot: opened.value, version: version.success, loadedAt: now }
+    const reopened = previous?.loaded.version === version.success
+    const loaded = { snapshot: opened.value, version: version.success, loadedAt: reopened ? previous!.loaded.loadedAt : now }
     current = { loaded, scope, users: 0, retired: false }
     failure = undefined
     yield* retire(previous)
+    if (reopened) return "unchanged" as const
+    compactPending = previous !== undefined
     const m = opened.value.manifest
     const what = `${m.documents} documents, ${m.chunks} chunks`
     yield* report(`${previous === undefined ? "serving" : "now serving"} ${store.location}: ${what}`)
@@ -138,6 +155,8 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
   })
   const refresh = lock.withPermits(1)(refreshUnlocked)
 
+  // What earlier index runs left in the log goes into the file before the first snapshot pins it.
+  yield* store.checkpoint
   yield* refresh
   yield* Effect.addFinalizer(() => Effect.suspend(() => retire(current)))
   if (options.pollMillis > 0) {

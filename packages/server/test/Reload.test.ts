@@ -3,7 +3,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { renameSync, writeFileSync } from "node:fs"
+import { renameSync, statSync, writeFileSync } from "node:fs"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
@@ -121,4 +121,35 @@ describe("shutting down", () => {
       yield* Fiber.join(closing)
       assert.throws(() => loaded.snapshot.chunkAt(0), /finalized|closed|not open/i, "the index is closed after the server")
     }))
+
+  it.effect("keeps the write-ahead log from growing with every index run while it serves", () =>
+    Effect.gen(function*() {
+      const file = yield* fixtureIndex
+      const walSize = () => {
+        try {
+          return statSync(`${file}-wal`).size
+        } catch {
+          return 0
+        }
+      }
+      // Each run rewrites many documents, so each leaves about the same amount in the log.
+      const batch = (run: number) =>
+        Array.from({ length: 200 }, (_, i) => doc(`d${i}`, `Doc ${i}`, `Run ${run}: note ${i} about moons and rings.`))
+      const sizes: Array<number> = []
+      yield* Effect.gen(function*() {
+        const live = yield* LiveIndex
+        for (let run = 0; run < 5; run++) {
+          yield* writeDocs(file, batch(run))
+          assert.strictEqual(yield* live.refresh, "swapped")
+          yield* live.refresh // the old snapshot is closed by now: the log is folded in and the state opened again
+          sizes.push(walSize())
+        }
+        assert.strictEqual(yield* live.use((loaded) => Effect.succeed(loaded.snapshot.manifest.documents)), 204)
+      }).pipe(Effect.provide(LiveIndex.layer({ pollMillis: 0 }).pipe(
+        Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256))
+      )))
+      // The log is reused from its start by each run instead of growing by a run's worth each time.
+      assert.isAbove(sizes[0]!, 0)
+      assert.isAtMost(sizes.at(-1)!, sizes[0]! * 1.5, `log sizes after each run: ${sizes.join(", ")}`)
+    }).pipe(Effect.provide(NodeServices.layer)))
 })

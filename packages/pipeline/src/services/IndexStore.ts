@@ -228,6 +228,12 @@ export class IndexStore extends Context.Service<IndexStore, {
    */
   readonly version: Effect.Effect<string, StoreError>
   /**
+   * Copies what the write-ahead log holds into the index file, as far as open snapshots allow, without waiting for
+   * anyone; a holder of long-lived snapshots calls it after closing an old one, so the log is reused instead of
+   * growing with every index run. Does nothing where the file cannot be written; never fails.
+   */
+  readonly checkpoint: Effect.Effect<void>
+  /**
    * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
    * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix. Only one
    * transaction writes at a time: a second writer fails with `IndexBusy` after a short wait.
@@ -608,6 +614,19 @@ const make = (file: string) => {
       return `${identity}:${row.data_version}`
     },
     catch: (error) => storeError(location, "checking for changes", error)
+  })
+
+  const checkpoint = Effect.sync(() => {
+    if (identityOf() === "") return
+    let db: DatabaseSync | undefined
+    try {
+      db = new DatabaseSync(location, { timeout: 0 })
+      db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(PASSIVE)")
+    } catch {
+      // A read-only file or folder, or a writer at work: the next chance will do.
+    } finally {
+      if (db?.isOpen === true) db.close()
+    }
   })
 
   /** Runs `f` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
@@ -1054,7 +1073,7 @@ const make = (file: string) => {
     )
 
   return {
-    service: IndexStore.of({ location, manifest, roots, documents, snapshot, version, transaction }),
+    service: IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, transaction }),
     close: closeReaders
   }
 }
