@@ -515,7 +515,25 @@ interface Caches {
   filters:
     | { readonly signature: string; readonly table: TableFilter; readonly results: Map<string, PositionFilter> }
     | undefined
+  /**
+   * Chunk rows as results and ties read them, by segment id and ordinal (segment ids are never reused within a
+   * generation, and a segment's chunks never change), up to `ROW_CACHE_ENTRIES`: a server answering similar queries
+   * reads each row once instead of once per query.
+   */
+  readonly rows: Map<string, ChunkRow>
 }
+
+/** A chunk's row: its document's id, title and row number, and its span. */
+interface ChunkRow {
+  readonly docId: string
+  readonly title: string
+  readonly doc: number
+  readonly start: number
+  readonly end: number
+}
+
+/** How many chunk rows a generation's cache keeps (about 100 bytes each); it starts over when full. */
+const ROW_CACHE_ENTRIES = 100_000
 
 const make = (file: string) => {
   const location = file
@@ -536,7 +554,8 @@ const make = (file: string) => {
         layout: undefined,
         postings: new Map(),
         postingBytes: 0,
-        filters: undefined
+        filters: undefined,
+        rows: new Map()
       })
   const cachePostings = (caches: Caches, key: string, decoded: DecodedPostings | null) => {
     caches.postings.set(key, decoded)
@@ -855,6 +874,12 @@ const make = (file: string) => {
     }
     const rowAt = (position: number) => {
       const s = segmentAt(position)
+      const key = `${segments[s]!.id}:${position - offsets[s]!}`
+      const cached = caches.rows.get(key)
+      if (cached !== undefined) {
+        const { doc, docId, end, start, title } = cached
+        return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
+      }
       const id = segments[s]!.base + position - offsets[s]!
       const row = chunkStatement.get(id) as Record<string, unknown> | undefined
       const docId = row?.["doc_id"]
@@ -868,6 +893,8 @@ const make = (file: string) => {
       ) {
         throw corrupt(`chunk ${id} is missing or unreadable`)
       }
+      if (caches.rows.size >= ROW_CACHE_ENTRIES) caches.rows.clear()
+      caches.rows.set(key, { docId, title, doc, start, end })
       return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
     }
     const keyOf = (position: number): RankKey => {
