@@ -180,6 +180,20 @@ export const winkReader = (): WinkReader => {
     return value
   }
 
+  /** Past the comma before a container's next item; `false`, with `close` read, where the container ends. */
+  const nextItem = (close: number): boolean => {
+    const b = skipSpace()
+    if (b === close) {
+      pos++
+      return false
+    }
+    if (b === COMMA) {
+      pos++
+      skipSpace()
+    }
+    return true
+  }
+
   /** One step of the reader; everything it read is final once it returns. */
   const step = (): void => {
     switch (state) {
@@ -189,15 +203,9 @@ export const winkReader = (): WinkReader => {
         return
       }
       case "object": {
-        let b = skipSpace()
-        if (b === 0x7d) {
-          pos++
+        if (!nextItem(0x7d)) {
           state = "done"
           return
-        }
-        if (b === COMMA) {
-          pos++
-          b = skipSpace()
         }
         const key = readString()
         expect(COLON, "':'")
@@ -233,15 +241,9 @@ export const winkReader = (): WinkReader => {
         return
       }
       case "words": {
-        let b = skipSpace()
-        if (b === 0x5d) {
-          pos++
+        if (!nextItem(0x5d)) {
           state = "object"
           return
-        }
-        if (b === COMMA) {
-          pos++
-          b = skipSpace()
         }
         const word = readString()
         if (words.length >= header["size"]!) throw invalid(`"words" holds more than size (${header["size"]}) words`)
@@ -249,15 +251,9 @@ export const winkReader = (): WinkReader => {
         return
       }
       case "vectors": {
-        let b = skipSpace()
-        if (b === 0x7d) {
-          pos++
+        if (!nextItem(0x7d)) {
           state = "object"
           return
-        }
-        if (b === COMMA) {
-          pos++
-          b = skipSpace()
         }
         const word = readString()
         expect(COLON, "':'")
