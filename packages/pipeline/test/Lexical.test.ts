@@ -1,11 +1,20 @@
 /** The analyzer, BM25 and the quality metrics, checked against values worked out by hand. */
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
+import { Result, Schema } from "effect"
 import { AnalyzerConfig, B, Bm25Params, K1 } from "@funcpipe/domain/Config"
 import { analyze, termCounts } from "../src/stages/Analyzer.ts"
 import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/stages/Bm25.ts"
 import { parseQrels, parseQueries } from "../src/stages/Collection.ts"
-import { averagePrecision, meanMetrics, mrrAt, ndcgAt, precisionAt, recallAt } from "../src/stages/Metrics.ts"
+import {
+  averagePrecision,
+  Baseline,
+  baselineDrops,
+  meanMetrics,
+  mrrAt,
+  ndcgAt,
+  precisionAt,
+  recallAt
+} from "../src/stages/Metrics.ts"
 
 const plain = new AnalyzerConfig({ stopWords: "none", stemmer: "none" })
 
@@ -105,5 +114,25 @@ describe("collection files", () => {
     assert.isTrue(Result.isFailure(bad) && bad.failure.message.startsWith("qrels.tsv:2:"))
     const worse = parseQueries("{\"id\": 1}\n", "queries.jsonl")
     assert.isTrue(Result.isFailure(worse) && worse.failure.message.startsWith("queries.jsonl:1:"))
+  })
+})
+
+describe("a baseline", () => {
+  const now = { "ndcg@10": 0.68, "mrr@10": 0.65, "p@10": 0.087, "recall@100": 0.92, "recall@1000": 0.97, "map": 0.64 }
+  const decode = Schema.decodeUnknownResult(Baseline)
+
+  it("is a saved --json result: its metrics are read, other keys ignored, a wrong type refused", () => {
+    const saved = Result.getOrThrow(decode(JSON.stringify({ ...now, "map": 0.7, collection: "x", seconds: 1.5 })))
+    assert.deepStrictEqual(saved, { ...now, "map": 0.7 })
+    assert.deepStrictEqual(Result.getOrThrow(decode("{\"ndcg@10\": 0.5}")), { "ndcg@10": 0.5 })
+    assert.isTrue(Result.isFailure(decode("{\"ndcg@10\": \"high\"}")))
+    assert.isTrue(Result.isFailure(decode("not json")))
+  })
+
+  it("reports the metrics that fell by more than the tolerance, and only those", () => {
+    const baseline = { "ndcg@10": 0.70, "map": 0.6405, "p@10": 0.2 }
+    assert.deepStrictEqual(baselineDrops(now, baseline, 0.005), ["ndcg@10 0.6800 < 0.7000", "p@10 0.0870 < 0.2000"])
+    assert.deepStrictEqual(baselineDrops(now, baseline, 0.2), [])
+    assert.deepStrictEqual(baselineDrops(now, {}, 0), [])
   })
 })

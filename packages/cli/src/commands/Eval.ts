@@ -8,7 +8,7 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
-import { METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
+import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
 import {
   analyzerFlags,
   analyzerFrom,
@@ -44,7 +44,6 @@ export class BaselineInvalid extends Schema.TaggedError<BaselineInvalid>()("Base
   }
 }
 
-const Baseline = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 
 const metricNames = Object.keys(METRICS) as Array<MetricName>
 
@@ -65,9 +64,10 @@ const readBaseline = Effect.fn("readBaseline")(function*(file: string) {
   const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(
     Effect.mapError(() => new BaselineInvalid({ path: file, reason: "it is not a funcpipe eval --json result" }))
   )
-  const known = metricNames.filter((name) => typeof baseline[name] === "number")
-  if (known.length === 0) return yield* new BaselineInvalid({ path: file, reason: "it holds none of the metrics" })
-  return new Map(known.map((name) => [name, baseline[name] as number]))
+  if (metricNames.every((name) => baseline[name] === undefined)) {
+    return yield* new BaselineInvalid({ path: file, reason: "it holds none of the metrics" })
+  }
+  return baseline
 })
 
 /** The `--json` form: one object with the metrics by key (`ndcg@10`, …) and what was measured. */
@@ -218,10 +218,7 @@ export const evaluate = Command.make(
     }
     yield* Console.log(input.json ? evaluationJson(evaluation, input.model) : evaluationLines(evaluation).join("\n"))
     if (baseline !== undefined) {
-      const drops = [...baseline].flatMap(([name, before]) => {
-        const now = evaluation.metrics[name]
-        return now < before - input.tolerance ? [`${name} ${now.toFixed(4)} < ${before.toFixed(4)}`] : []
-      })
+      const drops = baselineDrops(evaluation.metrics, baseline, input.tolerance)
       if (drops.length > 0) return yield* new QualityRegression({ drops })
     }
   })

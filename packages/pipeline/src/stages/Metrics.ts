@@ -1,4 +1,5 @@
 /** Retrieval quality metrics, as trec_eval computes them, over document rankings and graded judgements. */
+import { Schema } from "effect"
 
 /** The judged documents of one query: doc id → grade (1 or more means relevant). */
 export type Judgements = ReadonlyMap<string, number>
@@ -83,3 +84,28 @@ export const meanMetrics = (
   ) as unknown as MetricValues
   return { queries: judged.length, metrics }
 }
+
+/**
+ * A saved `funcpipe eval --json` result as a baseline: its metrics by name (each optional, so a result that holds only
+ * some still compares on those; other keys are ignored). Decoded from the JSON text.
+ */
+export const Baseline = Schema.fromJsonString(
+  Schema.Struct(
+    Object.fromEntries(Object.keys(METRICS).map((name) => [name, Schema.optionalKey(Schema.Finite)])) as {
+      readonly [K in MetricName]: Schema.optionalKey<Schema.Finite>
+    }
+  )
+)
+export type Baseline = typeof Baseline.Type
+
+/**
+ * The metrics of `now` that fell below `baseline` by more than `tolerance`, each as `name now < before` (4 decimals),
+ * in metric order; empty when none did. Pure.
+ */
+export const baselineDrops = (now: MetricValues, baseline: Baseline, tolerance: number): ReadonlyArray<string> =>
+  (Object.keys(METRICS) as Array<MetricName>).flatMap((name) => {
+    const before = baseline[name]
+    return before !== undefined && now[name] < before - tolerance
+      ? [`${name} ${now[name].toFixed(4)} < ${before.toFixed(4)}`]
+      : []
+  })
