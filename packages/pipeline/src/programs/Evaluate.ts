@@ -6,12 +6,12 @@ import { IndexStore, readSnapshot } from "../services/IndexStore.ts"
 import { systemReason } from "../services/SystemReason.ts"
 import { analyze } from "../stages/Analyzer.ts"
 import { parseQrels, parseQueries } from "../stages/Collection.ts"
-import { FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
+import { defaultMode, FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
 import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
 import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { indexPaths, type IndexReport } from "./IndexRun.ts"
-import { defaultMode, embedQueries, openSnapshot } from "./QueryIndex.ts"
+import { embedQueries, openSnapshot } from "./QueryIndex.ts"
 
 /** The folder is not a test collection FuncPipe can read. */
 export class CollectionInvalid extends Schema.TaggedError<CollectionInvalid>()("CollectionInvalid", {

@@ -3,7 +3,6 @@ import { Effect, Option, Path, Result, Schema } from "effect"
 import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
-import type { ModelLabel } from "@funcpipe/domain/Embedding"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Rank, ScoredChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, mapPaths, reads, type Rule } from "@funcpipe/domain/Rule"
@@ -11,8 +10,7 @@ import { Embedder } from "../services/Embedder.ts"
 import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
 import { analyze, analyzeWords } from "../stages/Analyzer.ts"
 import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
-import { LOCAL_SHA256 } from "../stages/Embed.ts"
-import { type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/Engine.ts"
+import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/Engine.ts"
 import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
 import { prepareQuery } from "../stages/Query.ts"
 import { ModelMismatch } from "../stages/Retrieve.ts"
@@ -59,11 +57,6 @@ export const requireManifest = Effect.fn("requireManifest")(function*() {
   return manifest.value
 })
 
-/**
- * The best mode for an index's model: `local-sha256` vectors only match identical text, so its indexes answer
- * lexically (BM25); a real embedding model's indexes fuse both rankings.
- */
-export const defaultMode = (model: ModelLabel): RetrievalMode => (model === LOCAL_SHA256 ? "lexical" : "hybrid")
 
 /** How a query is answered. */
 export interface QueryOptions {

@@ -3,6 +3,7 @@
  * every retrieval mode, touching only what the mode needs, and selects the top k in the ranking order.
  */
 import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import { LOCAL_SHA256 } from "./Embed.ts"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { idf, termScore, type TermExplanation } from "./Bm25.ts"
 import {
@@ -594,3 +595,9 @@ export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): 
   const tie = (a: number, b: number) => order[docOf[a]!]! - order[docOf[b]!]! || a - b
   return topDocumentsOf(scored.candidates, k, tie, (p) => docOf[p]!, count)
 }
+
+/**
+ * The best mode for an index's model: `local-sha256` vectors only match identical text, so its indexes answer
+ * lexically (BM25); a real embedding model's indexes fuse both rankings.
+ */
+export const defaultMode = (model: string): RetrievalMode => (model === LOCAL_SHA256 ? "lexical" : "hybrid")
