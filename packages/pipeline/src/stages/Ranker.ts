@@ -227,23 +227,6 @@ export const fuseRankings = (rankings: ReadonlyArray<ReadonlyArray<Top>>): Map<n
 }
 
 /**
- * Weighted reciprocal rank fusion of a lexical and a vector ranking: `2α / (RRF_K + lexical rank) + 2(1 − α) /
- * (RRF_K + vector rank)`, so α = 0.5 is `fuseRankings`'s classic sum, bit for bit.
- */
-export const fuseWeightedRanks = (
-  lexical: ReadonlyArray<Top>,
-  vector: ReadonlyArray<Top>,
-  alpha: number
-): Map<number, number> => {
-  const fused = new Map<number, number>()
-  const add = (ranking: ReadonlyArray<Top>, weight: number) =>
-    ranking.forEach((top, i) => fused.set(top.position, (fused.get(top.position) ?? 0) + weight / (RRF_K + i + 1)))
-  add(vector, 2 * (1 - alpha))
-  add(lexical, 2 * alpha)
-  return fused
-}
-
-/**
  * The least a ranking's last entry counts in linear fusion: scaling to [0, 1] would give it nothing, and a chunk last
  * in both rankings would drop out of the fused one although it was found.
  */
@@ -254,36 +237,9 @@ const scaled = (score: number, min: number, span: number): number =>
   span > 0 ? LINEAR_FLOOR + (1 - LINEAR_FLOOR) * ((score - min) / span) : 1
 
 /**
- * Linear fusion of a lexical and a vector ranking: each ranking's scores are scaled into [LINEAR_FLOOR, 1] by its own
- * minimum and maximum (all 1 when they are equal), and a position scores `α · lexical + (1 − α) · vector`, 0 for a
- * ranking it is not in. Scores of different kinds (BM25 is unbounded, cosine is not) so become comparable.
- */
-export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<Top>, alpha: number): Map<number, number> => {
-  const fused = new Map<number, number>()
-  const add = (ranking: ReadonlyArray<Top>, weight: number) => {
-    if (ranking.length === 0) return
-    let min = Infinity
-    let max = -Infinity
-    for (const top of ranking) {
-      if (top.score < min) min = top.score
-      if (top.score > max) max = top.score
-    }
-    const span = max - min
-    for (const top of ranking) {
-      const normalised = scaled(top.score, min, span)
-      fused.set(top.position, (fused.get(top.position) ?? 0) + weight * normalised)
-    }
-  }
-  add(lexical, alpha)
-  add(vector, 1 - alpha)
-  // α + (1 − α) can round to a hair above 1; a fused score stays in [0, 1].
-  for (const [position, score] of fused) if (score > 1) fused.set(position, 1)
-  return fused
-}
-
-/**
  * What one ranking adds to each of its positions' fused score under `method` with `weight` (α for the lexical
- * ranking, 1 − α for the vector one): for explanations, with the same formulas as `fuseLinear` and `fuseWeightedRanks`.
+ * ranking, 1 − α for the vector one): `linear`, the weight times the score scaled by the ranking's minimum and maximum
+ * (see `scaled`); `rrf`, `2 · weight / (RRF_K + rank)`. The fusions below add these up; explanations show them.
  */
 export const fusionShares = (method: "linear" | "rrf", weight: number, ranking: ReadonlyArray<Top>): Map<number, number> => {
   const shares = new Map<number, number>()
@@ -299,6 +255,35 @@ export const fusionShares = (method: "linear" | "rrf", weight: number, ranking: 
   }
   for (const top of ranking) shares.set(top.position, weight * scaled(top.score, min, max - min))
   return shares
+}
+
+/** The shares added up per position, in the order the parts are given (a position in no part is absent). */
+const sumShares = (...parts: ReadonlyArray<ReadonlyMap<number, number>>): Map<number, number> => {
+  const fused = new Map<number, number>()
+  for (const part of parts) for (const [position, share] of part) fused.set(position, (fused.get(position) ?? 0) + share)
+  return fused
+}
+
+/**
+ * Weighted reciprocal rank fusion of a lexical and a vector ranking: `2α / (RRF_K + lexical rank) + 2(1 − α) /
+ * (RRF_K + vector rank)`, so α = 0.5 is `fuseRankings`'s classic sum, bit for bit.
+ */
+export const fuseWeightedRanks = (
+  lexical: ReadonlyArray<Top>,
+  vector: ReadonlyArray<Top>,
+  alpha: number
+): Map<number, number> => sumShares(fusionShares("rrf", 1 - alpha, vector), fusionShares("rrf", alpha, lexical))
+
+/**
+ * Linear fusion of a lexical and a vector ranking: each ranking's scores are scaled into [LINEAR_FLOOR, 1] by its own
+ * minimum and maximum (all 1 when they are equal), and a position scores `α · lexical + (1 − α) · vector`, 0 for a
+ * ranking it is not in. Scores of different kinds (BM25 is unbounded, cosine is not) so become comparable.
+ */
+export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<Top>, alpha: number): Map<number, number> => {
+  const fused = sumShares(fusionShares("linear", alpha, lexical), fusionShares("linear", 1 - alpha, vector))
+  // α + (1 − α) can round to a hair above 1; a fused score stays in [0, 1].
+  for (const [position, score] of fused) if (score > 1) fused.set(position, 1)
+  return fused
 }
 
 /** `fuseRankings` as a dense array over `count` positions (0 where a position is in no ranking). */
