@@ -1,6 +1,7 @@
 /** The query text a command was given: the argument itself, or stdin when the argument is `-`. */
 import { Effect, Schema, Stdio, Stream } from "effect"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
+import { concatBytes } from "@funcpipe/pipeline/stages/ByteReader"
 
 /** The query was to come from stdin (`-`), but stdin could not be read as text. */
 export class StdinUnreadable extends Schema.TaggedError<StdinUnreadable>()("StdinUnreadable", {
@@ -24,12 +25,7 @@ export const queryText = Effect.fn("queryText")(function*(text: string) {
   const pieces = yield* Stream.runCollect(stdio.stdin).pipe(
     Effect.mapError((error) => new StdinUnreadable({ reason: systemReason(error) }))
   )
-  const bytes = new Uint8Array(pieces.reduce((total, piece) => total + piece.length, 0))
-  let at = 0
-  for (const piece of pieces) {
-    bytes.set(piece, at)
-    at += piece.length
-  }
+  const bytes = concatBytes([...pieces])
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(bytes)
   } catch {

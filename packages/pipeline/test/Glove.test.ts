@@ -2,6 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import { gunzipSync } from "node:zlib"
+import { concatBytes } from "../src/stages/ByteReader.ts"
 import { decodeCache, encodeCache } from "../src/stages/GloveCache.ts"
 import {
   commonDirections,
@@ -196,16 +197,7 @@ describe("embedGlove", () => {
 
 describe("the vector cache", () => {
   const content = convertVectors(Result.getOrThrow(readWink(winkJson(toyVectors()))), "toy recipe")
-  const file = (() => {
-    const pieces = encodeCache(content)
-    const out = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0))
-    let at = 0
-    for (const p of pieces) {
-      out.set(p, at)
-      at += p.length
-    }
-    return out
-  })()
+  const file = concatBytes(encodeCache(content))
 
   it("holds each word's vector scaled to length 1, in half precision", () => {
     toyVectors().forEach(([, v], row) => {

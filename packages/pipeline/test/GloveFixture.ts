@@ -2,6 +2,7 @@
 import { createHash } from "node:crypto"
 import { gzipSync } from "node:zlib"
 import type { VectorSource } from "../src/services/Glove.ts"
+import { concatBytes } from "../src/stages/ByteReader.ts"
 
 /** The JSON of a wink vector file holding `vectors` (word → components), in the given word order. */
 export const winkJson = (vectors: ReadonlyArray<readonly [string, ReadonlyArray<number>]>): string => {
@@ -37,13 +38,7 @@ export const tarOf = (files: ReadonlyArray<readonly [string, Uint8Array]>): Uint
     blocks.push(header, data, new Uint8Array((512 - (data.length % 512)) % 512))
   }
   blocks.push(new Uint8Array(1024))
-  const out = new Uint8Array(blocks.reduce((n, b) => n + b.length, 0))
-  let at = 0
-  for (const b of blocks) {
-    out.set(b, at)
-    at += b.length
-  }
-  return out
+  return concatBytes(blocks)
 }
 
 /** The vector file's path in the fixture packages, as in wink's. */
