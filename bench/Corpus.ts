@@ -124,11 +124,13 @@ export const syntheticDocs = function*(seed: number, targetBytes: number): Gener
  * Writes a JSON Lines corpus of about `bytes` bytes to `path`: one `{"id","title","text"}` object per line, from
  * `syntheticDocs(seed, …)`, stopping at the first line that reaches the size. Memory stays bounded: lines go out in
  * batches of about 1 MB through a write stream that is allowed to drain. Resolves to the document and byte counts.
+ * `extra`, when given, adds fields to each line from the document's number (0, 1, …).
  */
 export const writeJsonlCorpus = async (
   path: string,
   bytes: number,
-  seed: number
+  seed: number,
+  extra: (index: number) => Readonly<Record<string, unknown>> = () => ({})
 ): Promise<{ readonly docs: number; readonly bytes: number }> => {
   const stream = createWriteStream(path, { encoding: "utf8" })
   let written = 0
@@ -136,7 +138,7 @@ export const writeJsonlCorpus = async (
   let batch = ""
   for (const doc of syntheticDocs(seed, Infinity)) {
     if (written >= bytes) break
-    const line = JSON.stringify({ id: doc.id, title: doc.title, text: doc.body }) + "\n"
+    const line = JSON.stringify({ id: doc.id, title: doc.title, text: doc.body, ...extra(docs) }) + "\n"
     written += Buffer.byteLength(line, "utf8")
     docs++
     batch += line

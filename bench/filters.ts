@@ -3,9 +3,7 @@
  * word queries timed with no filter, a filter passing half the documents and one passing 0.1 %, in every mode; each
  * filtered answer is checked against the unfiltered candidates restricted to the filter.
  */
-import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
-import { once } from "node:events"
-import { finished } from "node:stream/promises"
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
@@ -24,7 +22,7 @@ import { cleanText } from "@funcpipe/pipeline/stages/Clean"
 import { embedText } from "@funcpipe/pipeline/stages/Embed"
 import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/Engine"
 import { keyTies, topOf } from "@funcpipe/pipeline/stages/Ranker"
-import { syntheticDocs } from "./Corpus.ts"
+import { writeJsonlCorpus } from "./Corpus.ts"
 import { pickQueries } from "./Queries.ts"
 import { readChunkRows } from "./Reference.ts"
 import { count, markdownTable, median, ms, p95 } from "./Table.ts"
@@ -88,22 +86,7 @@ const indexFile = join(DIR, "index.db")
 if (!existsSync(corpusFile)) {
   log(`writing ${MB} MB of labelled JSON Lines to ${corpusFile}`)
   const partial = `${corpusFile}.partial`
-  const stream = createWriteStream(partial, { encoding: "utf8" })
-  let written = 0
-  let i = 0
-  let batch = ""
-  for (const doc of syntheticDocs(SEED, Infinity)) {
-    if (written >= MB * 1e6) break
-    const line = JSON.stringify({ id: doc.id, title: doc.title, text: doc.body, categories: labelsOf(i++) }) + "\n"
-    written += Buffer.byteLength(line, "utf8")
-    batch += line
-    if (batch.length >= 1 << 20) {
-      if (!stream.write(batch)) await once(stream, "drain")
-      batch = ""
-    }
-  }
-  stream.end(batch)
-  await finished(stream)
+  await writeJsonlCorpus(partial, MB * 1e6, SEED, (i) => ({ categories: labelsOf(i) }))
   renameSync(partial, corpusFile)
 }
 
