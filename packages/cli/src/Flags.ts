@@ -213,10 +213,7 @@ export const queryOptionsFrom = (flags: {
   ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
   explain: flags.explain === true,
   bm25: new Bm25Params({ k1: flags.k1, b: flags.b }),
-  fusion: new FusionConfig({
-    method: flags.fusion,
-    alpha: Option.getOrElse(flags.alpha, () => FusionConfig.defaultAlpha(flags.fusion))
-  })
+  fusion: FusionConfig.of(flags.fusion, Option.getOrUndefined(flags.alpha))
 })
 
 /** `--keep RULE`: which documents enter the index (or the in-memory search, or the chunk export). */

@@ -103,4 +103,9 @@ export class FusionConfig extends Schema.Class<FusionConfig>("domain/FusionConfi
   static readonly default = new FusionConfig({ method: "linear", alpha: Alpha.make(0.9) })
   /** The alpha a method uses unless told: 0.9 for linear, 0.5 (classic, equal weights) for rrf. */
   static readonly defaultAlpha = (method: FusionMethod): Alpha => Alpha.make(method === "linear" ? 0.9 : 0.5)
+  /** The fusion a user asks for: the default method unless named, and that method's default alpha unless given. */
+  static readonly of = (method: FusionMethod | undefined, alpha: Alpha | undefined): FusionConfig => {
+    const chosen = method ?? FusionConfig.default.method
+    return new FusionConfig({ method: chosen, alpha: alpha ?? FusionConfig.defaultAlpha(chosen) })
+  }
 }

@@ -80,12 +80,7 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
       ...(request.mode === undefined ? {} : { mode: request.mode }),
       ...(request.where === undefined ? {} : { where: request.where }),
       ...(request.expand === undefined ? {} : { expand: defaultExpansion(request.expand) }),
-      ...(request.fusion === undefined && request.alpha === undefined ? {} : {
-        fusion: new FusionConfig({
-          method: request.fusion ?? FusionConfig.default.method,
-          alpha: request.alpha ?? FusionConfig.defaultAlpha(request.fusion ?? FusionConfig.default.method)
-        })
-      }),
+      fusion: FusionConfig.of(request.fusion, request.alpha),
       explain: request.explain === true,
       bm25: request.k1 === undefined && request.b === undefined ? Bm25Params.default : new Bm25Params({
         k1: request.k1 ?? K1.make(Bm25Params.default.k1),
