@@ -10,7 +10,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
-import { prepareBatch } from "../src/stages/Prepare.ts"
+import { deltaPreparer, deltaReceiver, type PreparedBatch, prepareBatch, TermNumbering } from "../src/stages/Prepare.ts"
 
 const script = new URL("../src/stages/PrepareWorker.ts", import.meta.url)
 const settings = {
@@ -29,6 +29,46 @@ const source = Layer.succeed(DocumentSource, DocumentSource.of({
     )),
   size: () => Effect.succeed(0)
 }))
+
+/** A batch with its term numbers replaced by the terms: what a writer makes of it, whatever the numbering. */
+const resolved = (batch: PreparedBatch) => {
+  let at = 0
+  return {
+    docs: batch.docs,
+    chunks: Array.from(batch.termCounts, (count) => Array.from(batch.termIds.subarray(at, at += count), (id) => batch.vocabulary[id]!))
+  }
+}
+
+describe("term numbering across batches", () => {
+  it("numbers a term once per run, sends each term once, and gives the same terms as batches prepared alone", () => {
+    const send = deltaPreparer()
+    const receive = deltaReceiver()
+    const batches = [docs.slice(0, 50), docs.slice(50, 51), [], docs.slice(51, 200)]
+    const deltas = batches.map((batch) => send(batch, settings))
+    const received = deltas.map((delta) => receive(delta)!)
+    assert.deepStrictEqual(received.map(resolved), batches.map((batch) => resolved(prepareBatch(batch, settings))))
+    const sent = deltas.flatMap((delta) => delta.newTerms)
+    assert.strictEqual(new Set(sent).size, sent.length, "no term is sent twice")
+    assert.strictEqual(received[3]!.vocabulary, received[0]!.vocabulary, "one vocabulary, grown")
+    assert.isBelow(deltas[1]!.newTerms.length, deltas[0]!.newTerms.length)
+  })
+
+  it("starts a new vocabulary when the numbering is full, and the batches still resolve to the same terms", () => {
+    const numbering = new TermNumbering(20)
+    const first = prepareBatch(docs.slice(0, 10), settings, numbering)
+    const second = prepareBatch(docs.slice(10, 20), settings, numbering)
+    assert.strictEqual(numbering.generation, 1)
+    assert.notStrictEqual(second.vocabulary, first.vocabulary)
+    assert.deepStrictEqual([first, second].map(resolved), [docs.slice(0, 10), docs.slice(10, 20)].map((b) => resolved(prepareBatch(b, settings))))
+  })
+
+  it("refuses a delta that skips part of the numbering (one sent but never received)", () => {
+    const send = deltaPreparer()
+    const receive = deltaReceiver()
+    send(docs.slice(0, 5), settings)
+    assert.isUndefined(receive(send(docs.slice(5, 10), settings)))
+  })
+})
 
 describe("the worker pool", () => {
   it.effect("fails the batch of a thread that dies, and prepares later batches on a new one", () =>
@@ -49,7 +89,7 @@ layer(layerWorkers(script, 2), { timeout: 60_000 })("a shared worker pool", (it)
       const pool = yield* Preparer
       const batches = [docs.slice(0, 64), docs.slice(64, 65), [], docs.slice(65)]
       const viaWorkers = yield* Effect.forEach(batches, (batch) => pool.prepare(batch, settings), { concurrency: 4 })
-      assert.deepStrictEqual(viaWorkers, batches.map((batch) => prepareBatch(batch, settings)))
+      assert.deepStrictEqual(viaWorkers.map(resolved), batches.map((batch) => resolved(prepareBatch(batch, settings))))
     }), 60_000)
 
   it.effect("builds an index that answers exactly as one built inline", () =>

@@ -46,7 +46,10 @@ export interface DocRecord {
   readonly deflatedBody: Uint8Array
 }
 
-/** The terms of a batch of chunks: `ids` are numbers into `vocabulary`, chunk after chunk. */
+/**
+ * The terms of a batch of chunks: `ids` are numbers into `vocabulary`, chunk after chunk. Batches may share one
+ * vocabulary that grows from batch to batch (it is only ever appended to).
+ */
 export interface TermTable {
   readonly vocabulary: ReadonlyArray<string>
   readonly ids: Uint32Array
@@ -1216,16 +1219,29 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
   }
 
-  /** Maps a batch's term numbers to the segment's, remembering the mapping while the batch and segment stay. */
-  let mapping: { readonly terms: TermTable; readonly segment: SegmentBuilder; readonly numbers: Int32Array } | undefined
+  /**
+   * Maps a vocabulary's term numbers to the pending segment's. The batches of one preparing thread share one growing
+   * vocabulary, so a mapping is kept per vocabulary while the segment stays, and a term's text is looked up once per
+   * segment rather than once per batch.
+   */
+  let mappings = new WeakMap<ReadonlyArray<string>, Int32Array>()
+  let mappedSegment: SegmentBuilder | undefined
   const termNumbers = (terms: TermTable, segment: SegmentBuilder) => {
-    if (mapping?.terms !== terms || mapping.segment !== segment) {
-      mapping = { terms, segment, numbers: new Int32Array(terms.vocabulary.length).fill(-1) }
+    if (mappedSegment !== segment) {
+      mappings = new WeakMap()
+      mappedSegment = segment
     }
-    const { numbers } = mapping
+    const { vocabulary } = terms
+    let known = mappings.get(vocabulary)
+    if (known === undefined || known.length < vocabulary.length) {
+      const grown = new Int32Array(Math.max(vocabulary.length, 2 * (known?.length ?? 0))).fill(-1)
+      if (known !== undefined) grown.set(known)
+      mappings.set(vocabulary, known = grown)
+    }
+    const numbers = known
     return (id: number): number => {
       let n = numbers[id]!
-      if (n < 0) numbers[id] = n = segment.termId(terms.vocabulary[id]!)
+      if (n < 0) numbers[id] = n = segment.termId(vocabulary[id]!)
       return n
     }
   }

@@ -30,8 +30,9 @@ export interface PreparedDoc {
 }
 
 /**
- * A prepared batch. Terms are numbered within the batch: `vocabulary[id]` is a term, and every chunk's terms (title
- * and text, in order) are `termIds`, chunk after chunk, `termCounts[c]` of them for the batch's `c`-th chunk.
+ * A prepared batch. `vocabulary[id]` is the term numbered `id`, and every chunk's terms (title and text, in order) are
+ * `termIds`, chunk after chunk, `termCounts[c]` of them for the batch's `c`-th chunk. Batches prepared with one
+ * `TermNumbering` share one vocabulary, which grows from batch to batch.
  */
 export interface PreparedBatch {
   readonly docs: ReadonlyArray<PreparedDoc>
@@ -41,15 +42,46 @@ export interface PreparedBatch {
 }
 
 /**
- * Prepares a batch of documents for the index: each body is cleaned with the index's rules and cut into chunks; each
- * chunk's searchable text (the title, a line break, the chunk) is analyzed into terms; the cleaned body is deflated,
- * since chunk texts are its spans and the index stores it once. Pure and deterministic.
+ * Term numbers shared by the batches of one run on one thread: each distinct word goes through the term rules (stop
+ * words, stemming) once, not once per batch, and the batches' vocabulary only grows, so a writer can learn just the
+ * new terms of each batch. Past `limit` words it starts over with a new, empty vocabulary (and the next `generation`),
+ * so its memory stays bounded on a corpus of any size.
  */
-export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSettings): PreparedBatch => {
+export class TermNumbering {
+  generation = 0
+  /** Every word seen, with its term number, or `STOP`. */
+  words = new Map<string, number>()
+  numbers = new Map<string, number>()
+  vocabulary: Array<string> = []
+  readonly limit: number
+  constructor(limit = 1 << 19) {
+    this.limit = limit
+  }
+
+  /** Starts a batch: when the vocabulary is full, begins a new one, so a batch's numbers are all of one generation. */
+  startBatch(): void {
+    if (this.words.size < this.limit) return
+    this.generation++
+    this.words = new Map()
+    this.numbers = new Map()
+    this.vocabulary = []
+  }
+}
+
+/**
+ * Prepares a batch of documents for the index: each body is cleaned with the index's rules and cut into chunks; each
+ * chunk's searchable text (the title, a line break, the chunk) is analyzed into terms, numbered by `numbering` (a new
+ * one by default: the batch alone); the cleaned body is deflated, since chunk texts are its spans and the index
+ * stores it once. Deterministic: the same documents and numbering state give the same batch.
+ */
+export const prepareBatch = (
+  docs: ReadonlyArray<DocText>,
+  settings: PrepareSettings,
+  numbering: TermNumbering = new TermNumbering()
+): PreparedBatch => {
   const analyzer = settings.analyzer as AnalyzerConfig
-  const vocabulary: Array<string> = []
-  const numbers = new Map<string, number>()
-  const wordIds = new Map<string, number>()
+  numbering.startBatch()
+  const { numbers, vocabulary, words } = numbering
   let ids = new Uint32Array(1 << 14)
   let size = 0
   const counts: Array<number> = []
@@ -59,8 +91,7 @@ export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSett
     for (const span of spans) {
       const before = size
       analyzeWords(`${doc.title}\n${span.text}`, (word) => {
-        // Words repeat, so each distinct word of the batch goes through the term rules (stop words, stemming) once.
-        let id = wordIds.get(word)
+        let id = words.get(word)
         if (id === undefined) {
           const term = termOf(word, analyzer)
           id = STOP
@@ -72,7 +103,7 @@ export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSett
               vocabulary.push(term)
             }
           }
-          wordIds.set(word, id)
+          words.set(word, id)
         }
         if (id === STOP) return
         if (size === ids.length) {
@@ -93,4 +124,53 @@ export const prepareBatch = (docs: ReadonlyArray<DocText>, settings: PrepareSett
     }
   })
   return { docs: prepared, vocabulary, termIds: ids.slice(0, size), termCounts: Uint32Array.from(counts) }
+}
+
+/**
+ * A prepared batch as it crosses from a preparing thread to the writer: only the terms new since that thread's
+ * previous batch, numbered from `firstTerm` in the thread's vocabulary `generation`.
+ */
+export interface PreparedDelta {
+  readonly docs: ReadonlyArray<PreparedDoc>
+  readonly generation: number
+  readonly firstTerm: number
+  readonly newTerms: ReadonlyArray<string>
+  readonly termIds: Uint32Array
+  readonly termCounts: Uint32Array
+}
+
+/** The sending side, one per thread: prepares batches with one numbering and sends each term once. */
+export const deltaPreparer = () => {
+  const numbering = new TermNumbering()
+  let generation = 0
+  let sent = 0
+  return (docs: ReadonlyArray<DocText>, settings: PrepareSettings): PreparedDelta => {
+    const batch = prepareBatch(docs, settings, numbering)
+    if (numbering.generation !== generation) {
+      generation = numbering.generation
+      sent = 0
+    }
+    const firstTerm = sent
+    sent = batch.vocabulary.length
+    return { ...batch, generation, firstTerm, newTerms: batch.vocabulary.slice(firstTerm) }
+  }
+}
+
+/**
+ * The receiving side, one per thread: rebuilds each batch's vocabulary from the deltas, which must be given every
+ * delta the thread sends, in order. A new generation starts a new vocabulary array, so a writer that remembers
+ * mappings by vocabulary sees it as another vocabulary. Returns `undefined` on a gap in the numbering (a bug).
+ */
+export const deltaReceiver = () => {
+  let generation = 0
+  let vocabulary: Array<string> = []
+  return (delta: PreparedDelta): PreparedBatch | undefined => {
+    if (delta.generation !== generation) {
+      generation = delta.generation
+      vocabulary = []
+    }
+    if (delta.firstTerm !== vocabulary.length) return undefined
+    for (const term of delta.newTerms) vocabulary.push(term)
+    return { docs: delta.docs, vocabulary, termIds: delta.termIds, termCounts: delta.termCounts }
+  }
 }

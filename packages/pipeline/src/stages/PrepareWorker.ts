@@ -1,6 +1,6 @@
-/** A worker thread that runs `prepareBatch` for the `Preparer` pool: one message in, one prepared batch out. */
+/** A worker thread that prepares batches for the `Preparer` pool: one message in, one prepared delta out. */
 import { parentPort } from "node:worker_threads"
-import { type DocText, prepareBatch, type PrepareSettings } from "./Prepare.ts"
+import { deltaPreparer, type DocText, type PrepareSettings } from "./Prepare.ts"
 
 interface Request {
   readonly id: number
@@ -8,11 +8,13 @@ interface Request {
   readonly settings: PrepareSettings
 }
 
+const prepare = deltaPreparer()
+
 parentPort?.on("message", (request: Request) => {
   try {
-    const batch = prepareBatch(request.docs, request.settings)
-    const transfer = [batch.termIds.buffer, batch.termCounts.buffer, ...batch.docs.map((d) => d.deflatedBody.buffer)]
-    parentPort!.postMessage({ id: request.id, batch }, transfer as Array<ArrayBuffer>)
+    const delta = prepare(request.docs, request.settings)
+    const transfer = [delta.termIds.buffer, delta.termCounts.buffer, ...delta.docs.map((d) => d.deflatedBody.buffer)]
+    parentPort!.postMessage({ id: request.id, delta }, transfer as Array<ArrayBuffer>)
   } catch (error) {
     parentPort!.postMessage({ id: request.id, error: error instanceof Error ? error.stack ?? error.message : String(error) })
   }
