@@ -60,6 +60,22 @@ describe("putDocuments and deleteDocuments", () => {
       }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
     }).pipe(Effect.provide(Base)))
 
+  it.effect("a long-lived store answers with a replaced document's new text, never the old text it read before", () =>
+    Effect.gen(function*() {
+      const file = yield* withStore
+      yield* Effect.gen(function*() {
+        const texts = Effect.map(queryIndex("alpha", 3), (answer) => answer.results.map((r) => r.chunk.text))
+        // The only document: replacing it deletes its row and inserts one that may get the same row number.
+        yield* putDocuments([doc("a", "alpha beta")], "api")
+        assert.deepStrictEqual(yield* texts, ["alpha beta"])
+        yield* putDocuments([doc("a", "alpha gamma delta")], "api")
+        assert.deepStrictEqual(yield* texts, ["alpha gamma delta"])
+        const store = yield* IndexStore
+        const found = yield* Effect.scoped(Effect.map(store.snapshot, (snapshot) => Option.getOrThrow(snapshot).document("a")))
+        assert.deepStrictEqual(found?.chunks.map((c) => c.text), ["alpha gamma delta"])
+      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+    }).pipe(Effect.provide(Base)))
+
   it.effect("a document with nothing left after cleaning is skipped, and its stored version deleted", () =>
     Effect.gen(function*() {
       const file = yield* withStore

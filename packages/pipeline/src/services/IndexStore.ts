@@ -291,7 +291,7 @@ const FILTER_CACHE_ENTRIES = 16
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 const MAX_SMALL_SEGMENTS = 4
-/** How much decompressed document text one snapshot keeps, in UTF-16 units (about 16 MB). */
+/** How much decompressed document text a generation's caches keep, in UTF-16 units (about 16 MB). */
 const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
 const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
@@ -375,13 +375,26 @@ const openReader = (location: string, olderLayout = false): DatabaseSync => {
   }
 }
 
+/**
+ * The statements of the read path, prepared once per connection: a warm query runs a dozen small statements, and
+ * compiling them again for every query cost about as much as running them.
+ */
+const statements = new WeakMap<DatabaseSync, Map<string, StatementSync>>()
+const statement = (db: DatabaseSync, sql: string): StatementSync => {
+  let known = statements.get(db)
+  if (known === undefined) statements.set(db, known = new Map())
+  let prepared = known.get(sql)
+  if (prepared === undefined) known.set(sql, prepared = db.prepare(sql))
+  return prepared
+}
+
 const hasTables = (db: DatabaseSync) =>
-  (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
+  (statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
 
 /** A value of the `meta` table, or `undefined` (also for a file with no tables yet). */
 const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
   if (!hasTables(db)) return undefined
-  const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
+  const row = statement(db, "SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
   return row?.value
 }
 
@@ -524,6 +537,14 @@ interface Caches {
    * reads each row once instead of once per query.
    */
   readonly rows: Map<string, ChunkRow>
+  /**
+   * Decompressed bodies by segment id and document row, oldest first, up to `BODY_CACHE_CHARS`. A document's chunks
+   * live in one segment and a new version of it goes to a new segment, so within a segment a document row always
+   * names the same text. Results of successive queries often share documents, and inflating a body costs more than
+   * scoring a query's postings.
+   */
+  readonly bodies: Map<string, string>
+  bodyChars: number
 }
 
 /** A chunk's row: its document's id, title and row number, and its span. */
@@ -557,6 +578,8 @@ const make = (file: string) => {
         layout: undefined,
         postings: new Map(),
         postingBytes: 0,
+        bodies: new Map(),
+        bodyChars: 0,
         filters: undefined,
         rows: new Map()
       })
@@ -690,7 +713,7 @@ const make = (file: string) => {
   }), Option.getOrElse((): ReadonlyArray<StoredDoc> => []))
 
   const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
-    db.prepare("SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base").all().map((row) => {
+    statement(db, "SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base").all().map((row) => {
       const r = row as Record<string, unknown>
       const [id, base, count, live, liveLength, version, blockRows] = [
         r["id"], r["base"], r["count"], r["live"], r["live_length"], r["version"], r["block_rows"]
@@ -706,7 +729,7 @@ const make = (file: string) => {
   const columnsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
     const cached = caches.columns.get(segment.id)
     if (cached !== undefined) return cached
-    const row = db.prepare("SELECT lengths FROM segments WHERE id = ?").get(segment.id) as { lengths: unknown } | undefined
+    const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as { lengths: unknown } | undefined
     const lengths = row?.lengths
     if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
       throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
@@ -721,7 +744,7 @@ const make = (file: string) => {
     const cached = columns.blocks.get(block)
     if (cached !== undefined) return cached
     const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
-    const row = db.prepare("SELECT magnitudes, data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
+    const row = statement(db, "SELECT magnitudes, data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
       | { magnitudes: unknown; data: unknown }
       | undefined
     if (!(row?.data instanceof Uint8Array) || row.data.byteLength !== rows * dimensions * 8) {
@@ -749,7 +772,7 @@ const make = (file: string) => {
     if (segment.live === segment.count) return undefined
     const cached = caches.deleted.get(segment.id)
     if (cached !== undefined && cached.version === segment.version) return cached.bits
-    const row = db.prepare("SELECT deleted FROM segments WHERE id = ?").get(segment.id) as { deleted: unknown } | undefined
+    const row = statement(db, "SELECT deleted FROM segments WHERE id = ?").get(segment.id) as { deleted: unknown } | undefined
     const bits = row?.deleted
     if (!(bits instanceof Uint8Array) || bits.byteLength !== Math.ceil(segment.count / 8)) {
       throw corrupt(`segment ${segment.id} has a damaged list of deleted chunks`)
@@ -812,7 +835,7 @@ const make = (file: string) => {
       return lo
     }
 
-    const postingsStatement = db.prepare("SELECT df, data FROM postings WHERE segment = ? AND term = ?")
+    const postingsStatement = statement(db, "SELECT df, data FROM postings WHERE segment = ? AND term = ?")
     const postings = (term: string): ReadonlyArray<TermBlock> => {
       const blocks: Array<TermBlock> = []
       segments.forEach((segment, s) => {
@@ -847,17 +870,14 @@ const make = (file: string) => {
         })
       }))
 
-    const chunkStatement = db.prepare(
+    const chunkStatement = statement(db, 
       "SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c.\"end\" AS \"end\" " +
         "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
     )
-    const bodyStatement = db.prepare("SELECT body FROM bodies WHERE doc = ?")
-    // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`: a long-lived snapshot (a server's) answers many
-    // queries whose results share documents, and inflating a body costs more than scoring a query's postings.
-    const bodies = new Map<number, string>()
-    let bodyChars = 0
-    const bodyOf = (doc: number): string => {
-      let body = bodies.get(doc)
+    const bodyStatement = statement(db, "SELECT body FROM bodies WHERE doc = ?")
+    const bodyOf = (segment: number, doc: number): string => {
+      const key = `${segment}:${doc}`
+      let body = caches.bodies.get(key)
       if (body !== undefined) return body
       const blob = (bodyStatement.get(doc) as { body: unknown } | undefined)?.body
       if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
@@ -866,12 +886,12 @@ const make = (file: string) => {
       } catch {
         throw corrupt(`the text of document ${doc} does not decompress`)
       }
-      bodies.set(doc, body)
-      bodyChars += body.length
-      for (const [old, text] of bodies) {
-        if (bodyChars <= BODY_CACHE_CHARS) break
-        bodies.delete(old)
-        bodyChars -= text.length
+      caches.bodies.set(key, body)
+      caches.bodyChars += body.length
+      for (const [old, text] of caches.bodies) {
+        if (caches.bodyChars <= BODY_CACHE_CHARS) break
+        caches.bodies.delete(old)
+        caches.bodyChars -= text.length
       }
       return body
     }
@@ -881,7 +901,7 @@ const make = (file: string) => {
       const cached = caches.rows.get(key)
       if (cached !== undefined) {
         const { doc, docId, end, start, title } = cached
-        return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
+        return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
       }
       const id = segments[s]!.base + position - offsets[s]!
       const row = chunkStatement.get(id) as Record<string, unknown> | undefined
@@ -898,7 +918,7 @@ const make = (file: string) => {
       }
       if (caches.rows.size >= ROW_CACHE_ENTRIES) caches.rows.clear()
       caches.rows.set(key, { docId, title, doc, start, end })
-      return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
+      return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
     }
     const keyOf = (position: number): RankKey => {
       const { docId, end, start, text } = rowAt(position)
@@ -924,10 +944,10 @@ const make = (file: string) => {
       return { docId, title, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
     }
 
-    const documentStatement = db.prepare(
-      "SELECT id, doc_id, source, title, categories, hash, chunks FROM documents WHERE doc_id = ?"
+    const documentStatement = statement(db, 
+      "SELECT id, doc_id, source, title, categories, hash, first, chunks FROM documents WHERE doc_id = ?"
     )
-    const spansStatement = db.prepare("SELECT start, \"end\" AS \"end\" FROM chunks WHERE doc = ? ORDER BY id")
+    const spansStatement = statement(db, "SELECT start, \"end\" AS \"end\" FROM chunks WHERE doc = ? ORDER BY id")
     const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
     const document = (docId: string): StoredDocument | undefined => {
       const row = documentStatement.get(docId) as Record<string, unknown> | undefined
@@ -944,7 +964,10 @@ const make = (file: string) => {
       const id = row["id"] as number
       const spans = spansStatement.all(id) as Array<{ start: number; end: number }>
       if (spans.length !== decoded.success.chunks) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
-      const body = spans.length === 0 ? "" : bodyOf(id)
+      const first = row["first"] as number
+      const segment = segments.find((g) => first >= g.base && first < g.base + g.count)
+      if (spans.length > 0 && segment === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const body = spans.length === 0 ? "" : bodyOf(segment!.id, id)
       return { doc: decoded.success, chunks: spans.map(({ end, start }) => ({ start, end, text: spanText(body, start, end) })) }
     }
 
