@@ -54,7 +54,7 @@ export class TermNumbering {
   numbers = new Map<string, number>()
   vocabulary: Array<string> = []
   readonly limit: number
-  constructor(limit = 1 << 19) {
+  constructor(limit = 1 << 18) {
     this.limit = limit
   }
 
