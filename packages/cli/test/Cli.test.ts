@@ -147,7 +147,7 @@ describe("funcpipe chunks", () => {
       assert.deepStrictEqual(yield* TestConsole.logLines, [])
       assert.deepStrictEqual(yield* TestConsole.errorLines, [
         "read 3 records: 2 kept, 1 skipped; 5 chunks (0.0 s)",
-        "  skipped empty.md: the cleaned body is empty, so it has no chunks"
+        `  skipped ${dir}/empty.md: "empty.md" has nothing left after cleaning`
       ])
     }).pipe(Effect.provide(TestLayer)))
 

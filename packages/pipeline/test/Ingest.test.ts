@@ -42,11 +42,11 @@ describe("ingest", () => {
         read: 4,
         kept: 2,
         dropped: undefined,
-        skipped: ["rows.csv:3", "empty:0"],
+        skipped: ["rows.csv:3", "mem:0"],
         chunks: 7,
         elapsedMillis: 0
       })
-      assert.include(summary.skipped[1]!.reason, "cleaned body is empty")
+      assert.strictEqual(summary.skipped[1]!.reason, "\"empty\" has nothing left after cleaning")
     }).pipe(Effect.provide(Layer.mergeAll(sourceOf(records), Embedder.layerLocalSha256, Path.layer))))
 
   it.effect("gives the same chunks whatever the embedding batch size", () =>

@@ -15,7 +15,7 @@ import { keepChange, keepTest } from "../stages/Keep.ts"
 import { describeMigration, planMigration } from "../stages/Migration.ts"
 import { ModelMismatch } from "../stages/Retrieve.ts"
 import { hashDoc, pruneReason, samePaths, type SyncPlan } from "../stages/Sync.ts"
-import type { Skip } from "./Ingest.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../stages/Claim.ts"
 
 /** The stored index was built with other settings; the message says what changed and how to go on. */
 export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("SettingsChanged", {
@@ -164,14 +164,13 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
     // A costly model embeds first, without the write lock: what this run will write goes through the cache, so the
     // run below finds every vector there. Its plan is remade under the lock; this one only decides what to embed.
     const stored = rebuild ? new Map<string, StoredEntry>() : yield* store.transaction((w) => w.storedDocs, { readOnly: true })
-    const seen = new Set<string>()
+    const claim = claimer(keeps)
     let embedded = 0
     yield* source.read(roots).pipe(
       Stream.filterMap((record) => {
-        if (Result.isFailure(record) || seen.has(record.success.doc.docId)) return Result.failVoid
-        const { doc, source: file } = record.success
-        seen.add(doc.docId)
-        if (!keeps(doc, file)) return Result.failVoid
+        const claimed = claim.take(record)
+        if (claimed._tag !== "Kept") return Result.failVoid
+        const { doc, source: file } = claimed.sourced
         const before = stored.get(doc.docId)
         return before !== undefined && before.hash === hashDoc(doc) && before.source === file
           ? Result.failVoid
@@ -209,29 +208,17 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       const skipped: Array<Skip> = []
       /** Doc ids the keep rule left out. */
       const dropped = new Set<string>()
-      /** Where each doc id read was first found (`file:line`, or the file of a text document). */
-      const firstSource = new Map<string, string>()
       let keptChunks = 0
       let written = 0
       let read = 0
 
       /** Plans one record: skipped, unchanged, or to be written (returned). */
+      const claim = claimer(keeps)
       const planRecord = (record: SourceRecord): Pending | undefined => {
-        if (Result.isFailure(record)) {
-          skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
-          return undefined
-        }
-        const { doc, line, source: file } = record.success
-        const first = firstSource.get(doc.docId)
-        if (first !== undefined) {
-          skipped.push({ source: file, line, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
-          return undefined
-        }
-        firstSource.set(doc.docId, line > 0 ? `${file}:${line}` : file)
-        if (!keeps(doc, file)) {
-          dropped.add(doc.docId)
-          return undefined
-        }
+        const claimed = claim.take(record)
+        if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
+        const { doc, source: file } = claimed.sourced
+        if (claimed._tag === "Dropped") return void dropped.add(doc.docId)
         read++
         const hash = hashDoc(doc)
         const before = stored.get(doc.docId)
@@ -241,7 +228,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
           return undefined
         }
         ;(before === undefined ? added : updated).push(doc.docId)
-        return dryRun ? undefined : { sourced: record.success, hash }
+        return dryRun ? undefined : { sourced: claimed.sourced, hash }
       }
 
       /** Embeds a prepared batch and writes its documents. */
@@ -259,9 +246,9 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
               written += counts[i]!
               continue
             }
-            const { doc, line, source: file } = batch[i]!.sourced
+            const { doc } = batch[i]!.sourced
             // Not a document of the index: skipped (and its older version, if any, deleted).
-            skipped.push({ source: file, line, reason: `${JSON.stringify(doc.docId)} has nothing left after cleaning` })
+            skipped.push(emptyAfterCleaning(batch[i]!.sourced))
             read--
             const wasAdded = added.lastIndexOf(doc.docId)
             if (wasAdded !== -1) added.splice(wasAdded, 1)
@@ -296,7 +283,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
         return yield* new NothingKept({ location: store.location, rule: printRule(keep), dropped: dropped.size })
       }
       const keepChanged = Option.isSome(existing) ? keepChange(existing.value.keep, keep) : undefined
-      const gone = [...stored.keys()].filter((docId) => !firstSource.has(docId) || dropped.has(docId))
+      const gone = [...stored.keys()].filter((docId) => !claim.has(docId) || dropped.has(docId))
       const pruneReasonNow = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
       // A rule that now leaves out documents the index holds deletes them; the user is told that is why.
       const pruneNeeded = pruneReasonNow === undefined || keepChanged === undefined

@@ -1,5 +1,5 @@
 /** The indexing workflow: read → clean → chunk → embed, with a summary of what was kept and skipped. */
-import { Clock, Effect, Path, Result, Stream } from "effect"
+import { Clock, Effect, Path, Stream } from "effect"
 import type { ChunkDraft } from "@funcpipe/domain/Chunk"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
@@ -7,16 +7,12 @@ import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { chunkDoc } from "../stages/Chunker.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../stages/Claim.ts"
 import { cleanDoc } from "../stages/Clean.ts"
 import { embedChunk } from "../stages/Embed.ts"
 import { keepTest } from "../stages/Keep.ts"
 
-/** A record that produced no chunks, and why. */
-export interface Skip {
-  readonly source: string
-  readonly line: number
-  readonly reason: string
-}
+export type { Skip } from "../stages/Claim.ts"
 
 /**
  * What an ingest run did: records read, documents kept (with at least one chunk), documents the keep rule left out,
@@ -64,24 +60,17 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
   let dropped = 0
   const skipped: Array<Skip> = []
   const drafts: Array<ChunkDraft> = []
+  // Every record counts, repeated doc ids included: this is the reference's output, record for record.
+  const claim = claimer(keeps, "keep")
   yield* source.read(paths).pipe(
     Stream.runForEach((record) =>
       Effect.sync(() => {
         read++
-        if (Result.isFailure(record)) {
-          const { line, reason, source } = record.failure
-          skipped.push({ source, line, reason })
-          return
-        }
-        if (!keeps(record.success.doc, record.success.source)) {
-          dropped++
-          return
-        }
-        const docChunks = chunkDoc(cleanDoc(record.success.doc, cleaner), chunker)
-        if (docChunks.length === 0) {
-          skipped.push({ source: record.success.doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
-          return
-        }
+        const claimed = claim.take(record)
+        if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
+        if (claimed._tag === "Dropped") return void dropped++
+        const docChunks = chunkDoc(cleanDoc(claimed.sourced.doc, cleaner), chunker)
+        if (docChunks.length === 0) return void skipped.push(emptyAfterCleaning(claimed.sourced))
         kept++
         drafts.push(...docChunks)
       })

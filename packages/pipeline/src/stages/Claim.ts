@@ -1,0 +1,65 @@
+/**
+ * How every run takes the records it reads: a bad record is skipped with its reason, the first record of a doc id
+ * claims the id (a later one is skipped, naming where the first was read), and the keep rule then takes the document
+ * or leaves it out. `index`, `status`, `search` and `chunks` all read documents through this one rule.
+ */
+import { Result } from "effect"
+import type { RawDoc } from "@funcpipe/domain/Document"
+import type { SourcedDoc, SourceRecord } from "../services/DocumentSource.ts"
+
+/** A record that gave no document, or a document that gave no chunks, and why. */
+export interface Skip {
+  readonly source: string
+  readonly line: number
+  readonly reason: string
+}
+
+/** What became of one record. */
+export type Claim =
+  | { readonly _tag: "Skipped"; readonly skip: Skip }
+  | { readonly _tag: "Dropped"; readonly sourced: SourcedDoc }
+  | { readonly _tag: "Kept"; readonly sourced: SourcedDoc }
+
+/** The claims of one run. */
+export interface Claimer {
+  /** What becomes of `record`; call it on each record in read order. */
+  readonly take: (record: SourceRecord) => Claim
+  /** Whether a record of this doc id was read (kept or left out by the rule); always false with `repeats: "keep"`. */
+  readonly has: (docId: string) => boolean
+}
+
+/**
+ * A claimer for one run. With `repeats: "keep"` a repeated doc id is taken again (the reference's `chunks` output
+ * keeps every record); by default the first record wins.
+ */
+export const claimer = (keeps: (doc: RawDoc, file: string) => boolean, repeats: "first" | "keep" = "first"): Claimer => {
+  /** Where each doc id was first read (`file:line`, or the file of a text document). */
+  const firstSource = new Map<string, string>()
+  const take = (record: SourceRecord): Claim => {
+    if (Result.isFailure(record)) {
+      const { line, reason, source } = record.failure
+      return { _tag: "Skipped", skip: { source, line, reason } }
+    }
+    const sourced = record.success
+    const { doc, line, source: file } = sourced
+    if (repeats === "first") {
+      const first = firstSource.get(doc.docId)
+      if (first !== undefined) {
+        return {
+          _tag: "Skipped",
+          skip: { source: file, line, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` }
+        }
+      }
+      firstSource.set(doc.docId, line > 0 ? `${file}:${line}` : file)
+    }
+    return keeps(doc, file) ? { _tag: "Kept", sourced } : { _tag: "Dropped", sourced }
+  }
+  return { take, has: (docId) => firstSource.has(docId) }
+}
+
+/** The skip of a document whose cleaned body is empty: it has no chunks, so it could never be found. */
+export const emptyAfterCleaning = ({ doc, line, source }: SourcedDoc): Skip => ({
+  source,
+  line,
+  reason: `${JSON.stringify(doc.docId)} has nothing left after cleaning`
+})
