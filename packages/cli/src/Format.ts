@@ -1,7 +1,7 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
 import { answerJson, type AnswerView as ApiAnswerView, manifestJson } from "@funcpipe/domain/ApiJson"
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import type { ScoredChunk } from "@funcpipe/domain/Ranking"
+import type { RankedChunk } from "@funcpipe/domain/Ranking"
 import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
@@ -151,7 +151,7 @@ const oneLine = (text: string): string => {
 
 /** A query's answer, as `queryIndex` and `searchPaths` return it. */
 export type AnswerView = ApiAnswerView & {
-  readonly results: ReadonlyArray<ScoredChunk>
+  readonly results: ReadonlyArray<RankedChunk>
   /** The titles of the results' documents, by doc id. */
   readonly titles: ReadonlyMap<string, string>
   readonly explanations: ReadonlyArray<Explanation> | undefined

@@ -8,7 +8,7 @@ import type { Explanation, ManifestInfo, QueryResponse } from "./Api.ts"
 import type { IndexManifest } from "./Manifest.ts"
 import { isKeepAll, printRule } from "./Rule.ts"
 
-/** A result as the query programs return it (a domain `ScoredChunk`). */
+/** A result as the query programs return it (a domain `RankedChunk`). */
 export interface AnswerResult {
   readonly chunk: Chunk
   readonly score: number

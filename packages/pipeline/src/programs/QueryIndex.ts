@@ -4,7 +4,7 @@ import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
-import { Rank, ScoredChunk } from "@funcpipe/domain/Ranking"
+import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, mapPaths, reads, type Rule } from "@funcpipe/domain/Rule"
 import { Embedder } from "../services/Embedder.ts"
 import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
@@ -183,7 +183,7 @@ export const querySnapshot = Effect.fn("querySnapshot")(function*(
   const results = yield* Effect.forEach(tops, (top, i) =>
     Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
       titles.set(chunk.docId, title)
-      return new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
+      return new RankedChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
     }))
   const explanations = options.explain === true
     ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))

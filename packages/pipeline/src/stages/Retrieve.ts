@@ -94,5 +94,5 @@ export const retrieve = (
 ): Result.Result<ReadonlyArray<RankedChunk>, ModelMismatch | DimensionMismatch | ZeroVector> =>
   Result.map(cosineScores(query.embedding, index), (scores) =>
     topChunks(scores, index.chunks, query.topK, anyScore).map((top, i) =>
-      new RankedChunk({ chunk: index.chunks[top.position]!, score: clampScore(top.score), rank: Rank.make(i + 1) })
+      new RankedChunk({ chunk: index.chunks[top.position]!, score: clampScore(top.score), rank: Rank.make(i + 1), kind: "cosine" })
     ))
