@@ -152,6 +152,23 @@ describe("funcpipe index / query / status", () => {
       assert.match(answer, /^1\. \d+\.\d{6} {2}voyager-1 /)
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("takes the query text as its argument or with --query (-q) as search does, and only one of them", () =>
+    Effect.gen(function*() {
+      const { corpus, index } = yield* workspace
+      yield* run(["index", corpus, "--index", index])
+      const question = "Which probe reached interstellar space?"
+      const byArgument = yield* output(["query", question, "--index", index])
+      assert.match(byArgument, /^1\. \d+\.\d{6} {2}voyager-1 /)
+      assert.strictEqual(yield* output(["query", "--query", question, "--index", index]), byArgument)
+      assert.strictEqual(yield* output(["query", "-q", question, "--index", index]), byArgument)
+      const twice = yield* Effect.flip(run(["query", question, "-q", question, "--index", index]))
+      assert.strictEqual(twice._tag, "QueryTextMissing")
+      assert.include(twice.message, "given twice")
+      const none = yield* Effect.flip(run(["query", "--index", index]))
+      assert.strictEqual(none._tag, "QueryTextMissing")
+      assert.include(none.message, "--query")
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("builds with the model --model names, and queries with the index's model without being told", () =>
     Effect.gen(function*() {
       const { corpus, index } = yield* workspace

@@ -7,7 +7,7 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { indexPath, json, queryFlags, queryOptionsFrom, ruleOption, serviceFlags, where, withServiceFlags } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
-import { queryText, STDIN_HINT } from "../QueryText.ts"
+import { eitherText, queryFlag, queryText, STDIN_HINT } from "../QueryText.ts"
 
 /** `--top-k N`, default 3. */
 export const topK = Flag.Int("top-k").pipe(
@@ -20,7 +20,11 @@ export const topK = Flag.Int("top-k").pipe(
 export const query = Command.make(
   "query",
   {
-    text: Argument.String("text").pipe(Argument.withDescription(`The text to search for, ${STDIN_HINT}`)),
+    text: Argument.String("text").pipe(
+      Argument.withDescription(`The text to search for, ${STDIN_HINT}; or give it with --query, as search takes it`),
+      Argument.optional
+    ),
+    query: Flag.optional(queryFlag),
     topK,
     ...queryFlags,
     where,
@@ -29,7 +33,7 @@ export const query = Command.make(
     json
   },
   Effect.fn("query")(function*(input) {
-    const text = yield* queryText(input.text)
+    const text = yield* queryText(yield* eitherText(input.text, input.query))
     const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
     const answer = yield* queryIndex(text, input.topK, options).pipe(
       Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), IndexStore.layerSqlite(input.index)))
@@ -45,6 +49,7 @@ export const query = Command.make(
       description: "Fuse both rankings and show why"
     },
     { command: "funcpipe query - < question.txt", description: "Read a long query from a file" },
+    { command: "funcpipe query -q \"saturn probe\" --top-k 5", description: "The text as a flag, as search takes it" },
     { command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'", description: "Search one category" }
   ])
 )

@@ -1,6 +1,6 @@
 /** `funcpipe search`: index paths in memory and answer one query. */
 import { Console, Effect } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { Argument, Command } from "effect/cli"
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
 import {
   analyzerFlags,
@@ -17,7 +17,7 @@ import {
   where
 } from "../Flags.ts"
 import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
-import { queryText, STDIN_HINT } from "../QueryText.ts"
+import { queryFlag, queryText } from "../QueryText.ts"
 import { topK } from "./Query.ts"
 
 export const paths = Argument.String("paths").pipe(
@@ -29,11 +29,7 @@ export const search = Command.make(
   "search",
   {
     paths,
-    query: Flag.String("query").pipe(
-      Flag.withMetavar("TEXT"),
-      Flag.withAlias("q"),
-      Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
-    ),
+    query: queryFlag,
     topK,
     ...modelFlags,
     ...queryFlags,
