@@ -1,6 +1,5 @@
-/** The per-document stage of indexing: clean → chunk → analyze, and the cleaned body compressed for storage. */
+/** The per-document stage of indexing: clean → chunk → analyze. */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
-import { deflateRawSync } from "node:zlib"
 import { analyzeWords, termOf } from "./Analyzer.ts"
 
 /** A word that is a stop word: it makes no term. */
@@ -21,12 +20,12 @@ export interface DocText {
   readonly body: string
 }
 
-/** One prepared document: its chunks' spans (code points) and texts, and its cleaned body, deflated. */
+/** One prepared document: its chunks' spans (code points) and texts, and its cleaned body. */
 export interface PreparedDoc {
   readonly starts: ReadonlyArray<number>
   readonly ends: ReadonlyArray<number>
   readonly texts: ReadonlyArray<string>
-  readonly deflatedBody: Uint8Array
+  readonly body: string
 }
 
 /**
@@ -71,8 +70,7 @@ export class TermNumbering {
 /**
  * Prepares a batch of documents for the index: each body is cleaned with the index's rules and cut into chunks; each
  * chunk's searchable text (the title, a line break, the chunk) is analyzed into terms, numbered by `numbering` (a new
- * one by default: the batch alone); the cleaned body is deflated, since chunk texts are its spans and the index
- * stores it once. Deterministic: the same documents and numbering state give the same batch.
+ * one by default: the batch alone). Deterministic: the same documents and numbering state give the same batch.
  */
 export const prepareBatch = (
   docs: ReadonlyArray<DocText>,
@@ -119,8 +117,7 @@ export const prepareBatch = (
       starts: spans.map((s) => s.start),
       ends: spans.map((s) => s.end),
       texts: spans.map((s) => s.text),
-      // A copy with a buffer of its own, so a worker can transfer it (a Buffer may share a pooled one).
-      deflatedBody: new Uint8Array(deflateRawSync(body, { level: 1 }))
+      body
     }
   })
   return { docs: prepared, vocabulary, termIds: ids.slice(0, size), termCounts: Uint32Array.from(counts) }

@@ -13,7 +13,7 @@ const prepare = deltaPreparer()
 parentPort?.on("message", (request: Request) => {
   try {
     const delta = prepare(request.docs, request.settings)
-    const transfer = [delta.termIds.buffer, delta.termCounts.buffer, ...delta.docs.map((d) => d.deflatedBody.buffer)]
+    const transfer = [delta.termIds.buffer, delta.termCounts.buffer]
     parentPort!.postMessage({ id: request.id, delta }, transfer as Array<ArrayBuffer>)
   } catch (error) {
     parentPort!.postMessage({ id: request.id, error: error instanceof Error ? error.stack ?? error.message : String(error) })
