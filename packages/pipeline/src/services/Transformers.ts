@@ -1,6 +1,6 @@
 /**
  * The transformers.js runtime that `local:<folder>` models run on: installed on demand with npm into the models
- * folder (it is not a dependency of FuncPipe: with ONNX Runtime it is a 150 MB download), and imported only when such
+ * folder (it is not a dependency of FuncPipe: with ONNX Runtime it is a 160 MB download), and imported only when such
  * a model is used.
  */
 import { Effect, FileSystem, Path, Random, Schema, Stream } from "effect"
@@ -172,7 +172,7 @@ const sizeOf = Effect.fnUntraced(function*(root: string) {
 /**
  * Files of the installed packages that Node never loads: ONNX Runtime's libraries for other platforms, and the
  * browser build of ONNX Runtime, whose Node part transformers.js carries in its own bundle. Removing them takes the
- * installation from 475 MB to about 130 MB.
+ * installation from 475 MB to 85 MB.
  */
 const unusedFiles = Effect.fnUntraced(function*(modules: string) {
   const fs = yield* FileSystem.FileSystem
