@@ -197,18 +197,18 @@ export const makeLocalEmbedder = Effect.fn("LocalModel.makeLocalEmbedder")(funct
       }),
     catch: (error) => unavailable(`its ONNX model cannot be loaded: ${thrown(error)}`)
   })
-  const embedTexts = (texts: ReadonlyArray<string>) =>
-    Effect.tryPromise({
-      try: async () => {
-        const vectors = new Array<Float64Array>(texts.length)
-        for (const batch of lengthBatches(texts)) {
-          const pooled = await embedBatch(tokenizer, onnx, batch.map((i) => texts[i]!), model.pooling)
-          batch.forEach((i, k) => vectors[i] = pooled[k]!)
-        }
-        return vectors
-      },
-      catch: thrown
-    })
+  // One effect per batch, so a stopped run (Ctrl-C) ends between two batches instead of after all of them.
+  const embedTexts = Effect.fnUntraced(function*(texts: ReadonlyArray<string>) {
+    const vectors = new Array<Float64Array>(texts.length)
+    for (const batch of lengthBatches(texts)) {
+      const pooled = yield* Effect.tryPromise({
+        try: () => embedBatch(tokenizer, onnx, batch.map((i) => texts[i]!), model.pooling),
+        catch: thrown
+      })
+      batch.forEach((i, k) => vectors[i] = pooled[k]!)
+    }
+    return vectors
+  })
   const probe = yield* embedTexts([PROBE_TEXT]).pipe(
     Effect.mapError((reason) => unavailable(`it cannot embed: ${reason}`))
   )
