@@ -5,10 +5,12 @@ import { GLOVE_100D } from "../stages/Glove.ts"
 import { Embedder } from "./Embedder.ts"
 import { loadGlove } from "./Glove.ts"
 import { IndexStore, type StoreError } from "./IndexStore.ts"
+import * as LocalModel from "./LocalModel.ts"
 import * as OpenAiEmbeddings from "./OpenAiEmbeddings.ts"
 
 /** The names a user can give, for messages and `--help`. */
-export const MODEL_NAMES = "local-sha256, glove-100d, openai:<model> (any OpenAI-compatible service)"
+export const MODEL_NAMES =
+  "local-sha256, glove-100d, openai:<model> (any OpenAI-compatible service), local:<folder> (a Hugging Face ONNX model)"
 
 /** The default model: offline and exact, the Python reference's. */
 export const DEFAULT_MODEL = LOCAL_SHA256
@@ -80,13 +82,16 @@ export class Models extends Context.Service<Models, {
   static readonly layerLocal = Layer.succeed(Models, Models.make([localSha256]))
 
   /**
-   * Every model: `local-sha256`, `glove-100d` (whose vectors load only when it is asked for) and `openai:` ones,
-   * which need an `HttpClient`. (Suspended: OpenAiEmbeddings imports this module.)
+   * Every model: `local-sha256`, `glove-100d` (whose vectors load only when it is asked for), `openai:` ones, which
+   * need an `HttpClient`, and `local:` folders (whose runtime is imported only when one is asked for). (Suspended:
+   * OpenAiEmbeddings and LocalModel import this module.)
    */
   static readonly layer = Layer.effect(
     Models,
     Effect.suspend(() =>
-      Effect.zipWith(gloveProvider, OpenAiEmbeddings.provider, (glove, openAi) => Models.make([localSha256, glove, openAi]))
+      Effect.all([gloveProvider, OpenAiEmbeddings.provider, LocalModel.localModelProvider]).pipe(
+        Effect.map((providers) => Models.make([localSha256, ...providers]))
+      )
     )
   )
 }
