@@ -23,7 +23,7 @@ export const CLI_SOURCE = join(REPO_ROOT, "packages", "cli", "src", "bin.ts")
 
 /**
  * The `funcpipe` command as npm installs it: the `bin` of packages/cli/package.json (a launcher that starts the
- * bundle when one is built, else the sources), or the TypeScript entry if the package names none.
+ * bundle), or the TypeScript entry if the package names none.
  */
 export const cliEntry = (): string => {
   const cli = join(REPO_ROOT, "packages", "cli")

@@ -27,7 +27,7 @@ import { pickQueries } from "./Queries.ts"
 import { readChunkRows } from "./Reference.ts"
 import { count, markdownTable, median, ms, p95 } from "./Table.ts"
 
-const USAGE = `Usage: npx node bench/filters.ts [--mb N] [--queries N] [--seed N] [--dir PATH] [--keep]
+const USAGE = `Usage: npx node -C @funcpipe/source bench/filters.ts [--mb N] [--queries N] [--seed N] [--dir PATH] [--keep]
   --mb N       corpus size in MB, as npm run bench (default 50)
   --queries N  word queries (default 20)
   --seed N     seed of the corpus and the queries (default 42)
