@@ -19,6 +19,7 @@ import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stage
 import { TableFilter, type TableColumn } from "../stages/Filter.ts"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
+import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 import { pathProblem, systemReason } from "./SystemReason.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
@@ -141,11 +142,21 @@ export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailu
   }
 }
 
-export type StoreError = NotAnIndex | IndexCorrupt | IndexTooNew | IndexTooOld | IndexBusy | StoreFailure
+export type StoreError =
+  | NotAnIndex
+  | IndexCorrupt
+  | IndexTooNew
+  | IndexTooOld
+  | IndexBusy
+  | StoreFailure
+  | IndexUnreachable
+  | IndexCredentialsRefused
+  | ForeignSchema
 
-const isStoreError = (error: unknown): error is StoreError =>
+export const isStoreError = (error: unknown): error is StoreError =>
   error instanceof NotAnIndex || error instanceof IndexCorrupt || error instanceof IndexTooNew ||
-  error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure
+  error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure ||
+  error instanceof IndexUnreachable || error instanceof IndexCredentialsRefused || error instanceof ForeignSchema
 
 /**
  * One consistent, read-only view of the index (a read transaction): what the engine scores, plus the manifest and
@@ -468,7 +479,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true })
  * The text of the chunk `[start, end)` of a cleaned body, offsets in code points: the body's code points in the span,
  * and U+0000 for the part of a padded tail that lies past the body (as the chunker's `pad` policy makes it).
  */
-const spanText = (body: string, start: number, end: number): string => {
+export const spanText = (body: string, start: number, end: number): string => {
   if (!SURROGATE.test(body)) {
     const text = body.slice(start, end)
     return end > body.length ? text + "\u0000".repeat(end - Math.max(start, body.length)) : text
