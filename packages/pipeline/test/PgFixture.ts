@@ -15,7 +15,10 @@ export const PG_URL: string | undefined = process.env["FUNCPIPE_TEST_PG"] || und
 
 /** `describe` when the test server is configured; otherwise the suite is skipped with a warning on the console. */
 export const describePg = (name: string, body: () => void): void => {
-  if (PG_URL !== undefined) return describe(name, body)
+  if (PG_URL !== undefined) {
+    describe(name, body)
+    return
+  }
   console.warn(`SKIPPED "${name}": it needs PostgreSQL; set FUNCPIPE_TEST_PG=postgres://user:password@host:port/db`)
   describe.skip(name, () => it("needs PostgreSQL (FUNCPIPE_TEST_PG)", () => undefined))
 }
