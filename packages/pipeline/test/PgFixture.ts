@@ -45,3 +45,18 @@ export const freshSchema: Effect.Effect<{ readonly schema: string; readonly url:
     }),
     ({ schema }) => Effect.orDie(onServer((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))
   )
+
+/**
+ * How many FuncPipe write locks on the index in `schema` the server shows as held (`granted`) or waited for: the
+ * advisory lock a writer takes is keyed by 'FPIP' and the schema's name, hashed.
+ */
+export const writeLocks = (schema: string, granted: boolean) =>
+  Effect.map(
+    onServer((sql) =>
+      sql<{ readonly n: number }>`
+        SELECT count(*)::int AS n FROM pg_locks
+        WHERE locktype = 'advisory' AND granted = ${granted} AND classid = ${0x46504950}
+          AND objid::bigint = (hashtext(${schema})::bigint + 4294967296) % 4294967296`
+    ),
+    (rows) => rows[0]!.n
+  )

@@ -13,7 +13,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres, parsePgUrl, scrubUrl } from "../src/services/PgIndexStore.ts"
-import { describePg, freshSchema, onServer, PG_URL, withSchema } from "./PgFixture.ts"
+import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
 
 const docs = (...bodies: ReadonlyArray<string>) =>
   Layer.succeed(DocumentSource, DocumentSource.of({
@@ -210,6 +210,7 @@ describePg("the PostgreSQL index", () => {
   it.effect("a writer that waited for the lock plans against what the first writer committed", () =>
     Effect.gen(function*() {
       const url = yield* builtIndex
+      const schema = new URL(url).searchParams.get("schema")!
       const writing = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const first = yield* Effect.forkChild(
@@ -230,12 +231,7 @@ describePg("the PostgreSQL index", () => {
         )
       )
       // The second writer is waiting for the advisory lock: the server shows one lock not granted.
-      for (let waiting = 0; waiting === 0;) {
-        const rows = yield* onServer((sql) =>
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`
-        )
-        waiting = rows[0]!.n
-      }
+      while ((yield* writeLocks(schema, false)) === 0) yield* Effect.yieldNow
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(first)
       const stored = yield* Fiber.join(second)
