@@ -292,16 +292,14 @@ const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc =>
     ? typed(idBytes, 4, (b, o, n) => new Uint32Array(b, o, n))
     : undefined
   if (termIds === undefined) throw bad("terms")
-  const { categories, hash, source, title } = storedDocOf(location, {
-    docId,
-    source: row["source"],
-    title: row["title"],
-    categories: row["categories"],
-    hash: row["hash"],
-    chunks
-  })
+  // Plain type checks here (a load reads every document); the full rules are checked where a document is decoded.
+  const { categories, hash, source, title } = row
+  if (
+    typeof docId !== "string" || docId === "" || typeof source !== "string" || typeof title !== "string" ||
+    typeof hash !== "string" || !(typeof categories === "string" || categories === null)
+  ) throw bad("fields")
   return {
-    docId: docId as string,
+    docId,
     source,
     title,
     categories,
