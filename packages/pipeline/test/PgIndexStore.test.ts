@@ -146,7 +146,7 @@ describePg("the PostgreSQL index", () => {
       assert.deepStrictEqual(rows, [{ id: 7 }])
     }).pipe(Effect.provide(Base)))
 
-  it.effect("refuses a layout from a newer FuncPipe and a damaged manifest", () =>
+  it.effect("refuses a layout from a newer or older FuncPipe and a damaged manifest; a rebuild lays it out anew", () =>
     Effect.gen(function*() {
       const url = yield* builtIndex
       const schema = new URL(url).searchParams.get("schema")!
@@ -162,6 +162,18 @@ describePg("the PostgreSQL index", () => {
       )
       const damaged = yield* Effect.flip(queryAt(url))
       assert.strictEqual(damaged._tag, "IndexCorrupt")
+      // As the message says: delete it (here, its schema) and index again.
+      yield* onServer((sql) => sql`DROP SCHEMA ${sql(schema)} CASCADE`)
+      yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerPostgres(url), docs("alpha beta", "gamma"))))
+      // An older layout is refused until a rebuild lays the tables out anew.
+      yield* onServer((sql) => sql`UPDATE ${sql(`${schema}.meta`)} SET value = '0' WHERE key = 'layout'`)
+      const tooOld = yield* Effect.flip(queryAt(url))
+      assert.strictEqual(tooOld._tag, "IndexTooOld")
+      assert.include(tooOld.message, "--rebuild")
+      const update = yield* Effect.flip(indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerPostgres(url), docs("a")))))
+      assert.strictEqual(update._tag, "IndexTooOld")
+      yield* indexPaths(["x"], { rebuild: true }).pipe(Effect.provide(Layer.mergeAll(layerPostgres(url), docs("alpha beta", "gamma"))))
+      assert.strictEqual((yield* queryAt(url)).results[0]!.chunk.docId, "d1")
     }).pipe(Effect.provide(Base)))
 
   it.effect.each([

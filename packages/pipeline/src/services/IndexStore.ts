@@ -502,7 +502,7 @@ const SURROGATE = /[\uD800-\uDFFF]/
 const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
 
 /** A view of a blob as a typed array, copying only when the bytes are not aligned for it. */
-const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
+export const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
   const aligned = blob.byteOffset % size === 0 ? blob : blob.slice()
   return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
 }
@@ -1128,7 +1128,7 @@ const rootsIn = (location: string, db: DatabaseSync): ReadonlyArray<string> => {
 }
 
 /** The writer of a dry run over an index that does not exist yet: nothing stored, nothing to write. */
-const emptyWriter = (location: string): IndexWriter => {
+export const emptyWriter = (location: string): IndexWriter => {
   const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
   return {
     manifest: Effect.succeedNone,

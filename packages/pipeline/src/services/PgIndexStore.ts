@@ -12,6 +12,7 @@ import { IndexManifest } from "@funcpipe/domain/Manifest"
 import {
   type ChunkRecord,
   type DocRecord,
+  emptyWriter,
   IndexBusy,
   IndexCorrupt,
   IndexStore,
@@ -23,7 +24,8 @@ import {
   StoreFailure,
   type StoredEntry,
   type TermTable,
-  type TransactionOptions
+  type TransactionOptions,
+  view
 } from "./IndexStore.ts"
 import { type LoadedDoc, loadedSnapshot, storedDocOf } from "./LoadedSnapshot.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
@@ -259,12 +261,9 @@ const rowOf = (doc: DocRecord, chunks: ReadonlyArray<ChunkRecord>, terms: TermTa
   }
 }
 
-/** A typed array over a `bytea`, copying only when the bytes are not aligned for it; `undefined` for a bad length. */
-const typed = <A>(value: unknown, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A) => {
-  if (!(value instanceof Uint8Array) || value.byteLength % size !== 0) return undefined
-  const aligned = value.byteOffset % size === 0 ? value : value.slice()
-  return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
-}
+/** A typed array over a `bytea` (see `view`); `undefined` for anything else or a length that does not divide. */
+const typed = <A>(value: unknown, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A) =>
+  value instanceof Uint8Array && value.byteLength % size === 0 ? view(value, size, make) : undefined
 
 /** A loaded document from its row; `IndexCorrupt` (thrown) when a column is not what the writer wrote. */
 const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc => {
@@ -387,26 +386,31 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     )
 
   const manifest = reading("reading the manifest", (state) =>
-    Effect.flatMap(checkLayout(state, true), () => manifestOf(state._tag === "Index" ? state.manifest : undefined)))
+    Effect.flatMap(checkLayout(state), () => manifestOf(state._tag === "Index" ? state.manifest : undefined)))
 
   const roots = reading("reading the indexed paths", (state) => rootsOf(state._tag === "Index" ? state.roots : undefined))
 
   const documents = reading("reading documents", (state) =>
-    state._tag === "Empty" ? Effect.succeed([]) : Effect.flatMap(
-      checkLayout(state),
-      () =>
-        Effect.flatMap(
-          sql<Record<string, unknown>>`SELECT doc_id, source, title, categories, hash, chunks FROM ${documentsTable} ORDER BY id`,
-          (rows) => Effect.try({ try: () => rows.map((row) => storedDocOf(location, {
-            docId: row["doc_id"],
-            source: row["source"],
-            title: row["title"],
-            categories: row["categories"],
-            hash: row["hash"],
-            chunks: row["chunks"]
-          })), catch: (error) => error as IndexCorrupt })
-        )
-    ))
+    Effect.gen(function*() {
+      if (state._tag === "Empty") return []
+      yield* checkLayout(state)
+      const rows = yield* sql<Record<string, unknown>>`
+        SELECT doc_id, source, title, categories, hash, chunks FROM ${documentsTable} ORDER BY id`
+      return yield* Effect.try({
+        try: () =>
+          rows.map((row) =>
+            storedDocOf(location, {
+              docId: row["doc_id"],
+              source: row["source"],
+              title: row["title"],
+              categories: row["categories"],
+              hash: row["hash"],
+              chunks: row["chunks"]
+            })
+          ),
+        catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
+      })
+    }))
 
   const version = reading("checking for changes", (state) => Effect.succeed(state._tag === "Empty" ? "none" : state.token))
 
@@ -562,20 +566,6 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     return { writer, finish }
   }
 
-  const emptyWriter: IndexWriter = (() => {
-    const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
-    return {
-      manifest: Effect.succeedNone,
-      roots: Effect.succeed([]),
-      storedDocs: Effect.succeed(new Map()),
-      clear: refuse,
-      deleteDoc: () => refuse,
-      putDoc: () => refuse,
-      putManifest: () => refuse,
-      putRoots: () => refuse
-    }
-  })()
-
   const transaction = <A, E, R>(
     body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
     transactionOptions: TransactionOptions = {}
@@ -584,7 +574,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       // A dry run: what is committed now, without the lock; an older layout is read too (a rebuild's plan).
       return reading("reading the index", (state) =>
         state._tag === "Empty"
-          ? body(emptyWriter)
+          ? body(emptyWriter(location))
           : Effect.flatMap(checkLayout(state, true), () => body(makeWriter(state, true).writer)))
     }
     return Effect.uninterruptibleMask((restore) =>
