@@ -394,20 +394,10 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     Effect.gen(function*() {
       if (state._tag === "Empty") return []
       yield* checkLayout(state)
-      const rows = yield* sql<Record<string, unknown>>`
-        SELECT doc_id, source, title, categories, hash, chunks FROM ${documentsTable} ORDER BY id`
+      const rows = yield* sql<Parameters<typeof storedDocOf>[1]>`
+        SELECT doc_id AS "docId", source, title, categories, hash, chunks FROM ${documentsTable} ORDER BY id`
       return yield* Effect.try({
-        try: () =>
-          rows.map((row) =>
-            storedDocOf(location, {
-              docId: row["doc_id"],
-              source: row["source"],
-              title: row["title"],
-              categories: row["categories"],
-              hash: row["hash"],
-              chunks: row["chunks"]
-            })
-          ),
+        try: () => rows.map((row) => storedDocOf(location, row)),
         catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
       })
     }))
