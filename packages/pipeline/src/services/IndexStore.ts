@@ -153,7 +153,7 @@ export type StoreError =
   | IndexCredentialsRefused
   | ForeignSchema
 
-export const isStoreError = (error: unknown): error is StoreError =>
+const isStoreError = (error: unknown): error is StoreError =>
   error instanceof NotAnIndex || error instanceof IndexCorrupt || error instanceof IndexTooNew ||
   error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure ||
   error instanceof IndexUnreachable || error instanceof IndexCredentialsRefused || error instanceof ForeignSchema
