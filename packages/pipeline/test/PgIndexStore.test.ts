@@ -293,6 +293,31 @@ describePg("the PostgreSQL index", () => {
       assert.deepStrictEqual(yield* queryAt(url), before)
     }).pipe(Effect.provide(Base)))
 
+  it.effect("an interrupted run (Ctrl-C) leaves the index as it was and lets the next writer in at once", () =>
+    Effect.gen(function*() {
+      const url = yield* builtIndex
+      const before = yield* queryAt(url)
+      const writing = yield* Deferred.make<void>()
+      const run = yield* Effect.forkChild(
+        IndexStore.use((store) =>
+          store.transaction((w) =>
+            Effect.gen(function*() {
+              yield* w.deleteDoc("d0")
+              yield* Deferred.succeed(writing, undefined)
+              return yield* Effect.never
+            })
+          )
+        ).pipe(Effect.provide(layerPostgres(url)))
+      )
+      yield* Deferred.await(writing)
+      yield* Fiber.interrupt(run)
+      assert.deepStrictEqual(yield* queryAt(url), before)
+      const report = yield* indexPaths(["x"]).pipe(
+        Effect.provide(Layer.mergeAll(layerPostgres(url, { busyTimeoutMillis: 100 }), docs("alpha beta", "gamma")))
+      )
+      assert.strictEqual(report.plan.unchanged.length, 2)
+    }).pipe(Effect.provide(Base)))
+
   it.effect("moves its version on with every commit that changes something, and only then", () =>
     Effect.gen(function*() {
       const url = yield* builtIndex
