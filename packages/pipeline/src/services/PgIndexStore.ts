@@ -448,7 +448,11 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       ALTER COLUMN vectors SET STORAGE EXTERNAL`
   })
 
-  /** The writer of one transaction; `current` is false for an older layout, which only `clear` may touch. */
+  /**
+   * The writer of one transaction (`readOnly` for a dry run, which writes nothing). Documents are buffered and written
+   * in multi-row inserts; anything that reads or deletes documents writes the buffer first. On an older layout only
+   * `clear` may write, and it lays the tables out anew.
+   */
   const makeWriter = (state: Extract<State, { _tag: "Index" }>, readOnly: boolean) => {
     let layoutCurrent = state.layout === PG_LAYOUT
     let manifestValue: Option.Option<IndexManifest> | undefined
