@@ -4,7 +4,11 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option, Redacted, Result, Stream } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Redacted, Result, Stream } from "effect"
+import { deflateRawSync } from "node:zlib"
+import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { ModelLabel } from "@funcpipe/domain/Embedding"
+import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { createServer } from "node:net"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { deleteDocuments, indexPaths } from "../src/programs/IndexRun.ts"
@@ -13,6 +17,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres, parsePgUrl, scrubUrl } from "../src/services/PgIndexStore.ts"
+import { embedText } from "../src/stages/Embed.ts"
 import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
 
 const docs = (...bodies: ReadonlyArray<string>) =>
@@ -333,6 +338,52 @@ describePg("the PostgreSQL index", () => {
         assert.deepStrictEqual((yield* store.documents).map((d) => d.docId), ["d1"])
       }).pipe(Effect.provide(layerPostgres(url)))
     }).pipe(Effect.provide(Base)))
+
+  it.effect("stores a document of more distinct terms than 16-bit numbers hold, answering as the SQLite file does", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-pg-" })
+      const { url } = yield* freshSchema
+      // One document of 70,000 distinct words (and one more chunk with a few), written through each store's writer.
+      const words = Array.from({ length: 70_000 }, (_, i) => `w${i.toString(36)}`)
+      const body = `${words.join(" ")} tail words`
+      const manifest = new IndexManifest({
+        formatVersion: FORMAT_VERSION,
+        model: ModelLabel.make("local-sha256"),
+        dimensions: 16,
+        cleaner: CleanerConfig.default,
+        chunker: ChunkerConfig.default,
+        analyzer: AnalyzerConfig.default,
+        createdAt: 0,
+        updatedAt: 0,
+        documents: 1,
+        chunks: 2
+      })
+      const write = IndexStore.use((store) =>
+        store.transaction((w) =>
+          Effect.gen(function*() {
+            const split = body.length - "tail words".length
+            const vocabulary = [...words, "tail", "word"]
+            const ids = Uint32Array.from([...words.keys(), words.length, words.length + 1])
+            const vectors = Float64Array.from([...embedText(body.slice(0, split)).vector, ...embedText("tail words").vector])
+            yield* w.putDoc(
+              { docId: "big", source: "s", title: "", categories: null, hash: "0".repeat(64), deflatedBody: deflateRawSync(body) },
+              [{ start: 0, end: split, from: 0, to: words.length }, { start: split, end: body.length, from: words.length, to: words.length + 2 }],
+              { vocabulary, ids },
+              vectors
+            )
+            yield* w.putManifest(manifest)
+          })
+        )
+      )
+      const answers = Effect.forEach(["w1ekf", "tail", "w0 tail"], (q) =>
+        Effect.map(queryIndex(q, 5, { mode: "lexical" }), ({ results }) => results.map((r) => [r.score, r.chunk.start, r.chunk.end])))
+      const sqlite = IndexStore.layerSqlite(`${dir}/index.db`)
+      const expected = yield* Effect.andThen(write, answers).pipe(Effect.provide(sqlite))
+      const got = yield* Effect.andThen(write, answers).pipe(Effect.provide(layerPostgres(url)))
+      assert.deepStrictEqual(got, expected)
+      assert.strictEqual(expected[0]!.length, 1)
+    }).pipe(Effect.provide(Base)), 30_000)
 
   it.effect("keeps indexes in different schemas of one database apart", () =>
     Effect.gen(function*() {
