@@ -7,7 +7,8 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { Progress } from "../Progress.ts"
 
 /** The store at `index`, open until the command's scope closes. */
-const storeAt = (index: string) => Effect.map(Layer.build(layerIndexStore(index)), (context) => Context.get(context, IndexStore))
+const storeAt = (index: string) =>
+  Effect.map(Layer.build(layerIndexStore(index)), (context) => Context.get(context, IndexStore))
 
 export const copy = Command.make(
   "copy",

@@ -42,8 +42,8 @@ const asStored = {
 } as const
 
 /**
- * A document's terms, as an index run made them: each chunk's searchable text (the title, a line break, the chunk) through
- * the index's analyzer. Each stored chunk text is prepared as a body of its own that is neither cleaned nor cut again.
+ * A document's terms, as an index run made them: each chunk's searchable text (the title, a line break, the chunk)
+ * through the index's analyzer. Each stored chunk text is prepared as a body of its own, neither cleaned nor cut again.
  */
 const termsOf = (snapshot: Snapshot, title: string, texts: ReadonlyArray<string>) =>
   prepareBatch(texts.map((body) => ({ title, body })), { ...asStored, analyzer: snapshot.manifest.analyzer })
@@ -111,7 +111,8 @@ export const copyIndex = Effect.fn("copyIndex")(function*(
           const { doc, rows } = yield* readSnapshot(from.location, () => {
             const stored = snapshot.document(docId)
             if (stored === undefined || stored.chunks.length !== positions.length) {
-              throw new IndexCorrupt({ location: from.location, detail: `the chunks of ${JSON.stringify(docId)} disagree` })
+              const detail = `the chunks of ${JSON.stringify(docId)} disagree`
+              throw new IndexCorrupt({ location: from.location, detail })
             }
             return { doc: stored.doc, rows: positions.map((p) => snapshot.chunkAt(p)) }
           })
@@ -145,6 +146,7 @@ export const copyIndex = Effect.fn("copyIndex")(function*(
         yield* writer.putManifest(snapshot.manifest)
       })
     )
-    return { documents: total, chunks, elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt } satisfies CopyReport
+    const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
+    return { documents: total, chunks, elapsedMillis } satisfies CopyReport
   }))
 })

@@ -9,7 +9,8 @@ import { IndexStore } from "./IndexStore.ts"
 import { isPostgresUrl, layerPostgres, scrubUrl } from "./PgIndexStore.ts"
 
 /** The store of the index at `index`: PostgreSQL for a `postgres://` (or `postgresql://`) URL, else a SQLite file. */
-export const layerIndexStore = (index: string) => isPostgresUrl(index) ? layerPostgres(index) : IndexStore.layerSqlite(index)
+export const layerIndexStore = (index: string) =>
+  isPostgresUrl(index) ? layerPostgres(index) : IndexStore.layerSqlite(index)
 
 /** `index` as it may be printed: a URL loses its password. */
 export const showIndex = (index: string): string => isPostgresUrl(index) ? scrubUrl(index) : index
@@ -20,5 +21,7 @@ export const showIndex = (index: string): string => isPostgresUrl(index) ? scrub
  */
 export const embeddingCacheFor = (index: string): string =>
   isPostgresUrl(index)
-    ? join(".funcpipe", `postgres-${createHash("sha256").update(scrubUrl(index)).digest("hex").slice(0, 16)}.embeddings`)
+    ? join(".funcpipe", `postgres-${sha256(scrubUrl(index)).slice(0, 16)}.embeddings`)
     : cacheFileFor(index)
+
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")

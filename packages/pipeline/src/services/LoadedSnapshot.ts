@@ -58,7 +58,8 @@ export const storedDocOf = (
     chunks: doc.chunks
   })
   if (Result.isFailure(decoded)) {
-    throw new IndexCorrupt({ location, detail: `document ${JSON.stringify(doc.docId)}: ${oneLine(decoded.failure.message)}` })
+    const detail = `document ${JSON.stringify(doc.docId)}: ${oneLine(decoded.failure.message)}`
+    throw new IndexCorrupt({ location, detail })
   }
   return decoded.success
 }
@@ -109,7 +110,8 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
       if (to > termIds.length) throw corrupt(`the terms of ${name} are damaged`)
       const start = spans[2 * c]!
       const end = spans[2 * c + 1]!
-      if (start > end || (c > 0 && (start < spans[2 * c - 2]! || (start === spans[2 * c - 2]! && end <= spans[2 * c - 1]!)))) {
+      const before = c > 0 && (start < spans[2 * c - 2]! || (start === spans[2 * c - 2]! && end <= spans[2 * c - 1]!))
+      if (start > end || before) {
         throw corrupt(`the chunks of ${name} are out of order`)
       }
       const position = segment.add(termIds, from, to, numberOf, vectors, c * d)
@@ -236,7 +238,13 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
   const column = (name: TableColumn): ReadonlyArray<string | null> =>
     withChunks.map((i) => {
       const doc = docs[i]!
-      return name === "doc_id" ? doc.docId : name === "title" ? doc.title : name === "source" ? doc.source : doc.categories
+      return name === "doc_id"
+        ? doc.docId
+        : name === "title"
+        ? doc.title
+        : name === "source"
+        ? doc.source
+        : doc.categories
     })
   const filter = (rule: Rule): PositionFilter => {
     table ??= new TableFilter({

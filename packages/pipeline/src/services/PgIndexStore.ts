@@ -30,7 +30,7 @@ import {
 import { type LoadedDoc, loadedSnapshot, storedDocOf } from "./LoadedSnapshot.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 
-/** Whether an `--index` value names a PostgreSQL database (`postgres://…` or `postgresql://…`) rather than a file. */
+/** Whether an `--index` value names a PostgreSQL database (`postgres://…`, `postgresql://…`) rather than a file. */
 export const isPostgresUrl = (index: string): boolean => /^postgres(?:ql)?:\/\//i.test(index)
 
 /** The schema an index lives in unless the URL's `schema` parameter names another. */
@@ -84,7 +84,9 @@ export const parsePgUrl = (text: string): Result.Result<PgTarget, string> => {
   }
   url.searchParams.delete("schema")
   const database = decodeURIComponent(url.pathname.replace(/^\//, ""))
-  const password = url.password !== "" ? decodeURIComponent(url.password) : url.searchParams.get("password") ?? undefined
+  const password = url.password !== ""
+    ? decodeURIComponent(url.password)
+    : url.searchParams.get("password") ?? undefined
   return Result.succeed({
     url: Redacted.make(url.href),
     location: scrubUrl(text),
@@ -167,7 +169,10 @@ const storeError = (target: PgTarget, what: string, error: SqlError.SqlError): S
   }
   switch (reason._tag) {
     case "ConnectionError":
-      return new IndexUnreachable({ location, reason: (code === undefined ? undefined : NETWORK_REASONS[code]) ?? detail })
+      return new IndexUnreachable({
+        location,
+        reason: (code === undefined ? undefined : NETWORK_REASONS[code]) ?? detail
+      })
     case "AuthenticationError":
       return new IndexCredentialsRefused({ location })
     case "LockTimeoutError":
@@ -180,7 +185,8 @@ const storeError = (target: PgTarget, what: string, error: SqlError.SqlError): S
     case "3D000": // invalid_catalog_name
       return new StoreFailure({
         location,
-        reason: `the database ${target.database} does not exist; create it first (see the README's "Running FuncPipe for a team")`
+        reason: `the database ${target.database} does not exist; create it first ` +
+          `(see the README's "Running FuncPipe for a team")`
       })
     case "57P01": // admin_shutdown
     case "57P02": // crash_shutdown
@@ -345,13 +351,16 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       const value = values.get(key)
       return typeof value === "string" ? value : undefined
     }
-    return { _tag: "Index", layout, token: `${generation}:${version}`, manifest: text("manifest"), roots: text("roots") } as State
+    const token = `${generation}:${version}`
+    return { _tag: "Index", layout, token, manifest: text("manifest"), roots: text("roots") } as State
   })
 
   /** Refuses a layout this build does not read (an older one too, unless `older` allows it). */
   const checkLayout = (state: State, older = false): Effect.Effect<void, StoreError> => {
     if (state._tag === "Empty") return Effect.void
-    if (state.layout > PG_LAYOUT) return Effect.fail(new IndexTooNew({ location, found: state.layout, supported: PG_LAYOUT }))
+    if (state.layout > PG_LAYOUT) {
+      return Effect.fail(new IndexTooNew({ location, found: state.layout, supported: PG_LAYOUT }))
+    }
     if (state.layout < PG_LAYOUT && !older) {
       return Effect.fail(new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT }))
     }
@@ -368,7 +377,9 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
   const rootsOf = (json: string | undefined): Effect.Effect<ReadonlyArray<string>, IndexCorrupt> => {
     if (json === undefined) return Effect.succeed([])
     const decoded = decodeRoots(json)
-    return Result.isSuccess(decoded) ? Effect.succeed(decoded.success) : Effect.fail(corrupt("the list of indexed paths is unreadable"))
+    return Result.isSuccess(decoded)
+      ? Effect.succeed(decoded.success)
+      : Effect.fail(corrupt("the list of indexed paths is unreadable"))
   }
 
   const mapSqlError = (what: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
@@ -388,7 +399,8 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
   const manifest = reading("reading the manifest", (state) =>
     Effect.flatMap(checkLayout(state), () => manifestOf(state._tag === "Index" ? state.manifest : undefined)))
 
-  const roots = reading("reading the indexed paths", (state) => rootsOf(state._tag === "Index" ? state.roots : undefined))
+  const roots = reading("reading the indexed paths", (state) =>
+    rootsOf(state._tag === "Index" ? state.roots : undefined))
 
   const documents = reading("reading documents", (state) =>
     Effect.gen(function*() {
@@ -402,7 +414,8 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       })
     }))
 
-  const version = reading("checking for changes", (state) => Effect.succeed(state._tag === "Empty" ? "none" : state.token))
+  const version = reading("checking for changes", (state) =>
+    Effect.succeed(state._tag === "Empty" ? "none" : state.token))
 
   /** The snapshot of the last state loaded, kept while no commit changes the token. */
   let cached: { readonly token: string; readonly snapshot: Snapshot } | undefined
@@ -414,7 +427,8 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       const found = yield* manifestOf(state.manifest)
       if (Option.isNone(found)) return Option.none<Snapshot>()
       if (cached?.token === state.token) return Option.some(cached.snapshot)
-      const rows = yield* sql<Record<string, unknown>>`SELECT ${sql.literal(COLUMNS)} FROM ${documentsTable} ORDER BY id`
+      const rows = yield* sql<Record<string, unknown>>`
+        SELECT ${sql.literal(COLUMNS)} FROM ${documentsTable} ORDER BY id`
       const loaded = yield* Effect.try({
         try: () => loadedSnapshot(location, found.value, rows.map((row) => loadedDoc(location, row))),
         catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
@@ -461,11 +475,12 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     const pending = new Map<string, Row>()
     let pendingBytes = 0
     const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
+    const tooOld = new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT })
     const writing = <A, E>(what: string, effect: Effect.Effect<A, E | SqlError.SqlError>) =>
       readOnly
         ? refuse
         : Effect.suspend(() => {
-          if (!layoutCurrent) return Effect.fail(new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT }))
+          if (!layoutCurrent) return Effect.fail(tooOld)
           changed = true
           return mapSqlError(what)(effect)
         })
@@ -484,7 +499,8 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     })
 
     const upsertMeta = (key: string, value: string) =>
-      sql`INSERT INTO ${meta} (key, value) VALUES (${key}, ${value}) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
+      sql`INSERT INTO ${meta} (key, value) VALUES (${key}, ${value})
+        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
 
     const writer: IndexWriter = {
       manifest: Effect.suspend(() =>
@@ -493,10 +509,12 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
           : Effect.map(manifestOf(state.manifest), (found) => (manifestValue = found))
       ),
       roots: Effect.suspend(() =>
-        rootsValue !== undefined ? Effect.succeed(rootsValue) : Effect.map(rootsOf(state.roots), (found) => (rootsValue = found))
+        rootsValue !== undefined
+          ? Effect.succeed(rootsValue)
+          : Effect.map(rootsOf(state.roots), (found) => (rootsValue = found))
       ),
       storedDocs: Effect.suspend(() => {
-        if (!layoutCurrent) return Effect.fail(new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT }))
+        if (!layoutCurrent) return Effect.fail(tooOld)
         return Effect.andThen(
           flush,
           mapSqlError("reading documents")(
@@ -505,7 +523,9 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
           )
         ).pipe(Effect.map((rows) => {
           const stored = new Map<string, StoredEntry>()
-          for (const r of rows) stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+          for (const r of rows) {
+            stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+          }
           return stored as ReadonlyMap<string, StoredEntry>
         }))
       }),
@@ -528,7 +548,10 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
         )
       }),
       deleteDoc: (docId) =>
-        writing("deleting a document", Effect.andThen(flush, sql`DELETE FROM ${documentsTable} WHERE doc_id = ${docId}`)),
+        writing(
+          "deleting a document",
+          Effect.andThen(flush, sql`DELETE FROM ${documentsTable} WHERE doc_id = ${docId}`)
+        ),
       putDoc: (doc, chunks, terms, vectors) =>
         writing("writing a document", Effect.suspend(() => {
           const row = rowOf(doc, chunks, terms, vectors)
