@@ -2,6 +2,7 @@
 import { Effect, Schema, Stdio } from "effect"
 import { Command } from "effect/cli"
 import { chunks } from "./commands/Chunks.ts"
+import { copy } from "./commands/Copy.ts"
 import { evaluate } from "./commands/Eval.ts"
 import { index } from "./commands/Index.ts"
 import { models } from "./commands/Models.ts"
@@ -12,7 +13,7 @@ import { status } from "./commands/Status.ts"
 
 export const cli = Command.make("funcpipe").pipe(
   Command.withDescription("FuncPipe: turn documents into ranked answers (read, clean, chunk, embed, retrieve)"),
-  Command.withSubcommands([index, query, status, serve, search, chunks, evaluate, models])
+  Command.withSubcommands([index, query, status, serve, search, chunks, evaluate, models, copy])
 )
 
 export const version = "0.1.0"

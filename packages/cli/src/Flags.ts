@@ -1,5 +1,5 @@
 /** Flags shared by several commands: the chunking settings, the model and the output switches. */
-import { Effect, Layer, Option, Schema } from "effect"
+import { Config, Effect, Layer, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
 import {
   Alpha,
@@ -48,8 +48,11 @@ export const chunkingFlags = {
   )
 }
 
-/** Where an index lives unless `--index` says otherwise: under the working directory. */
+/** Where an index lives unless `--index` or `FUNCPIPE_INDEX` says otherwise: under the working directory. */
 export const DEFAULT_INDEX = ".funcpipe/index.db"
+
+/** The environment variable naming the index when `--index` is not given (keeps a database password out of argv). */
+export const INDEX_ENV = "FUNCPIPE_INDEX"
 
 const decodeChunker = decodeAs(ChunkerConfig, "chunking flags")
 
@@ -244,8 +247,12 @@ export const ruleOption = <const K extends "keep" | "where">(name: K, flag: Opti
 
 /** `--index PATH`: where the index file lives. */
 export const indexPath = Flag.String("index").pipe(
-  Flag.withMetavar("PATH"),
-  Flag.withDescription("The index file to use (default .funcpipe/index.db)"),
+  Flag.withMetavar("PATH|URL"),
+  Flag.withDescription(
+    "The index to use: a SQLite file, or a PostgreSQL database as postgres://user:password@host:port/db?schema=NAME " +
+      `(default $${INDEX_ENV}, else ${DEFAULT_INDEX})`
+  ),
+  Flag.withFallbackConfig(Config.String(INDEX_ENV)),
   Flag.withDefault(DEFAULT_INDEX)
 )
 

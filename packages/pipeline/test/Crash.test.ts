@@ -1,7 +1,10 @@
-/** Nothing lost: a real indexing process killed with SIGKILL mid-transaction leaves the previous index intact. */
+/**
+ * Nothing lost: a real indexing process killed with SIGKILL mid-transaction leaves the previous index intact, in a
+ * SQLite file and in PostgreSQL (where `FUNCPIPE_TEST_PG` names a server).
+ */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer } from "effect"
+import { Effect, Fiber, FileSystem, Layer } from "effect"
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
@@ -9,7 +12,9 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
+import { layerIndexStore } from "../src/services/IndexLocation.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { describePg, freshSchema, writeLocks } from "./PgFixture.ts"
 
 const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
 const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(120), overlap: Overlap.make(0), tailPolicy: "emit_short" })
@@ -46,7 +51,7 @@ const snapshot = (indexFile: string) =>
     )
     const store = yield* IndexStore
     return { answers, manifest: yield* store.manifest, documents: yield* store.documents }
-  }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+  }).pipe(Effect.provide(layerIndexStore(indexFile)))
 
 describe("crash safety", () => {
   it.effect("a SIGKILL in the middle of re-indexing megabytes of documents leaves the index as it was", () =>
@@ -84,4 +89,32 @@ describe("crash safety", () => {
       const error = yield* Effect.flip(queryIndex("anything", 3).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`))))
       assert.strictEqual(error._tag, "IndexMissing")
     }).pipe(Effect.provide(Base)), 60_000)
+})
+
+describePg("crash safety in PostgreSQL", () => {
+  it.effect("a SIGKILL in the middle of re-indexing leaves the index as it was, and frees the write lock", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
+      const { schema, url } = yield* freshSchema
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(150, "v1"))
+      yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerIndexStore(url)))
+      const before = yield* snapshot(url)
+      assert.strictEqual(before.documents.length, 150)
+
+      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(200, "v2"))
+      // While the child waits to be killed it holds the index's write lock: it was inside its write transaction.
+      const locked = yield* Effect.forkChild(Effect.gen(function*() {
+        while ((yield* writeLocks(schema, true)) === 0) yield* Effect.yieldNow
+      }))
+      const signal = yield* runUntilKilled(url, `${dir}/corpus.jsonl`, 2)
+      assert.strictEqual(signal, "SIGKILL")
+      yield* Fiber.join(locked)
+      assert.strictEqual(yield* writeLocks(schema, true), 0, "the server let go of the dead run's lock")
+
+      assert.deepStrictEqual(yield* snapshot(url), before)
+      // The server rolled the dead run back: the next run goes ahead.
+      const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerIndexStore(url)))
+      assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [50, 150])
+    }).pipe(Effect.provide(Base)), 120_000)
 })

@@ -1,4 +1,7 @@
-/** One suite, two stores: the in-memory index and the SQLite file must answer identically, to the bit. */
+/**
+ * One suite, three stores: the in-memory index, the SQLite file and PostgreSQL must answer identically, to the bit.
+ * PostgreSQL runs where `FUNCPIPE_TEST_PG` names a server (CI starts one) and is skipped, with a warning, elsewhere.
+ */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Result, Stream } from "effect"
@@ -12,6 +15,8 @@ import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, readSnapshot } from "../src/services/IndexStore.ts"
+import { layerPostgres } from "../src/services/PgIndexStore.ts"
+import { describePg, freshSchema, PG_URL } from "./PgFixture.ts"
 import { openSnapshot } from "../src/programs/QueryIndex.ts"
 import { scoreQuery, topDocumentsOfView } from "../src/stages/Engine.ts"
 import { analyze, termCounts } from "../src/stages/Analyzer.ts"
@@ -115,8 +120,12 @@ const backends = {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-conformance-" })
       return IndexStore.layerSqlite(`${dir}/nested/index.db`)
-    })
+    }),
+  // Each store in a schema of its own, dropped when the test ends.
+  ...(PG_URL === undefined ? {} : { postgres: () => Effect.map(freshSchema, ({ url }) => layerPostgres(url)) })
 } as const
+
+if (PG_URL === undefined) describePg("IndexStore conformance: postgres", () => undefined)
 
 // Equal texts in different documents and at different offsets: every query meets score ties.
 const tied: Corpus = [

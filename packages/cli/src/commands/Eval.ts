@@ -4,8 +4,8 @@ import { Argument, Command, Flag } from "effect/cli"
 import { RetrievalMode } from "@funcpipe/domain/Config"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
+import { embeddingCacheFor, layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
+import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
 import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
@@ -187,9 +187,9 @@ export const evaluate = Command.make(
       }).pipe(
         Effect.ensuring(progress.finish),
         Effect.provide(Layer.mergeAll(
-          IndexStore.layerSqlite(indexFile),
+          layerIndexStore(indexFile),
           modelLayer(input),
-          EmbeddingCache.layerSqlite(cacheFileFor(indexFile))
+          EmbeddingCache.layerSqlite(embeddingCacheFor(indexFile))
         ))
       )
     if (Option.isSome(input.mode) && input.mode.value === "all") {

@@ -2,9 +2,9 @@
 import { Console, Effect, Layer } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
-import { cacheFileFor, EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
+import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import {
   analyzerFlags,
@@ -74,16 +74,16 @@ export const index = Command.make(
       Effect.ensuring(progress.finish),
       Effect.tap((report) => (report.dryRun ? Effect.void : printUsage(report.chunksWritten))),
       Effect.provide(Layer.mergeAll(
-        IndexStore.layerSqlite(input.index),
+        layerIndexStore(input.index),
         modelLayer(input),
-        EmbeddingCache.layerSqlite(cacheFileFor(input.index))
+        EmbeddingCache.layerSqlite(embeddingCacheFor(input.index))
       )),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
       Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
     )
     for (const line of skipLines(report.skipped)) yield* Console.error(line)
-    if (input.json) yield* Console.log(indexReportJson(report, input.index))
-    else for (const line of indexReportLines(report, input.index)) yield* Console.log(line)
+    if (input.json) yield* Console.log(indexReportJson(report, showIndex(input.index)))
+    else for (const line of indexReportLines(report, showIndex(input.index))) yield* Console.log(line)
   })
 ).pipe(
   Command.withDescription(

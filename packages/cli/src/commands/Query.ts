@@ -3,7 +3,7 @@ import { Console, Effect, Layer } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { TopK } from "@funcpipe/domain/Query"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { indexPath, json, queryFlags, queryOptionsFrom, ruleOption, serviceFlags, where, withServiceFlags } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
@@ -36,7 +36,7 @@ export const query = Command.make(
     const text = yield* queryText(yield* eitherText(input.text, input.query))
     const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
     const answer = yield* queryIndex(text, input.topK, options).pipe(
-      Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), IndexStore.layerSqlite(input.index)))
+      Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
     )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
   })

@@ -1,7 +1,7 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
 import { Config, Console, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
 
@@ -79,7 +79,7 @@ export const serve = Command.make(
       yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
     }))
     // Queries are embedded with the model the index was built with (read once, when the server starts).
-    const index = Layer.provideMerge(withServiceFlags(input)(layerIndexModel), IndexStore.layerSqlite(input.index))
+    const index = Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
     yield* Layer.launch(announce.pipe(Layer.provide(server), Layer.provide(index))).pipe(
       Effect.onInterrupt(() => Effect.andThen(report("stopped"), Effect.sync(() => (serveStopped.value = true))))
     )

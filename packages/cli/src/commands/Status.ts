@@ -2,7 +2,7 @@
 import { Console, Effect } from "effect"
 import { Command } from "effect/cli"
 import { indexStatus } from "@funcpipe/pipeline/programs/IndexStatus"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { indexPath, json } from "../Flags.ts"
 import { statusJson, statusLines } from "../Format.ts"
 
@@ -10,7 +10,7 @@ export const status = Command.make(
   "status",
   { index: indexPath, json },
   Effect.fn("status")(function*(input) {
-    const view = yield* indexStatus().pipe(Effect.provide(IndexStore.layerSqlite(input.index)))
+    const view = yield* indexStatus().pipe(Effect.provide(layerIndexStore(input.index)))
     yield* Console.log(input.json ? statusJson(view) : statusLines(view).join("\n"))
   })
 ).pipe(

@@ -19,6 +19,7 @@ import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stage
 import { TableFilter, type TableColumn } from "../stages/Filter.ts"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
 import { SegmentBuilder } from "../stages/Segment.ts"
+import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 import { pathProblem, systemReason } from "./SystemReason.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
@@ -144,11 +145,21 @@ export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailu
   }
 }
 
-export type StoreError = NotAnIndex | IndexCorrupt | IndexTooNew | IndexTooOld | IndexBusy | StoreFailure
+export type StoreError =
+  | NotAnIndex
+  | IndexCorrupt
+  | IndexTooNew
+  | IndexTooOld
+  | IndexBusy
+  | StoreFailure
+  | IndexUnreachable
+  | IndexCredentialsRefused
+  | ForeignSchema
 
 const isStoreError = (error: unknown): error is StoreError =>
   error instanceof NotAnIndex || error instanceof IndexCorrupt || error instanceof IndexTooNew ||
-  error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure
+  error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure ||
+  error instanceof IndexUnreachable || error instanceof IndexCredentialsRefused || error instanceof ForeignSchema
 
 /**
  * One consistent, read-only view of the index (a read transaction): what the engine scores, plus the manifest and
@@ -484,7 +495,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true })
  * The text of the chunk `[start, end)` of a cleaned body, offsets in code points: the body's code points in the span,
  * and U+0000 for the part of a padded tail that lies past the body (as the chunker's `pad` policy makes it).
  */
-const spanText = (body: string, start: number, end: number): string => {
+export const spanText = (body: string, start: number, end: number): string => {
   if (!SURROGATE.test(body)) {
     const text = body.slice(start, end)
     return end > body.length ? text + "\u0000".repeat(end - Math.max(start, body.length)) : text
@@ -507,7 +518,7 @@ const SURROGATE = /[\uD800-\uDFFF]/
 const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
 
 /** A view of a blob as a typed array, copying only when the bytes are not aligned for it. */
-const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
+export const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
   const aligned = blob.byteOffset % size === 0 ? blob : blob.slice()
   return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
 }
@@ -1143,7 +1154,7 @@ const rootsIn = (location: string, db: DatabaseSync): ReadonlyArray<string> => {
 }
 
 /** The writer of a dry run over an index that does not exist yet: nothing stored, nothing to write. */
-const emptyWriter = (location: string): IndexWriter => {
+export const emptyWriter = (location: string): IndexWriter => {
   const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
   return {
     manifest: Effect.succeedNone,

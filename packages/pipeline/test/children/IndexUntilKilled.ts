@@ -1,14 +1,15 @@
 /**
- * A real indexing process for the crash test: indexes a corpus into an index file with the production layers, but
- * its embedder stops after `stopAfter` batches, prints "mid-run" and waits to be killed, inside the write transaction.
- * Usage: node IndexUntilKilled.ts <index-file> <corpus-path> <stop-after-batches>
+ * A real indexing process for the crash test: indexes a corpus into an index (a file, or a postgres:// URL) with the
+ * production layers, but its embedder stops after `stopAfter` batches, prints "mid-run" and waits to be killed, inside
+ * the write transaction.
+ * Usage: node IndexUntilKilled.ts <index-file-or-url> <corpus-path> <stop-after-batches>
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { indexPaths } from "../../src/programs/IndexRun.ts"
 import { DocumentSource } from "../../src/services/DocumentSource.ts"
 import { Embedder } from "../../src/services/Embedder.ts"
-import { IndexStore } from "../../src/services/IndexStore.ts"
+import { layerIndexStore } from "../../src/services/IndexLocation.ts"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 
 const [indexFile, corpus, stopAfter] = process.argv.slice(2) as [string, string, string]
@@ -28,7 +29,7 @@ const StallingEmbedder = Layer.effect(Embedder, Effect.gen(function*() {
 const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(120), overlap: Overlap.make(0), tailPolicy: "emit_short" })
 
 indexPaths([corpus], { chunker }).pipe(
-  Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), DocumentSource.layer, StallingEmbedder)),
+  Effect.provide(Layer.mergeAll(layerIndexStore(indexFile), DocumentSource.layer, StallingEmbedder)),
   Effect.provide(NodeServices.layer),
   NodeRuntime.runMain
 )

@@ -1,0 +1,289 @@
+/**
+ * A snapshot held in memory: the index's documents, as a store read them in one transaction, turned into the view the
+ * engine scores (one segment of typed arrays and per-term postings), so a store on a database server answers with the
+ * same engine, and the same bits, as the SQLite file.
+ */
+import { Result, Schema } from "effect"
+import { inflateRawSync } from "node:zlib"
+import { oneLine } from "@funcpipe/domain/Decode"
+import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
+import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
+import type { PositionFilter, TermBlock } from "../stages/Engine.ts"
+import { type TableColumn, TableFilter } from "../stages/Filter.ts"
+import { SegmentBuilder } from "../stages/Segment.ts"
+import { IndexCorrupt, type Snapshot, spanText, StoredDoc, type StoredDocument } from "./IndexStore.ts"
+
+/**
+ * A document as a store loads it: its fields, its cleaned body (raw DEFLATE of the UTF-8), and its chunks' search
+ * data in chunk order: spans (start, end in code points), how many terms each has, the document's distinct terms,
+ * each chunk's terms in order as numbers into them, and the vectors (`dimensions` components per chunk).
+ */
+export interface LoadedDoc {
+  readonly docId: string
+  readonly source: string
+  readonly title: string
+  readonly categories: string | null
+  readonly hash: string
+  readonly chunks: number
+  readonly body: Uint8Array
+  readonly spans: Uint32Array
+  readonly lengths: Uint32Array
+  readonly terms: ReadonlyArray<string>
+  readonly termIds: Uint16Array | Uint32Array
+  readonly vectors: Float64Array
+}
+
+/** How much decompressed document text one loaded snapshot keeps, in UTF-16 units (about 16 MB). */
+const BODY_CACHE_CHARS = 8 * 1024 * 1024
+/** How many filters' positions a snapshot keeps for repeated queries. */
+const FILTER_CACHE_ENTRIES = 16
+/** How many terms' split postings a snapshot keeps for warm queries. */
+const POSTINGS_CACHE_ENTRIES = 4096
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
+
+/** The document's fields as a `StoredDoc`, or `IndexCorrupt` (thrown) when they break its rules. */
+export const storedDocOf = (
+  location: string,
+  doc: { readonly [K in "docId" | "source" | "title" | "categories" | "hash" | "chunks"]: unknown }
+) => {
+  const decoded = decodeDoc({
+    docId: doc.docId,
+    source: doc.source,
+    title: doc.title,
+    categories: doc.categories,
+    hash: doc.hash,
+    chunks: doc.chunks
+  })
+  if (Result.isFailure(decoded)) {
+    const detail = `document ${JSON.stringify(doc.docId)}: ${oneLine(decoded.failure.message)}`
+    throw new IndexCorrupt({ location, detail })
+  }
+  return decoded.success
+}
+
+/**
+ * Builds the snapshot of `docs` (positions numbered document after document, in the given order, each document's
+ * chunks in body order). Everything is checked here (sizes, term numbers, finite vectors), so scoring reads nothing
+ * that can fail; a document's text is decompressed when a result or a tie first needs it. Throws `IndexCorrupt`.
+ * Chunks go through the same `SegmentBuilder` as an index run's, so lengths, magnitudes and postings are the ones the
+ * SQLite store computes.
+ */
+export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: ReadonlyArray<LoadedDoc>): Snapshot => {
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const d = manifest.dimensions
+  const segment = new SegmentBuilder(0, d)
+  /** Per position: its document's number in `docs`, and its span. */
+  let docAt = new Int32Array(1024)
+  let starts = new Uint32Array(1024)
+  let ends = new Uint32Array(1024)
+  const first = new Int32Array(docs.length)
+  docs.forEach((doc, i) => {
+    const name = JSON.stringify(doc.docId)
+    const { chunks, lengths, spans, termIds, terms, vectors } = doc
+    if (spans.length !== 2 * chunks || lengths.length !== chunks || vectors.length !== chunks * d) {
+      throw corrupt(`the chunks of ${name} do not match their count`)
+    }
+    let check = 0
+    // x · 0 is 0 for every finite x and NaN otherwise, so one sum checks every component.
+    for (let j = 0; j < vectors.length; j++) check += vectors[j]! * 0
+    if (check !== 0) throw corrupt(`a vector of ${name} is not finite`)
+    const numbers = new Int32Array(terms.length).fill(-1)
+    const numberOf = (id: number): number => {
+      if (id >= terms.length) throw corrupt(`the terms of ${name} are damaged`)
+      let n = numbers[id]!
+      if (n < 0) numbers[id] = n = segment.termId(terms[id]!)
+      return n
+    }
+    first[i] = segment.count
+    if (segment.count + chunks > docAt.length) {
+      const size = Math.max(segment.count + chunks, docAt.length * 2)
+      docAt = grow(docAt, size)
+      starts = grow(starts, size)
+      ends = grow(ends, size)
+    }
+    let from = 0
+    for (let c = 0; c < chunks; c++) {
+      const to = from + lengths[c]!
+      if (to > termIds.length) throw corrupt(`the terms of ${name} are damaged`)
+      const start = spans[2 * c]!
+      const end = spans[2 * c + 1]!
+      const before = c > 0 && (start < spans[2 * c - 2]! || (start === spans[2 * c - 2]! && end <= spans[2 * c - 1]!))
+      if (start > end || before) {
+        throw corrupt(`the chunks of ${name} are out of order`)
+      }
+      const position = segment.add(termIds, from, to, numberOf, vectors, c * d)
+      docAt[position] = i
+      starts[position] = start
+      ends[position] = end
+      from = to
+    }
+    if (from !== termIds.length) throw corrupt(`the terms of ${name} are damaged`)
+  })
+  const positions = segment.count
+  const lengths = segment.lengths.subarray(0, positions)
+  const vectors = segment.vectors.subarray(0, positions * d)
+  const magnitudes = segment.magnitudes.subarray(0, positions)
+  const pairsOf = new Map<string, Uint32Array>(segment.termPostings())
+
+  const split = new Map<string, ReadonlyArray<TermBlock>>()
+  const postings = (term: string): ReadonlyArray<TermBlock> => {
+    let blocks = split.get(term)
+    if (blocks !== undefined) return blocks
+    const pairs = pairsOf.get(term)
+    if (pairs === undefined) blocks = []
+    else {
+      const ordinals = new Uint32Array(pairs.length / 2)
+      const tfs = new Uint32Array(pairs.length / 2)
+      for (let i = 0; i < ordinals.length; i++) {
+        ordinals[i] = pairs[2 * i]!
+        tfs[i] = pairs[2 * i + 1]!
+      }
+      blocks = [{ offset: 0, ordinals, tfs }]
+    }
+    if (split.size >= POSTINGS_CACHE_ENTRIES) split.clear()
+    split.set(term, blocks)
+    return blocks
+  }
+  const blocks = [{ offset: 0, count: positions, vectors, magnitudes }]
+
+  // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`.
+  const bodies = new Map<number, string>()
+  let bodyChars = 0
+  const bodyOf = (doc: number): string => {
+    let body = bodies.get(doc)
+    if (body !== undefined) return body
+    try {
+      body = utf8.decode(inflateRawSync(docs[doc]!.body))
+    } catch {
+      throw corrupt(`the text of document ${JSON.stringify(docs[doc]!.docId)} does not decompress`)
+    }
+    bodies.set(doc, body)
+    bodyChars += body.length
+    for (const [old, text] of bodies) {
+      if (bodyChars <= BODY_CACHE_CHARS) break
+      bodies.delete(old)
+      bodyChars -= text.length
+    }
+    return body
+  }
+  const checkPosition = (position: number) => {
+    if (!(position >= 0 && position < positions)) throw corrupt(`no chunk at position ${position}`)
+  }
+  const keyOf = (position: number): RankKey => {
+    checkPosition(position)
+    const doc = docAt[position]!
+    const start = starts[position]!
+    const end = ends[position]!
+    // Doc id, start and end already tell chunks apart; the text is only read if a comparison ever gets to it.
+    let text: string | undefined
+    return {
+      score: 0,
+      docId: docs[doc]!.docId,
+      start,
+      end,
+      get text() {
+        return (text ??= spanText(bodyOf(doc), start, end))
+      }
+    }
+  }
+  const chunkAt = (position: number) => {
+    checkPosition(position)
+    const doc = docAt[position]!
+    const start = starts[position]!
+    const end = ends[position]!
+    return {
+      docId: docs[doc]!.docId,
+      title: docs[doc]!.title,
+      start,
+      end,
+      text: spanText(bodyOf(doc), start, end),
+      vector: Array.from(vectors.subarray(position * d, (position + 1) * d))
+    }
+  }
+
+  const byId = new Map<string, number>(docs.map((doc, i) => [doc.docId, i]))
+  const document = (docId: string): StoredDocument | undefined => {
+    const i = byId.get(docId)
+    if (i === undefined) return undefined
+    const doc = docs[i]!
+    const body = doc.chunks === 0 ? "" : bodyOf(i)
+    return {
+      doc: storedDocOf(location, doc),
+      chunks: Array.from({ length: doc.chunks }, (_, c) => {
+        const start = starts[first[i]! + c]!
+        const end = ends[first[i]! + c]!
+        return { start, end, text: spanText(body, start, end) }
+      })
+    }
+  }
+
+  /** The documents with chunks, in position order: their numbers in `docs`. */
+  const withChunks = docs.flatMap((doc, i) => (doc.chunks > 0 ? [i] : []))
+  let numbered: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
+  const documents = () => {
+    if (numbered !== undefined) return numbered
+    const docOf = new Int32Array(positions).fill(-1)
+    withChunks.forEach((i, n) => docOf.fill(n, first[i]!, first[i]! + docs[i]!.chunks))
+    const ids = withChunks.map((i) => docs[i]!.docId)
+    const order = new Int32Array(ids.length)
+    ids.map((_, n) => n).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!)).forEach((n, rank) => (order[n] = rank))
+    return (numbered = { docOf, count: ids.length, order })
+  }
+
+  let table: TableFilter | undefined
+  const filters = new Map<string, PositionFilter>()
+  const column = (name: TableColumn): ReadonlyArray<string | null> =>
+    withChunks.map((i) => {
+      const doc = docs[i]!
+      return name === "doc_id"
+        ? doc.docId
+        : name === "title"
+        ? doc.title
+        : name === "source"
+        ? doc.source
+        : doc.categories
+    })
+  const filter = (rule: Rule): PositionFilter => {
+    table ??= new TableFilter({
+      first: Int32Array.from(withChunks, (i) => first[i]!),
+      chunks: Int32Array.from(withChunks, (i) => docs[i]!.chunks),
+      positions
+    })
+    const key = ruleJson(rule)
+    let found = filters.get(key)
+    if (found !== undefined) filters.delete(key)
+    else found = table.positions(rule, column)
+    filters.set(key, found)
+    for (const old of filters.keys()) {
+      if (filters.size <= FILTER_CACHE_ENTRIES) break
+      filters.delete(old)
+    }
+    return found
+  }
+
+  return {
+    manifest,
+    dimensions: d,
+    positions,
+    liveChunks: positions,
+    averageLength: positions === 0 ? 0 : segment.totalLength / positions,
+    lengths,
+    deleted: undefined,
+    postings,
+    vectorBlocks: () => blocks,
+    keyOf,
+    chunkAt,
+    document,
+    documents,
+    filter
+  }
+}
+
+const grow = <A extends Int32Array | Uint32Array>(array: A, size: number): A => {
+  const next = new (array.constructor as new(n: number) => A)(size)
+  next.set(array)
+  return next
+}
