@@ -1,6 +1,5 @@
 /** A program of its own built on FuncPipe's packages: a few notes indexed into a temporary index, then one query. */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, FileSystem, Layer, Path, Schema } from "effect"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
@@ -9,6 +8,7 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
 import { chunkDoc } from "@funcpipe/pipeline/stages/Chunker"
 import { cleanDoc } from "@funcpipe/pipeline/stages/Clean"
+import { Console, Effect, FileSystem, Layer, Path, Schema } from "effect"
 
 /** The notes as they might arrive from elsewhere (a JSON body, a database): plain data, checked before use. */
 const notes: unknown = [
@@ -35,7 +35,7 @@ const notes: unknown = [
 const question = "How far away is the Moon?"
 
 /** Indexes the notes and prints the three best chunks for `question`. */
-const main = Effect.gen(function*() {
+const main = Effect.gen(function* () {
   const docs = yield* Schema.decodeUnknownEffect(Schema.Array(RawDoc))(notes)
 
   // The pure stages are plain functions: here, how each note is cleaned and cut into chunks.
@@ -56,7 +56,7 @@ const main = Effect.gen(function*() {
   )
 
   // The programs: the same ones the funcpipe command runs.
-  const answer = yield* Effect.gen(function*() {
+  const answer = yield* Effect.gen(function* () {
     const put = yield* putDocuments(docs, "notes")
     yield* Console.log(`indexed ${put.documents} documents as ${put.chunks} chunks`)
     return yield* queryIndex(question, 3)
@@ -65,7 +65,9 @@ const main = Effect.gen(function*() {
   yield* Console.log(`${question} (${answer.query.mode})`)
   for (const result of answer.results) {
     const title = answer.titles.get(result.chunk.docId) ?? ""
-    yield* Console.log(`${result.rank}. ${result.score.toFixed(4)}  ${result.chunk.docId} "${title}"  ${result.chunk.text}`)
+    yield* Console.log(
+      `${result.rank}. ${result.score.toFixed(4)}  ${result.chunk.docId} "${title}"  ${result.chunk.text}`
+    )
   }
 })
 

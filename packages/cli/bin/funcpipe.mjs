@@ -12,6 +12,8 @@ module.enableCompileCache?.()
 const bundle = new URL("../dist/funcpipe.mjs", import.meta.url)
 if (existsSync(bundle)) await import(bundle.href)
 else {
-  process.stderr.write("funcpipe: the CLI is not built; run `npm run build`, or run the sources with `npm run funcpipe -- …`\n")
+  process.stderr.write(
+    "funcpipe: the CLI is not built; run `npm run build`, or run the sources with `npm run funcpipe -- …`\n"
+  )
   process.exitCode = 1
 }

@@ -1,22 +1,22 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
-import { answerJson, type AnswerView as ApiAnswerView, manifestJson } from "@funcpipe/domain/ApiJson"
+import { type AnswerView as ApiAnswerView, answerJson, manifestJson } from "@funcpipe/domain/ApiJson"
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import type { RankedChunk } from "@funcpipe/domain/Ranking"
-import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
-import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
-import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
+import type { RankedChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
+import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
+import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
+import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /** The run summary for stderr: one line of counts, then one line per skipped record. */
 export const summaryLines = (summary: RunSummary): ReadonlyArray<string> => [
   `read ${plural(summary.read, "record")}: ${summary.kept} kept, ` +
-  `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}` +
-  `${summary.skipped.length} skipped; ` +
-  `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
+    `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}` +
+    `${summary.skipped.length} skipped; ` +
+    `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
   ...skipLines(summary.skipped)
 ]
 
@@ -32,7 +32,7 @@ const keepLines = (report: IndexReport): ReadonlyArray<string> => {
   const { added, unchanged, updated } = report.plan
   return [
     `keep rule ${printRule(report.keep)}: kept ${added.length + updated.length + unchanged.length}, dropped by keep ` +
-    `rule ${report.dropped}${report.keepChanged === undefined ? "" : ` (the rule was ${report.keepChanged.from})`}`
+      `rule ${report.dropped}${report.keepChanged === undefined ? "" : ` (the rule was ${report.keepChanged.from})`}`
   ]
 }
 
@@ -44,14 +44,14 @@ export const indexReportLines = (report: IndexReport, location: string): Readonl
     return [
       ...keepLines(report),
       `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
-      `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
-      `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
+        `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
+        `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
     ]
   }
   return [
     ...keepLines(report),
     `dry run, nothing written: would have ${counts}; ${location} holds ${plural(report.documents, "document")} and ` +
-    `${plural(report.chunks, "chunk")} now`,
+      `${plural(report.chunks, "chunk")} now`,
     ...deleted.map((docId) => `  would delete ${docId}`),
     ...(report.pruneNeeded === undefined
       ? []
@@ -109,7 +109,8 @@ const iso = (millis: number) => new Date(millis).toISOString()
 
 const changeLine = (c: FileChange) =>
   `  ${c.source}: ${[c.added && `${c.added} new`, c.updated && `${c.updated} changed`, c.deleted && `${c.deleted} gone`]
-    .filter(Boolean).join(", ")}`
+    .filter(Boolean)
+    .join(", ")}`
 
 /** `funcpipe status` for people. */
 export const statusLines = (s: StatusView): ReadonlyArray<string> => [
@@ -127,9 +128,11 @@ export const statusLines = (s: StatusView): ReadonlyArray<string> => [
   `paths      ${s.roots.join(", ")}`,
   ...(s.changed.length === 0 && s.unreadable.length === 0
     ? ["changed    nothing since the last index run"]
-    : [`changed    ${plural(s.changed.length, "file")} since the last index run (run funcpipe index again to update):`,
-      ...s.changed.map(changeLine),
-      ...s.unreadable.map((u) => `  ${u}`)])
+    : [
+        `changed    ${plural(s.changed.length, "file")} since the last index run (run funcpipe index again to update):`,
+        ...s.changed.map(changeLine),
+        ...s.unreadable.map((u) => `  ${u}`)
+      ])
 ]
 
 /** `funcpipe status --json`. */
@@ -161,16 +164,23 @@ const num = (x: number) => Number(x.toPrecision(6)).toString()
 
 /** An explanation on indented lines under its result. */
 const explainLines = (e: Explanation): ReadonlyArray<string> => [
-  ...(e.bm25 === null ? [] : [
-    `     bm25 ${num(e.bm25.score)}` + (e.bm25.terms.length === 0 ? " (no query terms)" : ` = ${
-      e.bm25.terms.map((t) => `${t.term} ${num(t.score)} (tf ${t.tf}, df ${t.df}, idf ${num(t.idf)})`).join(" + ")
-    }`)
-  ]),
+  ...(e.bm25 === null
+    ? []
+    : [
+        `     bm25 ${num(e.bm25.score)}` +
+          (e.bm25.terms.length === 0
+            ? " (no query terms)"
+            : ` = ${e.bm25.terms
+                .map((t) => `${t.term} ${num(t.score)} (tf ${t.tf}, df ${t.df}, idf ${num(t.idf)})`)
+                .join(" + ")}`)
+      ]),
   ...(e.cosine === null ? [] : [`     cosine ${num(e.cosine)}`]),
-  ...(e.fusion === null ? [] : [
-    `     fused ${e.fusion.method} (alpha ${e.fusion.alpha}): lexical rank ${e.lexicalRank ?? "-"} adds ` +
-    `${num(e.fusion.lexical)}, vector rank ${e.vectorRank ?? "-"} adds ${num(e.fusion.vector)}`
-  ])
+  ...(e.fusion === null
+    ? []
+    : [
+        `     fused ${e.fusion.method} (alpha ${e.fusion.alpha}): lexical rank ${e.lexicalRank ?? "-"} adds ` +
+          `${num(e.fusion.lexical)}, vector rank ${e.vectorRank ?? "-"} adds ${num(e.fusion.vector)}`
+      ])
 ]
 
 /** Why there are no results, when the query itself explains it. */
@@ -193,10 +203,10 @@ export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
   answer.results.length === 0
     ? [noResultsLine(answer.query)]
     : answer.results.flatMap((r, i) => [
-      `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
-      `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
-      ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
-    ])
+        `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
+          `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
+        ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
+      ])
 
 /** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in the README. */
 export const resultsJson = (answer: AnswerView): string => JSON.stringify(answerJson(answer))
@@ -209,6 +219,10 @@ export const searchSummaryLine = (report: IndexReport): string =>
 
 /** One JSON object per chunk with the reference's field names, in pipeline order; ends with a newline if non-empty. */
 export const chunksJsonl = (chunks: ReadonlyArray<Chunk>): string =>
-  chunks.map((c) =>
-    JSON.stringify({ doc_id: c.docId, start: c.start, end: c.end, text: c.text, embedding: c.embedding.vector }) + "\n"
-  ).join("")
+  chunks
+    .map(
+      (c) =>
+        JSON.stringify({ doc_id: c.docId, start: c.start, end: c.end, text: c.text, embedding: c.embedding.vector }) +
+        "\n"
+    )
+    .join("")

@@ -3,12 +3,13 @@
  * bundle `npm ci` builds), the tiny fixture model and the runtime installed by `funcpipe models install
  * transformers` in `$FUNCPIPE_MODELS`. Part of `npm run test:models`.
  */
-import { NodeServices } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Path } from "effect"
+
 import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { tinyTable, writeTinyModel } from "@funcpipe/pipeline/test/LocalModelFixture"
+import { Effect, FileSystem, Path } from "effect"
 
 const bin = fileURLToPath(new URL("../bin/funcpipe.mjs", import.meta.url))
 
@@ -30,7 +31,7 @@ const texts: Record<string, string> = {
 
 describe("funcpipe with a local: model", () => {
   it.effect("indexes, answers a query with the index's model, and refuses once the weights changed", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const root = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-local-cli-" })
@@ -59,5 +60,6 @@ describe("funcpipe with a local: model", () => {
         `funcpipe: the index was built with the model "local:${model}" but the query was embedded with ` +
           `"local:${model} with other settings"; query with the index's model or rebuild the index\n`
       )
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 })

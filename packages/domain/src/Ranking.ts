@@ -1,6 +1,7 @@
 /** The one total ranking order used by every retrieval mode, backend and merge, and the ranked result type. */
-import { Schema } from "effect"
+
 import type { Order } from "effect"
+import { Schema } from "effect"
 import { Chunk } from "./Chunk.ts"
 
 /**
@@ -84,7 +85,13 @@ export type ScoreKind = typeof ScoreKind.Type
 export class RankedChunk extends Schema.Class<RankedChunk>("domain/RankedChunk")(
   Schema.Struct({ chunk: Chunk, score: Schema.Finite, rank: Rank, kind: ScoreKind }).check(
     Schema.makeFilter((r: { readonly score: number; readonly kind: ScoreKind }) =>
-      (r.kind === "cosine" ? r.score >= -1 && r.score <= 1 : r.kind === "bm25" ? r.score > 0 : r.score > 0 && r.score <= 1)
+      (
+        r.kind === "cosine"
+          ? r.score >= -1 && r.score <= 1
+          : r.kind === "bm25"
+            ? r.score > 0
+            : r.score > 0 && r.score <= 1
+      )
         ? undefined
         : { path: ["score"], issue: `a ${r.kind} score cannot be ${r.score}` }
     )

@@ -122,7 +122,10 @@ describe("decodeAs", () => {
     assert.isTrue(Result.isFailure(result))
     if (Result.isFailure(result)) {
       assert.strictEqual(result.failure._tag, "InvalidInput")
-      assert.include(result.failure.message, "invalid chunking flags: overlap (9) must be smaller than the chunk size (4)")
+      assert.include(
+        result.failure.message,
+        "invalid chunking flags: overlap (9) must be smaller than the chunk size (4)"
+      )
       assert.notInclude(result.failure.message, "\n")
     }
   })

@@ -1,12 +1,16 @@
 /** The one rule every run reads records by: bad records skipped, the first record of a doc id wins, then the keep rule. */
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { Result } from "effect"
 import { BadRecord } from "../src/stages/BadRecord.ts"
 import { claimer } from "../src/stages/Claim.ts"
 
 const record = (docId: string, source: string, line: number) =>
-  Result.succeed({ source, line, doc: new RawDoc({ docId: DocId.make(docId), title: "", body: "text", categories: null }) })
+  Result.succeed({
+    source,
+    line,
+    doc: new RawDoc({ docId: DocId.make(docId), title: "", body: "text", categories: null })
+  })
 const records = [
   record("a", "one.jsonl", 1),
   Result.fail(new BadRecord({ source: "one.jsonl", line: 2, reason: "not JSON" })),
@@ -22,15 +26,17 @@ describe("claimer", () => {
     const claim = claimer(noB)
     const taken = records.map((r) => {
       const c = claim.take(r)
-      return c._tag === "Skipped" ? `skip ${c.skip.source}:${c.skip.line} ${c.skip.reason}` : `${c._tag} ${c.sourced.doc.docId}`
+      return c._tag === "Skipped"
+        ? `skip ${c.skip.source}:${c.skip.line} ${c.skip.reason}`
+        : `${c._tag} ${c.sourced.doc.docId}`
     })
     assert.deepStrictEqual(taken, [
       "Kept a",
       "skip one.jsonl:2 not JSON",
       "Dropped b",
-      "skip two.jsonl:1 the doc id \"a\" was already read from one.jsonl:1",
+      'skip two.jsonl:1 the doc id "a" was already read from one.jsonl:1',
       "Kept c",
-      "skip two.jsonl:2 the doc id \"c\" was already read from note.md"
+      'skip two.jsonl:2 the doc id "c" was already read from note.md'
     ])
     // A document the rule left out was still read: it is not "gone" from the paths.
     assert.deepStrictEqual(["a", "b", "c", "d"].map(claim.has), [true, true, true, false])
@@ -38,6 +44,9 @@ describe("claimer", () => {
 
   it("takes every record again with repeats kept, as the reference's chunk output does", () => {
     const claim = claimer(noB, "keep")
-    assert.deepStrictEqual(records.map((r) => claim.take(r)._tag), ["Kept", "Skipped", "Dropped", "Kept", "Kept", "Kept"])
+    assert.deepStrictEqual(
+      records.map((r) => claim.take(r)._tag),
+      ["Kept", "Skipped", "Dropped", "Kept", "Kept", "Kept"]
+    )
   })
 })

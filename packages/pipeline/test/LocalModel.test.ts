@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, FileSystem, Layer, Path, Result } from "effect"
 import { inspectFolder, localFingerprint } from "../src/services/LocalModel.ts"
 import { Models } from "../src/services/Models.ts"
-import { importRuntime, INSTALL_RUNTIME_COMMAND, installRuntime } from "../src/services/Transformers.ts"
+import { INSTALL_RUNTIME_COMMAND, importRuntime, installRuntime } from "../src/services/Transformers.ts"
 import { lengthBatches, poolingOf, poolVectors } from "../src/stages/LocalModel.ts"
 import { tinyModelFiles, writeTinyModel } from "./LocalModelFixture.ts"
 
@@ -21,7 +21,10 @@ describe("poolVectors", () => {
   it("averages the real tokens' vectors, leaves padding out, and scales to length 1", () => {
     const [a, b] = poolVectors(hidden, [2, 3, 2], mask, "mean")
     const mean = [3, 4]
-    assert.deepStrictEqual(Array.from(a!), mean.map((x) => x / 5))
+    assert.deepStrictEqual(
+      Array.from(a!),
+      mean.map((x) => x / 5)
+    )
     assert.deepStrictEqual(Array.from(b!), [half, half])
   })
 
@@ -43,7 +46,11 @@ describe("poolVectors", () => {
 describe("lengthBatches", () => {
   it("groups the longest texts first, within the text and character bounds, each position once", () => {
     const texts = ["aa", "a", "aaaaaa", "aaa", "aaaa", ""]
-    assert.deepStrictEqual(lengthBatches(texts, 2, 100), [[2, 4], [3, 0], [1, 5]])
+    assert.deepStrictEqual(lengthBatches(texts, 2, 100), [
+      [2, 4],
+      [3, 0],
+      [1, 5]
+    ])
     assert.deepStrictEqual(lengthBatches(texts, 10, 7), [[2], [4, 3], [0, 1, 5]])
   })
 
@@ -54,7 +61,10 @@ describe("lengthBatches", () => {
 
 describe("poolingOf", () => {
   it("reads sentence-transformers' pooling file: mean or cls, nothing else", () => {
-    assert.deepStrictEqual(poolingOf({ word_embedding_dimension: 384, pooling_mode_mean_tokens: true }), Result.succeed("mean"))
+    assert.deepStrictEqual(
+      poolingOf({ word_embedding_dimension: 384, pooling_mode_mean_tokens: true }),
+      Result.succeed("mean")
+    )
     assert.deepStrictEqual(
       poolingOf({ pooling_mode_cls_token: true, pooling_mode_mean_tokens: false }),
       Result.succeed("cls")
@@ -70,7 +80,7 @@ describe("poolingOf", () => {
 
 /** The `Models` catalogue with `$FUNCPIPE_MODELS` an empty folder, so the runtime is not installed there. */
 const withoutRuntime = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const models = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-no-runtime-" })
     return yield* effect.pipe(
@@ -87,7 +97,7 @@ const refusal = (given: string) =>
 
 describe("local: models before their runtime", () => {
   it.effect("a missing folder, a file, and a folder without a model are refused with what is missing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const root = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-local-" })
@@ -99,10 +109,16 @@ describe("local: models before their runtime", () => {
       })
       const file = path.join(root, "file.onnx")
       yield* fs.writeFileString(file, "")
-      assert.strictEqual((yield* refusal(file)).message, `the embedding model local:${file} cannot be used: ${file} is not a folder; give ${layout}`)
+      assert.strictEqual(
+        (yield* refusal(file)).message,
+        `the embedding model local:${file} cannot be used: ${file} is not a folder; give ${layout}`
+      )
       const empty = path.join(root, "empty")
       yield* fs.makeDirectory(empty)
-      assert.strictEqual((yield* refusal(empty)).message, `the embedding model local:${empty} cannot be used: ${empty} has no tokenizer.json; give ${layout}`)
+      assert.strictEqual(
+        (yield* refusal(empty)).message,
+        `the embedding model local:${empty} cannot be used: ${empty} has no tokenizer.json; give ${layout}`
+      )
       const noModel = path.join(root, "no-model")
       yield* writeTinyModel(noModel)
       yield* fs.remove(path.join(noModel, "onnx"), { recursive: true })
@@ -113,27 +129,35 @@ describe("local: models before their runtime", () => {
       )
       assert.match((yield* refusal("")).message, /name the model's folder after "local:", e\.g\. local:\/models\//)
       assert.match((yield* refusal(path.join(root, "my model"))).message, /may hold only letters, digits/)
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it.effect("a model folder without the runtime names the command that installs it", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const folder = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-local-" })
       yield* writeTinyModel(folder)
       const { tag, message } = yield* refusal(folder)
       assert.strictEqual(tag, "ModelUnavailable")
-      assert.match(message, new RegExp(`^the embedding model local:${folder} cannot be used: the runtime for local: models`))
+      assert.match(
+        message,
+        new RegExp(`^the embedding model local:${folder} cannot be used: the runtime for local: models`)
+      )
       assert.isTrue(message.endsWith(`install it once with: ${INSTALL_RUNTIME_COMMAND}`), message)
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it.effect("a relative folder is named by its absolute path, and its pooling file is read", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const folder = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-local-" })
       yield* writeTinyModel(folder)
       yield* fs.makeDirectory(path.join(folder, "1_Pooling"))
-      yield* fs.writeFileString(path.join(folder, "1_Pooling", "config.json"), JSON.stringify({ pooling_mode_cls_token: true }))
+      yield* fs.writeFileString(
+        path.join(folder, "1_Pooling", "config.json"),
+        JSON.stringify({ pooling_mode_cls_token: true })
+      )
       const relative = path.relative(process.cwd(), folder)
       const { name, folder: model } = yield* inspectFolder(relative)
       assert.strictEqual(name, `local:${folder}`)
@@ -146,10 +170,14 @@ describe("local: models before their runtime", () => {
         "tokenizer_config.json",
         "1_Pooling/config.json"
       ])
-      yield* fs.writeFileString(path.join(folder, "1_Pooling", "config.json"), JSON.stringify({ pooling_mode_max_tokens: true }))
+      yield* fs.writeFileString(
+        path.join(folder, "1_Pooling", "config.json"),
+        JSON.stringify({ pooling_mode_max_tokens: true })
+      )
       const error = yield* Effect.flip(inspectFolder(folder))
       assert.match(error.message, /1_Pooling\/config.json cannot be used: it asks for max_tokens pooling/)
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it("fingerprints differ when a file's digest, the pooling or the runtime differ", () => {
     const model = { folder: "/m", subfolder: "onnx", files: ["onnx/model.onnx"], pooling: "mean" as const }
@@ -157,12 +185,15 @@ describe("local: models before their runtime", () => {
     const base = localFingerprint(name, 8, model, "4.3.2", { "onnx/model.onnx": "aa" })
     assert.strictEqual(localFingerprint(name, 8, model, "4.3.2", { "onnx/model.onnx": "aa" }), base)
     assert.notStrictEqual(localFingerprint(name, 8, model, "4.3.2", { "onnx/model.onnx": "ab" }), base)
-    assert.notStrictEqual(localFingerprint(name, 8, { ...model, pooling: "cls" }, "4.3.2", { "onnx/model.onnx": "aa" }), base)
+    assert.notStrictEqual(
+      localFingerprint(name, 8, { ...model, pooling: "cls" }, "4.3.2", { "onnx/model.onnx": "aa" }),
+      base
+    )
     assert.notStrictEqual(localFingerprint(name, 8, model, "4.4.0", { "onnx/model.onnx": "aa" }), base)
   })
 
   it.effect("a runtime of another version, or without its files, is refused with the install command", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const folder = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-runtime-" })
@@ -183,7 +214,8 @@ describe("local: models before their runtime", () => {
       )
       const broken = yield* Effect.flip(importRuntime(folder))
       assert.strictEqual(broken._tag, "RuntimeUnusable")
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it("the fixture's ONNX file is a few hundred bytes", () => {
     const onnx = tinyModelFiles()["onnx/model.onnx"] as Uint8Array
@@ -191,7 +223,7 @@ describe("local: models before their runtime", () => {
   })
 
   it.effect("a failed install says what npm said and leaves the models folder as it was", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const models = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-install-" })
@@ -201,7 +233,14 @@ describe("local: models before their runtime", () => {
         Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ FUNCPIPE_MODELS: models })))
       )
       assert.strictEqual(error._tag, "RuntimeInstallFailed")
-      assert.match(error.message, /^cannot install the runtime for local: models: npm install @huggingface\/transformers@4\.3\.2 failed \(exit code 1\): .*ENOTCACHED/)
-      assert.deepStrictEqual((yield* fs.readDirectory(models)).filter((name) => name !== "npm-cache"), [])
-    }).pipe(Effect.provide(NodeServices.layer)))
+      assert.match(
+        error.message,
+        /^cannot install the runtime for local: models: npm install @huggingface\/transformers@4\.3\.2 failed \(exit code 1\): .*ENOTCACHED/
+      )
+      assert.deepStrictEqual(
+        (yield* fs.readDirectory(models)).filter((name) => name !== "npm-cache"),
+        []
+      )
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 })

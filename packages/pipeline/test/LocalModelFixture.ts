@@ -46,7 +46,11 @@ const valueInfo = (field: number, name: string, type: number, dims: ReadonlyArra
     text(1, name),
     message(
       2,
-      message(1, int(1, type), message(2, ...dims.map((d) => message(1, typeof d === "number" ? int(1, d) : text(2, d)))))
+      message(
+        1,
+        int(1, type),
+        message(2, ...dims.map((d) => message(1, typeof d === "number" ? int(1, d) : text(2, d))))
+      )
     )
   )
 /** NodeProto: input 1, output 2, op_type 4, attribute 5 (AttributeProto: name 1, i 3, type 20). */
@@ -61,7 +65,9 @@ const node = (
     ...inputs.map((i) => text(1, i)),
     ...outputs.map((o) => text(2, o)),
     text(4, op),
-    ...Object.entries(attributes).map(([name, value]) => message(5, text(1, name), int(20, ATTRIBUTE_INT), int(3, value)))
+    ...Object.entries(attributes).map(([name, value]) =>
+      message(5, text(1, name), int(20, ATTRIBUTE_INT), int(3, value))
+    )
   )
 
 /**
@@ -89,21 +95,57 @@ export const onnxModel = (table: Float32Array, dimensions: number): Uint8Array =
 
 /** The special tokens, then words in four topics; a word's topic is the dimension its vector points along. */
 export const TINY_VOCABULARY: ReadonlyArray<string> = [
-  "[PAD]", "[UNK]", "[CLS]", "[SEP]",
-  "sky", "star", "stars", "moon", "night", "telescope", "planet", "dark", "eyes", "galaxy",
-  "bread", "dough", "oven", "bake", "flour", "apple", "pear", "fruit", "orchard",
-  "car", "engine", "brakes", "tyres", "drive", "road", "dealer",
-  "court", "contract", "judge", "law", "ruled",
-  "the", "a", "of", "and", "in"
+  "[PAD]",
+  "[UNK]",
+  "[CLS]",
+  "[SEP]",
+  "sky",
+  "star",
+  "stars",
+  "moon",
+  "night",
+  "telescope",
+  "planet",
+  "dark",
+  "eyes",
+  "galaxy",
+  "bread",
+  "dough",
+  "oven",
+  "bake",
+  "flour",
+  "apple",
+  "pear",
+  "fruit",
+  "orchard",
+  "car",
+  "engine",
+  "brakes",
+  "tyres",
+  "drive",
+  "road",
+  "dealer",
+  "court",
+  "contract",
+  "judge",
+  "law",
+  "ruled",
+  "the",
+  "a",
+  "of",
+  "and",
+  "in"
 ]
 
 /** The vector length of the tiny model. */
 export const TINY_DIMENSIONS = 8
 
-const TOPICS: ReadonlyArray<readonly [string, string]> = [["sky", "galaxy"], ["bread", "orchard"], ["car", "dealer"], [
-  "court",
-  "ruled"
-]]
+const TOPICS: ReadonlyArray<readonly [string, string]> = [
+  ["sky", "galaxy"],
+  ["bread", "orchard"],
+  ["car", "dealer"],
+  ["court", "ruled"]
+]
 
 /**
  * The tiny model's embedding table, `TINY_VOCABULARY.length × TINY_DIMENSIONS`: a topic word is 1 along its topic's
@@ -115,7 +157,9 @@ export const tinyTable = (): Float32Array => {
   TINY_VOCABULARY.forEach((word, id) => {
     const row = id * TINY_DIMENSIONS
     if (id === 0) return
-    const topic = TOPICS.findIndex(([first, last]) => id >= TINY_VOCABULARY.indexOf(first) && id <= TINY_VOCABULARY.indexOf(last))
+    const topic = TOPICS.findIndex(
+      ([first, last]) => id >= TINY_VOCABULARY.indexOf(first) && id <= TINY_VOCABULARY.indexOf(last)
+    )
     if (topic >= 0) table[row + topic] = 1
     table[row + 4 + (id % 4)] = topic >= 0 ? 0.5 : 0.125
     if (word === "[CLS]") table[row + 5] = 0.25
@@ -141,12 +185,22 @@ export const tinyTokenizer = (): object => ({
   pre_tokenizer: { type: "Whitespace" },
   post_processor: {
     type: "TemplateProcessing",
-    single: [{ SpecialToken: { id: "[CLS]", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, {
-      SpecialToken: { id: "[SEP]", type_id: 0 }
-    }],
-    pair: [{ SpecialToken: { id: "[CLS]", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, {
-      SpecialToken: { id: "[SEP]", type_id: 0 }
-    }, { Sequence: { id: "B", type_id: 1 } }, { SpecialToken: { id: "[SEP]", type_id: 1 } }],
+    single: [
+      { SpecialToken: { id: "[CLS]", type_id: 0 } },
+      { Sequence: { id: "A", type_id: 0 } },
+      {
+        SpecialToken: { id: "[SEP]", type_id: 0 }
+      }
+    ],
+    pair: [
+      { SpecialToken: { id: "[CLS]", type_id: 0 } },
+      { Sequence: { id: "A", type_id: 0 } },
+      {
+        SpecialToken: { id: "[SEP]", type_id: 0 }
+      },
+      { Sequence: { id: "B", type_id: 1 } },
+      { SpecialToken: { id: "[SEP]", type_id: 1 } }
+    ],
     special_tokens: {
       "[CLS]": { id: "[CLS]", ids: [2], tokens: ["[CLS]"] },
       "[SEP]": { id: "[SEP]", ids: [3], tokens: ["[SEP]"] }
@@ -163,7 +217,10 @@ export const TINY_MAX_TOKENS = 16
 export const tinyModelFiles = (
   options: { readonly table?: Float32Array; readonly layout?: "onnx" | "root" } = {}
 ): Record<string, Uint8Array | string> => ({
-  [options.layout === "root" ? "model.onnx" : "onnx/model.onnx"]: onnxModel(options.table ?? tinyTable(), TINY_DIMENSIONS),
+  [options.layout === "root" ? "model.onnx" : "onnx/model.onnx"]: onnxModel(
+    options.table ?? tinyTable(),
+    TINY_DIMENSIONS
+  ),
   "tokenizer.json": JSON.stringify(tinyTokenizer()),
   "tokenizer_config.json": JSON.stringify({
     tokenizer_class: "PreTrainedTokenizerFast",
@@ -183,7 +240,7 @@ export const tinyModelFiles = (
 })
 
 /** Writes the tiny model's files into `folder` (made if missing). */
-export const writeTinyModel = Effect.fn("writeTinyModel")(function*(
+export const writeTinyModel = Effect.fn("writeTinyModel")(function* (
   folder: string,
   options: Parameters<typeof tinyModelFiles>[0] = {}
 ) {

@@ -1,11 +1,21 @@
 /** `funcpipe query`: answer a query from the persistent index. */
-import { Console, Effect, Layer } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+
 import { TopK } from "@funcpipe/domain/Query"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { indexPath, json, queryFlags, queryOptionsFrom, ruleOption, serviceFlags, where, withServiceFlags } from "../Flags.ts"
+import { Console, Effect, Layer } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import {
+  indexPath,
+  json,
+  queryFlags,
+  queryOptionsFrom,
+  ruleOption,
+  serviceFlags,
+  where,
+  withServiceFlags
+} from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
 import { eitherText, queryFlag, queryText, STDIN_HINT } from "../QueryText.ts"
 
@@ -32,7 +42,7 @@ export const query = Command.make(
     ...serviceFlags,
     json
   },
-  Effect.fn("query")(function*(input) {
+  Effect.fn("query")(function* (input) {
     const text = yield* queryText(yield* eitherText(input.text, input.query))
     const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
     const answer = yield* queryIndex(text, input.topK, options).pipe(
@@ -43,13 +53,16 @@ export const query = Command.make(
 ).pipe(
   Command.withDescription("Print the indexed chunks that best match a query"),
   Command.withExamples([
-    { command: "funcpipe query \"how far away is the moon\"", description: "Query the index in .funcpipe (lexical for local-sha256)" },
     {
-      command: "funcpipe query \"saturn probe\" --mode hybrid --explain",
+      command: 'funcpipe query "how far away is the moon"',
+      description: "Query the index in .funcpipe (lexical for local-sha256)"
+    },
+    {
+      command: 'funcpipe query "saturn probe" --mode hybrid --explain',
       description: "Fuse both rankings and show why"
     },
     { command: "funcpipe query - < question.txt", description: "Read a long query from a file" },
-    { command: "funcpipe query -q \"saturn probe\" --top-k 5", description: "The text as a flag, as search takes it" },
+    { command: 'funcpipe query -q "saturn probe" --top-k 5', description: "The text as a flag, as search takes it" },
     { command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'", description: "Search one category" }
   ])
 )

@@ -1,7 +1,8 @@
 /** `funcpipe search`: index paths in memory and answer one query. */
+
+import { searchPaths } from "@funcpipe/pipeline/programs/Search"
 import { Console, Effect } from "effect"
 import { Argument, Command } from "effect/cli"
-import { searchPaths } from "@funcpipe/pipeline/programs/Search"
 import {
   analyzerFlags,
   analyzerFrom,
@@ -39,7 +40,7 @@ export const search = Command.make(
     where,
     json
   },
-  Effect.fn("search")(function*(input) {
+  Effect.fn("search")(function* (input) {
     const chunker = yield* chunkerFrom(input)
     const text = yield* queryText(input.query)
     const answer = yield* searchPaths(input.paths, text, input.topK, {
@@ -54,9 +55,17 @@ export const search = Command.make(
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
   })
 ).pipe(
-  Command.withDescription("Read documents, index them in memory (no file) and print the chunks that best match a query"),
+  Command.withDescription(
+    "Read documents, index them in memory (no file) and print the chunks that best match a query"
+  ),
   Command.withExamples([
-    { command: "funcpipe search sample --query \"The Moon has no light of its own.\"", description: "Search the sample corpus" },
-    { command: "funcpipe search notes/ papers.csv -q \"graph neural networks\" --top-k 5 --json", description: "JSON output" }
+    {
+      command: 'funcpipe search sample --query "The Moon has no light of its own."',
+      description: "Search the sample corpus"
+    },
+    {
+      command: 'funcpipe search notes/ papers.csv -q "graph neural networks" --top-k 5 --json',
+      description: "JSON output"
+    }
   ])
 )

@@ -1,8 +1,9 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
-import { Config, Console, Effect, Layer, Option, Schema } from "effect"
-import { Command, Flag } from "effect/cli"
+
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
+import { Config, Console, Effect, Layer, Option, Schema } from "effect"
+import { Command, Flag } from "effect/cli"
 import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
 
 /**
@@ -55,7 +56,7 @@ export const serve = Command.make(
     ),
     ...serviceFlags
   },
-  Effect.fn("serve")(function*(input) {
+  Effect.fn("serve")(function* (input) {
     // The server and its HTTP modules load only here, so every other command starts without them.
     const { layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
     const { HttpServer } = yield* Effect.promise(() => import("effect/http"))
@@ -69,25 +70,35 @@ export const serve = Command.make(
       pollMillis: input.poll,
       report
     })
-    const announce = Layer.effectDiscard(Effect.gen(function*() {
-      const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
-      yield* report(
-        `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
-          `${input.writable ? ", writable" : ""}; stop with Ctrl-C`
-      )
-      // Runs first when the server stops: requests in flight are answered, then the index is closed.
-      yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
-    }))
+    const announce = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
+        yield* report(
+          `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
+            `${input.writable ? ", writable" : ""}; stop with Ctrl-C`
+        )
+        // Runs first when the server stops: requests in flight are answered, then the index is closed.
+        yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
+      })
+    )
     // Queries are embedded with the model the index was built with (read once, when the server starts).
     const index = Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
     yield* Layer.launch(announce.pipe(Layer.provide(server), Layer.provide(index))).pipe(
-      Effect.onInterrupt(() => Effect.andThen(report("stopped"), Effect.sync(() => (serveStopped.value = true))))
+      Effect.onInterrupt(() =>
+        Effect.andThen(
+          report("stopped"),
+          Effect.sync(() => (serveStopped.value = true))
+        )
+      )
     )
   })
 ).pipe(
   Command.withDescription("Answer queries over HTTP (JSON API, OpenAPI, a search page) from the index, kept current"),
   Command.withExamples([
     { command: "funcpipe serve", description: "Serve .funcpipe/index.db on http://127.0.0.1:7700" },
-    { command: "FUNCPIPE_TOKEN=s3cret funcpipe serve --host 0.0.0.0 --port 8080", description: "Serve the network, with a token" }
+    {
+      command: "FUNCPIPE_TOKEN=s3cret funcpipe serve --host 0.0.0.0 --port 8080",
+      description: "Serve the network, with a token"
+    }
   ])
 )

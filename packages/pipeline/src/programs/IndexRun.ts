@@ -1,22 +1,23 @@
 /** The persistent indexing workflow: read the paths, plan the changes against the stored index, write them atomically. */
-import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
+
 import { deflateRawSync } from "node:zlib"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import type { RawDoc } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
+import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
-import type { RawDoc } from "@funcpipe/domain/Document"
 import { cachedEmbedder, EmbeddingCache } from "../services/EmbeddingCache.ts"
 import { type ChunkRecord, IndexStore, type IndexWriter, type StoredEntry } from "../services/IndexStore.ts"
 import { Preparer } from "../services/Preparer.ts"
-import type { PreparedBatch } from "../stages/Prepare.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../stages/Claim.ts"
 import { DimensionMismatch } from "../stages/Cosine.ts"
 import { keepChange, keepTest } from "../stages/Keep.ts"
 import { describeMigration, planMigration } from "../stages/Migration.ts"
+import type { PreparedBatch } from "../stages/Prepare.ts"
 import { ModelMismatch } from "../stages/Retrieve.ts"
-import { hashDoc, pruneReason, samePaths, type SyncPlan } from "../stages/Sync.ts"
-import { claimer, emptyAfterCleaning, type Skip } from "../stages/Claim.ts"
+import { hashDoc, pruneReason, type SyncPlan, samePaths } from "../stages/Sync.ts"
 
 /** The stored index was built with other settings; the message says what changed and how to go on. */
 export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("SettingsChanged", {
@@ -24,8 +25,10 @@ export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("Sett
   detail: Schema.String
 }) {
   override get message(): string {
-    return `the index at ${this.location} cannot be updated: ${this.detail}. Run the same command with --rebuild ` +
+    return (
+      `the index at ${this.location} cannot be updated: ${this.detail}. Run the same command with --rebuild ` +
       `to rebuild it from scratch with the new settings`
+    )
   }
 }
 
@@ -37,8 +40,10 @@ export class PruneNeeded extends Schema.TaggedError<PruneNeeded>()("PruneNeeded"
   reason: Schema.String
 }) {
   override get message(): string {
-    return `this run would delete ${this.deleted} of the ${this.stored} documents in ${this.location} (${this.reason}), ` +
+    return (
+      `this run would delete ${this.deleted} of the ${this.stored} documents in ${this.location} (${this.reason}), ` +
       `so it changed nothing. Check the paths; to delete them, run again with --prune (add --dry-run to list them)`
+    )
   }
 }
 
@@ -50,8 +55,10 @@ export class NothingToIndex extends Schema.TaggedError<NothingToIndex>()("Nothin
 }) {
   override get message(): string {
     const records = this.skipped === 1 ? "the only record" : `all ${this.skipped} records`
-    return `nothing to index: ${records} under the paths could not be read (${this.first}), so ${this.location} ` +
+    return (
+      `nothing to index: ${records} under the paths could not be read (${this.first}), so ${this.location} ` +
       `was left as it was`
+    )
   }
 }
 
@@ -62,8 +69,10 @@ export class NothingKept extends Schema.TaggedError<NothingKept>()("NothingKept"
   dropped: Schema.Int
 }) {
   override get message(): string {
-    return `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ` +
+    return (
+      `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ` +
       `${this.location} was left as it was; check the rule (values and labels compare exactly, case included)`
+    )
   }
 }
 
@@ -133,7 +142,7 @@ interface Pending {
  * first, outside the write transaction, into the cache; the transaction then finds their vectors there. So a slow
  * model does not hold the lock, and a run stopped while embedding, run again, embeds only what it had not.
  */
-export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray<string>, options: IndexOptions = {}) {
+export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArray<string>, options: IndexOptions = {}) {
   const store = yield* IndexStore
   const model = yield* Embedder
   const source = yield* DocumentSource
@@ -164,7 +173,9 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   if (Option.isSome(cache) && !dryRun) {
     // A costly model embeds first, without the write lock: what this run will write goes through the cache, so the
     // run below finds every vector there. Its plan is remade under the lock; this one only decides what to embed.
-    const stored = rebuild ? new Map<string, StoredEntry>() : yield* store.transaction((w) => w.storedDocs, { readOnly: true })
+    const stored = rebuild
+      ? new Map<string, StoredEntry>()
+      : yield* store.transaction((w) => w.storedDocs, { readOnly: true })
     const claim = claimer(keeps)
     let embedded = 0
     yield* source.read(roots).pipe(
@@ -180,7 +191,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       Stream.grouped(batchSize),
       Stream.mapEffect((docs) => preparer.prepare(docs, settings), { concurrency: preparer.concurrency }),
       Stream.runForEach((prepared) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
           embedded += prepared.docs.length
           yield* progress(embedded, 0, "embedding")
@@ -189,143 +200,165 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
     )
   }
 
-  return yield* store.transaction((writer) =>
-    Effect.gen(function*() {
-      const existing = yield* writer.manifest
-      if (Option.isSome(existing) && !rebuild) {
-        const migration = planMigration(existing.value, settings)
-        if (migration._tag !== "Compatible") {
-          return yield* new SettingsChanged({ location: store.location, detail: describeMigration(migration) })
-        }
-      }
-      const stored = rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
-      const storedRoots = yield* writer.roots
-      if (rebuild && !dryRun) yield* writer.clear
-
-      const added: Array<string> = []
-      const updated: Array<string> = []
-      const unchanged: Array<string> = []
-      const deleted: Array<string> = []
-      const skipped: Array<Skip> = []
-      /** Doc ids the keep rule left out. */
-      const dropped = new Set<string>()
-      let keptChunks = 0
-      let written = 0
-      let read = 0
-
-      /** Plans one record: skipped, unchanged, or to be written (returned). */
-      const claim = claimer(keeps)
-      const planRecord = (record: SourceRecord): Pending | undefined => {
-        const claimed = claim.take(record)
-        if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
-        const { doc, source: file } = claimed.sourced
-        if (claimed._tag === "Dropped") return void dropped.add(doc.docId)
-        read++
-        const hash = hashDoc(doc)
-        const before = stored.get(doc.docId)
-        if (before !== undefined && before.hash === hash && before.source === file) {
-          unchanged.push(doc.docId)
-          keptChunks += before.chunks
-          return undefined
-        }
-        ;(before === undefined ? added : updated).push(doc.docId)
-        return dryRun ? undefined : { sourced: claimed.sourced, hash }
-      }
-
-      /** Embeds a prepared batch and writes its documents. */
-      const write = ({ batch, prepared }: { readonly batch: ReadonlyArray<Pending>; readonly prepared: PreparedBatch }) =>
-        Effect.gen(function*() {
-          // Through the cache, when the model is costly: the pass before the lock has put every vector there.
-          const counts = yield* writePrepared(
-            writer,
-            settings.dimensions,
-            batch.map((p) => ({ ...p.sourced, hash: p.hash })),
-            prepared
-          ).pipe(Effect.provideService(Embedder, embedder))
-          for (let i = 0; i < batch.length; i++) {
-            if (counts[i]! > 0) {
-              written += counts[i]!
-              continue
-            }
-            const { doc } = batch[i]!.sourced
-            // Not a document of the index: skipped (and its older version, if any, deleted).
-            skipped.push(emptyAfterCleaning(batch[i]!.sourced))
-            read--
-            const wasAdded = added.lastIndexOf(doc.docId)
-            if (wasAdded !== -1) added.splice(wasAdded, 1)
-            else if (updated.includes(doc.docId)) {
-              updated.splice(updated.lastIndexOf(doc.docId), 1)
-              deleted.push(doc.docId)
-              yield* writer.deleteDoc(doc.docId)
-            }
+  return yield* store.transaction(
+    (writer) =>
+      Effect.gen(function* () {
+        const existing = yield* writer.manifest
+        if (Option.isSome(existing) && !rebuild) {
+          const migration = planMigration(existing.value, settings)
+          if (migration._tag !== "Compatible") {
+            return yield* new SettingsChanged({ location: store.location, detail: describeMigration(migration) })
           }
-          yield* progress(read, 0, "indexing")
-        })
+        }
+        const stored = rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
+        const storedRoots = yield* writer.roots
+        if (rebuild && !dryRun) yield* writer.clear
 
-      // Batches are prepared (clean, chunk, analyze) ahead on the preparer's threads while earlier ones are written.
-      yield* source.read(roots).pipe(
-        Stream.map(planRecord),
-        Stream.filter((pending): pending is Pending => pending !== undefined),
-        Stream.grouped(batchSize),
-        Stream.mapEffect(
-          (batch) => Effect.map(preparer.prepare(batch.map((p) => p.sourced.doc), settings), (prepared) => ({ batch, prepared })),
-          { concurrency: preparer.concurrency }
-        ),
-        Stream.runForEach(write)
-      )
-      yield* progress(read, read, "indexing")
+        const added: Array<string> = []
+        const updated: Array<string> = []
+        const unchanged: Array<string> = []
+        const deleted: Array<string> = []
+        const skipped: Array<Skip> = []
+        /** Doc ids the keep rule left out. */
+        const dropped = new Set<string>()
+        let keptChunks = 0
+        let written = 0
+        let read = 0
 
-      if (read === 0 && skipped.length > 0) {
-        const { line, reason, source } = skipped[0]!
-        const first = `${line > 0 ? `${source}:${line}` : source}: ${reason}`
-        return yield* new NothingToIndex({ location: store.location, skipped: skipped.length, first })
-      }
-      if (read === 0 && dropped.size > 0) {
-        return yield* new NothingKept({ location: store.location, rule: printRule(keep), dropped: dropped.size })
-      }
-      const keepChanged = Option.isSome(existing) ? keepChange(existing.value.keep, keep) : undefined
-      const gone = [...stored.keys()].filter((docId) => !claim.has(docId) || dropped.has(docId))
-      const pruneReasonNow = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
-      // A rule that now leaves out documents the index holds deletes them; the user is told that is why.
-      const pruneNeeded = pruneReasonNow === undefined || keepChanged === undefined
-        ? pruneReasonNow
-        : `${pruneReasonNow}; the keep rule changed from ${keepChanged.from} to ${keepChanged.to}`
-      if (pruneNeeded !== undefined && !dryRun) {
-        return yield* new PruneNeeded({ location: store.location, deleted: gone.length, stored: stored.size, reason: pruneNeeded })
-      }
-      deleted.push(...gone)
-      if (!dryRun) {
-        for (const docId of gone) yield* writer.deleteDoc(docId)
-        const now = yield* Clock.currentTimeMillis
-        yield* writer.putRoots(roots)
-        yield* writer.putManifest(
-          new IndexManifest({
-            ...settings,
-            ...(isKeepAll(keep) ? {} : { keep }),
-            createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
-            updatedAt: now,
-            documents: read,
-            chunks: keptChunks + written
+        /** Plans one record: skipped, unchanged, or to be written (returned). */
+        const claim = claimer(keeps)
+        const planRecord = (record: SourceRecord): Pending | undefined => {
+          const claimed = claim.take(record)
+          if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
+          const { doc, source: file } = claimed.sourced
+          if (claimed._tag === "Dropped") return void dropped.add(doc.docId)
+          read++
+          const hash = hashDoc(doc)
+          const before = stored.get(doc.docId)
+          if (before !== undefined && before.hash === hash && before.source === file) {
+            unchanged.push(doc.docId)
+            keptChunks += before.chunks
+            return undefined
+          }
+          ;(before === undefined ? added : updated).push(doc.docId)
+          return dryRun ? undefined : { sourced: claimed.sourced, hash }
+        }
+
+        /** Embeds a prepared batch and writes its documents. */
+        const write = ({
+          batch,
+          prepared
+        }: {
+          readonly batch: ReadonlyArray<Pending>
+          readonly prepared: PreparedBatch
+        }) =>
+          Effect.gen(function* () {
+            // Through the cache, when the model is costly: the pass before the lock has put every vector there.
+            const counts = yield* writePrepared(
+              writer,
+              settings.dimensions,
+              batch.map((p) => ({ ...p.sourced, hash: p.hash })),
+              prepared
+            ).pipe(Effect.provideService(Embedder, embedder))
+            for (let i = 0; i < batch.length; i++) {
+              if (counts[i]! > 0) {
+                written += counts[i]!
+                continue
+              }
+              const { doc } = batch[i]!.sourced
+              // Not a document of the index: skipped (and its older version, if any, deleted).
+              skipped.push(emptyAfterCleaning(batch[i]!.sourced))
+              read--
+              const wasAdded = added.lastIndexOf(doc.docId)
+              if (wasAdded !== -1) added.splice(wasAdded, 1)
+              else if (updated.includes(doc.docId)) {
+                updated.splice(updated.lastIndexOf(doc.docId), 1)
+                deleted.push(doc.docId)
+                yield* writer.deleteDoc(doc.docId)
+              }
+            }
+            yield* progress(read, 0, "indexing")
           })
+
+        // Batches are prepared (clean, chunk, analyze) ahead on the preparer's threads while earlier ones are written.
+        yield* source.read(roots).pipe(
+          Stream.map(planRecord),
+          Stream.filter((pending): pending is Pending => pending !== undefined),
+          Stream.grouped(batchSize),
+          Stream.mapEffect(
+            (batch) =>
+              Effect.map(
+                preparer.prepare(
+                  batch.map((p) => p.sourced.doc),
+                  settings
+                ),
+                (prepared) => ({ batch, prepared })
+              ),
+            { concurrency: preparer.concurrency }
+          ),
+          Stream.runForEach(write)
         )
-      }
-      const plan: SyncPlan = { added, updated, unchanged, deleted }
-      const now = Option.match(existing, { onNone: () => ({ documents: 0, chunks: 0 }), onSome: (m) => m })
-      return {
-        plan,
-        chunksWritten: written,
-        documents: dryRun ? now.documents : read,
-        chunks: dryRun ? now.chunks : keptChunks + written,
-        pruneNeeded,
-        skipped,
-        keep,
-        dropped: dropped.size,
-        keepChanged,
-        dryRun,
-        rebuilt: rebuild,
-        elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
-      } satisfies IndexReport
-    }), { readOnly: dryRun })
+        yield* progress(read, read, "indexing")
+
+        if (read === 0 && skipped.length > 0) {
+          const { line, reason, source } = skipped[0]!
+          const first = `${line > 0 ? `${source}:${line}` : source}: ${reason}`
+          return yield* new NothingToIndex({ location: store.location, skipped: skipped.length, first })
+        }
+        if (read === 0 && dropped.size > 0) {
+          return yield* new NothingKept({ location: store.location, rule: printRule(keep), dropped: dropped.size })
+        }
+        const keepChanged = Option.isSome(existing) ? keepChange(existing.value.keep, keep) : undefined
+        const gone = [...stored.keys()].filter((docId) => !claim.has(docId) || dropped.has(docId))
+        const pruneReasonNow = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
+        // A rule that now leaves out documents the index holds deletes them; the user is told that is why.
+        const pruneNeeded =
+          pruneReasonNow === undefined || keepChanged === undefined
+            ? pruneReasonNow
+            : `${pruneReasonNow}; the keep rule changed from ${keepChanged.from} to ${keepChanged.to}`
+        if (pruneNeeded !== undefined && !dryRun) {
+          return yield* new PruneNeeded({
+            location: store.location,
+            deleted: gone.length,
+            stored: stored.size,
+            reason: pruneNeeded
+          })
+        }
+        deleted.push(...gone)
+        if (!dryRun) {
+          for (const docId of gone) yield* writer.deleteDoc(docId)
+          const now = yield* Clock.currentTimeMillis
+          yield* writer.putRoots(roots)
+          yield* writer.putManifest(
+            new IndexManifest({
+              ...settings,
+              ...(isKeepAll(keep) ? {} : { keep }),
+              createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
+              updatedAt: now,
+              documents: read,
+              chunks: keptChunks + written
+            })
+          )
+        }
+        const plan: SyncPlan = { added, updated, unchanged, deleted }
+        const now = Option.match(existing, { onNone: () => ({ documents: 0, chunks: 0 }), onSome: (m) => m })
+        return {
+          plan,
+          chunksWritten: written,
+          documents: dryRun ? now.documents : read,
+          chunks: dryRun ? now.chunks : keptChunks + written,
+          pruneNeeded,
+          skipped,
+          keep,
+          dropped: dropped.size,
+          keepChanged,
+          dryRun,
+          rebuilt: rebuild,
+          elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
+        } satisfies IndexReport
+      }),
+    { readOnly: dryRun }
+  )
 })
 
 /** A document to write, with where it came from and its content hash. */
@@ -340,7 +373,7 @@ interface DocToWrite {
  * with chunks through `writer`, replacing any earlier version. Returns each document's chunk count; a document with
  * none (nothing left after cleaning) is not written, and what to do about it is the caller's decision.
  */
-const writePrepared = Effect.fnUntraced(function*(
+const writePrepared = Effect.fnUntraced(function* (
   writer: IndexWriter,
   dimensions: number,
   docs: ReadonlyArray<DocToWrite>,
@@ -388,7 +421,7 @@ const writePrepared = Effect.fnUntraced(function*(
 })
 
 /** The settings the index was built with, checked against the `Embedder`; the defaults for an index not built yet. */
-const settingsOf = Effect.fnUntraced(function*(existing: Option.Option<IndexManifest>) {
+const settingsOf = Effect.fnUntraced(function* (existing: Option.Option<IndexManifest>) {
   const embedder = yield* Embedder
   if (Option.isNone(existing)) {
     return {
@@ -428,7 +461,7 @@ export interface PutReport {
  * and `source` are unchanged is not embedded again. Doc ids must be distinct (the caller checks). The index's model
  * must be the `Embedder`'s (`ModelMismatch` otherwise).
  */
-export const putDocuments = Effect.fn("putDocuments")(function*(
+export const putDocuments = Effect.fn("putDocuments")(function* (
   docs: ReadonlyArray<RawDoc>,
   source: string,
   options: { readonly batchSize?: number } = {}
@@ -437,7 +470,7 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
   const preparer = yield* Preparer
   const batchSize = options.batchSize ?? 64
   return yield* store.transaction((writer) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const existing = yield* writer.manifest
       const settings = yield* settingsOf(existing)
       const stored = yield* writer.storedDocs
@@ -456,7 +489,10 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
       let written = 0
       for (let from = 0; from < pending.length; from += batchSize) {
         const batch = pending.slice(from, from + batchSize)
-        const prepared = yield* preparer.prepare(batch.map((p) => p.doc), settings)
+        const prepared = yield* preparer.prepare(
+          batch.map((p) => p.doc),
+          settings
+        )
         const counts = yield* writePrepared(writer, settings.dimensions, batch, prepared)
         for (let i = 0; i < batch.length; i++) {
           const { docId } = batch[i]!.doc
@@ -485,7 +521,15 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
           })
         )
       }
-      return { added, updated, unchanged, skipped, chunksWritten: written, documents: after.size, chunks } satisfies PutReport
+      return {
+        added,
+        updated,
+        unchanged,
+        skipped,
+        chunksWritten: written,
+        documents: after.size,
+        chunks
+      } satisfies PutReport
     })
   )
 })
@@ -499,10 +543,10 @@ export interface DeleteReport {
 }
 
 /** Deletes the documents with these doc ids and their chunks, in one write transaction; ids not stored are listed. */
-export const deleteDocuments = Effect.fn("deleteDocuments")(function*(docIds: ReadonlyArray<string>) {
+export const deleteDocuments = Effect.fn("deleteDocuments")(function* (docIds: ReadonlyArray<string>) {
   const store = yield* IndexStore
   return yield* store.transaction((writer) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const existing = yield* writer.manifest
       const stored = yield* writer.storedDocs
       const deleted: Array<string> = []

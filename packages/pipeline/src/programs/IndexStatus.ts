@@ -1,7 +1,8 @@
 /** What the stored index holds, and which of its files changed since it was built. */
-import { Effect, Path, Stream } from "effect"
+
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { keepAll } from "@funcpipe/domain/Rule"
+import { Effect, Path, Stream } from "effect"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { IndexStore } from "../services/IndexStore.ts"
 import { claimer } from "../stages/Claim.ts"
@@ -23,7 +24,7 @@ export interface FileChange {
  * again and comparing content hashes (nothing is embedded or written), under the index's keep rule. A path that can
  * no longer be read counts as deleted, with the reason in `unreadable`.
  */
-export const indexStatus = Effect.fn("indexStatus")(function*() {
+export const indexStatus = Effect.fn("indexStatus")(function* () {
   const store = yield* IndexStore
   const source = yield* DocumentSource
   const manifest = yield* requireManifest()

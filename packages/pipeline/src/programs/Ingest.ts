@@ -1,9 +1,9 @@
 /** The indexing workflow: read → clean → chunk → embed, with a summary of what was kept and skipped. */
-import { Clock, Effect, Path, Stream } from "effect"
-import type { ChunkDraft } from "@funcpipe/domain/Chunk"
-import type { Chunk } from "@funcpipe/domain/Chunk"
+
+import type { Chunk, ChunkDraft } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
+import { Clock, Effect, Path, Stream } from "effect"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { chunkDoc } from "../stages/Chunker.ts"
@@ -44,12 +44,15 @@ export interface IngestOptions {
  * chunked. A bad record or a document whose cleaned body is empty is skipped and listed in the summary; a missing or
  * unreadable path or a failing model fails the run.
  */
-export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>, options: IngestOptions = {}) {
+export const ingest = Effect.fn("ingest")(function* (paths: ReadonlyArray<string>, options: IngestOptions = {}) {
   const source = yield* DocumentSource
   const embedder = yield* Embedder
   const path = yield* Path.Path
   const keep = options.keep ?? keepAll
-  const keeps = keepTest(mapPaths(keep, (p) => path.resolve(p)), (file) => path.resolve(file))
+  const keeps = keepTest(
+    mapPaths(keep, (p) => path.resolve(p)),
+    (file) => path.resolve(file)
+  )
   const cleaner = options.cleaner ?? CleanerConfig.default
   const chunker = options.chunker ?? ChunkerConfig.default
   const batchSize = options.batchSize ?? 256
@@ -81,7 +84,9 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
   for (let from = 0; from < drafts.length; from += batchSize) {
     const batch = drafts.slice(from, from + batchSize)
     const embeddings = yield* embedder.embedMany(batch.map((d) => d.text))
-    batch.forEach((draft, i) => chunks.push(embedChunk(draft, embeddings[i]!)))
+    batch.forEach((draft, i) => {
+      chunks.push(embedChunk(draft, embeddings[i]!))
+    })
   }
 
   const summary: RunSummary = {

@@ -2,9 +2,10 @@
  * The `local:<folder>` embedding models: a Hugging Face model folder (tokenizer.json, config.json, an ONNX export of
  * the model) run in this process by transformers.js, read from the folder only.
  */
-import { Effect, FileSystem, Path, Result, Schema, Stream } from "effect"
+
 import { createHash } from "node:crypto"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { Effect, FileSystem, Path, Result, Schema, Stream } from "effect"
 import {
   DEFAULT_POOLING,
   LOCAL_PREFIX,
@@ -13,7 +14,7 @@ import {
   poolingOf,
   poolVectors
 } from "../stages/LocalModel.ts"
-import { EmbedFailure, Embedder, fingerprintOf } from "./Embedder.ts"
+import { Embedder, EmbedFailure, fingerprintOf } from "./Embedder.ts"
 import { ModelUnavailable, type Provider } from "./Models.ts"
 import { systemReason } from "./SystemReason.ts"
 import { loadRuntime, type ModelLike, type TokenizerLike, type TransformersRuntime } from "./Transformers.ts"
@@ -42,7 +43,7 @@ const decodeLabel = Schema.decodeUnknownResult(ModelLabel)
  * tokenizer, configuration and ONNX model, and its pooling (`1_Pooling/config.json`, as sentence-transformers writes
  * it; mean pooling without one). Fails with `ModelUnavailable` saying what is missing.
  */
-export const inspectFolder = Effect.fn("LocalModel.inspectFolder")(function*(given: string) {
+export const inspectFolder = Effect.fn("LocalModel.inspectFolder")(function* (given: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const unavailable = (model: string, reason: string) => new ModelUnavailable({ model, reason })
@@ -64,7 +65,8 @@ export const inspectFolder = Effect.fn("LocalModel.inspectFolder")(function*(giv
   const name = label.success
   const info = yield* fs.stat(folder).pipe(
     Effect.catchReason("PlatformError", "NotFound", () =>
-      Effect.fail(unavailable(name, `there is no folder ${folder}`))),
+      Effect.fail(unavailable(name, `there is no folder ${folder}`))
+    ),
     Effect.mapError((error) =>
       error._tag === "ModelUnavailable" ? error : unavailable(name, `cannot read ${folder}: ${systemReason(error)}`)
     )
@@ -89,9 +91,9 @@ export const inspectFolder = Effect.fn("LocalModel.inspectFolder")(function*(giv
   let pooling = DEFAULT_POOLING
   if (files.includes("1_Pooling/config.json")) {
     const file = path.join(folder, "1_Pooling", "config.json")
-    const text = yield* fs.readFileString(file).pipe(
-      Effect.mapError((error) => unavailable(name, `cannot read ${file}: ${systemReason(error)}`))
-    )
+    const text = yield* fs
+      .readFileString(file)
+      .pipe(Effect.mapError((error) => unavailable(name, `cannot read ${file}: ${systemReason(error)}`)))
     let json: unknown
     try {
       json = JSON.parse(text)
@@ -106,15 +108,15 @@ export const inspectFolder = Effect.fn("LocalModel.inspectFolder")(function*(giv
 })
 
 /** The SHA-256 (hex) of each of the folder's files, by name. */
-const digests = Effect.fnUntraced(function*(model: ModelFolder) {
+const digests = Effect.fnUntraced(function* (model: ModelFolder) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const out: Record<string, string> = {}
   for (const file of model.files) {
     const hash = createHash("sha256")
-    yield* fs.stream(path.join(model.folder, file), { chunkSize: 1 << 20 }).pipe(
-      Stream.runForEach((bytes) => Effect.sync(() => void hash.update(bytes)))
-    )
+    yield* fs
+      .stream(path.join(model.folder, file), { chunkSize: 1 << 20 })
+      .pipe(Stream.runForEach((bytes) => Effect.sync(() => void hash.update(bytes))))
     out[file] = hash.digest("hex")
   }
   return out
@@ -171,7 +173,7 @@ const embedBatch = async (
  * embedded to learn the vector length. Texts are embedded in batches (`lengthBatches`), one batch at a time (ONNX
  * Runtime uses every core for each). Fails with `ModelUnavailable`, whose reason says what to do.
  */
-export const makeLocalEmbedder = Effect.fn("LocalModel.makeLocalEmbedder")(function*(
+export const makeLocalEmbedder = Effect.fn("LocalModel.makeLocalEmbedder")(function* (
   given: string,
   runtime: Effect.Effect<TransformersRuntime, { readonly message: string }>
 ) {
@@ -198,14 +200,22 @@ export const makeLocalEmbedder = Effect.fn("LocalModel.makeLocalEmbedder")(funct
     catch: (error) => unavailable(`its ONNX model cannot be loaded: ${thrown(error)}`)
   })
   // One effect per batch, so a stopped run (Ctrl-C) ends between two batches instead of after all of them.
-  const embedTexts = Effect.fnUntraced(function*(texts: ReadonlyArray<string>) {
+  const embedTexts = Effect.fnUntraced(function* (texts: ReadonlyArray<string>) {
     const vectors = new Array<Float64Array>(texts.length)
     for (const batch of lengthBatches(texts)) {
       const pooled = yield* Effect.tryPromise({
-        try: () => embedBatch(tokenizer, onnx, batch.map((i) => texts[i]!), model.pooling),
+        try: () =>
+          embedBatch(
+            tokenizer,
+            onnx,
+            batch.map((i) => texts[i]!),
+            model.pooling
+          ),
         catch: thrown
       })
-      batch.forEach((i, k) => vectors[i] = pooled[k]!)
+      batch.forEach((i, k) => {
+        vectors[i] = pooled[k]!
+      })
     }
     return vectors
   })
@@ -246,7 +256,7 @@ export const makeLocalEmbedder = Effect.fn("LocalModel.makeLocalEmbedder")(funct
  * (never for another model), once per process; each model folder is loaded when asked for.
  */
 export const localModelProvider: Effect.Effect<Provider, never, FileSystem.FileSystem | Path.Path> = Effect.gen(
-  function*() {
+  function* () {
     const context = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
     const runtime = yield* Effect.cached(loadRuntime().pipe(Effect.provideContext(context)))
     return (name) =>

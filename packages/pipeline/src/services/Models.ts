@@ -44,28 +44,34 @@ export type ModelError = UnknownModel | ModelUnavailable
 export type Provider = (name: string) => Effect.Effect<Embedder["Service"], ModelUnavailable> | undefined
 
 /** The `local-sha256` provider. */
-export const localSha256: Provider = (name) => name === LOCAL_SHA256 ? Effect.succeed(Embedder.localSha256) : undefined
+export const localSha256: Provider = (name) =>
+  name === LOCAL_SHA256 ? Effect.succeed(Embedder.localSha256) : undefined
 
 /**
  * The `glove-100d` provider: its vectors are read from the models folder when the model is first asked for (never
  * for another model), once per process. Vectors not installed, or a damaged cache, are `ModelUnavailable` with a
  * reason that names the install command.
  */
-export const gloveProvider: Effect.Effect<Provider, never, FileSystem.FileSystem | Path.Path> = Effect.gen(function*() {
-  const context = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
-  const load = yield* Effect.cached(
-    loadGlove().pipe(
-      Effect.mapError((error) => new ModelUnavailable({ model: GLOVE_100D, reason: error.message })),
-      Effect.provideContext(context)
+export const gloveProvider: Effect.Effect<Provider, never, FileSystem.FileSystem | Path.Path> = Effect.gen(
+  function* () {
+    const context = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+    const load = yield* Effect.cached(
+      loadGlove().pipe(
+        Effect.mapError((error) => new ModelUnavailable({ model: GLOVE_100D, reason: error.message })),
+        Effect.provideContext(context)
+      )
     )
-  )
-  return (name) => (name === GLOVE_100D ? load : undefined)
-})
+    return (name) => (name === GLOVE_100D ? load : undefined)
+  }
+)
 
-export class Models extends Context.Service<Models, {
-  /** The embedder of the model named `name`. */
-  readonly embedder: (name: string) => Effect.Effect<Embedder["Service"], ModelError>
-}>()("pipeline/Models") {
+export class Models extends Context.Service<
+  Models,
+  {
+    /** The embedder of the model named `name`. */
+    readonly embedder: (name: string) => Effect.Effect<Embedder["Service"], ModelError>
+  }
+>()("pipeline/Models") {
   /** A catalogue of the given providers, asked in order. */
   static readonly make = (providers: ReadonlyArray<Provider>) =>
     Models.of({
@@ -96,21 +102,22 @@ export class Models extends Context.Service<Models, {
   )
 }
 
-
 /** The embedder of the model called `name`, as a layer. */
 export const layerModel = (name: string): Layer.Layer<Embedder, ModelError, Models> =>
-  Layer.effect(Embedder, Models.use((models) => models.embedder(name)))
+  Layer.effect(
+    Embedder,
+    Models.use((models) => models.embedder(name))
+  )
 
 /**
  * The embedder of the model the index was built with (the default model when there is no index yet, so that the
  * command reports the missing index itself). A query never chooses its own model.
  */
-export const layerIndexModel: Layer.Layer<Embedder, ModelError | StoreError, Models | IndexStore> =
-  Layer.effect(
-    Embedder,
-    Effect.gen(function*() {
-      const manifest = yield* IndexStore.use((store) => store.manifest)
-      const models = yield* Models
-      return yield* models.embedder(Option.match(manifest, { onNone: () => DEFAULT_MODEL, onSome: (m) => m.model }))
-    })
-  )
+export const layerIndexModel: Layer.Layer<Embedder, ModelError | StoreError, Models | IndexStore> = Layer.effect(
+  Embedder,
+  Effect.gen(function* () {
+    const manifest = yield* IndexStore.use((store) => store.manifest)
+    const models = yield* Models
+    return yield* models.embedder(Option.match(manifest, { onNone: () => DEFAULT_MODEL, onSome: (m) => m.model }))
+  })
+)

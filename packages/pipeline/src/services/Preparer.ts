@@ -1,14 +1,15 @@
 /** Boundary service: where the per-document stage runs, on the calling thread or on a pool of worker threads. */
-import { Context, Effect, Layer } from "effect"
+
 import { availableParallelism } from "node:os"
 import { Worker } from "node:worker_threads"
+import { Context, Effect, Layer } from "effect"
 import {
-  deltaReceiver,
   type DocText,
+  deltaReceiver,
   type PreparedBatch,
-  prepareBatch,
   type PreparedDelta,
-  type PrepareSettings
+  type PrepareSettings,
+  prepareBatch
 } from "../stages/Prepare.ts"
 
 export interface Preparer {
@@ -102,7 +103,9 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
               pending.set(id, {
                 thread: t,
                 done: (result) =>
-                  resume(result.batch !== undefined ? Effect.succeed(result.batch) : Effect.die(new Error(result.error)))
+                  resume(
+                    result.batch !== undefined ? Effect.succeed(result.batch) : Effect.die(new Error(result.error))
+                  )
               })
               worker.postMessage({ id, docs, settings })
               // Interrupted: forget the batch (its reply, if any, is dropped).

@@ -3,10 +3,11 @@
  * folder (it is not a dependency of FuncPipe: with ONNX Runtime it is a 160 MB download), and imported only when such
  * a model is used.
  */
-import { Effect, FileSystem, Path, Random, Schema, Stream } from "effect"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+
 import { arch, platform } from "node:os"
 import { pathToFileURL } from "node:url"
+import { Effect, FileSystem, Path, Random, Schema, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { modelsFolder } from "./Glove.ts"
 import { systemReason } from "./SystemReason.ts"
 
@@ -27,12 +28,10 @@ export interface TensorLike {
 }
 
 /** A tokenizer: texts in, `input_ids` and `attention_mask` (and whatever else the model takes) out. */
-export interface TokenizerLike {
-  (texts: Array<string>, options: { readonly padding: boolean; readonly truncation: boolean }): Record<
-    string,
-    TensorLike
-  >
-}
+export type TokenizerLike = (
+  texts: Array<string>,
+  options: { readonly padding: boolean; readonly truncation: boolean }
+) => Record<string, TensorLike>
 
 /** A model: the tokenizer's tensors in, its outputs (`last_hidden_state`, …) out. */
 export interface ModelLike {
@@ -52,8 +51,10 @@ export class RuntimeNotInstalled extends Schema.TaggedError<RuntimeNotInstalled>
   folder: Schema.String
 }) {
   override get message(): string {
-    return `the runtime for local: models (transformers.js with ONNX Runtime) is not installed in ${this.folder}; ` +
+    return (
+      `the runtime for local: models (transformers.js with ONNX Runtime) is not installed in ${this.folder}; ` +
       `install it once with: ${INSTALL_RUNTIME_COMMAND}`
+    )
   }
 }
 
@@ -63,8 +64,10 @@ export class RuntimeUnusable extends Schema.TaggedError<RuntimeUnusable>()("Runt
   reason: Schema.String
 }) {
   override get message(): string {
-    return `the runtime for local: models in ${this.folder} cannot be loaded (${this.reason}); install it again ` +
+    return (
+      `the runtime for local: models in ${this.folder} cannot be loaded (${this.reason}); install it again ` +
       `with: ${INSTALL_RUNTIME_COMMAND}`
+    )
   }
 }
 
@@ -78,7 +81,7 @@ export class RuntimeInstallFailed extends Schema.TaggedError<RuntimeInstallFaile
 }
 
 /** The runtime's folder: `transformers` in the models folder. */
-export const runtimeFolder = Effect.fn("runtimeFolder")(function*() {
+export const runtimeFolder = Effect.fn("runtimeFolder")(function* () {
   const path = yield* Path.Path
   return path.join(yield* modelsFolder(), RUNTIME_FOLDER)
 })
@@ -99,7 +102,7 @@ const entryOf = (manifest: Record<string, unknown>): string | undefined => {
  * nothing is downloaded and nothing is cached. `RuntimeNotInstalled` when there is none, `RuntimeUnusable` when it is
  * another version than `RUNTIME_VERSION` or does not load.
  */
-export const importRuntime = Effect.fn("importRuntime")(function*(folder: string) {
+export const importRuntime = Effect.fn("importRuntime")(function* (folder: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const unusable = (reason: string) => new RuntimeUnusable({ folder, reason })
@@ -144,7 +147,7 @@ export const importRuntime = Effect.fn("importRuntime")(function*(folder: string
 })
 
 /** The runtime in the models folder (see `importRuntime`). */
-export const loadRuntime = Effect.fn("loadRuntime")(function*() {
+export const loadRuntime = Effect.fn("loadRuntime")(function* () {
   return yield* importRuntime(yield* runtimeFolder())
 })
 
@@ -158,7 +161,7 @@ export interface RuntimeInstalled {
 }
 
 /** The size of the files under `root`, in bytes. */
-const sizeOf = Effect.fnUntraced(function*(root: string) {
+const sizeOf = Effect.fnUntraced(function* (root: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   let bytes = 0
@@ -174,7 +177,7 @@ const sizeOf = Effect.fnUntraced(function*(root: string) {
  * browser build of ONNX Runtime, whose Node part transformers.js carries in its own bundle. Removing them takes the
  * installation from 475 MB to 85 MB.
  */
-const unusedFiles = Effect.fnUntraced(function*(modules: string) {
+const unusedFiles = Effect.fnUntraced(function* (modules: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const binaries = path.join(modules, "onnxruntime-node", "bin", "napi-v6")
@@ -194,10 +197,12 @@ const unusedFiles = Effect.fnUntraced(function*(modules: string) {
  * CPU), then files Node never loads are removed, the runtime is imported once to check it loads, and the folder takes
  * the place of the previous installation. A failed or interrupted install leaves the previous one, or none.
  */
-export const installRuntime = Effect.fn("installRuntime")(function*(options: {
-  readonly progress?: (stage: RuntimeInstallStage) => Effect.Effect<void>
-  readonly npmFlags?: ReadonlyArray<string>
-} = {}) {
+export const installRuntime = Effect.fn("installRuntime")(function* (
+  options: {
+    readonly progress?: (stage: RuntimeInstallStage) => Effect.Effect<void>
+    readonly npmFlags?: ReadonlyArray<string>
+  } = {}
+) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
@@ -216,45 +221,51 @@ export const installRuntime = Effect.fn("installRuntime")(function*(options: {
     description: "The runtime of FuncPipe's local: models, installed by funcpipe models install transformers",
     dependencies: { [RUNTIME_PACKAGE]: RUNTIME_VERSION }
   }
-  const npm = ChildProcess.make("npm", [
-    "install",
-    "--prefix",
-    temporary,
-    "--no-audit",
-    "--no-fund",
-    "--no-update-notifier",
-    "--omit=dev",
-    "--loglevel=error",
-    ...(options.npmFlags ?? [])
-  ], {
-    cwd: temporary,
-    // No CUDA libraries from outside the registry; and this folder is the project, not the one `npm run` or `npx`
-    // started in (they pass theirs down).
-    env: { ONNXRUNTIME_NODE_INSTALL: "skip", npm_config_local_prefix: undefined, npm_config_prefix: undefined },
-    extendEnv: true,
-    stdin: "ignore"
-  })
-  const runNpm = Effect.scoped(Effect.gen(function*() {
-    const handle = yield* spawner.spawn(npm)
-    const output = yield* handle.all.pipe(Stream.decodeText(), Stream.mkString)
-    return { code: yield* handle.exitCode, output }
-  })).pipe(
+  const npm = ChildProcess.make(
+    "npm",
+    [
+      "install",
+      "--prefix",
+      temporary,
+      "--no-audit",
+      "--no-fund",
+      "--no-update-notifier",
+      "--omit=dev",
+      "--loglevel=error",
+      ...(options.npmFlags ?? [])
+    ],
+    {
+      cwd: temporary,
+      // No CUDA libraries from outside the registry; and this folder is the project, not the one `npm run` or `npx`
+      // started in (they pass theirs down).
+      env: { ONNXRUNTIME_NODE_INSTALL: "skip", npm_config_local_prefix: undefined, npm_config_prefix: undefined },
+      extendEnv: true,
+      stdin: "ignore"
+    }
+  )
+  const runNpm = Effect.scoped(
+    Effect.gen(function* () {
+      const handle = yield* spawner.spawn(npm)
+      const output = yield* handle.all.pipe(Stream.decodeText(), Stream.mkString)
+      return { code: yield* handle.exitCode, output }
+    })
+  ).pipe(
     Effect.catchReason("PlatformError", "NotFound", () =>
-      Effect.fail(
-        new RuntimeInstallFailed({ reason: "npm was not found: it comes with Node.js; put it on the PATH" })
-      )),
-    Effect.mapError((error) => error._tag === "RuntimeInstallFailed" ? error : failed("cannot run npm")(error))
+      Effect.fail(new RuntimeInstallFailed({ reason: "npm was not found: it comes with Node.js; put it on the PATH" }))
+    ),
+    Effect.mapError((error) => (error._tag === "RuntimeInstallFailed" ? error : failed("cannot run npm")(error)))
   )
 
-  return yield* Effect.gen(function*() {
+  return yield* Effect.gen(function* () {
     yield* fs.makeDirectory(temporary, { recursive: true }).pipe(Effect.mapError(failed(`cannot create ${temporary}`)))
-    yield* fs.writeFileString(path.join(temporary, "package.json"), JSON.stringify(manifest, null, 2) + "\n").pipe(
-      Effect.mapError(failed(`cannot write in ${temporary}`))
-    )
+    yield* fs
+      .writeFileString(path.join(temporary, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`)
+      .pipe(Effect.mapError(failed(`cannot write in ${temporary}`)))
     yield* progress("downloading")
     const { code, output } = yield* runNpm
     if (code !== 0) {
-      const said = output.split("\n")
+      const said = output
+        .split("\n")
         .map((line) => line.replace(/^npm (error|ERR!) ?/, "").trim())
         .filter((line) => line !== "" && !line.startsWith("A complete log"))
         .slice(0, 3)
@@ -269,8 +280,8 @@ export const installRuntime = Effect.fn("installRuntime")(function*(options: {
       yield* remove(file).pipe(Effect.mapError(failed(`cannot remove ${file}`)))
     }
     yield* importRuntime(temporary).pipe(
-      Effect.mapError((error) =>
-        new RuntimeInstallFailed({ reason: `the installed runtime does not load: ${error.message}` })
+      Effect.mapError(
+        (error) => new RuntimeInstallFailed({ reason: `the installed runtime does not load: ${error.message}` })
       )
     )
     yield* progress("moving")

@@ -1,11 +1,43 @@
 /** The lexical analyzer: text to search terms (words of any script, lowercased, stop words out, stemmed). */
-import { stemmer } from "stemmer"
+
 import { AnalyzerConfig } from "@funcpipe/domain/Config"
+import { stemmer } from "stemmer"
 
 /** Lucene's English stop words (the set its English analyzer and Anserini's BM25 runs drop). */
 export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
-  "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
-  "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"
+  "a",
+  "an",
+  "and",
+  "are",
+  "as",
+  "at",
+  "be",
+  "but",
+  "by",
+  "for",
+  "if",
+  "in",
+  "into",
+  "is",
+  "it",
+  "no",
+  "not",
+  "of",
+  "on",
+  "or",
+  "such",
+  "that",
+  "the",
+  "their",
+  "then",
+  "there",
+  "these",
+  "they",
+  "this",
+  "to",
+  "was",
+  "will",
+  "with"
 ])
 
 /**
@@ -21,7 +53,7 @@ const stemOf = (word: string): string => {
   let stem = stems.get(word)
   if (stem === undefined) {
     if (stems.size >= 100_000) stems.clear()
-    stems.set(word, stem = stemmer(word))
+    stems.set(word, (stem = stemmer(word)))
   }
   return stem
 }
@@ -45,7 +77,7 @@ const classOf = (cp: number): number => {
   let c = classes.get(cp)
   if (c === undefined) {
     const ch = String.fromCodePoint(cp)
-    classes.set(cp, c = IS_IDEOGRAPH.test(ch) ? IDEOGRAPH : IS_WORD_CHAR.test(ch) ? WORD_CHAR : OTHER)
+    classes.set(cp, (c = IS_IDEOGRAPH.test(ch) ? IDEOGRAPH : IS_WORD_CHAR.test(ch) ? WORD_CHAR : OTHER))
   }
   return c
 }

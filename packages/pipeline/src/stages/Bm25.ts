@@ -18,7 +18,9 @@ export interface LexicalIndex {
 }
 
 /** Builds the lexical index of chunks from each chunk's term counts, in chunk order. */
-export const lexicalIndex = (chunks: ReadonlyArray<{ readonly length: number; readonly terms: ReadonlyMap<string, number> }>): LexicalIndex => {
+export const lexicalIndex = (
+  chunks: ReadonlyArray<{ readonly length: number; readonly terms: ReadonlyMap<string, number> }>
+): LexicalIndex => {
   const lengths = new Uint32Array(chunks.length)
   const lists = new Map<string, { positions: Array<number>; tfs: Array<number> }>()
   let total = 0
@@ -27,7 +29,7 @@ export const lexicalIndex = (chunks: ReadonlyArray<{ readonly length: number; re
     total += chunk.length
     for (const [term, tf] of chunk.terms) {
       let list = lists.get(term)
-      if (list === undefined) lists.set(term, list = { positions: [], tfs: [] })
+      if (list === undefined) lists.set(term, (list = { positions: [], tfs: [] }))
       list.positions.push(position)
       list.tfs.push(tf)
     }
@@ -40,15 +42,22 @@ export const lexicalIndex = (chunks: ReadonlyArray<{ readonly length: number; re
 }
 
 /** The mean chunk length (0 for no chunks). */
-export const averageOf = (lengths: Uint32Array, total: number): number => (lengths.length === 0 ? 0 : total / lengths.length)
+export const averageOf = (lengths: Uint32Array, total: number): number =>
+  lengths.length === 0 ? 0 : total / lengths.length
 
 /** Lucene's BM25 idf: `ln(1 + (N - df + 0.5) / (df + 0.5))`, always above 0. */
 export const idf = (chunks: number, df: number): number => Math.log(1 + (chunks - df + 0.5) / (df + 0.5))
 
 /** One term's share of a chunk's BM25 score: `idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / avgLength))`. */
-export const termScore = (idfValue: number, tf: number, length: number, averageLength: number, params: Bm25Params): number => {
+export const termScore = (
+  idfValue: number,
+  tf: number,
+  length: number,
+  averageLength: number,
+  params: Bm25Params
+): number => {
   const norm = averageLength === 0 ? 1 : 1 - params.b + params.b * (length / averageLength)
-  return idfValue * (tf * (params.k1 + 1)) / (tf + params.k1 * norm)
+  return (idfValue * (tf * (params.k1 + 1))) / (tf + params.k1 * norm)
 }
 
 /**
@@ -63,7 +72,8 @@ export const bm25Scores = (terms: ReadonlyArray<string>, index: LexicalIndex, pa
     const weight = idf(index.lengths.length, postings.positions.length)
     for (let i = 0; i < postings.positions.length; i++) {
       const position = postings.positions[i]!
-      scores[position] = scores[position]! + termScore(weight, postings.tfs[i]!, index.lengths[position]!, index.averageLength, params)
+      scores[position] =
+        scores[position]! + termScore(weight, postings.tfs[i]!, index.lengths[position]!, index.averageLength, params)
     }
   }
   return scores

@@ -1,6 +1,7 @@
 /** Incremental reading of a file's bytes into documents: each piece yields the records it completes, in file order. */
-import { Result } from "effect"
+
 import type { RawDoc } from "@funcpipe/domain/Document"
+import { Result } from "effect"
 import { BadRecord } from "./BadRecord.ts"
 
 /** One record of a file: a document, or the reason this record (or the rest of the file) was skipped. */
@@ -48,8 +49,8 @@ export const formatBytes = (bytes: number): string =>
   bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0
     ? `${bytes / (1024 * 1024)} MiB`
     : bytes >= 1024 && bytes % 1024 === 0
-    ? `${bytes / 1024} KiB`
-    : `${bytes} bytes`
+      ? `${bytes / 1024} KiB`
+      : `${bytes} bytes`
 
 /** A UTF-8 decoder that throws on malformed input and keeps byte order marks, so callers drop only the leading one. */
 export const strictUtf8 = () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })

@@ -77,6 +77,7 @@ export const chunkSpans = (body: string, config: ChunkerConfig): ReadonlyArray<S
  * chunks. Offsets count code points, so an emoji is one position, as in the reference.
  */
 export const chunkDoc = (doc: CleanDoc, config: ChunkerConfig = ChunkerConfig.default): ReadonlyArray<ChunkDraft> =>
-  chunkSpans(doc.body, config).map((span) =>
-    new ChunkDraft({ docId: doc.docId, start: Offset.make(span.start), end: Offset.make(span.end), text: span.text })
+  chunkSpans(doc.body, config).map(
+    (span) =>
+      new ChunkDraft({ docId: doc.docId, start: Offset.make(span.start), end: Offset.make(span.end), text: span.text })
   )

@@ -3,8 +3,9 @@
  * claims the id (a later one is skipped, naming where the first was read), and the keep rule then takes the document
  * or leaves it out. `index`, `status`, `search` and `chunks` all read documents through this one rule.
  */
-import { Result } from "effect"
+
 import type { RawDoc } from "@funcpipe/domain/Document"
+import { Result } from "effect"
 import type { SourcedDoc, SourceRecord } from "../services/DocumentSource.ts"
 
 /** A record that gave no document, or a document that gave no chunks, and why. */
@@ -32,7 +33,10 @@ export interface Claimer {
  * A claimer for one run. With `repeats: "keep"` a repeated doc id is taken again (the reference's `chunks` output
  * keeps every record); by default the first record wins.
  */
-export const claimer = (keeps: (doc: RawDoc, file: string) => boolean, repeats: "first" | "keep" = "first"): Claimer => {
+export const claimer = (
+  keeps: (doc: RawDoc, file: string) => boolean,
+  repeats: "first" | "keep" = "first"
+): Claimer => {
   /** Where each doc id was first read (`file:line`, or the file of a text document). */
   const firstSource = new Map<string, string>()
   const take = (record: SourceRecord): Claim => {

@@ -45,11 +45,17 @@ export const parseQrels = (text: string, source: string): Result.Result<Readonly
     const cells = line.split("\t")
     if (i === 0 && !/^-?\d+$/.test(cells[2] ?? "")) continue // the header
     if (cells.length !== 3 || !/^-?\d+$/.test(cells[2]!.trim())) {
-      return Result.fail(new BadRecord({ source, line: i + 1, reason: "expected query-id, doc-id and an integer grade, separated by tabs" }))
+      return Result.fail(
+        new BadRecord({
+          source,
+          line: i + 1,
+          reason: "expected query-id, doc-id and an integer grade, separated by tabs"
+        })
+      )
     }
     const [queryId, docId, grade] = cells as [string, string, string]
     let judged = qrels.get(queryId)
-    if (judged === undefined) qrels.set(queryId, judged = new Map())
+    if (judged === undefined) qrels.set(queryId, (judged = new Map()))
     judged.set(docId, Number(grade))
   }
   return Result.succeed(qrels)

@@ -1,6 +1,7 @@
 /** Cosine similarity with the reference's exact float64 arithmetic. */
-import { Result, Schema } from "effect"
+
 import { CosineScore } from "@funcpipe/domain/Ranking"
+import { Result, Schema } from "effect"
 
 /** Two vectors of different lengths were compared: they come from different models or a damaged index. */
 export class DimensionMismatch extends Schema.TaggedError<DimensionMismatch>()("DimensionMismatch", {
@@ -24,13 +25,17 @@ export class ZeroVector extends Schema.TaggedError<ZeroVector>()("ZeroVector", {
 }
 
 /** Clamps rounding overshoot (a self-similarity can come out as 1.0000000000000002) into [-1, 1]. */
+// biome-ignore lint/complexity/useMathMinMax: the reference's clamp, written as its comparisons
 export const clampScore = (raw: number): CosineScore => CosineScore.make(raw > 1 ? 1 : raw < -1 ? -1 : raw)
 
 /**
  * `dot / (sqrt(|a|²) * sqrt(|b|²))` accumulated left to right in float64, the raw value before clamping. The sums
  * are independent, so a norm computed once ahead (see `squaredNorm`) gives the same bits as one computed here.
  */
-export const rawCosine = (a: ArrayLike<number>, b: ArrayLike<number>): Result.Result<number, DimensionMismatch | ZeroVector> => {
+export const rawCosine = (
+  a: ArrayLike<number>,
+  b: ArrayLike<number>
+): Result.Result<number, DimensionMismatch | ZeroVector> => {
   if (a.length !== b.length) return Result.fail(new DimensionMismatch({ expected: a.length, actual: b.length }))
   let dot = 0
   let na = 0

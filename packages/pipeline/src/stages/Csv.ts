@@ -1,7 +1,8 @@
 /** Reads CSV into documents row by row, as the reference's per-row reader does, from text or from bytes in pieces. */
-import { Result } from "effect"
+
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { RawDoc } from "@funcpipe/domain/Document"
+import { Result } from "effect"
 import { BadRecord } from "./BadRecord.ts"
 import {
   atLine,
@@ -158,7 +159,7 @@ export const csvSplitter = (maxRecordChars: number = Infinity): CsvSplitter => {
         case "quote":
           // `""` is a quote; after a closing quote, other text joins the field, as Python's csv module reads it.
           if (c === QUOTE) {
-            if (append("\"")) state = "quoted"
+            if (append('"')) state = "quoted"
             i++
           } else if (c === COMMA) {
             state = endField()
@@ -194,7 +195,8 @@ export const csvSplitter = (maxRecordChars: number = Infinity): CsvSplitter => {
       if (state === "quoted") {
         const last = /[\r\n]$/.test(field) ? line - 1 : line // the file's last line, not the empty one after it
         const lost = last > recordLine ? `lines ${recordLine} to ${last}` : `line ${recordLine}`
-        const reason = `a quoted field that starts on line ${recordLine} is never closed, so ${lost} (the rest of ` +
+        const reason =
+          `a quoted field that starts on line ${recordLine} is never closed, so ${lost} (the rest of ` +
           `the file) could not be read as rows; close the quote to read them`
         out.push({ line: recordLine, fields: Result.fail(reason) })
       } else if (state !== "record") {
@@ -226,7 +228,7 @@ const decodeDoc = decodeAs(RawDoc, "document")
  * Turns CSV records into documents as `parseCsvDocs` does, a batch at a time: the first record is the header.
  * Returns the function to call with each batch of records, in order.
  */
-export const csvDocs = (source: string): (records: ReadonlyArray<CsvRecord>) => Array<LineResult> => {
+export const csvDocs = (source: string): ((records: ReadonlyArray<CsvRecord>) => Array<LineResult>) => {
   const bad = (line: number, reason: string): LineResult => Result.fail(new BadRecord({ source, line, reason }))
   let header: ReadonlyArray<string> | undefined
   let headerProblem: string | undefined
@@ -269,13 +271,14 @@ export const csvDocs = (source: string): (records: ReadonlyArray<CsvRecord>) => 
         const names = header
         const unknown = names.filter((name) => !(COLUMNS as ReadonlyArray<string>).includes(name))
         const missing = COLUMNS.filter((name) => !names.includes(name))
-        headerProblem = unknown.length > 0
-          ? `the header has the unknown column ${JSON.stringify(unknown[0])}; the columns are ${COLUMNS.join(", ")}`
-          : missing.length > 0
-          ? `the header lacks the column ${JSON.stringify(missing[0])}; the columns are ${COLUMNS.join(", ")}`
-          : new Set(names).size !== names.length
-          ? `the header names a column twice; the columns are ${COLUMNS.join(", ")}`
-          : undefined
+        headerProblem =
+          unknown.length > 0
+            ? `the header has the unknown column ${JSON.stringify(unknown[0])}; the columns are ${COLUMNS.join(", ")}`
+            : missing.length > 0
+              ? `the header lacks the column ${JSON.stringify(missing[0])}; the columns are ${COLUMNS.join(", ")}`
+              : new Set(names).size !== names.length
+                ? `the header names a column twice; the columns are ${COLUMNS.join(", ")}`
+                : undefined
         at = {
           doc_id: names.indexOf("doc_id"),
           title: names.indexOf("title"),

@@ -1,7 +1,8 @@
 /** The `local-sha256` embedding: a deterministic 16-dimensional vector from the SHA-256 of the text. */
+
+import { hash } from "node:crypto"
 import { Chunk, type ChunkDraft } from "@funcpipe/domain/Chunk"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { hash } from "node:crypto"
 
 /** The model label stored with every `local-sha256` vector. */
 export const LOCAL_SHA256 = ModelLabel.make("local-sha256")
@@ -35,7 +36,10 @@ export const embedText = (text: string): Embedding => {
   embedTextInto(text, vector, 0)
   // Every component is a 16-bit word over 65535, finite by construction, and the label is a constant: the schema's
   // checks cannot fail, and skipping them makes this three times cheaper on the indexing path.
-  return new Embedding({ vector: Array.from(vector) as [number, ...Array<number>], model: LOCAL_SHA256 }, { disableChecks: true })
+  return new Embedding(
+    { vector: Array.from(vector) as [number, ...Array<number>], model: LOCAL_SHA256 },
+    { disableChecks: true }
+  )
 }
 
 /** Attaches an embedding to a draft; with no embedding given, the chunk's text is embedded by `embedText`. */

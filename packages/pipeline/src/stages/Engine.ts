@@ -3,20 +3,20 @@
  * every retrieval mode, touching only what the mode needs, and selects the top k in the ranking order.
  */
 import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
-import { LOCAL_SHA256 } from "./Embed.ts"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
-import { idf, termScore, type TermExplanation } from "./Bm25.ts"
+import { idf, type TermExplanation, termScore } from "./Bm25.ts"
+import { LOCAL_SHA256 } from "./Embed.ts"
 import {
   type Candidates,
   fuseLinear,
-  fusionShares,
   fuseWeightedRanks,
+  fusionShares,
   type KeyOf,
   keyTies,
   positiveScore,
   type Top,
-  topDocumentsOf,
   TopK,
+  topDocumentsOf,
   topOf
 } from "./Ranker.ts"
 
@@ -117,6 +117,7 @@ export interface Scored {
 }
 
 /** Clamps rounding overshoot of a cosine into [-1, 1]. */
+// biome-ignore lint/complexity/useMathMinMax: the reference's clamp, written as its comparisons (as clampScore)
 const clamp = (raw: number): number => (raw > 1 ? 1 : raw < -1 ? -1 : raw)
 
 /** Sums `Σ x·x` left to right, as the reference's cosine does. */
@@ -139,7 +140,10 @@ export const scanVectors = (
   floor: () => number = () => -Infinity,
   filter?: PositionFilter
 ): void => {
-  if (filter !== undefined) return scanFiltered(view, query, visit, floor, filter)
+  if (filter !== undefined) {
+    scanFiltered(view, query, visit, floor, filter)
+    return
+  }
   const d = view.dimensions
   const qLength = magnitudeOf(query)
   const q = Float64Array.from(query as ArrayLike<number>)
@@ -300,7 +304,7 @@ const bm25 = (
             }
             const tf = tfs[i]!
             const norm = averageLength === 0 ? 1 : oneMinusB + b * (lengths[position]! / averageLength)
-            scores[position] = before + weight * (tf * k1Plus1) / (tf + k1 * norm)
+            scores[position] = before + (weight * (tf * k1Plus1)) / (tf + k1 * norm)
           }
         }
       }
@@ -436,7 +440,10 @@ const topLexicalShortcut = (
   const allowed = filter?.allowed
   const counts = new Map<string, number>()
   for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
-  const present = [...counts.keys()].map((term) => loaded.get(term)!).filter((e) => e.df > 0).sort((a, b) => a.df - b.df)
+  const present = [...counts.keys()]
+    .map((term) => loaded.get(term)!)
+    .filter((e) => e.df > 0)
+    .sort((a, b) => a.df - b.df)
   if (present.length < 2) return undefined
   let essential = present.filter((e) => e.df <= RARE_SHARE * view.liveChunks).length
   if (essential === 0) essential = present.length - 1
@@ -509,31 +516,37 @@ export const scoreQuery = (
   const lexical$ = (): Candidates => {
     if (lexical !== undefined) return lexical
     const entries = terms$()
-    return lexical = listPays(entries, filter)
+    return (lexical = listPays(entries, filter)
       ? bm25Listed(view, entries, terms, params, filter.listed)
-      : bm25(view, entries, terms, params, filter).candidates
+      : bm25(view, entries, terms, params, filter).candidates)
   }
-  const explainWith = (
-    vectorRanks: ReadonlyMap<number, number>,
-    lexicalRanks: ReadonlyMap<number, number>,
-    shares?: { readonly lexical: ReadonlyMap<number, number>; readonly vector: ReadonlyMap<number, number> }
-  ) =>
-  (position: number): Explanation => ({
-    cosine: vector === undefined || mode === "lexical" ? null : cosineAt(view, vector, position),
-    bm25: mode === "vector"
-      ? null
-      : { score: bm25At(view, terms$(), terms, position, params), terms: explainTerms(view, terms$(), terms, position, params) },
-    vectorRank: vectorRanks.get(position) ?? null,
-    lexicalRank: lexicalRanks.get(position) ?? null,
-    fusion: shares === undefined
-      ? null
-      : {
-        method: fusion.method,
-        alpha: fusion.alpha,
-        lexical: shares.lexical.get(position) ?? 0,
-        vector: shares.vector.get(position) ?? 0
-      }
-  })
+  const explainWith =
+    (
+      vectorRanks: ReadonlyMap<number, number>,
+      lexicalRanks: ReadonlyMap<number, number>,
+      shares?: { readonly lexical: ReadonlyMap<number, number>; readonly vector: ReadonlyMap<number, number> }
+    ) =>
+    (position: number): Explanation => ({
+      cosine: vector === undefined || mode === "lexical" ? null : cosineAt(view, vector, position),
+      bm25:
+        mode === "vector"
+          ? null
+          : {
+              score: bm25At(view, terms$(), terms, position, params),
+              terms: explainTerms(view, terms$(), terms, position, params)
+            },
+      vectorRank: vectorRanks.get(position) ?? null,
+      lexicalRank: lexicalRanks.get(position) ?? null,
+      fusion:
+        shares === undefined
+          ? null
+          : {
+              method: fusion.method,
+              alpha: fusion.alpha,
+              lexical: shares.lexical.get(position) ?? 0,
+              vector: shares.vector.get(position) ?? 0
+            }
+    })
   const none = new Map<number, number>()
   switch (mode) {
     case "vector":
@@ -555,11 +568,13 @@ export const scoreQuery = (
       }
     case "hybrid": {
       const vectorTop = topVectors(view, vector!, depth, filter)
-      const lexicalTop = topLexicalShortcut(view, terms$(), terms, params, depth, filter) ??
+      const lexicalTop =
+        topLexicalShortcut(view, terms$(), terms, params, depth, filter) ??
         topOf(lexical$(), depth, keyTies(view.keyOf))
-      const fused = fusion.method === "linear"
-        ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
-        : fuseWeightedRanks(lexicalTop, vectorTop, fusion.alpha)
+      const fused =
+        fusion.method === "linear"
+          ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
+          : fuseWeightedRanks(lexicalTop, vectorTop, fusion.alpha)
       return {
         mode,
         kind: fusion.method,
@@ -579,7 +594,13 @@ export const scoreQuery = (
 /** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
 const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number, filter?: PositionFilter): Array<Top> => {
   const heap = new TopK(k, keyTies(view.keyOf))
-  scanVectors(view, vector, (position, score) => heap.offer(position, score), () => heap.threshold, filter)
+  scanVectors(
+    view,
+    vector,
+    (position, score) => heap.offer(position, score),
+    () => heap.threshold,
+    filter
+  )
   return heap.take()
 }
 
@@ -587,7 +608,7 @@ const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number, filte
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
   scored.mode === "vector" && query?.vector !== undefined
     ? topVectors(view, query.vector, k, scored.filter)
-    : scored.shortcut?.(k) ?? topOf(scored.candidates, k, keyTies(view.keyOf))
+    : (scored.shortcut?.(k) ?? topOf(scored.candidates, k, keyTies(view.keyOf)))
 
 /** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */
 export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): Array<Top> => {

@@ -63,10 +63,13 @@ export const expansionWeights = (
   if (config.method === "bo1") {
     const pooled = counts(feedback.flatMap((f) => f.terms))
     const chunks = Math.max(1, view.liveChunks)
-    const candidates = [...pooled].map(([term, tf]) => {
-      const p = collectionFrequency(view, term) / chunks
-      return [term, p === 0 ? 0 : tf * Math.log2((1 + p) / p) + Math.log2(1 + p)] as const
-    }).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, config.terms)
+    const candidates = [...pooled]
+      .map(([term, tf]) => {
+        const p = collectionFrequency(view, term) / chunks
+        return [term, p === 0 ? 0 : tf * Math.log2((1 + p) / p) + Math.log2(1 + p)] as const
+      })
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      .slice(0, config.terms)
     const top = candidates[0]?.[1] ?? 0
     for (const [term, qtf] of original) weights.set(term, qtf / maxQtf)
     for (const [term, w] of candidates) if (top > 0 && w > 0) weights.set(term, (weights.get(term) ?? 0) + w / top)
@@ -76,13 +79,15 @@ export const expansionWeights = (
   const model = new Map<string, number>()
   for (const { score, terms } of feedback) {
     if (terms.length === 0 || total <= 0) continue
-    for (const [term, tf] of counts(terms)) model.set(term, (model.get(term) ?? 0) + (tf / terms.length) * (score / total))
+    for (const [term, tf] of counts(terms))
+      model.set(term, (model.get(term) ?? 0) + (tf / terms.length) * (score / total))
   }
   const top = [...model].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).slice(0, config.terms)
   const mass = top.reduce((sum, [, p]) => sum + p, 0)
   const queryLength = [...original.values()].reduce((a, b) => a + b, 0)
   for (const [term, qtf] of original) weights.set(term, RM3_ORIGINAL * (qtf / queryLength))
-  for (const [term, p] of top) if (mass > 0) weights.set(term, (weights.get(term) ?? 0) + (1 - RM3_ORIGINAL) * (p / mass))
+  for (const [term, p] of top)
+    if (mass > 0) weights.set(term, (weights.get(term) ?? 0) + (1 - RM3_ORIGINAL) * (p / mass))
   return weights
 }
 

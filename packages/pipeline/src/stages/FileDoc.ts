@@ -1,8 +1,9 @@
 /** Turns a Markdown or plain-text file into a document. */
-import { Result } from "effect"
-import { parse as parseYaml } from "yaml"
+
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { joinLabels, labelsOf, RawDoc } from "@funcpipe/domain/Document"
+import { Result } from "effect"
+import { parse as parseYaml } from "yaml"
 import { BadRecord } from "./BadRecord.ts"
 
 const heading = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/m
@@ -22,10 +23,10 @@ const kindOf = (value: unknown): string =>
   Array.isArray(value)
     ? "a list"
     : value instanceof Uint8Array
-    ? "binary data"
-    : typeof value === "object"
-    ? "a mapping"
-    : String(value)
+      ? "binary data"
+      : typeof value === "object"
+        ? "a mapping"
+        : String(value)
 
 /** What a Markdown file's front matter gives: the body without it, and its category labels. */
 interface FrontMatter {
@@ -51,9 +52,10 @@ export const frontMatter = (source: string, text: string): Result.Result<FrontMa
   } catch (error) {
     if (!LOOKS_LIKE_YAML.test(yaml)) return undefined
     const message = error instanceof Error ? error.message : String(error)
-    const offset = typeof error === "object" && error !== null && "pos" in error && Array.isArray(error.pos)
-      ? Number(error.pos[0])
-      : 0
+    const offset =
+      typeof error === "object" && error !== null && "pos" in error && Array.isArray(error.pos)
+        ? Number(error.pos[0])
+        : 0
     // The YAML starts on the file's second line.
     const line = 2 + (yaml.slice(0, offset).match(/\n/g)?.length ?? 0)
     return bad(line, `the front matter (the --- block at the top) is not valid YAML: ${message}`)

@@ -37,7 +37,7 @@ const indexBy = (count: number, valuesOf: (doc: number) => ReadonlyArray<string>
   for (let doc = 0; doc < count; doc++) {
     for (const value of valuesOf(doc)) {
       let docs = index.get(value)
-      if (docs === undefined) index.set(value, docs = [])
+      if (docs === undefined) index.set(value, (docs = []))
       docs.push(doc)
     }
   }
@@ -170,6 +170,6 @@ export class TableFilter {
   private byFirst(): Int32Array {
     if (this.order !== undefined) return this.order
     const { first } = this.table
-    return this.order = Int32Array.from({ length: this.count }, (_, doc) => doc).sort((a, b) => first[a]! - first[b]!)
+    return (this.order = Int32Array.from({ length: this.count }, (_, doc) => doc).sort((a, b) => first[a]! - first[b]!))
   }
 }

@@ -267,5 +267,8 @@ export const embedGlove = (model: GloveModel, text: string): Embedding => {
   const out = new Float64Array(model.dimensions)
   embedInto(model, text, out)
   // Every component is a finite float (a sum of finite float32 products, scaled) and the label a constant.
-  return new Embedding({ vector: Array.from(out) as [number, ...Array<number>], model: GLOVE_100D }, { disableChecks: true })
+  return new Embedding(
+    { vector: Array.from(out) as [number, ...Array<number>], model: GLOVE_100D },
+    { disableChecks: true }
+  )
 }

@@ -58,7 +58,9 @@ export const encodeCache = (content: GloveCacheContent): ReadonlyArray<Uint8Arra
   recipePadded.set(recipe)
   const directions = new Float64Array((1 + content.components.length) * content.dimensions)
   directions.set(content.mean)
-  content.components.forEach((c, i) => directions.set(c, (i + 1) * content.dimensions))
+  content.components.forEach((c, i) => {
+    directions.set(c, (i + 1) * content.dimensions)
+  })
   return [
     header,
     recipePadded,
@@ -114,7 +116,8 @@ export const decodeCache = (bytes: Uint8Array, recipe: string): Result.Result<Gl
       ? make(bytes.buffer, bytes.byteOffset + from)
       : make(new Uint8Array(bytes.subarray(from, to)).buffer, 0)
   const directions = typed(directionsAt, vectorsAt, 8, (b, o) => new Float64Array(b, o, (1 + k) * dimensions))
-  for (let i = 0; i < directions.length; i++) if (!Number.isFinite(directions[i]!)) return invalid("a number is not finite")
+  for (let i = 0; i < directions.length; i++)
+    if (!Number.isFinite(directions[i]!)) return invalid("a number is not finite")
   const words: WordTable = {
     starts: typed(startsAt, slotsAt, 4, (b, o) => new Uint32Array(b, o, rows + 1)),
     slots: typed(slotsAt, unitsAt, 4, (b, o) => new Uint32Array(b, o, slotCount)),

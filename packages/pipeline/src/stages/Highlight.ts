@@ -21,7 +21,7 @@ export const highlightSpans = (
   let unit = 0
   let point = 0
   const pointAt = (to: number) => {
-    for (; unit < to; point++) unit += (text.codePointAt(unit)! > 0xffff) ? 2 : 1
+    for (; unit < to; point++) unit += text.codePointAt(unit)! > 0xffff ? 2 : 1
     return point
   }
   for (const match of text.matchAll(WORD)) {

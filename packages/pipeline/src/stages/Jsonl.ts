@@ -1,7 +1,8 @@
 /** Reads JSON Lines into documents, one result per non-blank line, from whole text or incrementally from bytes. */
-import { Result } from "effect"
+
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { joinLabels, RawDoc } from "@funcpipe/domain/Document"
+import { Result } from "effect"
 import { BadRecord } from "./BadRecord.ts"
 import {
   atLine,
@@ -26,14 +27,14 @@ const kindOf = (value: unknown): string =>
   typeof value === "number"
     ? `the number ${value}`
     : typeof value === "boolean"
-    ? `${value}`
-    : value === null
-    ? "null"
-    : Array.isArray(value)
-    ? "a list"
-    : typeof value === "object"
-    ? "an object"
-    : "a string"
+      ? `${value}`
+      : value === null
+        ? "null"
+        : Array.isArray(value)
+          ? "a list"
+          : typeof value === "object"
+            ? "an object"
+            : "a string"
 
 const asId = (value: unknown): unknown => (typeof value === "number" && Number.isInteger(value) ? String(value) : value)
 
@@ -42,8 +43,8 @@ const asCategories = (value: unknown): unknown =>
   value === undefined
     ? null
     : Array.isArray(value) && value.every((v) => typeof v === "string")
-    ? joinLabels(value)
-    : value
+      ? joinLabels(value)
+      : value
 
 /**
  * One line of JSON Lines (without its line break): the id from `doc_id`, `id` or `_id` (a string or an integer), the

@@ -56,7 +56,7 @@ export const METRICS = {
   "p@10": (r: ReadonlyArray<string>, j: Judgements) => precisionAt(10, r, j),
   "recall@100": (r: ReadonlyArray<string>, j: Judgements) => recallAt(100, r, j),
   "recall@1000": (r: ReadonlyArray<string>, j: Judgements) => recallAt(1000, r, j),
-  "map": (r: ReadonlyArray<string>, j: Judgements) => averagePrecision(r, j)
+  map: (r: ReadonlyArray<string>, j: Judgements) => averagePrecision(r, j)
 } as const
 export type MetricName = keyof typeof METRICS
 export type MetricValues = Readonly<Record<MetricName, number>>

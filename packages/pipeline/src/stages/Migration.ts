@@ -1,5 +1,5 @@
 /** Migration planning: what a change of settings means for an existing index. */
-import type { AnalyzerConfig, CleanerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
+import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, type IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 
 /**
@@ -27,7 +27,11 @@ export const planMigration = (stored: IndexManifest, requested: IndexSettings): 
   if (stored.dimensions !== requested.dimensions) {
     embedding.push(`dimensions ${stored.dimensions} → ${requested.dimensions}`)
   }
-  if (embedding.length === 0 && stored.modelFingerprint !== undefined && stored.modelFingerprint !== requested.modelFingerprint) {
+  if (
+    embedding.length === 0 &&
+    stored.modelFingerprint !== undefined &&
+    stored.modelFingerprint !== requested.modelFingerprint
+  ) {
     embedding.push(`the settings of ${stored.model} (its address or version) changed`)
   }
   const chunks: Array<string> = []

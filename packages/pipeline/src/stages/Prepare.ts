@@ -4,6 +4,7 @@ import { analyzeWords, termOf } from "./Analyzer.ts"
 
 /** A word that is a stop word: it makes no term. */
 const STOP = -1
+
 import { chunkSpans } from "./Chunker.ts"
 import { cleanText } from "./Clean.ts"
 

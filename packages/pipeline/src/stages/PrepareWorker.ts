@@ -1,6 +1,6 @@
 /** A worker thread that prepares batches for the `Preparer` pool: one message in, one prepared delta out. */
 import { parentPort } from "node:worker_threads"
-import { deltaPreparer, type DocText, type PrepareSettings } from "./Prepare.ts"
+import { type DocText, deltaPreparer, type PrepareSettings } from "./Prepare.ts"
 
 interface Request {
   readonly id: number
@@ -16,6 +16,9 @@ parentPort?.on("message", (request: Request) => {
     const transfer = [delta.termIds.buffer, delta.termCounts.buffer]
     parentPort!.postMessage({ id: request.id, delta }, transfer as Array<ArrayBuffer>)
   } catch (error) {
-    parentPort!.postMessage({ id: request.id, error: error instanceof Error ? error.stack ?? error.message : String(error) })
+    parentPort!.postMessage({
+      id: request.id,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error)
+    })
   }
 })

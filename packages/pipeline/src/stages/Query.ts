@@ -1,9 +1,10 @@
 /** Turns user query text into a `SearchQuery`: clean it like the index's bodies, check it, embed it. */
-import { Result } from "effect"
+
 import { CleanerConfig } from "@funcpipe/domain/Config"
 import { decodeAs, type InvalidInput } from "@funcpipe/domain/Decode"
 import type { Embedding } from "@funcpipe/domain/Embedding"
 import { QueryText, SearchQuery, TopK } from "@funcpipe/domain/Query"
+import { Result } from "effect"
 import { cleanText } from "./Clean.ts"
 import { embedText } from "./Embed.ts"
 
@@ -22,7 +23,7 @@ export const prepareQuery = (
   topK: unknown,
   cleaner: CleanerConfig = CleanerConfig.default
 ): Result.Result<PreparedQuery, InvalidInput> =>
-  Result.gen(function*() {
+  Result.gen(function* () {
     const cleaned = yield* decodeText(cleanText(text, cleaner))
     const k = yield* decodeTopK(topK)
     return { text: cleaned, topK: k }
@@ -38,4 +39,7 @@ export const makeQuery = (
   cleaner: CleanerConfig = CleanerConfig.default,
   embed: (cleaned: string) => Embedding = embedText
 ): Result.Result<SearchQuery, InvalidInput> =>
-  Result.map(prepareQuery(text, topK, cleaner), (q) => new SearchQuery({ text: q.text, embedding: embed(q.text), topK: q.topK }))
+  Result.map(
+    prepareQuery(text, topK, cleaner),
+    (q) => new SearchQuery({ text: q.text, embedding: embed(q.text), topK: q.topK })
+  )

@@ -25,7 +25,7 @@ const cachedKeys = (keyOf: KeyOf): KeyOf => {
   const cache = new Map<number, RankKey>()
   return (position) => {
     let key = cache.get(position)
-    if (key === undefined) cache.set(position, key = keyOf(position))
+    if (key === undefined) cache.set(position, (key = keyOf(position)))
     return key
   }
 }
@@ -100,7 +100,10 @@ export class TopK {
       if (left >= n) break
       const right = left + 1
       let worst = left
-      if (right < n && this.rankFirst(this.positions[right]!, this.scores[right]!, this.positions[left]!, this.scores[left]!) < 0) {
+      if (
+        right < n &&
+        this.rankFirst(this.positions[right]!, this.scores[right]!, this.positions[left]!, this.scores[left]!) < 0
+      ) {
         worst = right
       }
       if (this.rankFirst(this.positions[worst]!, this.scores[worst]!, position, score) >= 0) break
@@ -166,17 +169,21 @@ export const topDocumentsOf = (
 }
 
 /** The candidates of a dense score array: every position whose score `isCandidate` accepts. */
-export const denseCandidates = (scores: Float64Array, isCandidate: IsCandidate): Candidates => (visit) => {
-  for (let position = 0; position < scores.length; position++) {
-    const score = scores[position]!
-    if (isCandidate(score)) visit(position, score)
+export const denseCandidates =
+  (scores: Float64Array, isCandidate: IsCandidate): Candidates =>
+  (visit) => {
+    for (let position = 0; position < scores.length; position++) {
+      const score = scores[position]!
+      if (isCandidate(score)) visit(position, score)
+    }
   }
-}
 
-const chunkKeys = (chunks: ReadonlyArray<Chunk>): KeyOf => (position) => {
-  const chunk = chunks[position]!
-  return { score: 0, docId: chunk.docId, start: chunk.start, end: chunk.end, text: chunk.text }
-}
+const chunkKeys =
+  (chunks: ReadonlyArray<Chunk>): KeyOf =>
+  (position) => {
+    const chunk = chunks[position]!
+    return { score: 0, docId: chunk.docId, start: chunk.start, end: chunk.end, text: chunk.text }
+  }
 
 /**
  * The best `k` chunks by `scores[position]` in the ranking order (score descending, then doc id, start, end, text by
@@ -203,10 +210,16 @@ export const topDocuments = (
   const docOf = new Int32Array(chunks.length)
   chunks.forEach((chunk, position) => {
     let n = numbers.get(chunk.docId)
-    if (n === undefined) numbers.set(chunk.docId, n = numbers.size)
+    if (n === undefined) numbers.set(chunk.docId, (n = numbers.size))
     docOf[position] = n
   })
-  return topDocumentsOf(denseCandidates(scores, isCandidate), k, keyTies(chunkKeys(chunks)), (p) => docOf[p]!, numbers.size)
+  return topDocumentsOf(
+    denseCandidates(scores, isCandidate),
+    k,
+    keyTies(chunkKeys(chunks)),
+    (p) => docOf[p]!,
+    numbers.size
+  )
 }
 
 /** The reciprocal rank fusion constant: ranks deeper than it contribute little. */
@@ -241,10 +254,16 @@ const scaled = (score: number, min: number, span: number): number =>
  * ranking, 1 − α for the vector one): `linear`, the weight times the score scaled by the ranking's minimum and maximum
  * (see `scaled`); `rrf`, `2 · weight / (RRF_K + rank)`. The fusions below add these up; explanations show them.
  */
-export const fusionShares = (method: "linear" | "rrf", weight: number, ranking: ReadonlyArray<Top>): Map<number, number> => {
+export const fusionShares = (
+  method: "linear" | "rrf",
+  weight: number,
+  ranking: ReadonlyArray<Top>
+): Map<number, number> => {
   const shares = new Map<number, number>()
   if (method === "rrf") {
-    ranking.forEach((top, i) => shares.set(top.position, 2 * weight / (RRF_K + i + 1)))
+    ranking.forEach((top, i) => {
+      shares.set(top.position, (2 * weight) / (RRF_K + i + 1))
+    })
     return shares
   }
   let min = Infinity
@@ -260,7 +279,8 @@ export const fusionShares = (method: "linear" | "rrf", weight: number, ranking: 
 /** The shares added up per position, in the order the parts are given (a position in no part is absent). */
 const sumShares = (...parts: ReadonlyArray<ReadonlyMap<number, number>>): Map<number, number> => {
   const fused = new Map<number, number>()
-  for (const part of parts) for (const [position, share] of part) fused.set(position, (fused.get(position) ?? 0) + share)
+  for (const part of parts)
+    for (const [position, share] of part) fused.set(position, (fused.get(position) ?? 0) + share)
   return fused
 }
 
@@ -279,7 +299,11 @@ export const fuseWeightedRanks = (
  * minimum and maximum (all 1 when they are equal), and a position scores `α · lexical + (1 − α) · vector`, 0 for a
  * ranking it is not in. Scores of different kinds (BM25 is unbounded, cosine is not) so become comparable.
  */
-export const fuseLinear = (lexical: ReadonlyArray<Top>, vector: ReadonlyArray<Top>, alpha: number): Map<number, number> => {
+export const fuseLinear = (
+  lexical: ReadonlyArray<Top>,
+  vector: ReadonlyArray<Top>,
+  alpha: number
+): Map<number, number> => {
   const fused = sumShares(fusionShares("linear", alpha, lexical), fusionShares("linear", 1 - alpha, vector))
   // α + (1 − α) can round to a hair above 1; a fused score stays in [0, 1].
   for (const [position, score] of fused) if (score > 1) fused.set(position, 1)

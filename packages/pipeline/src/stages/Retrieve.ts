@@ -1,9 +1,10 @@
 /** Vector retrieval: score every chunk against a query and keep the best `topK` in the ranking order. */
-import { Result, Schema } from "effect"
+
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import type { SearchQuery } from "@funcpipe/domain/Query"
 import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
+import { Result, Schema } from "effect"
 import { clampScore, DimensionMismatch, squaredNorm, ZeroVector } from "./Cosine.ts"
 import { anyScore, topChunks } from "./Ranker.ts"
 
@@ -13,8 +14,10 @@ export class ModelMismatch extends Schema.TaggedError<ModelMismatch>()("ModelMis
   query: Schema.String
 }) {
   override get message(): string {
-    return `the index was built with the model "${this.index}" but the query was embedded with "${this.query}"; ` +
+    return (
+      `the index was built with the model "${this.index}" but the query was embedded with "${this.query}"; ` +
       `query with the index's model or rebuild the index`
+    )
   }
 }
 
@@ -60,7 +63,8 @@ export const cosineScores = (
   index: VectorIndex
 ): Result.Result<Float64Array, ModelMismatch | DimensionMismatch | ZeroVector> => {
   const q = embedding.vector
-  if (embedding.model !== index.model) return Result.fail(new ModelMismatch({ index: index.model, query: embedding.model }))
+  if (embedding.model !== index.model)
+    return Result.fail(new ModelMismatch({ index: index.model, query: embedding.model }))
   const d = index.dimensions
   if (q.length !== d) return Result.fail(new DimensionMismatch({ expected: d, actual: q.length }))
   const qNorm = squaredNorm(q)
@@ -93,6 +97,13 @@ export const retrieve = (
   index: VectorIndex
 ): Result.Result<ReadonlyArray<RankedChunk>, ModelMismatch | DimensionMismatch | ZeroVector> =>
   Result.map(cosineScores(query.embedding, index), (scores) =>
-    topChunks(scores, index.chunks, query.topK, anyScore).map((top, i) =>
-      new RankedChunk({ chunk: index.chunks[top.position]!, score: clampScore(top.score), rank: Rank.make(i + 1), kind: "cosine" })
-    ))
+    topChunks(scores, index.chunks, query.topK, anyScore).map(
+      (top, i) =>
+        new RankedChunk({
+          chunk: index.chunks[top.position]!,
+          score: clampScore(top.score),
+          rank: Rank.make(i + 1),
+          kind: "cosine"
+        })
+    )
+  )

@@ -72,7 +72,14 @@ export class SegmentBuilder {
    * Appends one chunk: its terms in order (`ids[from … to)`, mapped to segment term numbers by `numberOf`) and its
    * vector (`dimensions` components of `vectors` from `at`). Returns the chunk's ordinal.
    */
-  add(ids: ArrayLike<number>, from: number, to: number, numberOf: (id: number) => number, vectors: Float64Array, at: number): number {
+  add(
+    ids: ArrayLike<number>,
+    from: number,
+    to: number,
+    numberOf: (id: number) => number,
+    vectors: Float64Array,
+    at: number
+  ): number {
     const ordinal = this.count++
     if (this.count > this.lengths.length) {
       this.postingStart = grow(this.postingStart, 2 * this.count + 1, (n) => new Uint32Array(n))

@@ -7,7 +7,9 @@ import type { RawDoc } from "@funcpipe/domain/Document"
  * same way under the same settings, so it need not be embedded again.
  */
 export const hashDoc = (doc: RawDoc): string =>
-  createHash("sha256").update(JSON.stringify([doc.docId, doc.title, doc.body, doc.categories]), "utf8").digest("hex")
+  createHash("sha256")
+    .update(JSON.stringify([doc.docId, doc.title, doc.body, doc.categories]), "utf8")
+    .digest("hex")
 
 /** A document as the index knows it: its id, content hash and the file it came from. */
 export interface DocEntry {
@@ -63,7 +65,7 @@ export const pruneReason = (deleted: number, stored: number, sameRoots: boolean)
   const allowed = Math.max(PRUNE_FREE_DOCUMENTS, Math.floor(stored * PRUNE_FREE_SHARE))
   return deleted > allowed
     ? `that is more than ${allowed} documents (${Math.round(PRUNE_FREE_SHARE * 100)}% of the index, or ` +
-      `${PRUNE_FREE_DOCUMENTS}, whichever is more)`
+        `${PRUNE_FREE_DOCUMENTS}, whichever is more)`
     : undefined
 }
 

@@ -100,7 +100,9 @@ export const winkReader = (): WinkReader => {
     }
     pos = i + 1
     try {
-      return escaped ? JSON.parse(decoder.decode(buffer.subarray(from, pos))) : decoder.decode(buffer.subarray(from + 1, i))
+      return escaped
+        ? JSON.parse(decoder.decode(buffer.subarray(from, pos)))
+        : decoder.decode(buffer.subarray(from + 1, i))
     } catch {
       throw invalid("a string is not valid UTF-8 JSON")
     }
@@ -321,10 +323,11 @@ export const winkReader = (): WinkReader => {
     if (failed !== undefined) return Result.fail(failed)
     for (let i = 0; i < buffer.length; i++) {
       const b = buffer[i]!
-      if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return Result.fail(invalid("it ends in the middle of a value"))
+      if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09)
+        return Result.fail(invalid("it ends in the middle of a value"))
     }
     if (state !== "done") return Result.fail(invalid("it ends before the top-level object is closed"))
-    if (vectors === undefined) return Result.fail(invalid("it has no \"vectors\""))
+    if (vectors === undefined) return Result.fail(invalid('it has no "vectors"'))
     const size = header["size"]!
     if (words.length !== size) return Result.fail(invalid(`"words" holds ${words.length} words, not size (${size})`))
     if (filledCount !== size) return Result.fail(invalid(`${size - filledCount} of the ${size} words have no vector`))
