@@ -10,6 +10,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
+import { embedText } from "../src/stages/Embed.ts"
 import { deltaPreparer, deltaReceiver, type PreparedBatch, prepareBatch, TermNumbering } from "../src/stages/Prepare.ts"
 
 const script = new URL("../src/stages/PrepareWorker.ts", import.meta.url)
@@ -87,6 +88,26 @@ describe("term numbering across batches", () => {
     const receive = deltaReceiver()
     send(docs.slice(0, 5), settings)
     assert.isUndefined(receive(send(docs.slice(5, 10), settings)))
+  })
+})
+
+describe("local-sha256 vectors on the preparing side", () => {
+  it("gives each chunk the vector the embedder gives its text, and no texts to embed", () => {
+    const withTexts = prepareBatch(docs.slice(0, 40), settings)
+    const withVectors = prepareBatch(docs.slice(0, 40), { ...settings, localVectors: true })
+    const texts = withTexts.docs.flatMap((d) => d.texts)
+    const vectors = withVectors.docs.flatMap((d) => Array.from(d.vectors!))
+    assert.isAbove(texts.length, 40)
+    assert.deepStrictEqual(
+      vectors,
+      texts.flatMap((t) => embedText(t).vector)
+    )
+    assert.deepStrictEqual(
+      withVectors.docs.flatMap((d) => d.texts),
+      []
+    )
+    assert.isTrue(withTexts.docs.every((d) => d.vectors === undefined))
+    assert.deepStrictEqual(resolved({ ...withVectors, docs: [] }), resolved({ ...withTexts, docs: [] }))
   })
 })
 

@@ -1,6 +1,5 @@
 /** The persistent indexing workflow: read the paths, plan the changes against the stored index, write them atomically. */
 
-import { deflateRawSync } from "node:zlib"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
@@ -290,7 +289,7 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
               Effect.map(
                 preparer.prepare(
                   batch.map((p) => p.sourced.doc),
-                  settings
+                  { ...settings, localVectors: preparesVectors(embedder) }
                 ),
                 (prepared) => ({ batch, prepared })
               ),
@@ -380,21 +379,28 @@ const writePrepared = Effect.fnUntraced(function* (
   prepared: PreparedBatch
 ) {
   const embedder = yield* Embedder
+  // Chunks the preparing threads embedded already (local-sha256) are not embedded again.
   const embeddings = yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
   const d = dimensions
   const terms = { vocabulary: prepared.vocabulary, ids: prepared.termIds }
   const counts: Array<number> = []
   let chunkIndex = 0
+  let embedded = 0
   let termAt = 0
   for (let i = 0; i < docs.length; i++) {
     const { doc, hash, source } = docs[i]!
-    const { body, ends, starts } = prepared.docs[i]!
-    const vectors = new Float64Array(starts.length * d)
+    const { deflatedBody, ends, starts, vectors: given } = prepared.docs[i]!
+    if (given !== undefined && given.length !== starts.length * d) {
+      return yield* new DimensionMismatch({ expected: d, actual: given.length / Math.max(1, starts.length) })
+    }
+    const vectors = given ?? new Float64Array(starts.length * d)
     const chunks: Array<ChunkRecord> = []
     for (let c = 0; c < starts.length; c++) {
-      const vector = embeddings[chunkIndex]!.vector
-      if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
-      vectors.set(vector, c * d)
+      if (given === undefined) {
+        const vector = embeddings[embedded++]!.vector
+        if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
+        vectors.set(vector, c * d)
+      }
       const count = prepared.termCounts[chunkIndex++]!
       chunks.push({ start: starts[c]!, end: ends[c]!, from: termAt, to: termAt + count })
       termAt += count
@@ -408,9 +414,7 @@ const writePrepared = Effect.fnUntraced(function* (
         title: doc.title,
         categories: doc.categories,
         hash,
-        // Compressed here rather than on the preparing threads: there it took a quarter of their time, which made
-        // them the bottleneck while this thread waited for them.
-        deflatedBody: deflateRawSync(body, { level: 1 })
+        deflatedBody
       },
       chunks,
       terms,
@@ -419,6 +423,15 @@ const writePrepared = Effect.fnUntraced(function* (
   }
   return counts
 })
+
+/**
+ * Whether the preparing threads can make the vectors: only for the reference `local-sha256` embedder itself, a pure
+ * function of the text (an embedder that wraps it, to count calls for example, gets the texts).
+ */
+const preparesVectors = (embedder: Embedder["Service"]): boolean =>
+  embedder.embedMany === Embedder.localSha256.embedMany &&
+  embedder.model === Embedder.localSha256.model &&
+  embedder.fingerprint === Embedder.localSha256.fingerprint
 
 /** The settings the index was built with, checked against the `Embedder`; the defaults for an index not built yet. */
 const settingsOf = Effect.fnUntraced(function* (existing: Option.Option<IndexManifest>) {
@@ -491,7 +504,7 @@ export const putDocuments = Effect.fn("putDocuments")(function* (
         const batch = pending.slice(from, from + batchSize)
         const prepared = yield* preparer.prepare(
           batch.map((p) => p.doc),
-          settings
+          { ...settings, localVectors: preparesVectors(yield* Embedder) }
         )
         const counts = yield* writePrepared(writer, settings.dimensions, batch, prepared)
         for (let i = 0; i < batch.length; i++) {

@@ -1,18 +1,27 @@
-/** The per-document stage of indexing: clean → chunk → analyze. */
+/**
+ * The per-document stage of indexing: clean → chunk → analyze, the cleaned body compressed for storage and, for the
+ * `local-sha256` model (a pure function), the chunk vectors.
+ */
+import { deflateRawSync } from "node:zlib"
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { analyzeWords, termOf } from "./Analyzer.ts"
+import { chunkSpans } from "./Chunker.ts"
+import { cleanText } from "./Clean.ts"
+import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "./Embed.ts"
 
 /** A word that is a stop word: it makes no term. */
 const STOP = -1
-
-import { chunkSpans } from "./Chunker.ts"
-import { cleanText } from "./Clean.ts"
 
 /** How documents are prepared: the index's clean rules, chunker and analyzer (plain values, so workers can take them). */
 export interface PrepareSettings {
   readonly cleaner: Pick<CleanerConfig, "rules">
   readonly chunker: Pick<ChunkerConfig, "chunkSize" | "overlap" | "tailPolicy">
   readonly analyzer: Pick<AnalyzerConfig, "stopWords" | "stemmer">
+  /**
+   * Embed the chunks with `local-sha256` here: the model is a pure function, so the preparing threads can run it and
+   * send vectors instead of chunk texts. For any other model the texts are sent and the caller embeds them.
+   */
+  readonly localVectors?: boolean
 }
 
 /** What a document brings to the stage: its title (searchable in every chunk) and its raw body. */
@@ -21,12 +30,25 @@ export interface DocText {
   readonly body: string
 }
 
-/** One prepared document: its chunks' spans (code points) and texts, and its cleaned body. */
+/**
+ * One prepared document: its chunks' spans (code points) and either their texts, to embed, or (with `localVectors`)
+ * their `local-sha256` vectors, chunk after chunk; and its cleaned body, deflated.
+ */
 export interface PreparedDoc {
   readonly starts: ReadonlyArray<number>
   readonly ends: ReadonlyArray<number>
   readonly texts: ReadonlyArray<string>
-  readonly body: string
+  readonly vectors: Float64Array | undefined
+  readonly deflatedBody: Uint8Array
+}
+
+/** The `local-sha256` vectors of the chunks, in one array. */
+const localVectors = (spans: ReadonlyArray<{ readonly text: string }>): Float64Array => {
+  const vectors = new Float64Array(spans.length * LOCAL_SHA256_DIMENSIONS)
+  spans.forEach((span, c) => {
+    embedTextInto(span.text, vectors, c * LOCAL_SHA256_DIMENSIONS)
+  })
+  return vectors
 }
 
 /**
@@ -117,8 +139,10 @@ export const prepareBatch = (
     return {
       starts: spans.map((s) => s.start),
       ends: spans.map((s) => s.end),
-      texts: spans.map((s) => s.text),
-      body
+      texts: settings.localVectors === true ? [] : spans.map((s) => s.text),
+      vectors: settings.localVectors === true ? localVectors(spans) : undefined,
+      // A copy with a buffer of its own, so a worker can transfer it (a Buffer may share a pooled one).
+      deflatedBody: new Uint8Array(deflateRawSync(body, { level: 1 }))
     }
   })
   return { docs: prepared, vocabulary, termIds: ids.slice(0, size), termCounts: Uint32Array.from(counts) }
