@@ -16,11 +16,11 @@ import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { analyze } from "@funcpipe/pipeline/stages/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/stages/Clean"
-import { embedText } from "@funcpipe/pipeline/stages/Embed"
-import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/Engine"
-import { keyTies, topOf } from "@funcpipe/pipeline/stages/Ranker"
+import { embedText } from "@funcpipe/pipeline/stages/embed/Embed"
+import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/rank/Engine"
+import { keyTies, topOf } from "@funcpipe/pipeline/stages/rank/Ranker"
+import { analyze } from "@funcpipe/pipeline/stages/text/Analyzer"
+import { cleanText } from "@funcpipe/pipeline/stages/text/Clean"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { writeJsonlCorpus } from "./Corpus.ts"
 import { pickQueries } from "./Queries.ts"
@@ -96,7 +96,7 @@ const runtime = ManagedRuntime.make(
     IndexStore.layerSqlite(indexFile),
     Embedder.layerLocalSha256,
     DocumentSource.layer,
-    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/PrepareWorker")))
+    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker")))
   ).pipe(Layer.provideMerge(NodeServices.layer))
 )
 log("indexing in process")

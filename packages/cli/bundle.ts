@@ -6,7 +6,7 @@ const root = new URL("./", import.meta.url).pathname
 
 rmSync(`${root}dist`, { recursive: true, force: true })
 await build({
-  input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/PrepareWorker.ts` },
+  input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/text/PrepareWorker.ts` },
   platform: "node",
   // The workspace packages' TypeScript sources (their `@funcpipe/source` export), not a build of them that may be stale.
   resolve: { conditionNames: ["@funcpipe/source", "import", "node", "default"] },

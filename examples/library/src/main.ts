@@ -6,8 +6,8 @@ import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { chunkDoc } from "@funcpipe/pipeline/stages/Chunker"
-import { cleanDoc } from "@funcpipe/pipeline/stages/Clean"
+import { chunkDoc } from "@funcpipe/pipeline/stages/text/Chunker"
+import { cleanDoc } from "@funcpipe/pipeline/stages/text/Clean"
 import { Console, Effect, FileSystem, Layer, Path, Schema } from "effect"
 
 /** The notes as they might arrive from elsewhere (a JSON body, a database): plain data, checked before use. */
@@ -52,7 +52,7 @@ const main = Effect.gen(function* () {
   const services = Layer.mergeAll(
     IndexStore.layerSqlite(path.join(folder, "index.db")),
     Embedder.layerLocalSha256,
-    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/PrepareWorker")), 1)
+    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker")), 1)
   )
 
   // The programs: the same ones the funcpipe command runs.

@@ -20,7 +20,7 @@ import { decodeAs } from "@funcpipe/domain/Decode"
 import { type Rule, RuleFromText } from "@funcpipe/domain/Rule"
 import { DEFAULT_MODEL, layerModel, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
 import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/services/OpenAiEmbeddings"
-import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/stages/Expansion"
+import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/stages/rank/Expansion"
 import { Config, Effect, Layer, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
 

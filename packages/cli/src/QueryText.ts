@@ -1,7 +1,7 @@
 /** The query text a command was given: the argument itself, or stdin when the argument is `-`. */
 
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
-import { concatBytes } from "@funcpipe/pipeline/stages/ByteReader"
+import { concatBytes } from "@funcpipe/pipeline/stages/read/ByteReader"
 import { Effect, Option, Schema, Stdio, Stream } from "effect"
 import { Flag } from "effect/cli"
 

@@ -31,7 +31,7 @@ const bundledWorker = new URL("./prepare-worker.mjs", import.meta.url)
 const PreparerLayer = layerWorkers(
   existsSync(fileURLToPath(bundledWorker))
     ? bundledWorker
-    : new URL(import.meta.resolve("@funcpipe/pipeline/stages/PrepareWorker"))
+    : new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker"))
 )
 
 const MainLayer = Layer.mergeAll(

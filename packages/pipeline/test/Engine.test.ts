@@ -10,8 +10,8 @@ import {
   scoreQuery,
   type TermBlock,
   topChunksOf
-} from "../src/stages/Engine.ts"
-import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, LINEAR_FLOOR, topOf } from "../src/stages/Ranker.ts"
+} from "../src/stages/rank/Engine.ts"
+import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, LINEAR_FLOOR, topOf } from "../src/stages/rank/Ranker.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:

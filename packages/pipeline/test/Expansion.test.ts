@@ -7,7 +7,7 @@ import fc from "fast-check"
 import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/Expansion.ts"
+import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/rank/Expansion.ts"
 
 const corpus: ReadonlyArray<readonly [string, string]> = [
   ["moon", "The Moon is the Earth's satellite; its lunar craters and lunar seas face us."],

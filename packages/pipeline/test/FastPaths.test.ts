@@ -15,10 +15,10 @@ import { CleanDoc, DocId } from "@funcpipe/domain/Document"
 import { isWhitespaceUnit, WHITESPACE_CLASS } from "@funcpipe/domain/Whitespace"
 import fc from "fast-check"
 import { stemmer } from "stemmer"
-import { analyze, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/Analyzer.ts"
-import { chunkDoc, chunkSpans } from "../src/stages/Chunker.ts"
-import { cleanText, cleanTextGeneric } from "../src/stages/Clean.ts"
-import { embedText, embedTextInto } from "../src/stages/Embed.ts"
+import { embedText, embedTextInto } from "../src/stages/embed/Embed.ts"
+import { analyze, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/text/Analyzer.ts"
+import { chunkDoc, chunkSpans } from "../src/stages/text/Chunker.ts"
+import { cleanText, cleanTextGeneric } from "../src/stages/text/Clean.ts"
 
 // Every Python whitespace character, plus characters only JavaScript's `\s` or neither counts (U+FEFF, U+180E, U+200B).
 const whitespace = [

@@ -25,8 +25,8 @@ import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
-import { type ColumnReader, TableFilter } from "../src/stages/Filter.ts"
-import { fuseLinear, fuseWeightedRanks, type Top } from "../src/stages/Ranker.ts"
+import { type ColumnReader, TableFilter } from "../src/stages/rank/Filter.ts"
+import { fuseLinear, fuseWeightedRanks, type Top } from "../src/stages/rank/Ranker.ts"
 
 const value = fc.constantFrom("a", "b", "ab", "astro-ph", "astro-ph.GA", "cs", "😀", "")
 const field = fc.constantFrom<RuleField>("doc_id", "title", "categories")

@@ -10,7 +10,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { readGlove } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
-import { GLOVE_100D } from "../src/stages/Glove.ts"
+import { GLOVE_100D } from "../src/stages/embed/Glove.ts"
 
 /** The embedder from the installed vectors; failing, the message says how to install them. */
 const glove = Layer.effect(

@@ -3,7 +3,6 @@
 import { gunzipSync } from "node:zlib"
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { concatBytes } from "../src/stages/ByteReader.ts"
 import {
   commonDirections,
   convertVectors,
@@ -13,11 +12,12 @@ import {
   type GloveModel,
   gloveModel,
   sifWeights
-} from "../src/stages/Glove.ts"
-import { decodeCache, encodeCache } from "../src/stages/GloveCache.ts"
-import { tarReader } from "../src/stages/Tar.ts"
-import { type WordVectors, winkReader } from "../src/stages/WinkVectors.ts"
-import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/stages/WordTable.ts"
+} from "../src/stages/embed/Glove.ts"
+import { decodeCache, encodeCache } from "../src/stages/embed/GloveCache.ts"
+import { type WordVectors, winkReader } from "../src/stages/embed/WinkVectors.ts"
+import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/stages/embed/WordTable.ts"
+import { concatBytes } from "../src/stages/read/ByteReader.ts"
+import { tarReader } from "../src/stages/read/Tar.ts"
 import { ENTRY, packageOf, tarOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)

@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto"
 import { gzipSync } from "node:zlib"
 import type { VectorSource } from "../src/services/Glove.ts"
-import { concatBytes } from "../src/stages/ByteReader.ts"
+import { concatBytes } from "../src/stages/read/ByteReader.ts"
 
 /** The JSON of a wink vector file holding `vectors` (word → components), in the given word order. */
 export const winkJson = (vectors: ReadonlyArray<readonly [string, ReadonlyArray<number>]>): string => {

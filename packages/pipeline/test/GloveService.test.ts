@@ -20,7 +20,7 @@ import {
   type VectorSource
 } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
-import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/Glove.ts"
+import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/embed/Glove.ts"
 import { packageOf, sourceOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const TestLayer = Layer.mergeAll(NodeServices.layer, FetchHttpClient.layer)

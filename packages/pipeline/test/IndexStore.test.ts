@@ -13,8 +13,8 @@ import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
-import { embedText } from "../src/stages/Embed.ts"
-import { scoreQuery, topChunksOf } from "../src/stages/Engine.ts"
+import { embedText } from "../src/stages/embed/Embed.ts"
+import { scoreQuery, topChunksOf } from "../src/stages/rank/Engine.ts"
 
 const docs = (...bodies: ReadonlyArray<string>) =>
   Layer.succeed(

@@ -9,12 +9,12 @@ import { ingest } from "../src/programs/Ingest.ts"
 import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource, type SourceRecord } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { BadRecord } from "../src/stages/BadRecord.ts"
-import { chunkDoc } from "../src/stages/Chunker.ts"
-import { cleanDoc } from "../src/stages/Clean.ts"
-import { embedChunk, LOCAL_SHA256 } from "../src/stages/Embed.ts"
-import { makeQuery } from "../src/stages/Query.ts"
-import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
+import { embedChunk, LOCAL_SHA256 } from "../src/stages/embed/Embed.ts"
+import { makeQuery } from "../src/stages/rank/Query.ts"
+import { retrieve, vectorIndex } from "../src/stages/rank/Retrieve.ts"
+import { BadRecord } from "../src/stages/read/BadRecord.ts"
+import { chunkDoc } from "../src/stages/text/Chunker.ts"
+import { cleanDoc } from "../src/stages/text/Clean.ts"
 
 const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
 

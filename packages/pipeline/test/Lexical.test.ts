@@ -2,9 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, B, Bm25Params, K1 } from "@funcpipe/domain/Config"
 import { Result, Schema } from "effect"
-import { analyze, termCounts } from "../src/stages/Analyzer.ts"
-import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/stages/Bm25.ts"
-import { parseQrels, parseQueries } from "../src/stages/Collection.ts"
+import { parseQrels, parseQueries } from "../src/stages/eval/Collection.ts"
 import {
   averagePrecision,
   Baseline,
@@ -14,7 +12,9 @@ import {
   ndcgAt,
   precisionAt,
   recallAt
-} from "../src/stages/Metrics.ts"
+} from "../src/stages/eval/Metrics.ts"
+import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/stages/rank/Bm25.ts"
+import { analyze, termCounts } from "../src/stages/text/Analyzer.ts"
 
 const plain = new AnalyzerConfig({ stopWords: "none", stemmer: "none" })
 

@@ -8,7 +8,7 @@ import { ConfigProvider, Effect, FileSystem, Layer, Path, Result } from "effect"
 import { inspectFolder, localFingerprint } from "../src/services/LocalModel.ts"
 import { Models } from "../src/services/Models.ts"
 import { INSTALL_RUNTIME_COMMAND, importRuntime, installRuntime } from "../src/services/Transformers.ts"
-import { lengthBatches, poolingOf, poolVectors } from "../src/stages/LocalModel.ts"
+import { lengthBatches, poolingOf, poolVectors } from "../src/stages/embed/LocalModel.ts"
 import { tinyModelFiles, writeTinyModel } from "./LocalModelFixture.ts"
 
 const half = 1 / Math.sqrt(2)

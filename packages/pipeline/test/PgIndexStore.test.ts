@@ -18,7 +18,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres, parsePgUrl, scrubUrl } from "../src/services/PgIndexStore.ts"
-import { embedText } from "../src/stages/Embed.ts"
+import { embedText } from "../src/stages/embed/Embed.ts"
 import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
 
 const docs = (...bodies: ReadonlyArray<string>) =>

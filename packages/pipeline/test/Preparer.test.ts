@@ -10,10 +10,16 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
-import { embedText } from "../src/stages/Embed.ts"
-import { deltaPreparer, deltaReceiver, type PreparedBatch, prepareBatch, TermNumbering } from "../src/stages/Prepare.ts"
+import { embedText } from "../src/stages/embed/Embed.ts"
+import {
+  deltaPreparer,
+  deltaReceiver,
+  type PreparedBatch,
+  prepareBatch,
+  TermNumbering
+} from "../src/stages/text/Prepare.ts"
 
-const script = new URL("../src/stages/PrepareWorker.ts", import.meta.url)
+const script = new URL("../src/stages/text/PrepareWorker.ts", import.meta.url)
 const settings = {
   cleaner: CleanerConfig.default,
   chunker: new ChunkerConfig({ chunkSize: ChunkSize.make(7), overlap: Overlap.make(2), tailPolicy: "pad" }),

@@ -8,7 +8,7 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
-import { PRUNE_FREE_DOCUMENTS, pruneReason } from "../src/stages/Sync.ts"
+import { PRUNE_FREE_DOCUMENTS, pruneReason } from "../src/stages/index/Sync.ts"
 
 /** A source of documents `[docId, body]`, each on its own line of `file`. */
 const lines = (file: string, docs: ReadonlyArray<readonly [string, string]>) =>

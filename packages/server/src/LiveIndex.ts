@@ -6,7 +6,7 @@
 import { IndexMissing, openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore, type Snapshot, type StoreError } from "@funcpipe/pipeline/services/IndexStore"
-import type { ModelMismatch } from "@funcpipe/pipeline/stages/Retrieve"
+import type { ModelMismatch } from "@funcpipe/pipeline/stages/rank/Retrieve"
 import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
 
 /** One opened state of the index. */

@@ -7,7 +7,7 @@ import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { embeddingCacheFor, layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
-import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
+import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/eval/Metrics"
 import { Console, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import {

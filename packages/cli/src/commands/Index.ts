@@ -4,7 +4,7 @@ import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
 import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
-import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
+import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/index/Sync"
 import { Console, Effect, Layer } from "effect"
 import { Command, Flag } from "effect/cli"
 import {

@@ -17,9 +17,9 @@ import {
   type RuntimeInstallStage,
   runtimeFolder
 } from "@funcpipe/pipeline/services/Transformers"
-import { LOCAL_SHA256 } from "@funcpipe/pipeline/stages/Embed"
-import { GLOVE_100D } from "@funcpipe/pipeline/stages/Glove"
-import { LOCAL_PREFIX } from "@funcpipe/pipeline/stages/LocalModel"
+import { LOCAL_SHA256 } from "@funcpipe/pipeline/stages/embed/Embed"
+import { GLOVE_100D } from "@funcpipe/pipeline/stages/embed/Glove"
+import { LOCAL_PREFIX } from "@funcpipe/pipeline/stages/embed/LocalModel"
 import { Console, Effect, FileSystem, Option, Path } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { FetchHttpClient } from "effect/http"

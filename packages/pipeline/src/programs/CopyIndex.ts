@@ -8,7 +8,7 @@ import { deflateRawSync } from "node:zlib"
 import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Clock, Effect, Option, Schema } from "effect"
 import { IndexCorrupt, type IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
-import { prepareBatch } from "../stages/Prepare.ts"
+import { prepareBatch } from "../stages/text/Prepare.ts"
 import { IndexMissing } from "./QueryIndex.ts"
 
 /** The destination holds an index already; a copy replaces one only when asked to. */

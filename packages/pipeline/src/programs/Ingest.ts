@@ -6,13 +6,13 @@ import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Path, Stream } from "effect"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
-import { chunkDoc } from "../stages/Chunker.ts"
-import { claimer, emptyAfterCleaning, type Skip } from "../stages/Claim.ts"
-import { cleanDoc } from "../stages/Clean.ts"
-import { embedChunk } from "../stages/Embed.ts"
-import { keepTest } from "../stages/Keep.ts"
+import { embedChunk } from "../stages/embed/Embed.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../stages/read/Claim.ts"
+import { keepTest } from "../stages/read/Keep.ts"
+import { chunkDoc } from "../stages/text/Chunker.ts"
+import { cleanDoc } from "../stages/text/Clean.ts"
 
-export type { Skip } from "../stages/Claim.ts"
+export type { Skip } from "../stages/read/Claim.ts"
 
 /**
  * What an ingest run did: records read, documents kept (with at least one chunk), documents the keep rule left out,

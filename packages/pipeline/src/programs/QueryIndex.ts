@@ -9,12 +9,12 @@ import { isKeepAll, mapPaths, type Rule, reads } from "@funcpipe/domain/Rule"
 import { Effect, Option, Path, Result, Schema } from "effect"
 import { Embedder } from "../services/Embedder.ts"
 import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
-import { analyze, analyzeWords } from "../stages/Analyzer.ts"
-import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
-import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/Engine.ts"
-import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
-import { prepareQuery } from "../stages/Query.ts"
-import { ModelMismatch } from "../stages/Retrieve.ts"
+import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/rank/Cosine.ts"
+import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/rank/Engine.ts"
+import { type ExpansionConfig, expandQuery } from "../stages/rank/Expansion.ts"
+import { prepareQuery } from "../stages/rank/Query.ts"
+import { ModelMismatch } from "../stages/rank/Retrieve.ts"
+import { analyze, analyzeWords } from "../stages/text/Analyzer.ts"
 
 /** Nothing has been indexed at the location yet. */
 export class IndexMissing extends Schema.TaggedError<IndexMissing>()("IndexMissing", {

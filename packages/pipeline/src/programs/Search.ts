@@ -5,7 +5,7 @@ import { CleanerConfig } from "@funcpipe/domain/Config"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Effect } from "effect"
 import { IndexStore } from "../services/IndexStore.ts"
-import { prepareQuery } from "../stages/Query.ts"
+import { prepareQuery } from "../stages/rank/Query.ts"
 import { indexPaths } from "./IndexRun.ts"
 import { type QueryOptions, queryIndex } from "./QueryIndex.ts"
 

@@ -15,7 +15,7 @@ import {
   Schema,
   Stream
 } from "effect"
-import { BadRecord } from "../stages/BadRecord.ts"
+import { BadRecord } from "../stages/read/BadRecord.ts"
 import {
   BINARY_FILE,
   type ByteReader,
@@ -24,10 +24,10 @@ import {
   MAX_RECORD_BYTES,
   NOT_UTF8,
   sniffBinary
-} from "../stages/ByteReader.ts"
-import { csvReader } from "../stages/Csv.ts"
-import { fileDoc, rootLabels } from "../stages/FileDoc.ts"
-import { jsonlReader } from "../stages/Jsonl.ts"
+} from "../stages/read/ByteReader.ts"
+import { csvReader } from "../stages/read/Csv.ts"
+import { fileDoc, rootLabels } from "../stages/read/FileDoc.ts"
+import { jsonlReader } from "../stages/read/Jsonl.ts"
 import { systemReason } from "./SystemReason.ts"
 
 /** A path named for indexing does not exist. */

@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto"
 import type { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { Context, Effect, Layer, Schema } from "effect"
-import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "../stages/Embed.ts"
+import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "../stages/embed/Embed.ts"
 
 /** The embedding model could not embed a batch (a remote model is down, a text is too long for it, …). */
 export class EmbedFailure extends Schema.TaggedError<EmbedFailure>()("EmbedFailure", {

@@ -18,10 +18,10 @@ import {
   gloveModel,
   SIF_A,
   UNKNOWN_MIN_LENGTH
-} from "../stages/Glove.ts"
-import { decodeCache, encodeCache } from "../stages/GloveCache.ts"
-import { ArchiveInvalid, tarReader } from "../stages/Tar.ts"
-import { VectorsInvalid, winkReader } from "../stages/WinkVectors.ts"
+} from "../stages/embed/Glove.ts"
+import { decodeCache, encodeCache } from "../stages/embed/GloveCache.ts"
+import { VectorsInvalid, winkReader } from "../stages/embed/WinkVectors.ts"
+import { ArchiveInvalid, tarReader } from "../stages/read/Tar.ts"
 import { Embedder, EmbedFailure, fingerprintOf } from "./Embedder.ts"
 import { systemReason } from "./SystemReason.ts"
 

@@ -10,9 +10,9 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
-import type { PositionFilter, TermBlock } from "../stages/Engine.ts"
-import { type TableColumn, TableFilter } from "../stages/Filter.ts"
-import { SegmentBuilder } from "../stages/Segment.ts"
+import { SegmentBuilder } from "../stages/index/Segment.ts"
+import type { PositionFilter, TermBlock } from "../stages/rank/Engine.ts"
+import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
 
 /**

@@ -13,7 +13,7 @@ import {
   type Pooling,
   poolingOf,
   poolVectors
-} from "../stages/LocalModel.ts"
+} from "../stages/embed/LocalModel.ts"
 import { Embedder, EmbedFailure, fingerprintOf } from "./Embedder.ts"
 import { ModelUnavailable, type Provider } from "./Models.ts"
 import { systemReason } from "./SystemReason.ts"

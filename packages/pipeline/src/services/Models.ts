@@ -1,7 +1,7 @@
 /** Embedding models by name: the catalogue a command picks its `Embedder` from. */
 import { Context, Effect, type FileSystem, Layer, Option, type Path, Schema } from "effect"
-import { LOCAL_SHA256 } from "../stages/Embed.ts"
-import { GLOVE_100D } from "../stages/Glove.ts"
+import { LOCAL_SHA256 } from "../stages/embed/Embed.ts"
+import { GLOVE_100D } from "../stages/embed/Glove.ts"
 import { Embedder } from "./Embedder.ts"
 import { loadGlove } from "./Glove.ts"
 import { IndexStore, type StoreError } from "./IndexStore.ts"

@@ -10,7 +10,7 @@ import {
   type PreparedDelta,
   type PrepareSettings,
   prepareBatch
-} from "../stages/Prepare.ts"
+} from "../stages/text/Prepare.ts"
 
 export interface Preparer {
   /** How many batches can be prepared at once, so a caller can keep them all busy. */

@@ -4,8 +4,8 @@
  */
 import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
+import { LOCAL_SHA256 } from "../embed/Embed.ts"
 import { idf, type TermExplanation, termScore } from "./Bm25.ts"
-import { LOCAL_SHA256 } from "./Embed.ts"
 import {
   type Candidates,
   fuseLinear,

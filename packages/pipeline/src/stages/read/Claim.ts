@@ -6,7 +6,7 @@
 
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
-import type { SourcedDoc, SourceRecord } from "../services/DocumentSource.ts"
+import type { SourcedDoc, SourceRecord } from "../../services/DocumentSource.ts"
 
 /** A record that gave no document, or a document that gave no chunks, and why. */
 export interface Skip {

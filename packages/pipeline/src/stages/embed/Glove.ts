@@ -3,7 +3,7 @@
  * vectors' common directions removed ("all-but-the-top"), normalised to length 1.
  */
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { analyzeWords } from "./Analyzer.ts"
+import { analyzeWords } from "../text/Analyzer.ts"
 import type { GloveCacheContent } from "./GloveCache.ts"
 import type { WordVectors } from "./WinkVectors.ts"
 import { makeWordTable, rowOfWord, tableRows, type WordTable, wordHash } from "./WordTable.ts"

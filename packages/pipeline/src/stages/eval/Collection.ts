@@ -1,6 +1,6 @@
 /** Reading a test collection's queries (JSON Lines) and relevance judgements (TSV). */
 import { Result } from "effect"
-import { BadRecord } from "./BadRecord.ts"
+import { BadRecord } from "../read/BadRecord.ts"
 import type { Judgements } from "./Metrics.ts"
 
 /** A test query. */

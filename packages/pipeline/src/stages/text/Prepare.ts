@@ -4,10 +4,10 @@
  */
 import { deflateRawSync } from "node:zlib"
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../embed/Embed.ts"
 import { analyzeWords, termOf } from "./Analyzer.ts"
 import { chunkSpans } from "./Chunker.ts"
 import { cleanText } from "./Clean.ts"
-import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "./Embed.ts"
 
 /** A word that is a stop word: it makes no term. */
 const STOP = -1

@@ -5,8 +5,8 @@ import { decodeAs, type InvalidInput } from "@funcpipe/domain/Decode"
 import type { Embedding } from "@funcpipe/domain/Embedding"
 import { QueryText, SearchQuery, TopK } from "@funcpipe/domain/Query"
 import { Result } from "effect"
-import { cleanText } from "./Clean.ts"
-import { embedText } from "./Embed.ts"
+import { embedText } from "../embed/Embed.ts"
+import { cleanText } from "../text/Clean.ts"
 
 const decodeText = decodeAs(QueryText, "query")
 const decodeTopK = decodeAs(TopK, "top-k")
