@@ -37,8 +37,34 @@ export const claimer = (
   keeps: (doc: RawDoc, file: string) => boolean,
   repeats: "first" | "keep" = "first"
 ): Claimer => {
-  /** Where each doc id was first read (`file:line`, or the file of a text document). */
-  const firstSource = new Map<string, string>()
+  // Where each doc id was first read, without a string per document (a run over a large corpus keeps one entry per
+  // document read): the entry is an index into `places`, which holds (file number, line) pairs.
+  const firstSource = new Map<string, number>()
+  const files: Array<string> = []
+  const fileNumbers = new Map<string, number>()
+  let places = new Int32Array(1024)
+  let placeCount = 0
+  const describe = (place: number) => {
+    const file = files[places[2 * place]!]!
+    const line = places[2 * place + 1]!
+    return line > 0 ? `${file}:${line}` : file
+  }
+  const remember = (docId: string, file: string, line: number) => {
+    let fileNumber = fileNumbers.get(file)
+    if (fileNumber === undefined) {
+      fileNumber = files.length
+      files.push(file)
+      fileNumbers.set(file, fileNumber)
+    }
+    if (2 * placeCount + 2 > places.length) {
+      const grown = new Int32Array(places.length * 2)
+      grown.set(places)
+      places = grown
+    }
+    places[2 * placeCount] = fileNumber
+    places[2 * placeCount + 1] = line
+    firstSource.set(docId, placeCount++)
+  }
   const take = (record: SourceRecord): Claim => {
     if (Result.isFailure(record)) {
       const { line, reason, source } = record.failure
@@ -51,10 +77,14 @@ export const claimer = (
       if (first !== undefined) {
         return {
           _tag: "Skipped",
-          skip: { source: file, line, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` }
+          skip: {
+            source: file,
+            line,
+            reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${describe(first)}`
+          }
         }
       }
-      firstSource.set(doc.docId, line > 0 ? `${file}:${line}` : file)
+      remember(doc.docId, file, line)
     }
     return keeps(doc, file) ? { _tag: "Kept", sourced } : { _tag: "Dropped", sourced }
   }
