@@ -8,6 +8,7 @@ import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
 import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
+import { Schema } from "effect"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
@@ -75,25 +76,57 @@ export const embedUsageLine = (
       `${count(usage.requests)} request${usage.requests === 1 ? "" : "s"}, ` +
       (usage.inputTokens === undefined ? "tokens not reported by the service" : `${count(usage.inputTokens)} tokens`)
 
+/** A record that was skipped, in JSON: its file, its line (0 for a whole file) and why. */
+const SkipJson = Schema.Struct({ source: Schema.String, line: Schema.Int, reason: Schema.String })
+
+/** The `--json` output of `funcpipe index`: the keys the README documents, checked when encoded. */
+export const IndexReportJson = Schema.Struct({
+  index: Schema.String,
+  dry_run: Schema.Boolean,
+  rebuilt: Schema.Boolean,
+  added: Schema.Int,
+  updated: Schema.Int,
+  unchanged: Schema.Int,
+  deleted: Schema.Int,
+  chunks_written: Schema.Int,
+  documents: Schema.Int,
+  chunks: Schema.Int,
+  deleted_ids: Schema.Array(Schema.String),
+  prune_needed: Schema.NullOr(Schema.String),
+  keep: Schema.NullOr(Schema.String),
+  dropped_by_keep: Schema.Int,
+  skipped: Schema.Array(SkipJson),
+  seconds: Schema.Finite
+})
+
+/** What `search --json` adds to the answer: the records its in-memory indexing skipped, and how long it took. */
+export const SearchRunJson = Schema.Struct({ skipped: Schema.Array(SkipJson), seconds: Schema.Finite })
+
+const encodeIndexReport = Schema.encodeSync(IndexReportJson)
+const encodeSearchRun = Schema.encodeSync(SearchRunJson)
+
 /** The `--json` form of `funcpipe index`. */
 export const indexReportJson = (report: IndexReport, location: string): string =>
-  JSON.stringify({
-    index: location,
-    dry_run: report.dryRun,
-    rebuilt: report.rebuilt,
-    added: report.plan.added.length,
-    updated: report.plan.updated.length,
-    unchanged: report.plan.unchanged.length,
-    deleted: report.plan.deleted.length,
-    chunks_written: report.chunksWritten,
-    documents: report.documents,
-    chunks: report.chunks,
-    deleted_ids: report.plan.deleted,
-    prune_needed: report.pruneNeeded ?? null,
-    keep: isKeepAll(report.keep) ? null : printRule(report.keep),
-    dropped_by_keep: report.dropped,
-    skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason }))
-  })
+  JSON.stringify(
+    encodeIndexReport({
+      index: location,
+      dry_run: report.dryRun,
+      rebuilt: report.rebuilt,
+      added: report.plan.added.length,
+      updated: report.plan.updated.length,
+      unchanged: report.plan.unchanged.length,
+      deleted: report.plan.deleted.length,
+      chunks_written: report.chunksWritten,
+      documents: report.documents,
+      chunks: report.chunks,
+      deleted_ids: report.plan.deleted,
+      prune_needed: report.pruneNeeded ?? null,
+      keep: isKeepAll(report.keep) ? null : printRule(report.keep),
+      dropped_by_keep: report.dropped,
+      skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason })),
+      seconds: report.elapsedMillis / 1000
+    })
+  )
 
 /** The status of an index, as returned by `indexStatus`. */
 export interface StatusView {
@@ -210,6 +243,16 @@ export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
 
 /** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in the README. */
 export const resultsJson = (answer: AnswerView): string => JSON.stringify(answerJson(answer))
+
+/** `search --json`: the answer's keys, then the skipped records and the seconds of the in-memory indexing. */
+export const searchJson = (answer: AnswerView, report: IndexReport): string =>
+  JSON.stringify({
+    ...answerJson(answer),
+    ...encodeSearchRun({
+      skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason })),
+      seconds: report.elapsedMillis / 1000
+    })
+  })
 
 /** The one-line summary of an in-memory search's indexing, for stderr. */
 export const searchSummaryLine = (report: IndexReport): string =>

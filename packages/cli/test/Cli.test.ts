@@ -53,7 +53,9 @@ describe("funcpipe search", () => {
         "rrf"
       ])
       const parsed = JSON.parse(String((yield* TestConsole.logLines)[0]))
-      assert.deepStrictEqual(Object.keys(parsed), ["query", "top_k", "mode", "model", "results"])
+      assert.deepStrictEqual(Object.keys(parsed), ["query", "top_k", "mode", "model", "results", "skipped", "seconds"])
+      assert.deepStrictEqual(parsed.skipped, [])
+      assert.isAtLeast(parsed.seconds, 0)
       assert.strictEqual(parsed.query, voyager.toLowerCase())
       assert.strictEqual(parsed.mode, "hybrid")
       assert.strictEqual(parsed.top_k, 2)

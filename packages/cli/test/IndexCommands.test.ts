@@ -76,6 +76,26 @@ describe("funcpipe index / query / status", () => {
         [report.added, report.updated, report.unchanged, report.deleted, report.chunks_written, report.chunks],
         [0, 1, 16, 0, 1, 17]
       )
+      // Every documented key, in order: the output is encoded through its schema.
+      assert.deepStrictEqual(Object.keys(report), [
+        "index",
+        "dry_run",
+        "rebuilt",
+        "added",
+        "updated",
+        "unchanged",
+        "deleted",
+        "chunks_written",
+        "documents",
+        "chunks",
+        "deleted_ids",
+        "prune_needed",
+        "keep",
+        "dropped_by_keep",
+        "skipped",
+        "seconds"
+      ])
+      assert.isAtLeast(report.seconds, 0)
 
       const answer = yield* output([
         "query",

@@ -17,7 +17,7 @@ import {
   ruleOption,
   where
 } from "../Flags.ts"
-import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
+import { resultLines, searchJson, searchSummaryLine, skipLines } from "../Format.ts"
 import { queryFlag, queryText } from "../QueryText.ts"
 import { topK } from "./Query.ts"
 
@@ -52,7 +52,7 @@ export const search = Command.make(
     }).pipe(Effect.provide(modelLayer(input)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))
-    yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
+    yield* Console.log(input.json ? searchJson(answer, answer.report) : resultLines(answer).join("\n"))
   })
 ).pipe(
   Command.withDescription(
