@@ -4,9 +4,8 @@ export default defineProject({
   test: {
     name: "pipeline",
     include: ["test/**/*.test.ts"],
-    // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts), the
-    // multi-process sharding tests with `npm run test:cluster` (vitest.cluster.config.ts).
-    exclude: ["test/**/*.models.test.ts", "test/**/*.cluster.test.ts"],
+    // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts).
+    exclude: ["test/**/*.models.test.ts"],
     setupFiles: ["../../vitest.setup.ts"],
     // Test files share one module graph per worker: importing effect and the pipeline again for each file cost
     // more than half of the suite's time. No test relies on fresh module state.

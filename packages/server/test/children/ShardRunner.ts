@@ -5,7 +5,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Duration, Effect, Layer } from "effect"
-import { layerRunner } from "../../src/programs/ShardRunner.ts"
+import { layerRunner } from "../../src/Cluster.ts"
 
 const [index, port, expiration] = process.argv.slice(2) as [string, string, string]
 

@@ -13,19 +13,19 @@ import { fileURLToPath } from "node:url"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
-import { indexPaths } from "../../src/programs/IndexRun.ts"
-import { queryIndex } from "../../src/programs/QueryIndex.ts"
-import { clusterPrefix, layerEntry } from "../../src/programs/ShardRunner.ts"
-import { DocumentSource } from "../../src/services/DocumentSource.ts"
-import { Embedder } from "../../src/services/Embedder.ts"
-import { layerPostgres } from "../../src/services/PgIndexStore.ts"
-import { queryShards } from "../../src/services/ShardCluster.ts"
-import { shardOf } from "../../src/stages/Shards.ts"
-import { describePg, freshSchema, onServer } from "../PgFixture.ts"
+import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
+import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
+import { clusterPrefix, layerEntry } from "../src/Cluster.ts"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { layerPostgres } from "@funcpipe/pipeline/services/PgIndexStore"
+import { queryShards } from "@funcpipe/pipeline/services/ShardCluster"
+import { shardOf } from "@funcpipe/pipeline/stages/Shards"
+import { describePg, freshSchema, onServer } from "@funcpipe/pipeline/test/PgFixture"
 
 type Corpus = ReadonlyArray<readonly [docId: string, body: string]>
 
-const runnerScript = fileURLToPath(new URL("../children/ShardRunner.ts", import.meta.url))
+const runnerScript = fileURLToPath(new URL("./children/ShardRunner.ts", import.meta.url))
 const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(24), overlap: Overlap.make(4), tailPolicy: "emit_short" })
 const LOCK_SECONDS = 6
 

@@ -8,9 +8,9 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Option } from "effect"
 import { MessageStorage, RunnerAddress, ShardingConfig, SqlRunnerStorage } from "effect/cluster"
 import { Reactivity } from "effect/reactivity"
-import { StoreFailure } from "../services/IndexStore.ts"
-import { parsePgUrl, scrubUrl } from "../services/PgIndexStore.ts"
-import { layerShardEntities, PartitionSource } from "../services/ShardCluster.ts"
+import { StoreFailure } from "@funcpipe/pipeline/services/IndexStore"
+import { parsePgUrl, scrubUrl } from "@funcpipe/pipeline/services/PgIndexStore"
+import { layerShardEntities, PartitionSource } from "@funcpipe/pipeline/services/ShardCluster"
 
 /** Where a cluster lives and how fast it notices a lost runner. */
 export interface ClusterOptions {
