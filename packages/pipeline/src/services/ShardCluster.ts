@@ -17,6 +17,7 @@ import {
   mergeHits,
   scoreKind,
   shardAnswer,
+  shardOf,
   statsOf,
   sumStats,
   withGlobalStats
@@ -97,8 +98,18 @@ export const Search = Rpc.make("Search", {
   error: ShardError
 })
 
+/** Round three, hybrid only: the text and title of chunks of the shard at `token`, named by doc id and span. */
+export const Fetch = Rpc.make("Fetch", {
+  payload: {
+    token: Schema.String,
+    chunks: Schema.Array(Schema.Struct({ docId: Schema.String, start: Schema.Number, end: Schema.Number }))
+  },
+  success: Schema.Array(Schema.Struct({ text: Schema.String, title: Schema.String })),
+  error: ShardError
+})
+
 /** A shard of the index: entity id `<shards>/<shard>`, e.g. `8/3` for the fourth of eight. */
-export const IndexShard = Entity.make("IndexShard", [Stats, Search])
+export const IndexShard = Entity.make("IndexShard", [Stats, Search, Fetch])
 
 /** The entity id of shard `shard` of `shards`. */
 export const shardEntityId = (shard: number, shards: number): string => `${shards}/${shard}`
@@ -150,7 +161,17 @@ export const layerShardEntities = IndexShard.toLayer(
             const query = { terms: payload.terms, vector: payload.vector ?? undefined }
             const params = new Bm25Params({ k1: payload.k1, b: payload.b } as Bm25Params)
             return shardAnswer(view, query, payload.mode, params, payload.k, payload.depth)
-          }))
+          })),
+      Fetch: ({ payload }) =>
+        Effect.flatMap(at(payload.token), (p) =>
+          scoring(() =>
+            payload.chunks.map(({ docId, end, start }) => {
+              const stored = p.snapshot.document(docId)
+              const chunk = stored?.chunks.find((c) => c.start === start && c.end === end)
+              if (stored === undefined || chunk === undefined) throw new Error(`no chunk ${docId} [${start}, ${end})`)
+              return { text: chunk.text, title: stored.doc.title }
+            })
+          ))
     })
   }),
   // A shard's documents are costly to load: keep an idle shard in memory for a long while.
@@ -193,6 +214,23 @@ export const queryShards = Effect.fn("queryShards")(function*(
   const ids = Array.from({ length: options.shards }, (_, i) => shardEntityId(i, options.shards))
   const fusion = options.fusion ?? FusionConfig.default
   const params = options.bm25 ?? Bm25Params.default
+  /** The hits with their texts and titles, asked of the shards that hold them (in parallel, at `token`). */
+  const withTexts = (token: string, hits: ReadonlyArray<Hit>) =>
+    Effect.gen(function*() {
+      const owners = hits.map((hit) => shardOf(hit.docId, options.shards))
+      const filled = hits.slice()
+      yield* Effect.forEach(
+        [...new Set(owners)],
+        (shard) => {
+          const mine = hits.flatMap((_, i) => (owners[i] === shard ? [i] : []))
+          const chunks = mine.map((i) => ({ docId: hits[i]!.docId, start: hits[i]!.start, end: hits[i]!.end }))
+          return Effect.map(clientFor(ids[shard]!).Fetch({ token, chunks }), (found) =>
+            mine.forEach((i, j) => (filled[i] = { ...hits[i]!, ...found[j]! })))
+        },
+        { concurrency: "unbounded", discard: true }
+      )
+      return filled
+    })
   const attempt = Effect.gen(function*() {
     const pinned = yield* source.pin
     if (Option.isNone(pinned)) return yield* new IndexMissing({ location: source.location })
@@ -223,7 +261,10 @@ export const queryShards = Effect.fn("queryShards")(function*(
       { concurrency: "unbounded" }
     )
     const hits = mode === "hybrid"
-      ? fuseHits(answers.map((a) => a.lexical), answers.map((a) => a.vector), FUSION_DEPTH, prepared.topK, fusion)
+      ? yield* withTexts(
+        token,
+        fuseHits(answers.map((a) => a.lexical), answers.map((a) => a.vector), FUSION_DEPTH, prepared.topK, fusion)
+      )
       : mergeHits(answers.map((a) => a.hits), prepared.topK)
     return { token, mode, kind: scoreKind(mode, fusion), hits } satisfies ShardedAnswer
   })

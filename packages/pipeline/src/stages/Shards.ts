@@ -76,7 +76,8 @@ export interface Hit {
 
 /**
  * What a shard answers: its best `k` in the mode (lexical or vector), or for hybrid its best `depth` of each ranking,
- * which the entry point fuses once it has the whole index's.
+ * which the entry point fuses once it has the whole index's; those carry keys only (no text or title: see `keysOf`),
+ * and the entry point fetches the text of the few that make its top k.
  */
 export interface ShardAnswer {
   readonly hits: ReadonlyArray<Hit>
@@ -93,6 +94,16 @@ const hitsOf = (view: HitView, tops: ReadonlyArray<Top>): Array<Hit> =>
   tops.map(({ position, score }) => {
     const key = view.keyOf(position)
     return { score, docId: key.docId, start: key.start, end: key.end, text: key.text, title: view.chunkAt(position).title }
+  })
+
+/**
+ * Hits without text or title: a chunk's (doc id, start, end) already sets it apart from every other chunk (an index
+ * holds no two chunks with the same span of one document), so the ranking order never reaches the text among them.
+ */
+const keysOf = (view: HitView, tops: ReadonlyArray<Top>): Array<Hit> =>
+  tops.map(({ position, score }) => {
+    const key = view.keyOf(position)
+    return { score, docId: key.docId, start: key.start, end: key.end, text: "", title: "" }
   })
 
 /**
@@ -115,8 +126,8 @@ export const shardAnswer = (
   const vector = scoreQuery(view, query, "vector", params, depth)
   return {
     hits: [],
-    lexical: hitsOf(view, topChunksOf(view, lexical, depth, query)),
-    vector: hitsOf(view, topChunksOf(view, vector, depth, query))
+    lexical: keysOf(view, topChunksOf(view, lexical, depth, query)),
+    vector: keysOf(view, topChunksOf(view, vector, depth, query))
   }
 }
 
