@@ -96,7 +96,8 @@ const clientProtocol = Layer.effect(
       make: Effect.fnUntraced(function*(address: RunnerAddress.RunnerAddress) {
         const socket = yield* NodeSocket.makeNet({
           openTimeout: 1000,
-          timeout: 5500,
+          // A runner loading a large shard can be silent for seconds; a dead one is found by the health checks.
+          timeout: 60_000,
           host: address.host,
           port: address.port,
           noDelay: true

@@ -3,7 +3,7 @@
  * the store and answers its local top k with the whole index's BM25 statistics; the entry point pins one committed
  * version, fans out in two rounds (statistics, then search) and merges in the one ranking order.
  */
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { Bm25Params, FusionConfig, RetrievalMode } from "@funcpipe/domain/Config"
@@ -53,6 +53,26 @@ export class ShardsUnavailable extends Schema.TaggedError<ShardsUnavailable>()("
       `another runner within the lock expiry); no partial answer is given, try again`
   }
 }
+
+/** The connection to a shard's runner was lost mid-call (the runner stopped, or did not answer in time). */
+export class ShardConnectionLost extends Schema.TaggedError<ShardConnectionLost>()("ShardConnectionLost", {
+  shard: Schema.String
+}) {
+  override get message(): string {
+    return `the connection to the runner of shard ${this.shard} was lost mid-query`
+  }
+}
+
+/**
+ * A call to a shard, with a lost connection (which the cluster's client reports as an interruption of the call, not
+ * of the caller) turned into `ShardConnectionLost`, so the query can ask again rather than end without a reason.
+ */
+const call = <A, E, R>(shard: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ShardConnectionLost, R> =>
+  Effect.catchCause(
+    effect,
+    (cause): Effect.Effect<never, E | ShardConnectionLost> =>
+      Cause.hasInterruptsOnly(cause) ? Effect.fail(new ShardConnectionLost({ shard })) : Effect.failCause(cause)
+  )
 
 const ShardError = Schema.Union([ShardVersionMoved, ShardLoadFailed])
 
@@ -201,7 +221,8 @@ export interface ShardedAnswer {
 /**
  * Answers `text` over the shards: pins the current committed version, gathers the shards' statistics for the query
  * terms, sums them, and has every shard score its part with those sums; the merged answer is bit-identical to one
- * undivided index at that version. If the index moves on mid-query the whole query starts again (at most 3 times);
+ * undivided index at that version. If the index moves on mid-query, or a runner's connection drops, the whole query
+ * starts again (at most 3 times);
  * a query that cannot finish within the timeout fails with `ShardsUnavailable`, never a partial answer.
  */
 export const queryShards = Effect.fn("queryShards")(function*(
@@ -224,7 +245,7 @@ export const queryShards = Effect.fn("queryShards")(function*(
         (shard) => {
           const mine = hits.flatMap((_, i) => (owners[i] === shard ? [i] : []))
           const chunks = mine.map((i) => ({ docId: hits[i]!.docId, start: hits[i]!.start, end: hits[i]!.end }))
-          return Effect.map(clientFor(ids[shard]!).Fetch({ token, chunks }), (found) =>
+          return Effect.map(call(ids[shard]!, clientFor(ids[shard]!).Fetch({ token, chunks })), (found) =>
             mine.forEach((i, j) => (filled[i] = { ...hits[i]!, ...found[j]! })))
         },
         { concurrency: "unbounded", discard: true }
@@ -242,12 +263,14 @@ export const queryShards = Effect.fn("queryShards")(function*(
     const vector = mode === "lexical" ? null : (yield* embedQueries([prepared.text], manifest))[0]!.vector
     const parts = mode === "vector"
       ? ids.map(() => ({ chunks: 0, totalLength: 0, df: unique.map(() => 0) }))
-      : yield* Effect.forEach(ids, (id) => clientFor(id).Stats({ token, terms: unique }), { concurrency: "unbounded" })
+      : yield* Effect.forEach(ids, (id) => call(id, clientFor(id).Stats({ token, terms: unique })), {
+        concurrency: "unbounded"
+      })
     const stats = sumStats(parts, unique.length)
     const answers = yield* Effect.forEach(
       ids,
       (id) =>
-        clientFor(id).Search({
+        call(id, clientFor(id).Search({
           token,
           terms,
           vector,
@@ -257,7 +280,7 @@ export const queryShards = Effect.fn("queryShards")(function*(
           k1: params.k1,
           b: params.b,
           ...stats
-        }),
+        })),
       { concurrency: "unbounded" }
     )
     const hits = mode === "hybrid"
@@ -270,7 +293,11 @@ export const queryShards = Effect.fn("queryShards")(function*(
   })
   const timeout = Duration.fromInputUnsafe(options.timeout ?? "30 seconds")
   return yield* attempt.pipe(
-    Effect.retry({ times: 3, while: (error) => error._tag === "ShardVersionMoved" }),
+    // Another version, or a lost runner connection: ask again, within the deadline.
+    Effect.retry({
+      times: 3,
+      while: (error) => error._tag === "ShardVersionMoved" || error._tag === "ShardConnectionLost"
+    }),
     Effect.timeoutOrElse({
       duration: timeout,
       orElse: () => Effect.fail(new ShardsUnavailable({ seconds: Duration.toSeconds(timeout) }))
