@@ -87,7 +87,8 @@ const cleanUp = async () => {
 
 const startRunner = (port: number) =>
   new Promise<void>((resolve, reject) => {
-    const args = ["-C", "@funcpipe/source", CLI_SOURCE, "serve", "--cluster", "--index", url, "--runner-port", String(port)]
+    const args = ["-C", "@funcpipe/source", CLI_SOURCE, "serve", "--cluster", "--index", url]
+    args.push("--runner-port", String(port))
     const proc = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"] })
     runners.push(proc)
     let errors = ""
@@ -127,7 +128,7 @@ try {
   const indexed = await runNode([CLI_SOURCE, "index", corpus, "--index", url, "--json"], join(dir, "rss"))
   if (indexed.code !== 0) throw new Error(`indexing failed: ${indexed.stderr}`)
   const { chunks } = JSON.parse(indexed.stdout) as { chunks: number }
-  console.error(`corpus: ${written.docs} documents, ${chunks} chunks; ${queries.length} queries × ${modes.length} modes`)
+  console.error(`corpus: ${written.docs} documents, ${chunks} chunks; ${queries.length} queries per mode`)
 
   const local = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
   const single = await Effect.runPromise(Effect.gen(function*() {

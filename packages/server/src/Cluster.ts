@@ -49,7 +49,9 @@ export const clusterPrefix = (options: ClusterOptions): string => {
   return options.prefix ?? `funcpipe_${parsed._tag === "Success" ? parsed.success.schema : "default"}`
 }
 
-const shardingConfig = (options: ClusterOptions, clientOnly: boolean): Partial<ShardingConfig.ShardingConfig["Service"]> => {
+type ShardingOptions = Partial<ShardingConfig.ShardingConfig["Service"]>
+
+const shardingConfig = (options: ClusterOptions, clientOnly: boolean): ShardingOptions => {
   const expiration = Duration.fromInputUnsafe(options.lockExpiration ?? "10 seconds")
   return {
     runnerAddress: clientOnly
@@ -66,7 +68,7 @@ const shardingConfig = (options: ClusterOptions, clientOnly: boolean): Partial<S
 }
 
 /** The cluster's own connection to the index's database, and its runner storage under the deployment's prefix. */
-const storage = (options: ClusterOptions, config: Partial<ShardingConfig.ShardingConfig["Service"]>) =>
+const storage = (options: ClusterOptions, config: ShardingOptions) =>
   Layer.unwrap(Effect.gen(function*() {
     const target = yield* Effect.fromResult(parsePgUrl(options.index)).pipe(
       Effect.mapError((reason) => new StoreFailure({ location: scrubUrl(options.index), reason }))

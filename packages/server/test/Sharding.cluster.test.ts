@@ -70,6 +70,14 @@ const cases = queries.flatMap(([q, k]) => modes.map((mode) => [q, k, mode] as co
 
 type Row = readonly [score: number, docId: string, start: number, end: number, text: string]
 
+/** A query under load: when it ended (ms after the kill, -1 before), how long it took, and how it ended. */
+interface Outcome {
+  readonly at: number
+  readonly ms: number
+  readonly exact: boolean
+  readonly error?: string
+}
+
 const single = (q: string, k: number, mode: (typeof modes)[number]) =>
   Effect.map(queryIndex(q, k, { mode }), ({ results }) =>
     results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row))
@@ -95,9 +103,11 @@ const startRunner = (url: string, weight = 1) =>
     const port = yield* freePort()
     const proc = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        spawn(process.execPath, ["-C", "@funcpipe/source", runnerScript, url, String(port), String(LOCK_SECONDS), String(weight)], {
-          stdio: ["ignore", "pipe", "pipe"]
-        })
+        spawn(
+          process.execPath,
+          ["-C", "@funcpipe/source", runnerScript, url, String(port), String(LOCK_SECONDS), String(weight)],
+          { stdio: ["ignore", "pipe", "pipe"] }
+        )
       ),
       (proc) => Effect.sync(() => proc.exitCode === null && proc.kill("SIGKILL"))
     )
@@ -172,14 +182,18 @@ describePg("sharded serving", () => {
       const state = { corpus: corpusOf(2) }
       const url = yield* indexed(state)
       const [q, k] = ["alpha beta gamma", 20] as const
-      const expected = yield* Effect.forEach(modes, (mode) => single(q, k, mode)).pipe(Effect.provide(layerPostgres(url)))
+      const expected = yield* Effect.forEach(modes, (mode) => single(q, k, mode)).pipe(
+        Effect.provide(layerPostgres(url))
+      )
       yield* startRunner(url)
       // The victim takes 4 in 5 of the cluster's shards, so it surely hosts some of the 8 index shards.
       const victim = yield* startRunner(url, 4)
       const outcomes = yield* Effect.gen(function*() {
         // Warm: every shard loaded and answering.
-        for (const mode of modes) assert.deepStrictEqual((yield* sharded(q, k, mode, 8)).rows, expected[modes.indexOf(mode)]!)
-        const outcomes: Array<{ readonly at: number; readonly ms: number; readonly exact: boolean; readonly error?: string }> = []
+        for (const mode of modes) {
+          assert.deepStrictEqual((yield* sharded(q, k, mode, 8)).rows, expected[modes.indexOf(mode)]!)
+        }
+        const outcomes: Array<Outcome> = []
         let killedAt = 0
         let exactAfter = 0
         for (let i = 0; exactAfter < 20 && i < 400; i++) {
@@ -214,7 +228,8 @@ describePg("sharded serving", () => {
       const slowest = Math.max(...outcomes.map((o) => o.ms))
       console.log(
         `runner kill: ${afterKill.length} queries after the kill, ${errors.length} errors ` +
-          `(${[...new Set(errors.map((e) => e.error!.split(":")[0]))].join(", ")}), exact again ${recovered?.at} ms after ` +
+          `(${[...new Set(errors.map((e) => e.error!.split(":")[0]))].join(", ")}), ` +
+          `exact again ${recovered?.at} ms after ` +
           `the kill, slowest query ${slowest} ms; timeline (ms after kill, ms taken, ok): ` +
           afterKill.slice(0, 12).map((o) => `${o.at}/${o.ms}/${o.exact ? "ok" : "err"}`).join(" ")
       )
@@ -268,6 +283,7 @@ describePg("sharded serving", () => {
         if (tokens.has(token)) assert.deepStrictEqual(rows, tokens.get(token))
         tokens.set(token, rows)
       }
-      assert.deepStrictEqual((yield* sharded(q, k, "lexical", 8).pipe(Effect.provide(layerEntry({ index: url })))).rows, after)
+      const last = yield* sharded(q, k, "lexical", 8).pipe(Effect.provide(layerEntry({ index: url })))
+      assert.deepStrictEqual(last.rows, after)
     }).pipe(Effect.provide(local)), 180_000)
 })

@@ -42,7 +42,9 @@ const queryCluster = Effect.fn("query.cluster")(function*(
   }
 ) {
   const options = queryOptionsFrom(input)
-  if (!isPostgresUrl(input.index)) return yield* new ShardedQueryUnsupported({ reason: "without a postgres:// --index" })
+  if (!isPostgresUrl(input.index)) {
+    return yield* new ShardedQueryUnsupported({ reason: "without a postgres:// --index" })
+  }
   if (options.explain || options.expand !== undefined || Option.isSome(input.where)) {
     return yield* new ShardedQueryUnsupported({ reason: "with --explain, --expand or --where" })
   }
@@ -58,8 +60,8 @@ const queryCluster = Effect.fn("query.cluster")(function*(
       : answer.hits.length === 0
       ? "no results"
       : answer.hits.map((h, i) =>
-        `${i + 1}. ${h.score.toFixed(6)}  ${h.docId}${h.title === "" ? "" : ` (${h.title})`}  [${h.start}, ${h.end})  ` +
-        oneLine(h.text)
+        `${i + 1}. ${h.score.toFixed(6)}  ${h.docId}${h.title === "" ? "" : ` (${h.title})`}  ` +
+        `[${h.start}, ${h.end})  ${oneLine(h.text)}`
       ).join("\n")
   )
 })
@@ -102,7 +104,10 @@ export const query = Command.make(
       description: "Fuse both rankings and show why"
     },
     { command: "funcpipe query - < question.txt", description: "Read a long query from a file" },
-    { command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'", description: "Search one category" },
+    {
+      command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'",
+      description: "Search one category"
+    },
     {
       command: "funcpipe query \"dark matter\" --index postgres://fp@db/fp --shards 8",
       description: "Ask 8 shards on cluster runners"

@@ -40,7 +40,8 @@ const runCluster = Effect.fn("serve.cluster")(function*(input: {
   yield* Effect.scoped(Effect.gen(function*() {
     yield* Layer.build(layerRunner(options))
     yield* report(
-      `runner on ${input.host}:${input.runnerPort} for ${showCluster(options)}; shards load on first query; stop with Ctrl-C`
+      `runner on ${input.host}:${input.runnerPort} for ${showCluster(options)}; ` +
+        "shards load on first query; stop with Ctrl-C"
     )
     return yield* Effect.never
   })).pipe(Effect.onInterrupt(() => Effect.andThen(report("stopped"), Effect.sync(() => (serveStopped.value = true)))))
@@ -99,7 +100,9 @@ export const serve = Command.make(
     ),
     runnerPort: Flag.Int("runner-port").pipe(
       Flag.withSchema(Port),
-      Flag.withDescription("With --cluster: the port other runners and entry points reach this runner on (default 34431)"),
+      Flag.withDescription(
+        "With --cluster: the port other runners and entry points reach this runner on (default 34431)"
+      ),
       Flag.withDefault(34431)
     ),
     lockExpiry: Flag.Int("lock-expiry").pipe(
@@ -146,7 +149,10 @@ export const serve = Command.make(
   Command.withDescription("Answer queries over HTTP (JSON API, OpenAPI, a search page) from the index, kept current"),
   Command.withExamples([
     { command: "funcpipe serve", description: "Serve .funcpipe/index.db on http://127.0.0.1:7700" },
-    { command: "FUNCPIPE_TOKEN=s3cret funcpipe serve --host 0.0.0.0 --port 8080", description: "Serve the network, with a token" },
+    {
+      command: "FUNCPIPE_TOKEN=s3cret funcpipe serve --host 0.0.0.0 --port 8080",
+      description: "Serve the network, with a token"
+    },
     {
       command: "funcpipe serve --cluster --index postgres://fp@db/fp --host 10.0.0.5",
       description: "Run a runner hosting shards of a PostgreSQL index"

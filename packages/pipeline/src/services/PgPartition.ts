@@ -59,7 +59,8 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function*(ur
     const values = new Map(rows.map((row) => [row.key, row.value]))
     if (values.get("application") !== "funcpipe") return yield* corrupt("its settings table is not FuncPipe's")
     if (Number(values.get("layout")) !== PG_LAYOUT) {
-      return yield* new StoreFailure({ location, reason: `its layout is ${values.get("layout")}; shards read ${PG_LAYOUT}` })
+      const reason = `its layout is ${values.get("layout")}; shards read ${PG_LAYOUT}`
+      return yield* new StoreFailure({ location, reason })
     }
     const json = values.get("manifest")
     if (json === undefined) return Option.none<Pin>()

@@ -93,7 +93,8 @@ export interface HitView extends IndexView {
 const hitsOf = (view: HitView, tops: ReadonlyArray<Top>): Array<Hit> =>
   tops.map(({ position, score }) => {
     const key = view.keyOf(position)
-    return { score, docId: key.docId, start: key.start, end: key.end, text: key.text, title: view.chunkAt(position).title }
+    const title = view.chunkAt(position).title
+    return { score, docId: key.docId, start: key.start, end: key.end, text: key.text, title }
   })
 
 /**
