@@ -83,6 +83,6 @@ describe("funcpipe serve --cluster and query --shards", () => {
       const index = "postgres://nobody@127.0.0.1:1/none"
       const error = yield* Effect.flip(run(["query", "moon", "--shards", "2", "--explain", "--index", index]))
       assert.strictEqual(error._tag, "ShardedQueryUnsupported")
-      assert.match(error.message, /with --explain, --expand or --where/)
+      assert.match(error.message, /with --explain or --expand/)
     }).pipe(Effect.provide(TestLayer)))
 })

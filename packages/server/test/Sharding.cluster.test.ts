@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
+import { anyOf, eq, type Rule, startsWith } from "@funcpipe/domain/Rule"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { clusterPrefix, layerEntry } from "../src/Cluster.ts"
@@ -66,7 +67,12 @@ const queries = [["alpha beta", 10], ["alpha beta gamma delta", 5], ["omega übe
   "rho",
   200
 ]] as const
-const cases = queries.flatMap(([q, k]) => modes.map((mode) => [q, k, mode] as const))
+/** Each query in each mode, and the first two again with a filter (a document's chunks all lie in one shard). */
+const filter = anyOf([startsWith("doc_id", "doc-😀"), eq("doc_id", "doc-3")])
+const cases = [
+  ...queries.flatMap(([q, k]) => modes.map((mode) => [q, k, mode, undefined] as const)),
+  ...queries.slice(0, 2).flatMap(([q, k]) => modes.map((mode) => [q, k, mode, filter] as const))
+]
 
 type Row = readonly [score: number, docId: string, start: number, end: number, text: string]
 
@@ -78,15 +84,18 @@ interface Outcome {
   readonly error?: string
 }
 
-const single = (q: string, k: number, mode: (typeof modes)[number]) =>
-  Effect.map(queryIndex(q, k, { mode }), ({ results }) =>
+const single = (q: string, k: number, mode: (typeof modes)[number], where?: Rule) =>
+  Effect.map(queryIndex(q, k, { mode, ...(where === undefined ? {} : { where }) }), ({ results }) =>
     results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row))
 
-const sharded = (q: string, k: number, mode: (typeof modes)[number], shards: number) =>
-  Effect.map(queryShards(q, k, { mode, shards, timeout: "60 seconds" }), ({ hits, token }) => ({
+const sharded = (q: string, k: number, mode: (typeof modes)[number], shards: number, where?: Rule) =>
+  Effect.map(
+    queryShards(q, k, { mode, shards, timeout: "60 seconds", ...(where === undefined ? {} : { where }) }),
+    ({ hits, token }) => ({
     token,
-    rows: hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)
-  }))
+      rows: hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)
+    })
+  )
 
 const freePort = () =>
   Effect.callback<number>((resume) => {
@@ -151,7 +160,7 @@ describePg("sharded serving", () => {
     Effect.gen(function*() {
       const state = { corpus: corpusOf(1) }
       const url = yield* indexed(state)
-      const expected = yield* Effect.forEach(cases, ([q, k, mode]) => single(q, k, mode)).pipe(
+      const expected = yield* Effect.forEach(cases, ([q, k, mode, where]) => single(q, k, mode, where)).pipe(
         Effect.provide(layerPostgres(url))
       )
       // Ties: some answer has equal scores in a row in each mode.
@@ -163,15 +172,22 @@ describePg("sharded serving", () => {
         const keys = rows.map(([score, docId, start, end, text]) => ({ score, docId, start, end, text }))
         assert.deepStrictEqual([...keys].sort(rankingOrder), keys)
       }
+      // The filter leaves some chunks, and only its documents'.
+      cases.forEach(([, , , where], i) => {
+        if (where === undefined) return
+        assert.isAbove(expected[i]!.length, 0)
+        for (const [, docId] of expected[i]!) assert.isTrue(docId.startsWith("doc-😀") || docId === "doc-3", docId)
+      })
       // Every shard of 8 holds documents, and the corpus is spread over both runners' shards.
       assert.strictEqual(new Set(state.corpus.map(([id]) => shardOf(id, 8))).size, 8)
       yield* startRunner(url)
       yield* startRunner(url)
       yield* Effect.gen(function*() {
         for (const shards of [1, 2, 8]) {
-          const got = yield* Effect.forEach(cases, ([q, k, mode]) => sharded(q, k, mode, shards))
-          cases.forEach(([q, k, mode], i) => {
-            assert.deepStrictEqual(got[i]!.rows, expected[i]!, `${shards} shards, ${mode} "${q}" top ${k}`)
+          const got = yield* Effect.forEach(cases, ([q, k, mode, where]) => sharded(q, k, mode, shards, where))
+          cases.forEach(([q, k, mode, where], i) => {
+            const name = `${shards} shards, ${mode} "${q}" top ${k}${where === undefined ? "" : " filtered"}`
+            assert.deepStrictEqual(got[i]!.rows, expected[i]!, name)
           })
         }
       }).pipe(Effect.provide(layerEntry({ index: url })))

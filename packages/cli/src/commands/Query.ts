@@ -7,6 +7,7 @@ import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
 import { oneLine } from "@funcpipe/domain/Decode"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { indexPath, json, queryFlags, queryOptionsFrom, ruleOption, serviceFlags, where, withServiceFlags } from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
 import { queryText, STDIN_HINT } from "../QueryText.ts"
@@ -38,20 +39,20 @@ const queryCluster = Effect.fn("query.cluster")(function*(
     readonly index: string
     readonly topK: number
     readonly json: boolean
-    readonly where: Option.Option<unknown>
+    readonly where: Option.Option<Rule>
   }
 ) {
   const options = queryOptionsFrom(input)
   if (!isPostgresUrl(input.index)) {
     return yield* new ShardedQueryUnsupported({ reason: "without a postgres:// --index" })
   }
-  if (options.explain || options.expand !== undefined || Option.isSome(input.where)) {
-    return yield* new ShardedQueryUnsupported({ reason: "with --explain, --expand or --where" })
+  if (options.explain || options.expand !== undefined) {
+    return yield* new ShardedQueryUnsupported({ reason: "with --explain or --expand" })
   }
   const { layerEntry } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
   const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/services/ShardCluster"))
   const model = Layer.provide(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
-  const answer = yield* queryShards(text, input.topK, { shards, ...options }).pipe(
+  const answer = yield* queryShards(text, input.topK, { shards, ...options, ...ruleOption("where", input.where) }).pipe(
     Effect.provide(Layer.merge(layerEntry({ index: input.index }), model))
   )
   yield* Console.log(

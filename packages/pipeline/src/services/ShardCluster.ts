@@ -8,6 +8,7 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { Bm25Params, FusionConfig, RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
+import { Rule } from "@funcpipe/domain/Rule"
 import { analyze } from "../stages/Analyzer.ts"
 import { defaultMode, FUSION_DEPTH } from "../stages/Engine.ts"
 import { prepareQuery } from "../stages/Query.ts"
@@ -22,7 +23,7 @@ import {
   sumStats,
   withGlobalStats
 } from "../stages/Shards.ts"
-import { embedQueries, IndexMissing } from "../programs/QueryIndex.ts"
+import { embedQueries, IndexMissing, queryFilter } from "../programs/QueryIndex.ts"
 import { makePartitionReader, type Partition, type PartitionReader } from "./PgPartition.ts"
 
 /** The shard had loaded, or could load, only another committed version than the one the query pinned. */
@@ -102,6 +103,7 @@ export const Search = Rpc.make("Search", {
     terms: Schema.Array(Schema.String),
     vector: Schema.NullOr(Schema.Array(Schema.Number)),
     mode: RetrievalMode,
+    where: Schema.NullOr(Rule),
     k: Schema.Number,
     depth: Schema.Number,
     k1: Schema.Number,
@@ -180,7 +182,8 @@ export const layerShardEntities = IndexShard.toLayer(
             const view = withGlobalStats(p.snapshot, distinct(payload.terms), payload)
             const query = { terms: payload.terms, vector: payload.vector ?? undefined }
             const params = new Bm25Params({ k1: payload.k1, b: payload.b } as Bm25Params)
-            return shardAnswer(view, query, payload.mode, params, payload.k, payload.depth)
+            const filter = payload.where === null ? undefined : p.snapshot.filter(payload.where)
+            return shardAnswer(view, query, payload.mode, params, payload.k, payload.depth, filter)
           })),
       Fetch: ({ payload }) =>
         Effect.flatMap(at(payload.token), (p) =>
@@ -206,6 +209,11 @@ export interface ShardedQueryOptions {
   readonly mode?: RetrievalMode
   readonly bm25?: Bm25Params
   readonly fusion?: FusionConfig
+  /**
+   * Search only the chunks of documents that satisfy this rule (not `body`), as `queryIndex` does: applied on every
+   * shard before its top k, with the whole index's BM25 statistics, so the answer is the single node's.
+   */
+  readonly where?: Rule
   /** The longest a query may take before `ShardsUnavailable` (default 30 s). */
   readonly timeout?: Duration.Input
 }
@@ -230,6 +238,7 @@ export const queryShards = Effect.fn("queryShards")(function*(
   topK: number,
   options: ShardedQueryOptions
 ) {
+  const where = (yield* queryFilter(options.where)) ?? null
   const source = yield* PartitionSource
   const clientFor = yield* IndexShard.client
   const ids = Array.from({ length: options.shards }, (_, i) => shardEntityId(i, options.shards))
@@ -275,6 +284,7 @@ export const queryShards = Effect.fn("queryShards")(function*(
           terms,
           vector,
           mode,
+          where,
           k: prepared.topK,
           depth: FUSION_DEPTH,
           k1: params.k1,

@@ -3,9 +3,9 @@
  * shard's local top k scored with those statistics, and the merge of the shards' answers in the one ranking order.
  */
 import { createHash } from "node:crypto"
-import type { Bm25Params, FusionConfig, RetrievalMode } from "@funcpipe/domain/Config"
+import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
-import { type EngineQuery, type IndexView, scoreQuery, topChunksOf } from "./Engine.ts"
+import { type EngineQuery, type IndexView, type PositionFilter, scoreQuery, topChunksOf } from "./Engine.ts"
 import { fuseLinear, fuseWeightedRanks, keyTies, positiveScore, type Top, topOf, TopK } from "./Ranker.ts"
 
 /**
@@ -109,7 +109,8 @@ const keysOf = (view: HitView, tops: ReadonlyArray<Top>): Array<Hit> =>
 
 /**
  * A shard's answer, scored by the same engine as one undivided index (the view must carry the global statistics):
- * its local top `k` (lexical, vector), or its local top `depth` of both rankings (hybrid). Throws the store's errors.
+ * its local top `k` (lexical, vector), or its local top `depth` of both rankings (hybrid), of the chunks `filter`
+ * allows if one is given (a filter is per document, and a document lies in one shard). Throws the store's errors.
  */
 export const shardAnswer = (
   view: HitView,
@@ -117,14 +118,15 @@ export const shardAnswer = (
   mode: RetrievalMode,
   params: Bm25Params,
   k: number,
-  depth: number
+  depth: number,
+  filter?: PositionFilter
 ): ShardAnswer => {
   if (mode !== "hybrid") {
-    const scored = scoreQuery(view, query, mode, params, depth)
+    const scored = scoreQuery(view, query, mode, params, depth, FusionConfig.default, filter)
     return { hits: hitsOf(view, topChunksOf(view, scored, k, query)), lexical: [], vector: [] }
   }
-  const lexical = scoreQuery(view, query, "lexical", params, depth)
-  const vector = scoreQuery(view, query, "vector", params, depth)
+  const lexical = scoreQuery(view, query, "lexical", params, depth, FusionConfig.default, filter)
+  const vector = scoreQuery(view, query, "vector", params, depth, FusionConfig.default, filter)
   return {
     hits: [],
     lexical: keysOf(view, topChunksOf(view, lexical, depth, query)),
