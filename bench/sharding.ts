@@ -71,8 +71,20 @@ const onServer = <A>(f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =
   )
 
 const runners: Array<ChildProcess> = []
+/** Stops a runner: SIGTERM, then SIGKILL if it has not exited within 20 s (its tables are dropped next). */
+const stop = (proc: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return resolve()
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 20_000)
+    proc.once("exit", () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    proc.kill("SIGTERM")
+  })
+
 const cleanUp = async () => {
-  for (const proc of runners) if (proc.exitCode === null) proc.kill("SIGTERM")
+  await Promise.all(runners.map(stop))
   const prefix = clusterPrefix({ index: url })
   await onServer((sql) =>
     Effect.gen(function*() {
@@ -96,7 +108,7 @@ const startRunner = (port: number) =>
       errors += String(chunk)
       if (errors.includes("runner on")) resolve()
     })
-    proc.on("exit", (code) => reject(new Error(`runner exited with ${code}: ${errors}`)))
+    proc.once("exit", (code) => reject(new Error(`runner exited with ${code}: ${errors}`)))
   })
 
 type Row = readonly [number, string, number, number, string]
