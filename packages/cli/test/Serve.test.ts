@@ -79,3 +79,25 @@ describe("funcpipe serve", () => {
     assert.strictEqual(DEFAULT_MAX_BODY_BYTES, SERVER_MAX_BODY_BYTES)
   })
 })
+
+describe("funcpipe serve --cluster and query --shards", () => {
+  it.effect("need an index in PostgreSQL, and say so", () =>
+    Effect.gen(function* () {
+      const runner = yield* Effect.flip(run(["serve", "--cluster", "--index", "/tmp/not-a-database.db"]))
+      assert.strictEqual(runner._tag, "ClusterNeedsPostgres")
+      assert.match(runner.message, /--cluster serves an index in PostgreSQL/)
+      const query = yield* Effect.flip(run(["query", "moon", "--shards", "2", "--index", "/tmp/not-a-database.db"]))
+      assert.strictEqual(query._tag, "ShardedQueryUnsupported")
+      assert.match(query.message, /--shards cannot be used without a postgres:\/\/ --index/)
+    }).pipe(Effect.provide(TestLayer))
+  )
+
+  it.effect("refuse what needs the whole index in one place", () =>
+    Effect.gen(function* () {
+      const index = "postgres://nobody@127.0.0.1:1/none"
+      const error = yield* Effect.flip(run(["query", "moon", "--shards", "2", "--explain", "--index", index]))
+      assert.strictEqual(error._tag, "ShardedQueryUnsupported")
+      assert.match(error.message, /with --explain or --expand/)
+    }).pipe(Effect.provide(TestLayer))
+  )
+})

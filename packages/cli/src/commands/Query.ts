@@ -1,10 +1,13 @@
 /** `funcpipe query`: answer a query from the persistent index. */
 
+import { oneLine } from "@funcpipe/domain/Decode"
 import { TopK } from "@funcpipe/domain/Query"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { Console, Effect, Layer } from "effect"
+import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
+import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import {
   indexPath,
@@ -27,6 +30,57 @@ export const topK = Flag.Int("top-k").pipe(
   Flag.withDefault(TopK.make(3))
 )
 
+const Shards = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 4096 }, { message: "1 to 4096 shards" }))
+
+/** What a sharded query cannot do yet: each needs the whole index in one place. */
+export class ShardedQueryUnsupported extends Schema.TaggedError<ShardedQueryUnsupported>()("ShardedQueryUnsupported", {
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `--shards cannot be used ${this.reason}`
+  }
+}
+
+/** `query --shards N`: an entry point of the cluster, printing the merged answer. */
+const queryCluster = Effect.fn("query.cluster")(function* (
+  text: string,
+  shards: number,
+  input: Parameters<typeof queryOptionsFrom>[0] &
+    Parameters<typeof withServiceFlags>[0] & {
+      readonly index: string
+      readonly topK: number
+      readonly json: boolean
+      readonly where: Option.Option<Rule>
+    }
+) {
+  const options = queryOptionsFrom(input)
+  if (!isPostgresUrl(input.index)) {
+    return yield* new ShardedQueryUnsupported({ reason: "without a postgres:// --index" })
+  }
+  if (options.explain || options.expand !== undefined) {
+    return yield* new ShardedQueryUnsupported({ reason: "with --explain or --expand" })
+  }
+  const { layerEntry } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
+  const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/services/ShardCluster"))
+  const model = Layer.provide(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
+  const answer = yield* queryShards(text, input.topK, { shards, ...options, ...ruleOption("where", input.where) }).pipe(
+    Effect.provide(Layer.merge(layerEntry({ index: input.index }), model))
+  )
+  yield* Console.log(
+    input.json
+      ? JSON.stringify({ version: answer.token, mode: answer.mode, kind: answer.kind, results: answer.hits })
+      : answer.hits.length === 0
+        ? "no results"
+        : answer.hits
+            .map(
+              (h, i) =>
+                `${i + 1}. ${h.score.toFixed(6)}  ${h.docId}${h.title === "" ? "" : ` (${h.title})`}  ` +
+                `[${h.start}, ${h.end})  ${oneLine(h.text)}`
+            )
+            .join("\n")
+  )
+})
+
 export const query = Command.make(
   "query",
   {
@@ -39,11 +93,21 @@ export const query = Command.make(
     ...queryFlags,
     where,
     index: indexPath,
+    shards: Flag.Int("shards").pipe(
+      Flag.withSchema(Shards),
+      Flag.withMetavar("N"),
+      Flag.withDescription(
+        "Ask the N shards hosted by `funcpipe serve --cluster` runners instead of reading the index here " +
+          "(a PostgreSQL --index; the same answer as without, to the bit)"
+      ),
+      Flag.optional
+    ),
     ...serviceFlags,
     json
   },
   Effect.fn("query")(function* (input) {
     const text = yield* queryText(yield* eitherText(input.text, input.query))
+    if (Option.isSome(input.shards)) return yield* queryCluster(text, input.shards.value, input)
     const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
     const answer = yield* queryIndex(text, input.topK, options).pipe(
       Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
@@ -63,6 +127,13 @@ export const query = Command.make(
     },
     { command: "funcpipe query - < question.txt", description: "Read a long query from a file" },
     { command: 'funcpipe query -q "saturn probe" --top-k 5', description: "The text as a flag, as search takes it" },
-    { command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'", description: "Search one category" }
+    {
+      command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'",
+      description: "Search one category"
+    },
+    {
+      command: 'funcpipe query "dark matter" --index postgres://fp@db/fp --shards 8',
+      description: "Ask 8 shards on cluster runners"
+    }
   ])
 )

@@ -1,8 +1,8 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
-
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { Config, Console, Effect, Layer, Option, Schema } from "effect"
+import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
+import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
 
@@ -18,6 +18,52 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }, { message: "a port is 0 to 65535" }))
 const Positive = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be at least 1" }))
 const NonNegative = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "must be 0 or more" }))
+
+/** `serve --cluster`: a runner hosting shard entities until stopped. */
+const runCluster = Effect.fn("serve.cluster")(function* (input: {
+  readonly index: string
+  readonly host: string
+  readonly runnerPort: number
+  readonly lockExpiry: number
+}) {
+  if (!isPostgresUrl(input.index)) {
+    return yield* new ClusterNeedsPostgres({ index: input.index })
+  }
+  const { layerRunner, showCluster } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
+  const options = {
+    index: input.index,
+    host: input.host,
+    port: input.runnerPort,
+    lockExpiration: Duration.seconds(input.lockExpiry)
+  }
+  const report = (line: string) => Console.error(line)
+  yield* Effect.scoped(
+    Effect.gen(function* () {
+      yield* Layer.build(layerRunner(options))
+      yield* report(
+        `runner on ${input.host}:${input.runnerPort} for ${showCluster(options)}; ` +
+          "shards load on first query; stop with Ctrl-C"
+      )
+      return yield* Effect.never
+    })
+  ).pipe(
+    Effect.onInterrupt(() =>
+      Effect.andThen(
+        report("stopped"),
+        Effect.sync(() => (serveStopped.value = true))
+      )
+    )
+  )
+})
+
+/** `--cluster` needs an index in PostgreSQL: runners on other machines read their shards from it. */
+export class ClusterNeedsPostgres extends Schema.TaggedError<ClusterNeedsPostgres>()("ClusterNeedsPostgres", {
+  index: Schema.String
+}) {
+  override get message(): string {
+    return `--cluster serves an index in PostgreSQL (--index postgres://…), not ${this.index}`
+  }
+}
 
 export const serve = Command.make(
   "serve",
@@ -54,9 +100,32 @@ export const serve = Command.make(
       Flag.withDescription("How often to look for a newer index, in milliseconds (default 1000; 0 never)"),
       Flag.withDefault(1000)
     ),
+    cluster: Flag.Boolean("cluster").pipe(
+      Flag.withDescription(
+        "Run a cluster runner instead of an HTTP server: host shards of the PostgreSQL --index for " +
+          "`funcpipe query --shards N` (listens on --host:--runner-port; see README, running FuncPipe for a team)"
+      ),
+      Flag.withDefault(false)
+    ),
+    runnerPort: Flag.Int("runner-port").pipe(
+      Flag.withSchema(Port),
+      Flag.withDescription(
+        "With --cluster: the port other runners and entry points reach this runner on (default 34431)"
+      ),
+      Flag.withDefault(34431)
+    ),
+    lockExpiry: Flag.Int("lock-expiry").pipe(
+      Flag.withSchema(Positive),
+      Flag.withDescription(
+        "With --cluster: seconds a dead runner's shards stay locked before another runner takes them (default 10); " +
+          "the same on every runner"
+      ),
+      Flag.withDefault(10)
+    ),
     ...serviceFlags
   },
   Effect.fn("serve")(function* (input) {
+    if (input.cluster) return yield* runCluster(input)
     // The server and its HTTP modules load only here, so every other command starts without them.
     const { layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
     const { HttpServer } = yield* Effect.promise(() => import("effect/http"))
@@ -99,6 +168,10 @@ export const serve = Command.make(
     {
       command: "FUNCPIPE_TOKEN=s3cret funcpipe serve --host 0.0.0.0 --port 8080",
       description: "Serve the network, with a token"
+    },
+    {
+      command: "funcpipe serve --cluster --index postgres://fp@db/fp --host 10.0.0.5",
+      description: "Run a runner hosting shards of a PostgreSQL index"
     }
   ])
 )

@@ -141,7 +141,7 @@ export const PG_LAYOUT = 1
 /** 'FPIP': the first key of every FuncPipe advisory lock (the second is the schema's name, hashed). */
 const LOCK_CLASS = 0x46504950
 
-const decodeManifest = Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))
+export const decodeManifest = Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))
 const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
 const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
 
@@ -157,7 +157,7 @@ const NETWORK_REASONS: Record<string, string> = {
 }
 
 /** Translates the driver's error into the store's, with every trace of the password taken out of the text. */
-const storeError = (target: PgTarget, what: string, error: SqlError.SqlError): StoreError => {
+export const storeError = (target: PgTarget, what: string, error: SqlError.SqlError): StoreError => {
   const location = target.location
   const reason = error.reason
   const cause = reason.cause as { readonly code?: unknown; readonly message?: unknown } | undefined
@@ -220,7 +220,7 @@ type Row = Record<string, string | number | null | Uint8Array>
 const FLUSH_ROWS = 256
 const FLUSH_BYTES = 8 * 1024 * 1024
 
-const COLUMNS = "doc_id, source, title, categories, hash, chunks, body, spans, lengths, terms, term_ids, vectors"
+export const COLUMNS = "doc_id, source, title, categories, hash, chunks, body, spans, lengths, terms, term_ids, vectors"
 
 const bytesOf = (array: Uint16Array | Uint32Array | Float64Array): Uint8Array =>
   new Uint8Array(array.buffer, array.byteOffset, array.byteLength)
@@ -273,7 +273,7 @@ const typed = <A>(value: unknown, size: number, make: (buffer: ArrayBuffer, offs
   value instanceof Uint8Array && value.byteLength % size === 0 ? view(value, size, make) : undefined
 
 /** A loaded document from its row; `IndexCorrupt` (thrown) when a column is not what the writer wrote. */
-const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc => {
+export const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc => {
   const docId = row["doc_id"]
   const bad = (what: string) =>
     new IndexCorrupt({ location, detail: `the ${what} of document ${JSON.stringify(docId)} are unreadable` })

@@ -70,6 +70,11 @@ export interface IndexView {
    * decide ties without reading keys.
    */
   readonly documents: () => { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array }
+  /**
+   * A term's live document frequency when it is not that of `postings` (a shard scores its part of an index with the
+   * whole index's statistics, as `liveChunks` and `averageLength` are then too); absent, it is counted from `postings`.
+   */
+  readonly documentFrequency?: ((term: string) => number) | undefined
 }
 
 /**
@@ -241,10 +246,12 @@ const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<string, L
     if (loaded.has(term)) continue
     const blocks = view.postings(term)
     let df = 0
-    for (const block of blocks) {
-      if (deleted === undefined) df += block.ordinals.length
-      else for (let i = 0; i < block.ordinals.length; i++) if (deleted[block.offset + block.ordinals[i]!] !== 1) df++
-    }
+    if (view.documentFrequency !== undefined) df = view.documentFrequency(term)
+    else
+      for (const block of blocks) {
+        if (deleted === undefined) df += block.ordinals.length
+        else for (let i = 0; i < block.ordinals.length; i++) if (deleted[block.offset + block.ordinals[i]!] !== 1) df++
+      }
     loaded.set(term, { term, blocks, df })
   }
   return loaded
