@@ -6,7 +6,7 @@ import type { Rule } from "@funcpipe/domain/Rule"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
+import { isPostgresUrl } from "@funcpipe/pipeline/services/PgUrl"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import {

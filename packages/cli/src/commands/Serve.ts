@@ -1,7 +1,7 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
+import { isPostgresUrl } from "@funcpipe/pipeline/services/PgUrl"
 import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"

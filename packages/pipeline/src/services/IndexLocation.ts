@@ -4,13 +4,19 @@
  */
 import { createHash } from "node:crypto"
 import { join } from "node:path"
+import { Effect, Layer } from "effect"
 import { cacheFileFor } from "./EmbeddingCache.ts"
 import { IndexStore } from "./IndexStore.ts"
-import { isPostgresUrl, layerPostgres, scrubUrl } from "./PgIndexStore.ts"
+import { isPostgresUrl, scrubUrl } from "./PgUrl.ts"
 
-/** The store of the index at `index`: PostgreSQL for a `postgres://` (or `postgresql://`) URL, else a SQLite file. */
+/**
+ * The store of the index at `index`: PostgreSQL for a `postgres://` (or `postgresql://`) URL, else a SQLite file. The
+ * PostgreSQL store and its driver load only when a URL is given, so commands on a file start without them.
+ */
 export const layerIndexStore = (index: string) =>
-  isPostgresUrl(index) ? layerPostgres(index) : IndexStore.layerSqlite(index)
+  isPostgresUrl(index)
+    ? Layer.unwrap(Effect.promise(() => import("./PgIndexStore.ts")).pipe(Effect.map((pg) => pg.layerPostgres(index))))
+    : IndexStore.layerSqlite(index)
 
 /** `index` as it may be printed: a URL loses its password. */
 export const showIndex = (index: string): string => (isPostgresUrl(index) ? scrubUrl(index) : index)
