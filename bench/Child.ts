@@ -23,7 +23,7 @@ export const CLI_SOURCE = join(REPO_ROOT, "packages", "cli", "src", "bin.ts")
 
 /**
  * The `funcpipe` command as npm installs it: the `bin` of packages/cli/package.json (a launcher that starts the
- * bundle when one is built, else the sources), or the TypeScript entry if the package names none.
+ * bundle), or the TypeScript entry if the package names none.
  */
 export const cliEntry = (): string => {
   const cli = join(REPO_ROOT, "packages", "cli")
@@ -49,10 +49,12 @@ export const cliBundle = (): { readonly path: string; readonly stale: boolean } 
   const path = join(REPO_ROOT, "packages", "cli", "dist", "funcpipe.mjs")
   if (!existsSync(path)) return undefined
   const packages = join(REPO_ROOT, "packages")
-  const newest = Math.max(...readdirSync(packages).map((name) => {
-    const src = join(packages, name, "src")
-    return existsSync(src) ? newestSource(src) : 0
-  }))
+  const newest = Math.max(
+    ...readdirSync(packages).map((name) => {
+      const src = join(packages, name, "src")
+      return existsSync(src) ? newestSource(src) : 0
+    })
+  )
   return { path, stale: statSync(path).mtimeMs < newest }
 }
 
@@ -73,7 +75,9 @@ const shebang = (script: string): { readonly env: Record<string, string>; readon
     const words = match[1]!.trim().split(/\s+/)
     const node = words.indexOf("node")
     if (node < 0) return none
-    const env = Object.fromEntries(words.slice(0, node).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]))
+    const env = Object.fromEntries(
+      words.slice(0, node).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
+    )
     return { env, flags: words.slice(node + 1) }
   } catch {
     return none

@@ -1,6 +1,7 @@
 /** A deterministic synthetic corpus of English-like documents, generated in memory or written as JSON Lines. */
-import { createWriteStream } from "node:fs"
+
 import { once } from "node:events"
+import { createWriteStream } from "node:fs"
 import { finished } from "node:stream/promises"
 
 /** One generated document; `body` is the text to clean, chunk and embed. */
@@ -11,7 +12,7 @@ export interface SyntheticDoc {
 }
 
 /** Mulberry32: a small, fast 32-bit PRNG giving floats in [0, 1); the same seed always gives the same sequence. */
-export const prng = (seed: number): () => number => {
+export const prng = (seed: number): (() => number) => {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) | 0
@@ -30,8 +31,46 @@ const FUNCTION_WORDS = (
 // A few Latin-1 loanwords, so some documents hold non-ASCII letters (still one byte per character in V8).
 const LOANWORDS = ["café", "naïve", "résumé", "façade", "déjà", "rôle", "élite", "señor"]
 
-const ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "bl", "br",
-  "ch", "cl", "cr", "dr", "fl", "fr", "gr", "pl", "pr", "sh", "sl", "sp", "st", "str", "th", "tr", "wh", ""]
+const ONSETS = [
+  "b",
+  "c",
+  "d",
+  "f",
+  "g",
+  "h",
+  "j",
+  "k",
+  "l",
+  "m",
+  "n",
+  "p",
+  "r",
+  "s",
+  "t",
+  "v",
+  "w",
+  "z",
+  "bl",
+  "br",
+  "ch",
+  "cl",
+  "cr",
+  "dr",
+  "fl",
+  "fr",
+  "gr",
+  "pl",
+  "pr",
+  "sh",
+  "sl",
+  "sp",
+  "st",
+  "str",
+  "th",
+  "tr",
+  "wh",
+  ""
+]
 const VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "io", "oo", "ou", "y"]
 const CODAS = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "nt", "rt", "st", "ck", "x"]
 
@@ -61,10 +100,10 @@ const vocabulary = (random: () => number, size: number): ReadonlyArray<string> =
 }
 
 /** A sampler of ranks 0 … n - 1 with Zipf–Mandelbrot weights 1 / (rank + 2.7)^1.07, by binary search on the CDF. */
-const zipf = (random: () => number, n: number): () => number => {
+const zipf = (random: () => number, n: number): (() => number) => {
   const cdf = new Float64Array(n)
   let total = 0
-  for (let r = 0; r < n; r++) cdf[r] = total += 1 / Math.pow(r + 2.7, 1.07)
+  for (let r = 0; r < n; r++) cdf[r] = total += 1 / (r + 2.7) ** 1.07
   return () => {
     const u = random() * total
     let lo = 0
@@ -86,7 +125,7 @@ const capitalize = (word: string): string => word.charAt(0).toUpperCase() + word
  * capitalised names and numbers, and end in `.`, `?` or `!`; about half the bodies end with a newline. Words follow a
  * Zipf-like law over a vocabulary of 4,000. The same seed always yields the same documents.
  */
-export const syntheticDocs = function*(seed: number, targetBytes: number): Generator<SyntheticDoc> {
+export const syntheticDocs = function* (seed: number, targetBytes: number): Generator<SyntheticDoc> {
   const random = prng(seed)
   const words = vocabulary(random, 4000)
   const rank = zipf(random, words.length)
@@ -109,7 +148,7 @@ export const syntheticDocs = function*(seed: number, targetBytes: number): Gener
     while (body.length < target) {
       let paragraph = sentence()
       const sentences = 2 + Math.floor(random() * 5)
-      for (let s = 1; s < sentences && paragraph.length + body.length < target; s++) paragraph += " " + sentence()
+      for (let s = 1; s < sentences && paragraph.length + body.length < target; s++) paragraph += ` ${sentence()}`
       body += (body === "" ? "" : "\n\n") + paragraph
     }
     if (random() < 0.5) body += "\n"
@@ -138,7 +177,7 @@ export const writeJsonlCorpus = async (
   let batch = ""
   for (const doc of syntheticDocs(seed, Infinity)) {
     if (written >= bytes) break
-    const line = JSON.stringify({ id: doc.id, title: doc.title, text: doc.body, ...extra(docs) }) + "\n"
+    const line = `${JSON.stringify({ id: doc.id, title: doc.title, text: doc.body, ...extra(docs) })}\n`
     written += Buffer.byteLength(line, "utf8")
     docs++
     batch += line

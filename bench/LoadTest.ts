@@ -3,13 +3,14 @@
  * autocannon with lexical queries, then with lexical and vector queries mixed, then with malformed input (random bodies,
  * wrong types, huge bodies, clients that stall); reports throughput, latency, errors and the server's memory.
  */
-import autocannon from "autocannon"
+
 import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
+import autocannon from "autocannon"
 import { cliBundle, cliEntry, REPO_ROOT } from "./Child.ts"
 import { prng, syntheticDocs, writeJsonlCorpus } from "./Corpus.ts"
 
@@ -66,7 +67,9 @@ const SEED = number("seed", flags.seed, 0)
 
 const bundle = cliBundle()
 if (bundle?.stale === true) {
-  console.error("loadtest: the CLI bundle is older than the sources, so the server would run old code; run npm run build first")
+  console.error(
+    "loadtest: the CLI bundle is older than the sources, so the server would run old code; run npm run build first"
+  )
   process.exit(2)
 }
 
@@ -100,7 +103,9 @@ const startServer = (index: string) =>
 
 /** Resident set size of a process in MB (Linux /proc). */
 const rssMb = (pid: number): number => {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"))
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024
 }
 
@@ -139,7 +144,9 @@ const load = async (name: string, url: string, bodies: ReadonlyArray<string>, se
     duration: seconds,
     method: "POST",
     headers: { "content-type": "application/json" },
-    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }]
+    requests: [
+      { setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }
+    ]
   })
   return {
     name,
@@ -162,7 +169,9 @@ const warmUp = async (url: string, bodies: ReadonlyArray<string>) => {
     amount: bodies.length * 2,
     method: "POST",
     headers: { "content-type": "application/json" },
-    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }]
+    requests: [
+      { setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }
+    ]
   })
 }
 
@@ -176,14 +185,16 @@ const stallingClients = (url: string, count: number) => {
     const socket = connect(Number(port), hostname)
     socket.on("error", () => {})
     let at = 0
-    timers.push(setInterval(() => {
-      if (at < head.length && !socket.destroyed) socket.write(head[at++]!)
-    }, 200))
+    timers.push(
+      setInterval(() => {
+        if (at < head.length && !socket.destroyed) socket.write(head[at++]!)
+      }, 200)
+    )
     sockets.push(socket)
   }
   return () => {
-    timers.forEach(clearInterval)
-    sockets.forEach((s) => s.destroy())
+    for (const timer of timers) clearInterval(timer)
+    for (const socket of sockets) socket.destroy()
   }
 }
 
@@ -192,7 +203,8 @@ const malformedRequests = (): Array<Record<string, unknown>> => {
   const random = prng(SEED + 2)
   const requests: Array<Record<string, unknown>> = []
   const bytes = (n: number) => Array.from({ length: n }, () => String.fromCharCode(Math.floor(random() * 256))).join("")
-  for (let i = 0; i < 50; i++) requests.push({ method: "POST", path: "/v1/query", body: bytes(1 + Math.floor(random() * 400)) })
+  for (let i = 0; i < 50; i++)
+    requests.push({ method: "POST", path: "/v1/query", body: bytes(1 + Math.floor(random() * 400)) })
   const wrong = [
     { text: 42 },
     { text: "moon", top_k: "ten" },
@@ -206,7 +218,11 @@ const malformedRequests = (): Array<Record<string, unknown>> => {
     { text: "moon", extra: { deeply: { nested: [1, 2, 3] } } }
   ]
   for (const body of wrong) requests.push({ method: "POST", path: "/v1/query", body: JSON.stringify(body) })
-  requests.push({ method: "POST", path: "/v1/query/batch", body: JSON.stringify({ queries: Array(500).fill({ text: "x" }) }) })
+  requests.push({
+    method: "POST",
+    path: "/v1/query/batch",
+    body: JSON.stringify({ queries: Array(500).fill({ text: "x" }) })
+  })
   requests.push({ method: "GET", path: "/v1/documents/%E0%A4%A" })
   requests.push({ method: "DELETE", path: "/v1/documents/x" })
   requests.push({ method: "GET", path: "/../../etc/passwd" })
@@ -215,7 +231,8 @@ const malformedRequests = (): Array<Record<string, unknown>> => {
   return requests
 }
 
-const fmt = (x: number, digits = 0) => x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const fmt = (x: number, digits = 0) =>
+  x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
 
 try {
   let index = flags.index === undefined ? undefined : resolve(flags.index)
@@ -261,13 +278,16 @@ try {
     const release = stallingClients(server.url, 200)
     const byStatus: Record<string, number> = {}
     const result = await new Promise<autocannon.Result>((done, fail) => {
-      const instance = autocannon({
-        url: server.url,
-        connections: 16,
-        duration: MALFORMED,
-        headers: { "content-type": "application/json" },
-        requests: malformedRequests()
-      }, (error, result) => (error === null ? done(result) : fail(error)))
+      const instance = autocannon(
+        {
+          url: server.url,
+          connections: 16,
+          duration: MALFORMED,
+          headers: { "content-type": "application/json" },
+          requests: malformedRequests()
+        },
+        (error, result) => (error === null ? done(result) : fail(error))
+      )
       instance.on("response", (_client, status) => {
         byStatus[status] = (byStatus[status] ?? 0) + 1
       })
@@ -287,27 +307,33 @@ try {
   const lines = [
     `| phase | requests/s | p50 ms | p99 ms | requests | errors | non-2xx |`,
     `| --- | --- | --- | --- | --- | --- | --- |`,
-    ...phases.map((p) =>
-      `| ${p.name} | ${fmt(p.requestsPerSecond)} | ${p.p50} | ${p.p99} | ${fmt(p.requests)} | ${p.errors} | ${p.non2xx} |`
+    ...phases.map(
+      (p) =>
+        `| ${p.name} | ${fmt(p.requestsPerSecond)} | ${p.p50} | ${p.p99} | ${fmt(p.requests)} | ${p.errors} | ${p.non2xx} |`
     ),
     "",
     `server RSS: ${fmt(rssReady)} MB when ready, ${fmt(rssWarm)} MB after the warm-up, ${fmt(rssEnd)} MB after the load ` +
-    `(${fmt(((rssEnd - rssWarm) / rssWarm) * 100, 1)} % since the warm-up; peak ${fmt(rssPeakFirstHalf)} MB in the first ` +
-    `half of the load, ${fmt(rssPeakSecondHalf)} MB in the second), ${fmt(rssFinal)} MB after the malformed input`,
-    `machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(1)).join(" ")} at the end (the load ` +
-    `generator runs on the same cores)`,
-    ...(malformed === undefined ? [] : [
-      `malformed input: ${fmt(malformed.requests)} requests, answers ${
-        Object.entries(malformed.byStatus).map(([status, n]) => `${status} ×${fmt(n)}`).join(", ")
-      }, ${malformed.errors} connection errors`
-    ]),
-    `after it all the server ${healthy ? "answered the first query exactly as before" : "answered differently: " + after.slice(0, 200)}` +
-    ` and stopped with exit code ${exitCode}`
+      `(${fmt(((rssEnd - rssWarm) / rssWarm) * 100, 1)} % since the warm-up; peak ${fmt(rssPeakFirstHalf)} MB in the first ` +
+      `half of the load, ${fmt(rssPeakSecondHalf)} MB in the second), ${fmt(rssFinal)} MB after the malformed input`,
+    `machine: ${cpus().length} cores, load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ")} at the end (the load generator runs on the same cores)`,
+    ...(malformed === undefined
+      ? []
+      : [
+          `malformed input: ${fmt(malformed.requests)} requests, answers ${Object.entries(malformed.byStatus)
+            .map(([status, n]) => `${status} ×${fmt(n)}`)
+            .join(", ")}, ${malformed.errors} connection errors`
+        ]),
+    `after it all the server ${healthy ? "answered the first query exactly as before" : `answered differently: ${after.slice(0, 200)}`}` +
+      ` and stopped with exit code ${exitCode}`
   ]
   console.log(lines.join("\n"))
   const lexicalPhase = phases[0]!
   const failures = [
-    ...phases.filter((p) => p.errors > 0 || p.non2xx > 0).map((p) => `${p.name}: ${p.errors} errors, ${p.non2xx} non-2xx answers`),
+    ...phases
+      .filter((p) => p.errors > 0 || p.non2xx > 0)
+      .map((p) => `${p.name}: ${p.errors} errors, ${p.non2xx} non-2xx answers`),
     ...(malformed !== undefined && Object.keys(malformed.byStatus).some((s) => s.startsWith("5"))
       ? ["malformed input got a 5xx answer"]
       : []),

@@ -1,14 +1,14 @@
 /** The reference ranking: the simple in-memory BM25 and a full cosine sort over every chunk row of an index file. */
 import { DatabaseSync } from "node:sqlite"
 import { inflateRawSync } from "node:zlib"
-import { Result } from "effect"
 import { AnalyzerConfig, Bm25Params, CleanerConfig } from "@funcpipe/domain/Config"
-import { rankingOrder, type RankKey } from "@funcpipe/domain/Ranking"
-import { analyze, termCounts } from "@funcpipe/pipeline/stages/Analyzer"
-import { bm25Scores, lexicalIndex } from "@funcpipe/pipeline/stages/Bm25"
-import { cleanText } from "@funcpipe/pipeline/stages/Clean"
-import { cosineSimilarity } from "@funcpipe/pipeline/stages/Cosine"
-import { embedText } from "@funcpipe/pipeline/stages/Embed"
+import { type RankKey, rankingOrder } from "@funcpipe/domain/Ranking"
+import { embedText } from "@funcpipe/pipeline/stages/embed/Embed"
+import { bm25Scores, lexicalIndex } from "@funcpipe/pipeline/stages/rank/Bm25"
+import { cosineSimilarity } from "@funcpipe/pipeline/stages/rank/Cosine"
+import { analyze, termCounts } from "@funcpipe/pipeline/stages/text/Analyzer"
+import { cleanText } from "@funcpipe/pipeline/stages/text/Clean"
+import { Result } from "effect"
 import type { ChunkKey } from "./Queries.ts"
 
 /** A stored chunk with its document's title. */
@@ -29,7 +29,10 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
   const db = new DatabaseSync(file, { readOnly: true })
   const row = (docId: unknown, start: unknown, end: unknown, text: unknown, title: unknown): ChunkRow => {
     if (
-      typeof docId !== "string" || typeof start !== "number" || typeof end !== "number" || typeof text !== "string" ||
+      typeof docId !== "string" ||
+      typeof start !== "number" ||
+      typeof end !== "number" ||
+      typeof text !== "string" ||
       typeof title !== "string"
     ) {
       throw new Error(`unreadable chunk row in ${file}: ${JSON.stringify({ docId, start, end, title })}`)
@@ -37,30 +40,39 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
     return { docId, start, end, text, title }
   }
   try {
-    const columns = db.prepare("PRAGMA table_info(chunks)").all().map((c) => (c as { name: string }).name)
+    const columns = db
+      .prepare("PRAGMA table_info(chunks)")
+      .all()
+      .map((c) => (c as { name: string }).name)
     if (columns.includes("text")) {
-      return db.prepare(
-        `SELECT c.doc_id AS docId, c.start AS start, c."end" AS "end", c.text AS text, d.title AS title
+      return db
+        .prepare(
+          `SELECT c.doc_id AS docId, c.start AS start, c."end" AS "end", c.text AS text, d.title AS title
          FROM chunks c JOIN documents d ON d.doc_id = c.doc_id ORDER BY c.id`
-      ).all().map((r) => row(r["docId"], r["start"], r["end"], r["text"], r["title"]))
+        )
+        .all()
+        .map((r) => row(r["docId"], r["start"], r["end"], r["text"], r["title"]))
     }
     const bodyOf = db.prepare("SELECT body FROM bodies WHERE doc = ?")
     const decoder = new TextDecoder("utf-8", { fatal: true })
     let doc: unknown
     let points: ReadonlyArray<string> = []
-    return db.prepare(
-      `SELECT c.doc AS doc, d.doc_id AS docId, c.start AS start, c."end" AS "end", d.title AS title
+    return db
+      .prepare(
+        `SELECT c.doc AS doc, d.doc_id AS docId, c.start AS start, c."end" AS "end", d.title AS title
        FROM chunks c JOIN documents d ON d.id = c.doc ORDER BY c.id`
-    ).all().map((r) => {
-      if (r["doc"] !== doc) {
-        doc = r["doc"]
-        const blob = (bodyOf.get(doc as number) as { body?: unknown } | undefined)?.body
-        if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
-        points = Array.from(decoder.decode(inflateRawSync(blob)))
-      }
-      const { end, start } = r as { start: number; end: number }
-      return row(r["docId"], start, end, spanOf(points, start, end), r["title"])
-    })
+      )
+      .all()
+      .map((r) => {
+        if (r["doc"] !== doc) {
+          doc = r["doc"]
+          const blob = (bodyOf.get(doc as number) as { body?: unknown } | undefined)?.body
+          if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
+          points = Array.from(decoder.decode(inflateRawSync(blob)))
+        }
+        const { end, start } = r as { start: number; end: number }
+        return row(r["docId"], start, end, spanOf(points, start, end), r["title"])
+      })
   } finally {
     db.close()
   }
@@ -72,8 +84,13 @@ export interface Reference {
   readonly vector: (query: string, k: number) => Array<RankKey>
 }
 
-const keyOf = (row: ChunkRow, score: number): RankKey =>
-  ({ score, docId: row.docId, start: row.start, end: row.end, text: row.text })
+const keyOf = (row: ChunkRow, score: number): RankKey => ({
+  score,
+  docId: row.docId,
+  start: row.start,
+  end: row.end,
+  text: row.text
+})
 
 /**
  * Builds the reference over `rows` with the default cleaner and analyzer: each chunk's terms are those of
@@ -132,8 +149,13 @@ export const firstDifference = (
     const a = expected[i]
     const b = actual[i]
     if (
-      a === undefined || b === undefined || a.docId !== b.docId || a.start !== b.start || a.end !== b.end ||
-      a.text !== b.text || a.score !== b.score
+      a === undefined ||
+      b === undefined ||
+      a.docId !== b.docId ||
+      a.start !== b.start ||
+      a.end !== b.end ||
+      a.text !== b.text ||
+      a.score !== b.score
     ) {
       return `rank ${i + 1}: reference ${show(a)}, FuncPipe ${show(b)}`
     }

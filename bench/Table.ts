@@ -36,15 +36,17 @@ const NUMERIC = /^(?:[-+]?[\d.,]+(?:[×%]|\s.*)?|n\/a|NaN)$/
  * too; pipes inside cells are escaped.
  */
 export const markdownTable = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
-  const escape = (cell: string) => cell.replace(/\|/g, "\\|")
-  const cells = [header, ...rows].map((row) => row.map(escape))
+  const escapeCell = (cell: string) => cell.replace(/\|/g, "\\|")
+  const cells = [header, ...rows].map((row) => row.map(escapeCell))
   const widths = header.map((_, c) => Math.max(3, ...cells.map((row) => (row[c] ?? "").length)))
-  const right = header.map((_, c) =>
-    c > 0 && rows.some((row) => (row[c] ?? "") !== "") &&
-    rows.every((row) => (row[c] ?? "") === "" || NUMERIC.test(row[c]!))
+  const right = header.map(
+    (_, c) =>
+      c > 0 &&
+      rows.some((row) => (row[c] ?? "") !== "") &&
+      rows.every((row) => (row[c] ?? "") === "" || NUMERIC.test(row[c]!))
   )
   const line = (row: ReadonlyArray<string>) =>
-    "| " + widths.map((w, c) => (right[c] ? (row[c] ?? "").padStart(w) : (row[c] ?? "").padEnd(w))).join(" | ") + " |"
-  const rule = "| " + widths.map((w, c) => (right[c] ? "-".repeat(w - 1) + ":" : "-".repeat(w))).join(" | ") + " |"
+    `| ${widths.map((w, c) => (right[c] ? (row[c] ?? "").padStart(w) : (row[c] ?? "").padEnd(w))).join(" | ")} |`
+  const rule = `| ${widths.map((w, c) => (right[c] ? `${"-".repeat(w - 1)}:` : "-".repeat(w))).join(" | ")} |`
   return [line(cells[0]!), rule, ...cells.slice(1).map(line)].join("\n")
 }

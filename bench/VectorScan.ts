@@ -1,10 +1,11 @@
 /** The in-memory vector scan comparison: a plain Float32Array top-k scan against FuncPipe's engine on an IndexView. */
-import { Result } from "effect"
+
 import { Bm25Params } from "@funcpipe/domain/Config"
-import { rankingOrder, type RankKey } from "@funcpipe/domain/Ranking"
-import { cosineSimilarity } from "@funcpipe/pipeline/stages/Cosine"
-import { type IndexView, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/Engine"
-import type { Top } from "@funcpipe/pipeline/stages/Ranker"
+import { type RankKey, rankingOrder } from "@funcpipe/domain/Ranking"
+import { cosineSimilarity } from "@funcpipe/pipeline/stages/rank/Cosine"
+import { type IndexView, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/rank/Engine"
+import type { Top } from "@funcpipe/pipeline/stages/rank/Ranker"
+import { Result } from "effect"
 import { prng } from "./Corpus.ts"
 
 /** `rows` random vectors of `dimensions` components in [-1, 1), the same numbers as float32 and as float64. */
@@ -89,8 +90,13 @@ export const plainScan = ({ dimensions: d, f32, rows }: RandomVectors): PlainSca
 }
 
 /** The ranking key of a synthetic position: doc id `d<position>`, an empty span and text. */
-export const syntheticKey = (position: number): RankKey =>
-  ({ score: 0, docId: `d${position}`, start: 0, end: 0, text: "" })
+export const syntheticKey = (position: number): RankKey => ({
+  score: 0,
+  docId: `d${position}`,
+  start: 0,
+  end: 0,
+  text: ""
+})
 
 /**
  * The vectors as FuncPipe's engine reads an index: one `VectorBlock` of float64 rows with magnitudes summed left to

@@ -8,7 +8,6 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
-import { Effect, Layer, ManagedRuntime } from "effect"
 import { Bm25Params, type RetrievalMode } from "@funcpipe/domain/Config"
 import { eq, printRule, type Rule } from "@funcpipe/domain/Rule"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
@@ -17,17 +16,18 @@ import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { analyze } from "@funcpipe/pipeline/stages/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/stages/Clean"
-import { embedText } from "@funcpipe/pipeline/stages/Embed"
-import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/Engine"
-import { keyTies, topOf } from "@funcpipe/pipeline/stages/Ranker"
+import { embedText } from "@funcpipe/pipeline/stages/embed/Embed"
+import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/rank/Engine"
+import { keyTies, topOf } from "@funcpipe/pipeline/stages/rank/Ranker"
+import { analyze } from "@funcpipe/pipeline/stages/text/Analyzer"
+import { cleanText } from "@funcpipe/pipeline/stages/text/Clean"
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { writeJsonlCorpus } from "./Corpus.ts"
 import { pickQueries } from "./Queries.ts"
 import { readChunkRows } from "./Reference.ts"
 import { count, markdownTable, median, ms, p95 } from "./Table.ts"
 
-const USAGE = `Usage: npx node bench/filters.ts [--mb N] [--queries N] [--seed N] [--dir PATH] [--keep]
+const USAGE = `Usage: npx node -C @funcpipe/source bench/filters.ts [--mb N] [--queries N] [--seed N] [--dir PATH] [--keep]
   --mb N       corpus size in MB, as npm run bench (default 50)
   --queries N  word queries (default 20)
   --seed N     seed of the corpus and the queries (default 42)
@@ -96,7 +96,7 @@ const runtime = ManagedRuntime.make(
     IndexStore.layerSqlite(indexFile),
     Embedder.layerLocalSha256,
     DocumentSource.layer,
-    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/PrepareWorker")))
+    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker")))
   ).pipe(Layer.provideMerge(NodeServices.layer))
 )
 log("indexing in process")
@@ -118,22 +118,24 @@ const timed = async (f: () => Promise<unknown>): Promise<number> => {
  * restricted to the filter's positions, then the top k. Returns how many results it has.
  */
 const check = (text: string, mode: RetrievalMode, rule: Rule) =>
-  Effect.scoped(Effect.gen(function*() {
-    const snapshot = yield* openSnapshot()
-    const cleaned = cleanText(text)
-    const query = { terms: analyze(cleaned), vector: mode === "lexical" ? undefined : embedText(cleaned).vector }
-    const filter = snapshot.filter(rule)
-    const scored = scoreQuery(snapshot, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter)
-    const filtered = topChunksOf(snapshot, scored, TOP_K, query)
-    const all = scoreQuery(snapshot, query, mode, Bm25Params.default)
-    const restricted = (visit: (p: number, s: number) => void) =>
-      all.candidates((p, s) => (filter.allowed[p] === 1 ? visit(p, s) : undefined))
-    const expected = topOf(restricted, TOP_K, keyTies(snapshot.keyOf))
-    if (JSON.stringify(filtered) !== JSON.stringify(expected)) {
-      throw new Error(`${mode} "${text}" ${printRule(rule)}: the filtered answer differs from the restricted ranking`)
-    }
-    return filtered.length
-  }))
+  Effect.scoped(
+    Effect.gen(function* () {
+      const snapshot = yield* openSnapshot()
+      const cleaned = cleanText(text)
+      const query = { terms: analyze(cleaned), vector: mode === "lexical" ? undefined : embedText(cleaned).vector }
+      const filter = snapshot.filter(rule)
+      const scored = scoreQuery(snapshot, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter)
+      const filtered = topChunksOf(snapshot, scored, TOP_K, query)
+      const all = scoreQuery(snapshot, query, mode, Bm25Params.default)
+      const restricted = (visit: (p: number, s: number) => void) =>
+        all.candidates((p, s) => (filter.allowed[p] === 1 ? visit(p, s) : undefined))
+      const expected = topOf(restricted, TOP_K, keyTies(snapshot.keyOf))
+      if (JSON.stringify(filtered) !== JSON.stringify(expected)) {
+        throw new Error(`${mode} "${text}" ${printRule(rule)}: the filtered answer differs from the restricted ranking`)
+      }
+      return filtered.length
+    })
+  )
 
 const rows: Array<Array<string>> = []
 const firstRows: Array<Array<string>> = []
@@ -166,20 +168,28 @@ for (const { name, rule } of FILTERS) {
   log(`timed filter ${name}`)
 }
 
-const load = loadavg().map((x) => x.toFixed(2)).join(" ")
+const load = loadavg()
+  .map((x) => x.toFixed(2))
+  .join(" ")
 say(`# Query filters (${new Date().toISOString()}, ${cpus().length} cores, load average ${load} at the end)`)
 say()
-say(`Corpus ${MB} MB (seed ${SEED}, the engine benchmark's documents with labels even/odd and rare one in 1,000): ` +
-  `${count(report.documents)} documents, ${count(report.chunks)} chunks, indexed in process in ` +
-  `${indexSeconds.toFixed(1)} s.`)
-say(`${queries.length} word queries, top ${TOP_K}, ${REPS} timed runs each after one warm-up, \`queryIndex\` on one ` +
-  `ManagedRuntime (warm caches, as in a server); ${checked} filtered answers checked against the unfiltered ` +
-  `candidates restricted to the filter.`)
+say(
+  `Corpus ${MB} MB (seed ${SEED}, the engine benchmark's documents with labels even/odd and rare one in 1,000): ` +
+    `${count(report.documents)} documents, ${count(report.chunks)} chunks, indexed in process in ` +
+    `${indexSeconds.toFixed(1)} s.`
+)
+say(
+  `${queries.length} word queries, top ${TOP_K}, ${REPS} timed runs each after one warm-up, \`queryIndex\` on one ` +
+    `ManagedRuntime (warm caches, as in a server); ${checked} filtered answers checked against the unfiltered ` +
+    `candidates restricted to the filter.`
+)
 say()
 say(markdownTable(["filter", "mode", "queries", "results / query", "median ms", "p95 ms"], rows))
 say()
-say("First query with each filter (it builds the filter's positions, and the document table and value index once " +
-  "per index state):")
+say(
+  "First query with each filter (it builds the filter's positions, and the document table and value index once " +
+    "per index state):"
+)
 say()
 say(markdownTable(["filter", "rule", "first query ms"], firstRows))
 

@@ -4,18 +4,19 @@
  * Usage: node bench/postgres.ts [--mb 10] [--queries 5] [--url postgres://…] [--dir PATH] [--keep]
  * The server comes from --url, else $FUNCPIPE_BENCH_PG, else $FUNCPIPE_TEST_PG; the index goes in a schema of its own.
  */
-import { NodeServices } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
+
 import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { NodeServices } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
 import { openSnapshot, querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { Effect, Layer, Redacted } from "effect"
+import { Reactivity } from "effect/reactivity"
 import { cliEntry, runNode } from "./Child.ts"
 import { syntheticDocs, writeJsonlCorpus } from "./Corpus.ts"
 
@@ -43,7 +44,10 @@ const pgUrl = (() => {
   url.searchParams.set("schema", schema)
   return url.href
 })()
-const stores = [["SQLite", join(dir, "index.db")], ["PostgreSQL", pgUrl]] as const
+const stores = [
+  ["SQLite", join(dir, "index.db")],
+  ["PostgreSQL", pgUrl]
+] as const
 const modes = ["lexical", "vector", "hybrid"] as const
 
 /** Word queries from the corpus's own bodies: three to five consecutive words of spread-out documents. */
@@ -66,7 +70,9 @@ const cli = cliEntry()
 
 const corpus = join(dir, "corpus.jsonl")
 const written = await writeJsonlCorpus(corpus, Number(values.mb) * 1_000_000, seed)
-console.log(`corpus: ${written.docs} documents, ${(written.bytes / 1e6).toFixed(1)} MB; queries: ${queries.length} × ${modes.length} modes`)
+console.log(
+  `corpus: ${written.docs} documents, ${(written.bytes / 1e6).toFixed(1)} MB; queries: ${queries.length} × ${modes.length} modes`
+)
 
 const rows: Array<Array<string>> = []
 const answers = new Map<string, Array<string>>()
@@ -89,30 +95,45 @@ for (const [name, index] of stores) {
   }
   answers.set(name, outputs)
   // A warm process (as `serve` is): the snapshot opened once, then every query answered from it.
-  const warm = await Effect.runPromise(Effect.gen(function*() {
-    const store = yield* IndexStore
-    const opened = performance.now()
-    const snapshot = yield* openSnapshot()
-    const load = performance.now() - opened
-    const times: Record<string, Array<number>> = { lexical: [], vector: [], hybrid: [] }
-    for (let round = 0; round < 3; round++) {
-      for (const q of queries) {
-        for (const mode of modes) {
-          const t = performance.now()
-          yield* querySnapshot(snapshot, store.location, q, 10, { mode })
-          times[mode]!.push(performance.now() - t)
+  const warm = await Effect.runPromise(
+    Effect.gen(function* () {
+      const store = yield* IndexStore
+      const opened = performance.now()
+      const snapshot = yield* openSnapshot()
+      const load = performance.now() - opened
+      const times: Record<string, Array<number>> = { lexical: [], vector: [], hybrid: [] }
+      for (let round = 0; round < 3; round++) {
+        for (const q of queries) {
+          for (const mode of modes) {
+            const t = performance.now()
+            yield* querySnapshot(snapshot, store.location, q, 10, { mode })
+            times[mode]!.push(performance.now() - t)
+          }
         }
       }
-    }
-    return { load, times }
-  }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(layerIndexStore(index), Embedder.layerLocalSha256, NodeServices.layer))))
-  const size = name === "SQLite"
-    ? `${(statSync(index).size / 1e6).toFixed(1)} MB`
-    : await Effect.runPromise(Effect.scoped(Effect.flatMap(
-      PgClient.make({ url: Redacted.make(server), maxConnections: 1 }),
-      (sql) => sql<{ mb: string }>`SELECT round(sum(pg_total_relation_size(c.oid)) / 1e6, 1)::text AS mb FROM pg_class c
+      return { load, times }
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.mergeAll(layerIndexStore(index), Embedder.layerLocalSha256, NodeServices.layer))
+    )
+  )
+  const size =
+    name === "SQLite"
+      ? `${(statSync(index).size / 1e6).toFixed(1)} MB`
+      : await Effect.runPromise(
+          Effect.scoped(
+            Effect.flatMap(
+              PgClient.make({ url: Redacted.make(server), maxConnections: 1 }),
+              (sql) => sql<{
+                mb: string
+              }>`SELECT round(sum(pg_total_relation_size(c.oid)) / 1e6, 1)::text AS mb FROM pg_class c
         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ${schema} AND c.relkind = 'r'`
-    )).pipe(Effect.provide(Reactivity.layer), Effect.map((r) => `${r[0]!.mb} MB`)))
+            )
+          ).pipe(
+            Effect.provide(Reactivity.layer),
+            Effect.map((r) => `${r[0]!.mb} MB`)
+          )
+        )
   rows.push([
     name,
     `${seconds(indexed.wallMs)}, ${Math.round(indexed.peakRssKiB / 1024)} MB`,
@@ -135,10 +156,14 @@ for (const row of rows) console.log(`| ${row.join(" | ")} |`)
 console.log(`\nidentical answers (query --json, SQLite vs PostgreSQL): ${same} of ${sqlite.length}`)
 
 if (!values.keep) {
-  await Effect.runPromise(Effect.scoped(Effect.flatMap(
-    PgClient.make({ url: Redacted.make(server), maxConnections: 1 }),
-    (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
-  )).pipe(Effect.provide(Reactivity.layer)))
+  await Effect.runPromise(
+    Effect.scoped(
+      Effect.flatMap(
+        PgClient.make({ url: Redacted.make(server), maxConnections: 1 }),
+        (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
+      )
+    ).pipe(Effect.provide(Reactivity.layer))
+  )
   if (values.dir === undefined) rmSync(dir, { recursive: true, force: true })
 }
 if (same !== sqlite.length) process.exit(1)

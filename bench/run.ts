@@ -4,13 +4,13 @@ import { cpus, loadavg, tmpdir, totalmem } from "node:os"
 import { join, relative, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
-import { Layer, ManagedRuntime } from "effect"
-import MiniSearch from "minisearch"
 import type { RetrievalMode } from "@funcpipe/domain/Config"
 import type { RankKey } from "@funcpipe/domain/Ranking"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { Layer, ManagedRuntime } from "effect"
+import MiniSearch from "minisearch"
 import { CLI_SOURCE, cliBundle, cliEntry, REPO_ROOT, runNode } from "./Child.ts"
 import { prng, writeJsonlCorpus } from "./Corpus.ts"
 import { type BenchQuery, pickQueries, type QueryKind, WORD_KINDS } from "./Queries.ts"
@@ -108,7 +108,10 @@ const VECTOR_QUERIES = 20
 const VECTOR_WARMUP = 3
 const VECTOR_FULL_SORTS = 3
 
-const loadAverage = () => loadavg().map((x) => x.toFixed(2)).join(" ")
+const loadAverage = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")
 const log = (message: string) => console.error(`bench: ${message}`)
 const say = (text = "") => console.log(text)
 const seconds = (millis: number) => fixed(millis / 1000, 2)
@@ -129,17 +132,24 @@ let failed = false
 
 say("# FuncPipe engine benchmark")
 say()
-say(`${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model.trim() ?? "unknown CPU"}) · ` +
-  `${mbOf(totalmem())} MB of memory · node ${process.version} on ${process.platform}/${process.arch} · ` +
-  `load average ${loadAverage()} at the start`)
+say(
+  `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model.trim() ?? "unknown CPU"}) · ` +
+    `${mbOf(totalmem())} MB of memory · node ${process.version} on ${process.platform}/${process.arch} · ` +
+    `load average ${loadAverage()} at the start`
+)
 say()
-say(`Corpus ${MB} MB (seed ${SEED}), ${WORD_QUERIES} word queries + ${EXACT} exact chunk texts, top ${TOP_K}; ` +
-  `vector scan ${count(VECTOR_ROWS)} × ${DIMS}. MB = 10^6 bytes; times are wall-clock.`)
+say(
+  `Corpus ${MB} MB (seed ${SEED}), ${WORD_QUERIES} word queries + ${EXACT} exact chunk texts, top ${TOP_K}; ` +
+    `vector scan ${count(VECTOR_ROWS)} × ${DIMS}. MB = 10^6 bytes; times are wall-clock.`
+)
 say()
-say(`CLI: \`node ${relative(REPO_ROOT, CLI_ENTRY)}\`` + (BUNDLE === undefined
-  ? " (no bundle built: the launcher runs the TypeScript sources)"
-  : `; bundle ${relative(REPO_ROOT, BUNDLE.path)}` +
-    (BUNDLE.stale ? " is OLDER than the sources: the launcher runs stale code (npm run build)" : " is up to date")))
+say(
+  `CLI: \`node ${relative(REPO_ROOT, CLI_ENTRY)}\`` +
+    (BUNDLE === undefined
+      ? " (no bundle built: the launcher runs the TypeScript sources)"
+      : `; bundle ${relative(REPO_ROOT, BUNDLE.path)}` +
+        (BUNDLE.stale ? " is OLDER than the sources: the launcher runs stale code (npm run build)" : " is up to date"))
+)
 
 // 1. The corpus, reused when a complete one of this size and seed is already in the work folder.
 const corpusBytes = await (async () => {
@@ -177,30 +187,34 @@ const indexRatio = indexBytes / corpusBytes
 say()
 say("## Indexing (`funcpipe index <corpus> --index <dir>/index.db --rebuild --json`, one child process)")
 say()
-say(markdownTable(
-  [
-    "input MB",
-    "documents",
-    "chunks",
-    "skipped",
-    "wall s",
-    "MB/s",
-    "peak RSS MB",
-    "index MB (db + wal)",
-    "index / input"
-  ],
-  [[
-    mbOf(corpusBytes),
-    count(indexReport.documents),
-    count(indexReport.chunks),
-    count(indexReport.skipped.length),
-    seconds(indexRun.wallMs),
-    fixed(indexMbPerS, 1),
-    kibToMb(indexRun.peakRssKiB),
-    mbOf(indexBytes),
-    `${fixed(indexRatio, 2)}×`
-  ]]
-))
+say(
+  markdownTable(
+    [
+      "input MB",
+      "documents",
+      "chunks",
+      "skipped",
+      "wall s",
+      "MB/s",
+      "peak RSS MB",
+      "index MB (db + wal)",
+      "index / input"
+    ],
+    [
+      [
+        mbOf(corpusBytes),
+        count(indexReport.documents),
+        count(indexReport.chunks),
+        count(indexReport.skipped.length),
+        seconds(indexRun.wallMs),
+        fixed(indexMbPerS, 1),
+        kibToMb(indexRun.peakRssKiB),
+        mbOf(indexBytes),
+        `${fixed(indexRatio, 2)}×`
+      ]
+    ]
+  )
+)
 
 // 3. Queries drawn from the indexed chunks.
 const rows: Array<ChunkRow> = readChunkRows(indexFile)
@@ -213,14 +227,16 @@ const kinds: ReadonlyArray<QueryKind> = [...WORD_KINDS, "chunk text"]
 say()
 say("## Queries")
 say()
-say(markdownTable(
-  ["kind", "count", "examples"],
-  kinds.map((kind) => {
-    const of = queries.filter((q) => q.kind === kind)
-    const shown = of.slice(0, 3).map((q) => JSON.stringify(q.text.length > 40 ? `${q.text.slice(0, 40)}…` : q.text))
-    return [kind, String(of.length), shown.join(", ")]
-  })
-))
+say(
+  markdownTable(
+    ["kind", "count", "examples"],
+    kinds.map((kind) => {
+      const of = queries.filter((q) => q.kind === kind)
+      const shown = of.slice(0, 3).map((q) => JSON.stringify(q.text.length > 40 ? `${q.text.slice(0, 40)}…` : q.text))
+      return [kind, String(of.length), shown.join(", ")]
+    })
+  )
+)
 
 // 4. Cold CLI runs: one process per query, as a user or a script would run them.
 const spread = <A>(xs: ReadonlyArray<A>, n: number): Array<A> =>
@@ -349,8 +365,12 @@ for (const mode of modes) {
 const exactChecks = queries.flatMap((q, i) => {
   if (q.expected === undefined) return []
   const first = answers.get("vector")![i]![0]
-  const found = first !== undefined && first.docId === q.expected.docId && first.start === q.expected.start &&
-    first.end === q.expected.end && first.text === q.expected.text
+  const found =
+    first !== undefined &&
+    first.docId === q.expected.docId &&
+    first.start === q.expected.start &&
+    first.end === q.expected.end &&
+    first.text === q.expected.text
   return [{ found, score: first?.score ?? Number.NaN }]
 })
 
@@ -359,23 +379,29 @@ say(`## Cold CLI (\`node ${relative(REPO_ROOT, CLI_ENTRY)} …\`, one process pe
 say()
 say(markdownTable(["command", "runs", "median ms", "max ms", "max peak RSS MB"], cliRows))
 say()
-say(`## Warm queries in process (\`queryIndex\` on one ManagedRuntime, top ${TOP_K}, ` +
-  `${REPS} timed runs each after one warm-up)`)
+say(
+  `## Warm queries in process (\`queryIndex\` on one ManagedRuntime, top ${TOP_K}, ` +
+    `${REPS} timed runs each after one warm-up)`
+)
 say()
 say(markdownTable(["mode", "queries", "count", "median ms", "p95 ms", "max ms"], warmRows))
 say()
 const exactFound = exactChecks.filter((c) => c.found).length
-say(`exact chunk texts in vector mode: ${exactFound}/${exactChecks.length} ranked first; ` +
-  `scores ${[...new Set(exactChecks.map((c) => String(c.score)))].join(", ")}` +
-  (exactChecks.every((c) => c.found && c.score === 1) ? " (all exactly 1)" : " (expected exactly 1)"))
+say(
+  `exact chunk texts in vector mode: ${exactFound}/${exactChecks.length} ranked first; ` +
+    `scores ${[...new Set(exactChecks.map((c) => String(c.score)))].join(", ")}` +
+    (exactChecks.every((c) => c.found && c.score === 1) ? " (all exactly 1)" : " (expected exactly 1)")
+)
 
 // CLI answers against the in-process ones: the same engine, so they must be the same.
 const cliDifferences = cliAnswers.flatMap(({ answer, mode, query }) => {
   const difference = firstDifference(answers.get(mode)![queries.indexOf(query)]!, answer)
   return difference === undefined ? [] : [`${mode} ${JSON.stringify(query.text.slice(0, 60))}: ${difference}`]
 })
-say(`CLI answers identical to in-process answers: ${cliAnswers.length - cliDifferences.length}/${cliAnswers.length}` +
-  (cliDifferences.length === 0 ? "" : `; first difference: ${cliDifferences[0]}`))
+say(
+  `CLI answers identical to in-process answers: ${cliAnswers.length - cliDifferences.length}/${cliAnswers.length}` +
+    (cliDifferences.length === 0 ? "" : `; first difference: ${cliDifferences[0]}`)
+)
 if (cliDifferences.length > 0) failed = true
 
 // 6. The reference check: the simple in-memory BM25 and a full cosine sort, built from the chunk rows alone.
@@ -398,9 +424,11 @@ const checked = modes.length * queries.length
 say()
 say("## Reference check")
 say()
-say(`reference check: ${identical}/${checked} answers identical (doc id, start, end, text and score, with ===; ` +
-  `lexical and vector, top ${TOP_K}); reference built in ${seconds(referenceBuild.ms)} s, answered in ` +
-  `${seconds(referenceAnswer.ms)} s`)
+say(
+  `reference check: ${identical}/${checked} answers identical (doc id, start, end, text and score, with ===; ` +
+    `lexical and vector, top ${TOP_K}); reference built in ${seconds(referenceBuild.ms)} s, answered in ` +
+    `${seconds(referenceAnswer.ms)} s`
+)
 if (differences.length > 0) {
   failed = true
   say()
@@ -416,9 +444,11 @@ let miniRatio = Number.NaN
 if (!MINISEARCH) {
   say("skipped (--no-minisearch)")
 } else if (rows.length > MINISEARCH_MAX_CHUNKS && !FORCE_MINISEARCH) {
-  say(`skipped: ${count(rows.length)} chunks is above ${count(MINISEARCH_MAX_CHUNKS)} ` +
-    "(MiniSearch keeps everything in " +
-    "the heap); run with --force-minisearch, or compare at --mb 60 (about 123k chunks)")
+  say(
+    `skipped: ${count(rows.length)} chunks is above ${count(MINISEARCH_MAX_CHUNKS)} ` +
+      "(MiniSearch keeps everything in " +
+      "the heap); run with --force-minisearch, or compare at --mb 60 (about 123k chunks)"
+  )
 } else {
   log("building MiniSearch")
   const documents = rows.map((row, id) => ({ id, text: `${row.title}\n${row.text}` }))
@@ -431,19 +461,21 @@ if (!MINISEARCH) {
   }
   const miniMedian = median(miniTimes)
   miniRatio = funcpipeLexical / miniMedian
-  say(markdownTable(
-    ["engine", "build s", "median ms/query", "p95 ms/query", "FuncPipe / MiniSearch"],
-    [
-      ["MiniSearch 7 (fields [\"text\"], default BM25)", seconds(build.ms), ms(miniMedian), ms(p95(miniTimes)), ""],
+  say(
+    markdownTable(
+      ["engine", "build s", "median ms/query", "p95 ms/query", "FuncPipe / MiniSearch"],
       [
-        "FuncPipe (queryIndex, lexical)",
-        "see Indexing",
-        ms(funcpipeLexical),
-        ms(p95(lexicalWordTimes)),
-        `${fixed(miniRatio, 3)}×`
+        ['MiniSearch 7 (fields ["text"], default BM25)', seconds(build.ms), ms(miniMedian), ms(p95(miniTimes)), ""],
+        [
+          "FuncPipe (queryIndex, lexical)",
+          "see Indexing",
+          ms(funcpipeLexical),
+          ms(p95(lexicalWordTimes)),
+          `${fixed(miniRatio, 3)}×`
+        ]
       ]
-    ]
-  ))
+    )
+  )
 }
 
 // 8. The vector scan in memory: a plain Float32Array scan against the engine on an in-memory IndexView.
@@ -470,36 +502,43 @@ const engineTops = vectorQueries.slice(VECTOR_WARMUP).map((q) => {
   overlap += a.value.filter((t) => mine.has(t.position)).length
   return b.value
 })
-const fullSorts = time(() =>
-  vectorQueries.slice(VECTOR_WARMUP, VECTOR_WARMUP + VECTOR_FULL_SORTS).filter((q, i) => {
-    const expected = fullSortTop(vectors, q, TOP_K)
-    const actual = engineTops[i]!.map((t) => ({ ...syntheticKey(t.position), score: t.score }))
-    return firstDifference(expected, actual) === undefined
-  }).length
+const fullSorts = time(
+  () =>
+    vectorQueries.slice(VECTOR_WARMUP, VECTOR_WARMUP + VECTOR_FULL_SORTS).filter((q, i) => {
+      const expected = fullSortTop(vectors, q, TOP_K)
+      const actual = engineTops[i]!.map((t) => ({ ...syntheticKey(t.position), score: t.score }))
+      return firstDifference(expected, actual) === undefined
+    }).length
 )
 const vectorRatio = median(engineTimes) / median(plainTimes)
 const sortsChecked = Math.min(VECTOR_FULL_SORTS, VECTOR_QUERIES)
 say()
-say(`## Vector scan in memory (${count(VECTOR_ROWS)} × ${DIMS}, ${VECTOR_QUERIES} queries after ${VECTOR_WARMUP} ` +
-  `warm-ups, top ${TOP_K})`)
+say(
+  `## Vector scan in memory (${count(VECTOR_ROWS)} × ${DIMS}, ${VECTOR_QUERIES} queries after ${VECTOR_WARMUP} ` +
+    `warm-ups, top ${TOP_K})`
+)
 say()
-say(markdownTable(
-  ["scan", "median ms", "p95 ms", "ratio"],
-  [
-    ["Float32Array, precomputed norms, k-heap", ms(median(plainTimes)), ms(p95(plainTimes)), "1.00×"],
+say(
+  markdownTable(
+    ["scan", "median ms", "p95 ms", "ratio"],
     [
-      "FuncPipe (scoreQuery + topChunksOf on a Float64 VectorBlock)",
-      ms(median(engineTimes)),
-      ms(p95(engineTimes)),
-      `${fixed(vectorRatio, 2)}×`
+      ["Float32Array, precomputed norms, k-heap", ms(median(plainTimes)), ms(p95(plainTimes)), "1.00×"],
+      [
+        "FuncPipe (scoreQuery + topChunksOf on a Float64 VectorBlock)",
+        ms(median(engineTimes)),
+        ms(p95(engineTimes)),
+        `${fixed(vectorRatio, 2)}×`
+      ]
     ]
-  ]
-))
+  )
+)
 say()
-say(`FuncPipe top ${TOP_K} against a full sort with rankingOrder on float64 cosines: ` +
-  `${fullSorts.value === sortsChecked ? "identical" : "DIFFERENT"} on ${fullSorts.value}/${sortsChecked} queries ` +
-  `(${seconds(fullSorts.ms)} s); the float32 scan's top ${TOP_K} shares ${overlap}/${VECTOR_QUERIES * TOP_K} ` +
-  "positions with FuncPipe's (its norms are rounded to float32)")
+say(
+  `FuncPipe top ${TOP_K} against a full sort with rankingOrder on float64 cosines: ` +
+    `${fullSorts.value === sortsChecked ? "identical" : "DIFFERENT"} on ${fullSorts.value}/${sortsChecked} queries ` +
+    `(${seconds(fullSorts.ms)} s); the float32 scan's top ${TOP_K} shares ${overlap}/${VECTOR_QUERIES * TOP_K} ` +
+    "positions with FuncPipe's (its norms are rounded to float32)"
+)
 if (fullSorts.value !== sortsChecked) failed = true
 
 // The pure stages, from bench/stages.ts in a child, on a smaller corpus.
@@ -536,13 +575,19 @@ const targets = [
   target("CLI query wall", `${ms(cliWall)} ms median of the slower mode`, "≤ 500 ms", cliWall <= 500),
   target("CLI query RSS", `${kibToMb(maximum(cliRss))} MB max`, "≤ 200 MB", megabytes(maximum(cliRss)) <= 200),
   target("vector scan", `${fixed(vectorRatio, 2)}× Float32Array`, "≤ 2×", vectorRatio <= 2),
-  target("BM25", miniSkipped ? "vs MiniSearch skipped" : `${fixed(miniRatio, 3)}× MiniSearch`, "≤ 0.1×",
-    miniSkipped ? undefined : miniRatio <= 0.1),
+  target(
+    "BM25",
+    miniSkipped ? "vs MiniSearch skipped" : `${fixed(miniRatio, 3)}× MiniSearch`,
+    "≤ 0.1×",
+    miniSkipped ? undefined : miniRatio <= 0.1
+  ),
   target("--version", `${ms(versionWall)} ms`, "≤ 300 ms", versionWall <= 300)
 ]
 say()
-say(`load average ${loadAverage()} at the end (1, 5, 15 minutes; above ${cpus().length} the machine was shared ` +
-  "and the times are inflated)")
+say(
+  `load average ${loadAverage()} at the end (1, 5, 15 minutes; above ${cpus().length} the machine was shared ` +
+    "and the times are inflated)"
+)
 say()
 say(`targets: ${targets.join(" · ")}`)
 

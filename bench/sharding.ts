@@ -6,21 +6,22 @@
  * Usage: node -C @funcpipe/source bench/sharding.ts [--mb 20] [--queries 10] [--concurrency 8] [--url postgres://…]
  * The server comes from --url, else $FUNCPIPE_BENCH_PG, else $FUNCPIPE_TEST_PG; the index goes in a schema of its own.
  */
-import { NodeServices } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
+
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { NodeServices } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
 import { openSnapshot, querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { queryShards } from "@funcpipe/pipeline/services/ShardCluster"
 import { clusterPrefix, layerEntry } from "@funcpipe/server/Cluster"
+import { Effect, Layer, Redacted } from "effect"
+import { Reactivity } from "effect/reactivity"
 import { CLI_SOURCE, REPO_ROOT, runNode } from "./Child.ts"
 import { syntheticDocs, writeJsonlCorpus } from "./Corpus.ts"
 import { markdownTable, median, ms, p95 } from "./Table.ts"
@@ -87,7 +88,7 @@ const cleanUp = async () => {
   await Promise.all(runners.map(stop))
   const prefix = clusterPrefix({ index: url })
   await onServer((sql) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
       const tables = yield* sql<{ readonly name: string }>`
         SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND starts_with(tablename, ${prefix})`
@@ -116,7 +117,7 @@ type Timed = { readonly rows: ReadonlyArray<Row>; readonly ms: number }
 
 /** Each (query, mode) once sequentially (latency), then all of them `concurrency` at a time (throughput). */
 const measure = <E, R>(ask: (q: string, mode: (typeof modes)[number]) => Effect.Effect<ReadonlyArray<Row>, E, R>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const cases = queries.flatMap((q) => modes.map((mode) => [q, mode] as const))
     for (const [q, mode] of cases.slice(0, 6)) yield* ask(q, mode) // warm-up: loads, JIT
     const sequential: Array<Timed & { readonly mode: string }> = []
@@ -143,41 +144,50 @@ try {
   console.error(`corpus: ${written.docs} documents, ${chunks} chunks; ${queries.length} queries per mode`)
 
   const local = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
-  const single = await Effect.runPromise(Effect.gen(function*() {
-    const store = yield* IndexStore
-    const t = performance.now()
-    const snapshot = yield* openSnapshot()
-    const load = performance.now() - t
-    const result = yield* measure((q, mode) =>
-      Effect.map(querySnapshot(snapshot, store.location, q, 10, { mode }), ({ results }) =>
-        results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row)))
-    return { ...result, load }
-  }).pipe(Effect.scoped, Effect.provide(Layer.merge(layerIndexStore(url), local))))
+  const single = await Effect.runPromise(
+    Effect.gen(function* () {
+      const store = yield* IndexStore
+      const t = performance.now()
+      const snapshot = yield* openSnapshot()
+      const load = performance.now() - t
+      const result = yield* measure((q, mode) =>
+        Effect.map(querySnapshot(snapshot, store.location, q, 10, { mode }), ({ results }) =>
+          results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row)
+        )
+      )
+      return { ...result, load }
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(layerIndexStore(url), local)))
+  )
 
   await startRunner(34500 + (process.pid % 500))
   await startRunner(35000 + (process.pid % 500))
-  const sharded = await Effect.runPromise(Effect.gen(function*() {
-    const out = []
-    for (const shards of [2, 8]) {
-      const t = performance.now()
-      // The first query loads every shard from the store (in parallel over the two runners).
-      yield* queryShards(queries[0]!, 10, { shards, mode: "lexical", timeout: "10 minutes" })
-      const load = performance.now() - t
-      const result = yield* measure((q, mode) =>
-        Effect.map(queryShards(q, 10, { shards, mode, timeout: "60 seconds" }), ({ hits }) =>
-          hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)))
-      out.push({ shards, load, ...result })
-    }
-    return out
-  }).pipe(Effect.provide(Layer.merge(layerEntry({ index: url }), local))))
+  const sharded = await Effect.runPromise(
+    Effect.gen(function* () {
+      const out = []
+      for (const shards of [2, 8]) {
+        const t = performance.now()
+        // The first query loads every shard from the store (in parallel over the two runners).
+        yield* queryShards(queries[0]!, 10, { shards, mode: "lexical", timeout: "10 minutes" })
+        const load = performance.now() - t
+        const result = yield* measure((q, mode) =>
+          Effect.map(queryShards(q, 10, { shards, mode, timeout: "60 seconds" }), ({ hits }) =>
+            hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)
+          )
+        )
+        out.push({ shards, load, ...result })
+      }
+      return out
+    }).pipe(Effect.provide(Layer.merge(layerEntry({ index: url }), local)))
+  )
 
   let differ = 0
   const rows = [
     { name: "single node (1 process)", ...single },
     ...sharded.map((s) => ({ name: `${s.shards} shards on 2 runners`, ...s }))
   ].map((run) => {
-    differ += run.sequential.filter((t, i) => JSON.stringify(t.rows) !== JSON.stringify(single.sequential[i]!.rows))
-      .length
+    differ += run.sequential.filter(
+      (t, i) => JSON.stringify(t.rows) !== JSON.stringify(single.sequential[i]!.rows)
+    ).length
     const of = (mode: string) => run.sequential.filter((t) => t.mode === mode).map((t) => t.ms)
     return [
       run.name,
@@ -186,12 +196,11 @@ try {
       `${run.qps.toFixed(1)}`
     ]
   })
-  console.log(`\n${written.docs} documents, ${chunks} chunks, ${queries.length} queries per mode, top 10; ` +
-    `latency median / p95 in ms, sequential; throughput all modes, ${concurrency} at a time\n`)
-  console.log(markdownTable(
-    ["serving", "load (first query)", "lexical", "vector", "hybrid", "queries/s"],
-    rows
-  ))
+  console.log(
+    `\n${written.docs} documents, ${chunks} chunks, ${queries.length} queries per mode, top 10; ` +
+      `latency median / p95 in ms, sequential; throughput all modes, ${concurrency} at a time\n`
+  )
+  console.log(markdownTable(["serving", "load (first query)", "lexical", "vector", "hybrid", "queries/s"], rows))
   const total = (1 + sharded.length) * queries.length * modes.length
   console.log(`\nidentical to the single node, to the bit: ${total - differ} of ${total} answers`)
   await cleanUp()

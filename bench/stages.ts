@@ -1,12 +1,13 @@
 /** Benchmark of the pure stages clean → chunk → embed: the schema path against the hot path, on a synthetic corpus. */
+
+import { createHash } from "node:crypto"
 import { ChunkDraft, Offset } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedding } from "@funcpipe/domain/Embedding"
-import { chunkDoc, chunkSpans } from "@funcpipe/pipeline/stages/Chunker"
-import { cleanDoc, cleanText, cleanTextGeneric } from "@funcpipe/pipeline/stages/Clean"
-import { embedChunk, embedTextInto, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/stages/Embed"
-import { createHash } from "node:crypto"
+import { embedChunk, embedTextInto, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/stages/embed/Embed"
+import { chunkDoc, chunkSpans } from "@funcpipe/pipeline/stages/text/Chunker"
+import { cleanDoc, cleanText, cleanTextGeneric } from "@funcpipe/pipeline/stages/text/Clean"
 import { syntheticDocs } from "./Corpus.ts"
 
 // Usage: npx node bench/stages.ts [megabytes] [seed]
@@ -149,8 +150,8 @@ const rows = paths.map((path, i) => [
   path.name,
   best(speeds[i]!).toFixed(1),
   median(speeds[i]!).toFixed(1),
-  (median(speeds[i]!) / median(speeds[0]!)).toFixed(2) + "×",
-  (median(speeds[i]!) / median(speeds[1]!)).toFixed(2) + "×"
+  `${(median(speeds[i]!) / median(speeds[0]!)).toFixed(2)}×`,
+  `${(median(speeds[i]!) / median(speeds[1]!)).toFixed(2)}×`
 ])
 const header = ["path", "best MB/s", "median MB/s", "vs before", "vs schema"]
 const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)))

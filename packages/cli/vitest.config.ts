@@ -1,9 +1,15 @@
+import { defaultServerConditions } from "vite"
 import { defineProject } from "vitest/config"
 
 export default defineProject({
+  // The workspace packages resolve to their TypeScript sources (the `@funcpipe/source` export condition, see
+  // DECISIONS.md); vitest passes these conditions on to its worker processes, and so to the threads they start.
+  ssr: { resolve: { conditions: ["@funcpipe/source", ...defaultServerConditions] } },
   test: {
     name: "cli",
     include: ["test/**/*.test.ts"],
+    // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts).
+    exclude: ["test/**/*.models.test.ts"],
     setupFiles: ["../../vitest.setup.ts"],
     // Test files share one module graph per worker: importing effect and the pipeline again for each file cost
     // more than half of the suite's time. No test relies on fresh module state.

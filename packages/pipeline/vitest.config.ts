@@ -1,6 +1,10 @@
+import { defaultServerConditions } from "vite"
 import { defineProject } from "vitest/config"
 
 export default defineProject({
+  // The workspace packages resolve to their TypeScript sources (the `@funcpipe/source` export condition, see
+  // DECISIONS.md); vitest passes these conditions on to its worker processes, and so to the threads they start.
+  ssr: { resolve: { conditions: ["@funcpipe/source", ...defaultServerConditions] } },
   test: {
     name: "pipeline",
     include: ["test/**/*.test.ts"],

@@ -21,8 +21,10 @@ export const version = "0.1.0"
 /** `--wizard` was given but stdin is not a terminal, so nobody could answer its questions. */
 export class WizardNeedsTerminal extends Schema.TaggedError<WizardNeedsTerminal>()("WizardNeedsTerminal", {}) {
   override get message(): string {
-    return "--wizard asks its questions on a terminal, but stdin is not one; give the command's arguments instead " +
+    return (
+      "--wizard asks its questions on a terminal, but stdin is not one; give the command's arguments instead " +
       "(see: funcpipe --help)"
+    )
   }
 }
 
@@ -36,7 +38,7 @@ const asksWizard = (args: ReadonlyArray<string>): boolean => {
  * Runs one command line (without the program name). The wizard is refused when stdin is not a terminal: it would
  * read end of input, print "Wizard cancelled." and exit 0, as if something had run.
  */
-export const main = Effect.fn("main")(function*(args: ReadonlyArray<string>) {
+export const main = Effect.fn("main")(function* (args: ReadonlyArray<string>) {
   const stdio = yield* Stdio.Stdio
   if (asksWizard(args) && !(yield* stdio.stdinIsTerminal)) return yield* new WizardNeedsTerminal()
   return yield* Command.runWith(cli, { version })(args)

@@ -1,6 +1,5 @@
 /** Flags shared by several commands: the chunking settings, the model and the output switches. */
-import { Config, Effect, Layer, Option, Schema } from "effect"
-import { Flag } from "effect/cli"
+
 import {
   Alpha,
   AnalyzerConfig,
@@ -19,9 +18,11 @@ import {
 } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { type Rule, RuleFromText } from "@funcpipe/domain/Rule"
-import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/stages/Expansion"
 import { DEFAULT_MODEL, layerModel, MODEL_NAMES } from "@funcpipe/pipeline/services/Models"
 import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/services/OpenAiEmbeddings"
+import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/stages/rank/Expansion"
+import { Config, Effect, Layer, Option, Schema } from "effect"
+import { Flag } from "effect/cli"
 
 /** `--chunk-size`, `--overlap`, `--tail`: how bodies are cut into chunks. */
 export const chunkingFlags = {
@@ -43,7 +44,9 @@ export const chunkingFlags = {
   ),
   tail: Flag.Literals("tail", TailPolicy.literals).pipe(
     Flag.withMetavar("POLICY"),
-    Flag.withDescription("The last, shorter chunk: emit_short (default) keeps it, drop discards it, pad fills it with U+0000"),
+    Flag.withDescription(
+      "The last, shorter chunk: emit_short (default) keeps it, drop discards it, pad fills it with U+0000"
+    ),
     Flag.withDefault(ChunkerConfig.default.tailPolicy)
   )
 }
@@ -65,7 +68,9 @@ export const chunkerFrom = (flags: {
 
 /** `--model NAME`: the embedding model an index is built with (queries then use the index's own). */
 export const model = Flag.String("model").pipe(
-  Flag.withDescription(`The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see the README's Models section)`),
+  Flag.withDescription(
+    `The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see the README's Models section)`
+  ),
   Flag.withMetavar("NAME"),
   Flag.withDefault(DEFAULT_MODEL as string)
 )
@@ -96,18 +101,16 @@ export const serviceFlags = {
 export const modelFlags = { model, ...serviceFlags }
 
 /** `layer` (a model's embedder) built with the service flags in force; flags left out fall back to the environment. */
-export const withServiceFlags = (flags: {
-  readonly embedUrl: Option.Option<string>
-  readonly dimensions: Option.Option<number>
-}) =>
-<A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
-  Layer.provide(
-    layer,
-    Layer.succeed(ServiceFlags, {
-      embedUrl: Option.getOrUndefined(flags.embedUrl),
-      dimensions: Option.getOrUndefined(flags.dimensions)
-    })
-  )
+export const withServiceFlags =
+  (flags: { readonly embedUrl: Option.Option<string>; readonly dimensions: Option.Option<number> }) =>
+  <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+    Layer.provide(
+      layer,
+      Layer.succeed(ServiceFlags, {
+        embedUrl: Option.getOrUndefined(flags.embedUrl),
+        dimensions: Option.getOrUndefined(flags.dimensions)
+      })
+    )
 
 /** The embedder of the model the flags name. */
 export const modelLayer = (flags: Parameters<typeof withServiceFlags>[0] & { readonly model: string }) =>
@@ -122,7 +125,9 @@ export const json = Flag.Boolean("json").pipe(
 /** `--out FILE`, optional. */
 export const out = Flag.String("out").pipe(
   Flag.withMetavar("FILE"),
-  Flag.withDescription("Write to this file (atomically: it holds the old content or the new, never a mix) instead of stdout"),
+  Flag.withDescription(
+    "Write to this file (atomically: it holds the old content or the new, never a mix) instead of stdout"
+  ),
   Flag.optional
 )
 
@@ -135,7 +140,9 @@ export const analyzerFlags = {
   ),
   stemmer: Flag.Literals("stemmer", Stemmer.literals).pipe(
     Flag.withMetavar("STEMMER"),
-    Flag.withDescription("Reduce English words to stems (porter, the default: 'indexing' and 'indexed' both become 'index') or not (none)"),
+    Flag.withDescription(
+      "Reduce English words to stems (porter, the default: 'indexing' and 'indexed' both become 'index') or not (none)"
+    ),
     Flag.withDefault(AnalyzerConfig.default.stemmer)
   )
 }

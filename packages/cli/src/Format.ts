@@ -1,22 +1,23 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
-import { answerJson, type AnswerView as ApiAnswerView, manifestJson } from "@funcpipe/domain/ApiJson"
+import { type AnswerView as ApiAnswerView, answerJson, manifestJson } from "@funcpipe/domain/ApiJson"
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import type { ScoredChunk } from "@funcpipe/domain/Ranking"
-import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
-import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
-import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
+import type { RankedChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
+import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
+import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
+import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
+import { Schema } from "effect"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /** The run summary for stderr: one line of counts, then one line per skipped record. */
 export const summaryLines = (summary: RunSummary): ReadonlyArray<string> => [
   `read ${plural(summary.read, "record")}: ${summary.kept} kept, ` +
-  `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}` +
-  `${summary.skipped.length} skipped; ` +
-  `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
+    `${summary.dropped === undefined ? "" : `${summary.dropped} dropped by keep rule, `}` +
+    `${summary.skipped.length} skipped; ` +
+    `${plural(summary.chunks, "chunk")} (${seconds(summary.elapsedMillis)})`,
   ...skipLines(summary.skipped)
 ]
 
@@ -32,7 +33,7 @@ const keepLines = (report: IndexReport): ReadonlyArray<string> => {
   const { added, unchanged, updated } = report.plan
   return [
     `keep rule ${printRule(report.keep)}: kept ${added.length + updated.length + unchanged.length}, dropped by keep ` +
-    `rule ${report.dropped}${report.keepChanged === undefined ? "" : ` (the rule was ${report.keepChanged.from})`}`
+      `rule ${report.dropped}${report.keepChanged === undefined ? "" : ` (the rule was ${report.keepChanged.from})`}`
   ]
 }
 
@@ -44,14 +45,14 @@ export const indexReportLines = (report: IndexReport, location: string): Readonl
     return [
       ...keepLines(report),
       `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
-      `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
-      `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
+        `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
+        `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
     ]
   }
   return [
     ...keepLines(report),
     `dry run, nothing written: would have ${counts}; ${location} holds ${plural(report.documents, "document")} and ` +
-    `${plural(report.chunks, "chunk")} now`,
+      `${plural(report.chunks, "chunk")} now`,
     ...deleted.map((docId) => `  would delete ${docId}`),
     ...(report.pruneNeeded === undefined
       ? []
@@ -75,25 +76,57 @@ export const embedUsageLine = (
       `${count(usage.requests)} request${usage.requests === 1 ? "" : "s"}, ` +
       (usage.inputTokens === undefined ? "tokens not reported by the service" : `${count(usage.inputTokens)} tokens`)
 
+/** A record that was skipped, in JSON: its file, its line (0 for a whole file) and why. */
+const SkipJson = Schema.Struct({ source: Schema.String, line: Schema.Int, reason: Schema.String })
+
+/** The `--json` output of `funcpipe index`: the keys the README documents, checked when encoded. */
+export const IndexReportJson = Schema.Struct({
+  index: Schema.String,
+  dry_run: Schema.Boolean,
+  rebuilt: Schema.Boolean,
+  added: Schema.Int,
+  updated: Schema.Int,
+  unchanged: Schema.Int,
+  deleted: Schema.Int,
+  chunks_written: Schema.Int,
+  documents: Schema.Int,
+  chunks: Schema.Int,
+  deleted_ids: Schema.Array(Schema.String),
+  prune_needed: Schema.NullOr(Schema.String),
+  keep: Schema.NullOr(Schema.String),
+  dropped_by_keep: Schema.Int,
+  skipped: Schema.Array(SkipJson),
+  seconds: Schema.Finite
+})
+
+/** What `search --json` adds to the answer: the records its in-memory indexing skipped, and how long it took. */
+export const SearchRunJson = Schema.Struct({ skipped: Schema.Array(SkipJson), seconds: Schema.Finite })
+
+const encodeIndexReport = Schema.encodeSync(IndexReportJson)
+const encodeSearchRun = Schema.encodeSync(SearchRunJson)
+
 /** The `--json` form of `funcpipe index`. */
 export const indexReportJson = (report: IndexReport, location: string): string =>
-  JSON.stringify({
-    index: location,
-    dry_run: report.dryRun,
-    rebuilt: report.rebuilt,
-    added: report.plan.added.length,
-    updated: report.plan.updated.length,
-    unchanged: report.plan.unchanged.length,
-    deleted: report.plan.deleted.length,
-    chunks_written: report.chunksWritten,
-    documents: report.documents,
-    chunks: report.chunks,
-    deleted_ids: report.plan.deleted,
-    prune_needed: report.pruneNeeded ?? null,
-    keep: isKeepAll(report.keep) ? null : printRule(report.keep),
-    dropped_by_keep: report.dropped,
-    skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason }))
-  })
+  JSON.stringify(
+    encodeIndexReport({
+      index: location,
+      dry_run: report.dryRun,
+      rebuilt: report.rebuilt,
+      added: report.plan.added.length,
+      updated: report.plan.updated.length,
+      unchanged: report.plan.unchanged.length,
+      deleted: report.plan.deleted.length,
+      chunks_written: report.chunksWritten,
+      documents: report.documents,
+      chunks: report.chunks,
+      deleted_ids: report.plan.deleted,
+      prune_needed: report.pruneNeeded ?? null,
+      keep: isKeepAll(report.keep) ? null : printRule(report.keep),
+      dropped_by_keep: report.dropped,
+      skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason })),
+      seconds: report.elapsedMillis / 1000
+    })
+  )
 
 /** The status of an index, as returned by `indexStatus`. */
 export interface StatusView {
@@ -109,7 +142,8 @@ const iso = (millis: number) => new Date(millis).toISOString()
 
 const changeLine = (c: FileChange) =>
   `  ${c.source}: ${[c.added && `${c.added} new`, c.updated && `${c.updated} changed`, c.deleted && `${c.deleted} gone`]
-    .filter(Boolean).join(", ")}`
+    .filter(Boolean)
+    .join(", ")}`
 
 /** `funcpipe status` for people. */
 export const statusLines = (s: StatusView): ReadonlyArray<string> => [
@@ -127,9 +161,11 @@ export const statusLines = (s: StatusView): ReadonlyArray<string> => [
   `paths      ${s.roots.join(", ")}`,
   ...(s.changed.length === 0 && s.unreadable.length === 0
     ? ["changed    nothing since the last index run"]
-    : [`changed    ${plural(s.changed.length, "file")} since the last index run (run funcpipe index again to update):`,
-      ...s.changed.map(changeLine),
-      ...s.unreadable.map((u) => `  ${u}`)])
+    : [
+        `changed    ${plural(s.changed.length, "file")} since the last index run (run funcpipe index again to update):`,
+        ...s.changed.map(changeLine),
+        ...s.unreadable.map((u) => `  ${u}`)
+      ])
 ]
 
 /** `funcpipe status --json`. */
@@ -151,7 +187,7 @@ const oneLine = (text: string): string => {
 
 /** A query's answer, as `queryIndex` and `searchPaths` return it. */
 export type AnswerView = ApiAnswerView & {
-  readonly results: ReadonlyArray<ScoredChunk>
+  readonly results: ReadonlyArray<RankedChunk>
   /** The titles of the results' documents, by doc id. */
   readonly titles: ReadonlyMap<string, string>
   readonly explanations: ReadonlyArray<Explanation> | undefined
@@ -161,16 +197,23 @@ const num = (x: number) => Number(x.toPrecision(6)).toString()
 
 /** An explanation on indented lines under its result. */
 const explainLines = (e: Explanation): ReadonlyArray<string> => [
-  ...(e.bm25 === null ? [] : [
-    `     bm25 ${num(e.bm25.score)}` + (e.bm25.terms.length === 0 ? " (no query terms)" : ` = ${
-      e.bm25.terms.map((t) => `${t.term} ${num(t.score)} (tf ${t.tf}, df ${t.df}, idf ${num(t.idf)})`).join(" + ")
-    }`)
-  ]),
+  ...(e.bm25 === null
+    ? []
+    : [
+        `     bm25 ${num(e.bm25.score)}` +
+          (e.bm25.terms.length === 0
+            ? " (no query terms)"
+            : ` = ${e.bm25.terms
+                .map((t) => `${t.term} ${num(t.score)} (tf ${t.tf}, df ${t.df}, idf ${num(t.idf)})`)
+                .join(" + ")}`)
+      ]),
   ...(e.cosine === null ? [] : [`     cosine ${num(e.cosine)}`]),
-  ...(e.fusion === null ? [] : [
-    `     fused ${e.fusion.method} (alpha ${e.fusion.alpha}): lexical rank ${e.lexicalRank ?? "-"} adds ` +
-    `${num(e.fusion.lexical)}, vector rank ${e.vectorRank ?? "-"} adds ${num(e.fusion.vector)}`
-  ])
+  ...(e.fusion === null
+    ? []
+    : [
+        `     fused ${e.fusion.method} (alpha ${e.fusion.alpha}): lexical rank ${e.lexicalRank ?? "-"} adds ` +
+          `${num(e.fusion.lexical)}, vector rank ${e.vectorRank ?? "-"} adds ${num(e.fusion.vector)}`
+      ])
 ]
 
 /** Why there are no results, when the query itself explains it. */
@@ -193,13 +236,23 @@ export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
   answer.results.length === 0
     ? [noResultsLine(answer.query)]
     : answer.results.flatMap((r, i) => [
-      `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
-      `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
-      ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
-    ])
+        `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
+          `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
+        ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
+      ])
 
 /** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in the README. */
 export const resultsJson = (answer: AnswerView): string => JSON.stringify(answerJson(answer))
+
+/** `search --json`: the answer's keys, then the skipped records and the seconds of the in-memory indexing. */
+export const searchJson = (answer: AnswerView, report: IndexReport): string =>
+  JSON.stringify({
+    ...answerJson(answer),
+    ...encodeSearchRun({
+      skipped: report.skipped.map((s) => ({ source: s.source, line: s.line, reason: s.reason })),
+      seconds: report.elapsedMillis / 1000
+    })
+  })
 
 /** The one-line summary of an in-memory search's indexing, for stderr. */
 export const searchSummaryLine = (report: IndexReport): string =>
@@ -209,6 +262,10 @@ export const searchSummaryLine = (report: IndexReport): string =>
 
 /** One JSON object per chunk with the reference's field names, in pipeline order; ends with a newline if non-empty. */
 export const chunksJsonl = (chunks: ReadonlyArray<Chunk>): string =>
-  chunks.map((c) =>
-    JSON.stringify({ doc_id: c.docId, start: c.start, end: c.end, text: c.text, embedding: c.embedding.vector }) + "\n"
-  ).join("")
+  chunks
+    .map(
+      (c) =>
+        JSON.stringify({ doc_id: c.docId, start: c.start, end: c.end, text: c.text, embedding: c.embedding.vector }) +
+        "\n"
+    )
+    .join("")

@@ -36,9 +36,10 @@ export const progressLine = (
   const room = Math.max(columns - 1, 1)
   const count = total === 0 ? `${done}` : `${done}/${total}`
   // The rate (and, with a total, the time left) when there is room for them; they are the first to go.
-  const pace = perSecond === undefined || perSecond <= 0
-    ? ""
-    : `, ${formatRate(perSecond)}/s${total > done ? `, ${formatDuration((total - done) / perSecond)} left` : ""}`
+  const pace =
+    perSecond === undefined || perSecond <= 0
+      ? ""
+      : `, ${formatRate(perSecond)}/s${total > done ? `, ${formatDuration((total - done) / perSecond)} left` : ""}`
   const withBar = (tail: string): string | undefined => {
     const barWidth = Math.min(BAR_WIDTH, room - label.length - tail.length - 4)
     if (total === 0 || barWidth < MIN_BAR_WIDTH) return undefined
@@ -54,7 +55,11 @@ export const progressLine = (
 
 /** A rate for people: `87`, `1.2k`, `3.4M` per second. */
 const formatRate = (perSecond: number): string =>
-  perSecond >= 1e6 ? `${(perSecond / 1e6).toFixed(1)}M` : perSecond >= 1e4 ? `${(perSecond / 1e3).toFixed(1)}k` : `${Math.round(perSecond)}`
+  perSecond >= 1e6
+    ? `${(perSecond / 1e6).toFixed(1)}M`
+    : perSecond >= 1e4
+      ? `${(perSecond / 1e3).toFixed(1)}k`
+      : `${Math.round(perSecond)}`
 
 /** Seconds as `42s`, `3m05s` or `2h04m`. */
 const formatDuration = (seconds: number): string => {
@@ -70,7 +75,7 @@ const formatDuration = (seconds: number): string => {
  * once the work has lasted `QUIET_MILLIS`, measured with the Clock.
  */
 export const terminalProgress = (write: (text: string) => void, columns: () => number): Effect.Effect<Progress> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const startedAt = yield* Clock.currentTimeMillis
     let drawn = false
     // The rate is measured from the first update of the current label, so each stage has its own.
@@ -86,7 +91,8 @@ export const terminalProgress = (write: (text: string) => void, columns: () => n
             // Without a known total (a streaming run learns it at the end) the count alone is shown.
             write(`\r${progressLine(label, done, total, columns(), perSecond)}`)
             drawn = true
-          })),
+          })
+        ),
       finish: Effect.sync(() => {
         if (drawn) write("\r\u001b[K")
         drawn = false

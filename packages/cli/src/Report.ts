@@ -4,7 +4,11 @@ import { CliError, CliOutput } from "effect/cli"
 
 /** Leaves out the schema report's path lines (`at ["overlap"]`): the message already names the field. */
 const tidy = (message: string): string =>
-  message.split("\n").map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith("at [")).join(" ")
+  message
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0 && !line.startsWith("at ["))
+    .join(" ")
 
 /** What a flag or argument accepts, from the parser's wording (`Expected: Schema validation failed: …`, `"a" | "b"`). */
 const accepted = (expected: string): string => {
@@ -12,7 +16,7 @@ const accepted = (expected: string): string => {
   const bound = /^Expected a value (greater|less) than or equal to (\S+)$/.exec(text)
   if (bound !== null) return `it must be ${bound[1] === "greater" ? "at least" : "at most"} ${bound[2]}`
   if (/^"[^"]*"( \| "[^"]*")+$/.test(text)) {
-    return `it must be one of ${text.replaceAll("\"", "").split(" | ").join(", ")}`
+    return `it must be one of ${text.replaceAll('"', "").split(" | ").join(", ")}`
   }
   switch (text) {
     case "a string representing a finite number":
@@ -47,10 +51,10 @@ export const presenter: CliOutput.Presenter = {
   present: (event) =>
     event._tag === "InvalidInvocation"
       ? Effect.forEach(
-        event.errors,
-        (error) => Console.error(`funcpipe: ${problem(error)} (see: ${[...event.commandPath, "--help"].join(" ")})`),
-        { discard: true }
-      )
+          event.errors,
+          (error) => Console.error(`funcpipe: ${problem(error)} (see: ${[...event.commandPath, "--help"].join(" ")})`),
+          { discard: true }
+        )
       : CliOutput.defaultPresenter.present(event)
 }
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env node
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 /** Process entry: the only file that names the Node platform. */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Layer, Runtime, Stdio } from "effect"
-import { CliOutput } from "effect/cli"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { existsSync } from "node:fs"
-import { fileURLToPath } from "node:url"
+import { Effect, Layer, Runtime, Stdio } from "effect"
+import { CliOutput } from "effect/cli"
 import { main } from "./Cli.ts"
 import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
@@ -18,15 +18,20 @@ import { presenter, reportFailure } from "./Report.ts"
 // A progress bar only when a person watches stderr; never in pipes or files.
 const ProgressLayer = process.stderr.isTTY
   ? Layer.effect(
-    Progress,
-    terminalProgress((text) => void process.stderr.write(text), () => process.stderr.columns || 80)
-  )
+      Progress,
+      terminalProgress(
+        (text) => void process.stderr.write(text),
+        () => process.stderr.columns || 80
+      )
+    )
   : Layer.empty
 
 // The per-document stage runs on worker threads: the bundled worker beside the bundled CLI, or the sources.
 const bundledWorker = new URL("./prepare-worker.mjs", import.meta.url)
 const PreparerLayer = layerWorkers(
-  existsSync(fileURLToPath(bundledWorker)) ? bundledWorker : new URL(import.meta.resolve("@funcpipe/pipeline/stages/PrepareWorker"))
+  existsSync(fileURLToPath(bundledWorker))
+    ? bundledWorker
+    : new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker"))
 )
 
 const MainLayer = Layer.mergeAll(
@@ -45,6 +50,7 @@ Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, main)).pipe(
   NodeRuntime.runMain({
     disableErrorReporting: true,
     // A server stopped by a signal ends normally; any other interrupted command exits with 130.
-    teardown: (exit, onExit) => Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && serveStopped.value ? 0 : code))
+    teardown: (exit, onExit) =>
+      Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && serveStopped.value ? 0 : code))
   })
 )

@@ -1,13 +1,14 @@
 /** Ctrl-C during `funcpipe index`: one line on stderr, exit code 130, and the index as it was before the run. */
-import { NodeServices } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path } from "effect"
-import { Command } from "effect/cli"
+
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Models } from "@funcpipe/pipeline/services/Models"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { Models } from "@funcpipe/pipeline/services/Models"
+import { Effect, FileSystem, Layer, Path } from "effect"
+import { Command } from "effect/cli"
 import { cli, version } from "../src/Cli.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
@@ -18,14 +19,20 @@ const fakeTerminal = fileURLToPath(new URL("./children/FakeTerminal.ts", import.
 
 /** A JSONL corpus large enough that indexing it lasts well past the moment its progress bar first appears. */
 const corpus = (count: number) =>
-  Array.from({ length: count }, (_, i) =>
-    JSON.stringify({ id: `doc-${i}`, title: `Document ${i}`, text: `Sentence ${i % 97} about topic ${i % 13}, with words.` }))
-    .join("\n") + "\n"
+  `${Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      id: `doc-${i}`,
+      title: `Document ${i}`,
+      text: `Sentence ${i % 97} about topic ${i % 13}, with words.`
+    })
+  ).join("\n")}\n`
 
 /** Runs the CLI as a process, sends SIGINT once its progress bar shows, and resolves its exit code and stderr. */
 const interruptIndexing = (args: ReadonlyArray<string>) =>
   Effect.callback<{ readonly code: number | null; readonly stderr: string }, Error>((resume) => {
-    const proc = spawn(process.execPath, ["--import", fakeTerminal, bin, ...args], { stdio: ["ignore", "pipe", "pipe"] })
+    const proc = spawn(process.execPath, ["--import", fakeTerminal, bin, ...args], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stderr = ""
     let sent = false
     proc.stderr.on("data", (data: Buffer) => {
@@ -41,28 +48,35 @@ const interruptIndexing = (args: ReadonlyArray<string>) =>
 
 /** What the index holds: its manifest and documents. */
 const contents = (index: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* IndexStore
     return { manifest: yield* store.manifest, documents: yield* store.documents }
   }).pipe(Effect.provide(IndexStore.layerSqlite(index)))
 
 describe("funcpipe index interrupted", () => {
-  it.effect("says the index is unchanged, exits 130, and leaves the index as it was", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-interrupt-" })
-      const index = path.join(dir, "index.db")
-      yield* run(["index", sample, "--index", index])
-      const before = yield* contents(index)
-      yield* fs.writeFileString(path.join(dir, "big.jsonl"), corpus(60_000))
+  it.effect(
+    "says the index is unchanged, exits 130, and leaves the index as it was",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const path = yield* Path.Path
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-interrupt-" })
+        const index = path.join(dir, "index.db")
+        yield* run(["index", sample, "--index", index])
+        const before = yield* contents(index)
+        yield* fs.writeFileString(path.join(dir, "big.jsonl"), corpus(60_000))
 
-      const { code, stderr } = yield* interruptIndexing(["index", path.join(dir, "big.jsonl"), "--index", index])
-      assert.strictEqual(code, 130, stderr)
-      // The bar is cleared, then one line says what happened.
-      assert.isTrue(stderr.endsWith("\r\u001b[Kfuncpipe: interrupted; the index is unchanged\n"), JSON.stringify(stderr))
-      // Every redraw of the bar fitted the (fake) 60-column terminal.
-      for (const line of stderr.split(/[\r\n]/)) assert.isAtMost(line.length, 59, line)
-      assert.deepStrictEqual(yield* contents(index), before)
-    }).pipe(Effect.provide(TestLayer)), 60_000)
+        const { code, stderr } = yield* interruptIndexing(["index", path.join(dir, "big.jsonl"), "--index", index])
+        assert.strictEqual(code, 130, stderr)
+        // The bar is cleared, then one line says what happened.
+        assert.isTrue(
+          stderr.endsWith("\r\u001b[Kfuncpipe: interrupted; the index is unchanged\n"),
+          JSON.stringify(stderr)
+        )
+        // Every redraw of the bar fitted the (fake) 60-column terminal.
+        for (const line of stderr.split(/[\r\n]/)) assert.isAtMost(line.length, 59, line)
+        assert.deepStrictEqual(yield* contents(index), before)
+      }).pipe(Effect.provide(TestLayer)),
+    60_000
+  )
 })

@@ -1,12 +1,13 @@
 /** funcpipe index and query with an `openai:` model served by a fake OpenAI-compatible service on 127.0.0.1. */
+
+import { createServer } from "node:http"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
+import { Models } from "@funcpipe/pipeline/services/Models"
 import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
-import { createServer } from "node:http"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Models } from "@funcpipe/pipeline/services/Models"
 import { cli, version } from "../src/Cli.ts"
 import { embedUsageLine } from "../src/Format.ts"
 
@@ -25,27 +26,35 @@ const vectorOf = (text: string): Array<number> => {
 }
 
 /** A fake `/v1/embeddings` that wants `Bearer KEY` (its 401 repeats the key it got, as some services do). */
-const fakeService = Effect.gen(function*() {
+const fakeService = Effect.gen(function* () {
   const requests: Array<ReadonlyArray<string>> = []
   const server = createServer((req, res) => {
     let raw = ""
-    req.on("data", (chunk) => (raw += chunk)).on("end", () => {
-      const { input } = JSON.parse(raw) as { input: ReadonlyArray<string> }
-      if (req.headers.authorization !== `Bearer ${KEY}`) {
-        res.writeHead(401, { "content-type": "application/json" })
-        const message = `Incorrect API key provided: ${req.headers.authorization}`
-        return void res.end(JSON.stringify({ error: { message } }))
-      }
-      requests.push(input)
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
-        data: input.map((text, index) => ({ index, embedding: vectorOf(text) })),
-        usage: { prompt_tokens: input.reduce((n, text) => n + text.split(" ").length, 0) }
-      }))
-    })
+    req
+      .on("data", (chunk) => (raw += chunk))
+      .on("end", () => {
+        const { input } = JSON.parse(raw) as { input: ReadonlyArray<string> }
+        if (req.headers.authorization !== `Bearer ${KEY}`) {
+          res.writeHead(401, { "content-type": "application/json" })
+          const message = `Incorrect API key provided: ${req.headers.authorization}`
+          return void res.end(JSON.stringify({ error: { message } }))
+        }
+        requests.push(input)
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            data: input.map((text, index) => ({ index, embedding: vectorOf(text) })),
+            usage: { prompt_tokens: input.reduce((n, text) => n + text.split(" ").length, 0) }
+          })
+        )
+      })
   })
   yield* Effect.acquireRelease(
     Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () => Effect.sync(() => (server.closeAllConnections(), server.close()))
+    () =>
+      Effect.sync(() => {
+        server.closeAllConnections()
+        server.close()
+      })
   )
   return { baseUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, requests }
 })
@@ -62,7 +71,7 @@ const run = Command.runWith(cli, { version })
 
 /** Runs a command; returns what it printed on stdout and stderr. */
 const output = (args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const [out, err] = [(yield* TestConsole.logLines).length, (yield* TestConsole.errorLines).length]
     yield* run(args)
     return {
@@ -86,7 +95,7 @@ describe("an openai: model", () => {
   })
 
   it.effect("indexes and queries through the service, reports usage, and never shows or stores the key", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const service = yield* fakeService
@@ -136,11 +145,12 @@ describe("an openai: model", () => {
       assert.include(refused.message, "check the key in FUNCPIPE_EMBED_KEY")
       assert.include(refused.message, "Incorrect API key provided: Bearer [the key]")
 
-      const printed = [...yield* TestConsole.logLines, ...yield* TestConsole.errorLines].map(String).join("\n")
+      const printed = [...(yield* TestConsole.logLines), ...(yield* TestConsole.errorLines)].map(String).join("\n")
       assert.notInclude(printed + refused.message + other.message, KEY)
       for (const file of yield* fs.readDirectory(path.dirname(index))) {
         const bytes = yield* fs.readFile(path.join(path.dirname(index), file))
         assert.isFalse(Buffer.from(bytes).includes(KEY), `${file} holds the key`)
       }
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 })

@@ -1,13 +1,14 @@
 /** An index the user may read but not write (a shared or archived copy) answers `query` and `status`. */
-import { NodeServices } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer } from "effect"
-import { Command } from "effect/cli"
+
 import { execFileSync, spawnSync } from "node:child_process"
 import { appendFileSync, chmodSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
+import { Effect, FileSystem, Layer } from "effect"
+import { Command } from "effect/cli"
 import { cli, version } from "../src/Cli.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
@@ -43,24 +44,35 @@ const readOnly = (paths: ReadonlyArray<{ readonly path: string; readonly mode: n
   )
 
 describe("a read-only index", () => {
-  it.effect("answers query and status without writing anything next to it", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-readonly-" })
-      const index = `${dir}/shared/index.db`
-      yield* run(["index", sample, "--index", index])
-      const before = yield* fs.readFile(index)
-      yield* readOnly([{ path: index, mode: 0o444 }, { path: `${dir}/shared`, mode: 0o555 }])
-      assert.throws(() => appendFileSync(index, "x"), /EPERM|EACCES/, "the index cannot be written")
+  it.effect(
+    "answers query and status without writing anything next to it",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-readonly-" })
+        const index = `${dir}/shared/index.db`
+        yield* run(["index", sample, "--index", index])
+        const before = yield* fs.readFile(index)
+        yield* readOnly([
+          { path: index, mode: 0o444 },
+          { path: `${dir}/shared`, mode: 0o555 }
+        ])
+        assert.throws(() => appendFileSync(index, "x"), /EPERM|EACCES/, "the index cannot be written")
 
-      const query = funcpipe(["query", "interstellar space probe", "--index", index, "--top-k", "1"])
-      assert.strictEqual(query.code, 0, query.stderr)
-      assert.match(query.stdout, /^1\. \d+\.\d{6} {2}voyager-1 /)
-      const status = funcpipe(["status", "--index", index])
-      assert.strictEqual(status.code, 0, status.stderr)
-      assert.include(status.stdout, "documents  17")
+        const query = funcpipe(["query", "interstellar space probe", "--index", index, "--top-k", "1"])
+        assert.strictEqual(query.code, 0, query.stderr)
+        assert.match(query.stdout, /^1\. \d+\.\d{6} {2}voyager-1 /)
+        const status = funcpipe(["status", "--index", index])
+        assert.strictEqual(status.code, 0, status.stderr)
+        assert.include(status.stdout, "documents  17")
 
-      assert.deepStrictEqual((yield* fs.readDirectory(`${dir}/shared`)).sort(), ["index.db"], "no journal or lock files")
-      assert.deepStrictEqual(yield* fs.readFile(index), before)
-    }).pipe(Effect.provide(TestLayer)), 30_000)
+        assert.deepStrictEqual(
+          (yield* fs.readDirectory(`${dir}/shared`)).sort(),
+          ["index.db"],
+          "no journal or lock files"
+        )
+        assert.deepStrictEqual(yield* fs.readFile(index), before)
+      }).pipe(Effect.provide(TestLayer)),
+    30_000
+  )
 })

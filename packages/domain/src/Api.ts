@@ -31,31 +31,49 @@ export const QueryRequest = Schema.Struct({
     Schema.isMaxLength(MAX_QUERY_LENGTH, { message: `the query is longer than ${MAX_QUERY_LENGTH} characters` })
   ).annotate({ description: "What to search for; cleaned and analyzed like the indexed documents" }),
   top_k: Schema.optionalKey(
-    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_TOP_K }, {
-      message: `top_k must be an integer from 1 to ${MAX_TOP_K}`
-    })).annotate({ description: `How many results (default 3, at most ${MAX_TOP_K})` })
+    Schema.Int.check(
+      Schema.isBetween(
+        { minimum: 1, maximum: MAX_TOP_K },
+        {
+          message: `top_k must be an integer from 1 to ${MAX_TOP_K}`
+        }
+      )
+    ).annotate({ description: `How many results (default 3, at most ${MAX_TOP_K})` })
   ),
-  mode: Schema.optionalKey(RetrievalMode.annotate({
-    description: "lexical (BM25), vector (embedding similarity) or hybrid (both fused); default: the index's best mode"
-  })),
+  mode: Schema.optionalKey(
+    RetrievalMode.annotate({
+      description:
+        "lexical (BM25), vector (embedding similarity) or hybrid (both fused); default: the index's best mode"
+    })
+  ),
   explain: Schema.optionalKey(Schema.Boolean.annotate({ description: "Add each result's score breakdown" })),
   k1: Schema.optionalKey(K1.annotate({ description: "BM25 term-frequency saturation (default 0.9)" })),
   b: Schema.optionalKey(B.annotate({ description: "BM25 length normalisation, 0 to 1 (default 0.4)" })),
-  fusion: Schema.optionalKey(FusionMethod.annotate({
-    description: "How hybrid mode fuses its rankings: linear (weighted normalised scores, the default) or rrf"
-  })),
-  alpha: Schema.optionalKey(Alpha.annotate({
-    description: "The lexical ranking's weight in hybrid mode, 0 to 1 (default 0.9 for linear, 0.5 for rrf)"
-  })),
-  expand: Schema.optionalKey(Schema.Literals(["bo1", "rm3"]).annotate({
-    description: "Expand the query from its 3 best chunks (pseudo-relevance feedback): bo1 or rm3; off by default"
-  })),
-  where: Schema.optionalKey(RuleFromText.annotate({
-    description: "Search only the documents this rule keeps, e.g. `categories = astro-ph and not title ^= Erratum`"
-  })),
-  highlight: Schema.optionalKey(Schema.Boolean.annotate({
-    description: "Add each result's `highlights`: the spans of its text whose words match the query's terms"
-  }))
+  fusion: Schema.optionalKey(
+    FusionMethod.annotate({
+      description: "How hybrid mode fuses its rankings: linear (weighted normalised scores, the default) or rrf"
+    })
+  ),
+  alpha: Schema.optionalKey(
+    Alpha.annotate({
+      description: "The lexical ranking's weight in hybrid mode, 0 to 1 (default 0.9 for linear, 0.5 for rrf)"
+    })
+  ),
+  expand: Schema.optionalKey(
+    Schema.Literals(["bo1", "rm3"]).annotate({
+      description: "Expand the query from its 3 best chunks (pseudo-relevance feedback): bo1 or rm3; off by default"
+    })
+  ),
+  where: Schema.optionalKey(
+    RuleFromText.annotate({
+      description: "Search only the documents this rule keeps, e.g. `categories = astro-ph and not title ^= Erratum`"
+    })
+  ),
+  highlight: Schema.optionalKey(
+    Schema.Boolean.annotate({
+      description: "Add each result's `highlights`: the spans of its text whose words match the query's terms"
+    })
+  )
 }).annotate({ identifier: "QueryRequest" })
 export type QueryRequest = typeof QueryRequest.Type
 
@@ -74,12 +92,14 @@ export const Explanation = Schema.Struct({
   bm25: Schema.NullOr(Schema.Struct({ score: Schema.Finite, terms: Schema.Array(TermScore) })),
   vector_rank: Schema.NullOr(Schema.Int),
   lexical_rank: Schema.NullOr(Schema.Int),
-  fusion: Schema.NullOr(Schema.Struct({
-    method: FusionMethod,
-    alpha: Schema.Finite,
-    lexical: Schema.Finite,
-    vector: Schema.Finite
-  })).annotate({ description: "In hybrid mode, what each ranking added to the fused score" })
+  fusion: Schema.NullOr(
+    Schema.Struct({
+      method: FusionMethod,
+      alpha: Schema.Finite,
+      lexical: Schema.Finite,
+      vector: Schema.Finite
+    })
+  ).annotate({ description: "In hybrid mode, what each ranking added to the fused score" })
 }).annotate({ identifier: "Explanation" })
 export type Explanation = typeof Explanation.Type
 
@@ -96,9 +116,11 @@ export const QueryResult = Schema.Struct({
   end: Count,
   text: Schema.String,
   explain: Schema.optionalKey(Explanation),
-  highlights: Schema.optionalKey(Schema.Array(Span).annotate({
-    description: "Spans of `text` (code points) whose words match the query's terms"
-  }))
+  highlights: Schema.optionalKey(
+    Schema.Array(Span).annotate({
+      description: "Spans of `text` (code points) whose words match the query's terms"
+    })
+  )
 }).annotate({ identifier: "QueryResult" })
 export type QueryResult = typeof QueryResult.Type
 
@@ -121,7 +143,9 @@ export const BatchRequest = Schema.Struct({
 }).annotate({ identifier: "BatchRequest" })
 
 /** The answers of a batch, in the order of its queries. */
-export const BatchResponse = Schema.Struct({ answers: Schema.Array(QueryResponse) }).annotate({ identifier: "BatchResponse" })
+export const BatchResponse = Schema.Struct({ answers: Schema.Array(QueryResponse) }).annotate({
+  identifier: "BatchResponse"
+})
 
 // ---------------------------------------------------------------------------------------------------------------
 // Index and documents
@@ -137,7 +161,9 @@ export const ManifestInfo = Schema.Struct({
   tail_policy: Schema.String,
   stop_words: Schema.String,
   stemmer: Schema.String,
-  keep: Schema.NullOr(Schema.String).annotate({ description: "The keep rule the index was built with; null keeps all" }),
+  keep: Schema.NullOr(Schema.String).annotate({
+    description: "The keep rule the index was built with; null keeps all"
+  }),
   created_at: Schema.String,
   updated_at: Schema.String,
   documents: Count,
@@ -162,7 +188,9 @@ export type StatusResponse = typeof StatusResponse.Type
 export const DocumentResponse = Schema.Struct({
   doc_id: Schema.String,
   title: Schema.String,
-  source: Schema.String.annotate({ description: "The file it was read from, or `api` for documents put through the API" }),
+  source: Schema.String.annotate({
+    description: "The file it was read from, or `api` for documents put through the API"
+  }),
   categories: Schema.NullOr(Schema.String),
   hash: Schema.String,
   chunks: Schema.Array(Schema.Struct({ start: Count, end: Count, text: Schema.String }))
@@ -206,38 +234,62 @@ export const DeleteDocumentResponse = Schema.Struct({
 export const Issue = Schema.Struct({ path: Schema.String, message: Schema.String })
 
 /** The request does not match the endpoint's schema, or its values break a rule (a blank query). */
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
-  message: Schema.String,
-  issues: Schema.Array(Issue)
-}, { httpApiStatus: 400 }) {}
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
+  "InvalidRequest",
+  {
+    message: Schema.String,
+    issues: Schema.Array(Issue)
+  },
+  { httpApiStatus: 400 }
+) {}
 
 /** The server wants `Authorization: Bearer <token>` and the request had none or another one. */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
-  message: Schema.String
-}, { httpApiStatus: 401 }) {}
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  {
+    message: Schema.String
+  },
+  { httpApiStatus: 401 }
+) {}
 
 /** A write endpoint was called on a server started without `--writable`. */
-export class WritesDisabled extends Schema.TaggedError<WritesDisabled>()("WritesDisabled", {
-  message: Schema.String
-}, { httpApiStatus: 403 }) {}
+export class WritesDisabled extends Schema.TaggedError<WritesDisabled>()(
+  "WritesDisabled",
+  {
+    message: Schema.String
+  },
+  { httpApiStatus: 403 }
+) {}
 
 /** No document with this id is in the index. */
-export class DocumentNotFound extends Schema.TaggedError<DocumentNotFound>()("DocumentNotFound", {
-  message: Schema.String,
-  doc_id: Schema.String
-}, { httpApiStatus: 404 }) {}
+export class DocumentNotFound extends Schema.TaggedError<DocumentNotFound>()(
+  "DocumentNotFound",
+  {
+    message: Schema.String,
+    doc_id: Schema.String
+  },
+  { httpApiStatus: 404 }
+) {}
 
 /** The index cannot answer this request as asked: it was built with another embedding model or other settings. */
-export class IndexConflict extends Schema.TaggedError<IndexConflict>()("IndexConflict", {
-  message: Schema.String,
-  reason: Schema.String.annotate({ description: "The failure's name, e.g. ModelMismatch" })
-}, { httpApiStatus: 409 }) {}
+export class IndexConflict extends Schema.TaggedError<IndexConflict>()(
+  "IndexConflict",
+  {
+    message: Schema.String,
+    reason: Schema.String.annotate({ description: "The failure's name, e.g. ModelMismatch" })
+  },
+  { httpApiStatus: 409 }
+) {}
 
 /** The server has no readable index to answer from (none built yet, damaged, being written), or it is shutting down. */
-export class IndexUnavailable extends Schema.TaggedError<IndexUnavailable>()("IndexUnavailable", {
-  message: Schema.String,
-  reason: Schema.String.annotate({ description: "The failure's name, e.g. IndexMissing" })
-}, { httpApiStatus: 503 }) {}
+export class IndexUnavailable extends Schema.TaggedError<IndexUnavailable>()(
+  "IndexUnavailable",
+  {
+    message: Schema.String,
+    reason: Schema.String.annotate({ description: "The failure's name, e.g. IndexMissing" })
+  },
+  { httpApiStatus: 503 }
+) {}
 
 const IndexErrors = [InvalidRequest, IndexConflict, IndexUnavailable] as const
 
@@ -245,15 +297,23 @@ const IndexErrors = [InvalidRequest, IndexConflict, IndexUnavailable] as const
 // Endpoints
 
 export class SearchGroup extends HttpApiGroup.make("search").add(
-  HttpApiEndpoint.post("query", "/v1/query", { payload: QueryRequest, success: QueryResponse, error: IndexErrors })
-    .annotate(OpenApi.Summary, "Answer a query with the best-matching chunks"),
-  HttpApiEndpoint.post("batch", "/v1/query/batch", { payload: BatchRequest, success: BatchResponse, error: IndexErrors })
-    .annotate(OpenApi.Summary, "Answer many queries from one snapshot of the index")
+  HttpApiEndpoint.post("query", "/v1/query", {
+    payload: QueryRequest,
+    success: QueryResponse,
+    error: IndexErrors
+  }).annotate(OpenApi.Summary, "Answer a query with the best-matching chunks"),
+  HttpApiEndpoint.post("batch", "/v1/query/batch", {
+    payload: BatchRequest,
+    success: BatchResponse,
+    error: IndexErrors
+  }).annotate(OpenApi.Summary, "Answer many queries from one snapshot of the index")
 ) {}
 
 export class IndexGroup extends HttpApiGroup.make("index").add(
-  HttpApiEndpoint.get("status", "/v1/status", { success: StatusResponse })
-    .annotate(OpenApi.Summary, "The served index's settings and counts, and the snapshot's age"),
+  HttpApiEndpoint.get("status", "/v1/status", { success: StatusResponse }).annotate(
+    OpenApi.Summary,
+    "The served index's settings and counts, and the snapshot's age"
+  ),
   HttpApiEndpoint.get("document", "/v1/documents/:id", {
     params: { id: Schema.String },
     success: DocumentResponse,
@@ -275,11 +335,14 @@ export class DocumentsGroup extends HttpApiGroup.make("documents").add(
 ) {}
 
 export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true }).add(
-  HttpApiEndpoint.get("health", "/healthz", { success: Schema.Struct({ status: Schema.Literal("ok") }) })
-    .annotate(OpenApi.Summary, "Liveness: answers while the process runs")
+  HttpApiEndpoint.get("health", "/healthz", { success: Schema.Struct({ status: Schema.Literal("ok") }) }).annotate(
+    OpenApi.Summary,
+    "Liveness: answers while the process runs"
+  )
 ) {}
 
 /** Adds the bearer scheme: servers bound beyond loopback require it (`--token`), others ignore it. */
+// biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document is open-ended JSON; only two keys are touched here
 const bearerScheme = (spec: Record<string, any>): Record<string, any> => ({
   ...spec,
   components: {
@@ -306,13 +369,14 @@ export class FuncPipeApi extends HttpApi.make("funcpipe")
   // problem of a request is reported at once. Headers keep the defaults (requests carry many undeclared ones).
   .annotate(HttpApi.ParseOptions, { onExcessProperty: "error", errors: "all" })
   .annotate(HttpApi.HeadersParseOptions, {})
-  .annotateMerge(OpenApi.annotations({
-    title: "FuncPipe",
-    version: "1",
-    description: "Ranked chunks from a FuncPipe index: query, inspect and (with --writable) change it.",
-    transform: bearerScheme
-  }))
-{}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "FuncPipe",
+      version: "1",
+      description: "Ranked chunks from a FuncPipe index: query, inspect and (with --writable) change it.",
+      transform: bearerScheme
+    })
+  ) {}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The JSON shapes, built once for the CLI and the server (in their own module, which the CLI loads without HTTP)

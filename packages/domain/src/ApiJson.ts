@@ -2,13 +2,14 @@
  * The JSON shapes of answers and manifests, built once for `funcpipe query --json`, `status --json` and the HTTP API.
  * Kept apart from `Api.ts` so that the CLI can print them without loading the HTTP modules.
  */
+
+import type { Explanation, ManifestInfo, QueryResponse } from "./Api.ts"
 import type { Chunk } from "./Chunk.ts"
 import type { FusionMethod, RetrievalMode } from "./Config.ts"
-import type { Explanation, ManifestInfo, QueryResponse } from "./Api.ts"
 import type { IndexManifest } from "./Manifest.ts"
 import { isKeepAll, printRule } from "./Rule.ts"
 
-/** A result as the query programs return it (a domain `ScoredChunk`). */
+/** A result as the query programs return it (a domain `RankedChunk`). */
 export interface AnswerResult {
   readonly chunk: Chunk
   readonly score: number
@@ -20,7 +21,13 @@ export interface AnswerExplanation {
   readonly cosine: number | null
   readonly bm25: {
     readonly score: number
-    readonly terms: ReadonlyArray<{ readonly term: string; readonly tf: number; readonly df: number; readonly idf: number; readonly score: number }>
+    readonly terms: ReadonlyArray<{
+      readonly term: string
+      readonly tf: number
+      readonly df: number
+      readonly idf: number
+      readonly score: number
+    }>
   } | null
   readonly vectorRank: number | null
   readonly lexicalRank: number | null

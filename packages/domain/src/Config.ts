@@ -67,9 +67,9 @@ export const K1 = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0, { message
 export type K1 = typeof K1.Type
 
 /** BM25's length normalisation: between 0 (none) and 1 (full). */
-export const B = Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }, { message: "b must be between 0 and 1" })).pipe(
-  Schema.brand("B")
-)
+export const B = Schema.Finite.check(
+  Schema.isBetween({ minimum: 0, maximum: 1 }, { message: "b must be between 0 and 1" })
+).pipe(Schema.brand("B"))
 export type B = typeof B.Type
 
 /** Okapi BM25 parameters; query-time only, so changing them needs no re-indexing. Defaults as Anserini's. */
@@ -99,7 +99,10 @@ export type Alpha = typeof Alpha.Type
  * BM25's nDCG@10 on SciFact and Cranfield while vectors break its ties and add what words miss, where classic RRF
  * (equal weights) lets a weak vector ranking pull good BM25 rankings down. `rrf` with alpha 0.5 is classic RRF.
  */
-export class FusionConfig extends Schema.Class<FusionConfig>("domain/FusionConfig")({ method: FusionMethod, alpha: Alpha }) {
+export class FusionConfig extends Schema.Class<FusionConfig>("domain/FusionConfig")({
+  method: FusionMethod,
+  alpha: Alpha
+}) {
   static readonly default = new FusionConfig({ method: "linear", alpha: Alpha.make(0.9) })
   /** The alpha a method uses unless told: 0.9 for linear, 0.5 (classic, equal weights) for rrf. */
   static readonly defaultAlpha = (method: FusionMethod): Alpha => Alpha.make(method === "linear" ? 0.9 : 0.5)

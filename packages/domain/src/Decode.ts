@@ -16,7 +16,11 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
  * (`at ["overlap"]`) since each message already names its field.
  */
 export const oneLine = (report: string): string =>
-  report.split("\n").map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith("at [")).join(" ")
+  report
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0 && !line.startsWith("at ["))
+    .join(" ")
 
 /** Decodes `input` with `schema`; a failure names `subject` (e.g. "--top-k") and says what was wrong. */
 export const decodeAs = <S extends Schema.ConstraintDecoder<unknown>>(schema: S, subject: string) => {

@@ -42,8 +42,8 @@ export const labelsOf = (categories: string | null): ReadonlyArray<string> => {
   const parts = categories.includes(";")
     ? categories.split(";")
     : categories.includes(",")
-    ? categories.split(",")
-    : categories.split(labelSeparatorRun)
+      ? categories.split(",")
+      : categories.split(labelSeparatorRun)
   const labels: Array<string> = []
   for (const part of parts) {
     const label = part.replace(labelSpace, "")

@@ -1,6 +1,7 @@
 /** The one total ranking order used by every retrieval mode, backend and merge, and the ranked result type. */
-import { Schema } from "effect"
+
 import type { Order } from "effect"
+import { Schema } from "effect"
 import { Chunk } from "./Chunk.ts"
 
 /**
@@ -63,13 +64,6 @@ export type CosineScore = typeof CosineScore.Type
 export const Rank = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).pipe(Schema.brand("Rank"))
 export type Rank = typeof Rank.Type
 
-/** One retrieval result: the chunk, its cosine score and its 1-based rank. */
-export class RankedChunk extends Schema.Class<RankedChunk>("domain/RankedChunk")({
-  chunk: Chunk,
-  score: CosineScore,
-  rank: Rank
-}) {}
-
 /** The ranking key of a scored chunk. */
 export const rankKey = (chunk: Chunk, score: number): RankKey => ({
   score,
@@ -84,13 +78,20 @@ export const ScoreKind = Schema.Literals(["cosine", "bm25", "rrf", "linear"])
 export type ScoreKind = typeof ScoreKind.Type
 
 /**
- * A result of any retrieval mode. The score's range depends on its kind: cosine in [-1, 1], BM25 above 0, a fused
- * score in (0, 1]. Results of every mode are ordered by `rankingOrder`.
+ * One retrieval result, of any mode: the chunk, its score and its 1-based rank. The score's range depends on its
+ * kind: cosine in [-1, 1], BM25 above 0, a fused score in (0, 1]. Results of every mode are ordered by `rankingOrder`.
+ * The CLI, the server and library callers all get this one type.
  */
-export class ScoredChunk extends Schema.Class<ScoredChunk>("domain/ScoredChunk")(
+export class RankedChunk extends Schema.Class<RankedChunk>("domain/RankedChunk")(
   Schema.Struct({ chunk: Chunk, score: Schema.Finite, rank: Rank, kind: ScoreKind }).check(
     Schema.makeFilter((r: { readonly score: number; readonly kind: ScoreKind }) =>
-      (r.kind === "cosine" ? r.score >= -1 && r.score <= 1 : r.kind === "bm25" ? r.score > 0 : r.score > 0 && r.score <= 1)
+      (
+        r.kind === "cosine"
+          ? r.score >= -1 && r.score <= 1
+          : r.kind === "bm25"
+            ? r.score > 0
+            : r.score > 0 && r.score <= 1
+      )
         ? undefined
         : { path: ["score"], issue: `a ${r.kind} score cannot be ${r.score}` }
     )

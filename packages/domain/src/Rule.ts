@@ -231,9 +231,7 @@ export const normalize = (rule: Rule): Rule => {
   switch (rule._tag) {
     case "All":
     case "AnyOf":
-      return rule.rules.length === 1
-        ? normalize(rule.rules[0]!)
-        : { _tag: rule._tag, rules: rule.rules.map(normalize) }
+      return rule.rules.length === 1 ? normalize(rule.rules[0]!) : { _tag: rule._tag, rules: rule.rules.map(normalize) }
     case "Not":
       return not(normalize(rule.rule))
     default:
@@ -304,7 +302,7 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
     const at = pos
     if (pos >= text.length) return { kind: "end", text: "", at }
     const c = text[pos]!
-    if (c === "\"" || c === "'") {
+    if (c === '"' || c === "'") {
       let value = ""
       pos++
       for (;;) {
@@ -347,10 +345,10 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
     t.kind === "end"
       ? "the end of the rule"
       : t.kind === "string"
-      ? `the text ${JSON.stringify(t.text)}`
-      : t.kind === "word"
-      ? `the word ${JSON.stringify(t.text)}`
-      : `"${t.text}"`
+        ? `the text ${JSON.stringify(t.text)}`
+        : t.kind === "word"
+          ? `the word ${JSON.stringify(t.text)}`
+          : `"${t.text}"`
   const expect = (expected: string): never => {
     throw fail(token.at, expected, describeToken(token))
   }
@@ -380,7 +378,7 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
   const comparison = (): Rule => {
     if (isKeyword("len")) {
       advance()
-      skipSymbol("(", "\"(\" after len, as in len(title) > 10")
+      skipSymbol("(", '"(" after len, as in len(title) > 10')
       const f = field()
       skipSymbol(")", `")" after len(${f}`)
       skipSymbol(">", `">" after len(${f}), as in len(${f}) > 10`)
@@ -392,7 +390,7 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
     }
     if (token.kind === "word" && token.text === "source") {
       advance()
-      if (!isKeyword("under")) return expect("under after source, as in source under \"notes/2024\"")
+      if (!isKeyword("under")) return expect('under after source, as in source under "notes/2024"')
       advance()
       const at = token.at
       const path = value("under")
@@ -417,16 +415,16 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
     }
     if (isKeyword("in")) {
       advance()
-      skipSymbol("(", "\"(\" after in, as in in (\"a\", \"b\")")
+      skipSymbol("(", '"(" after in, as in in ("a", "b")')
       const values: Array<string> = []
       if (!isSymbol(")")) {
-        values.push(value("\"(\""))
+        values.push(value('"("'))
         while (isSymbol(",")) {
           advance()
-          values.push(value("\",\""))
+          values.push(value('","'))
         }
       }
-      skipSymbol(")", "\",\" or \")\" in the list of values")
+      skipSymbol(")", '"," or ")" in the list of values')
       return isIn(f, values)
     }
     return expect(`an operator after ${f}: =, !=, ^= or in`)
@@ -441,7 +439,7 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
     if (isSymbol("(")) {
       advance()
       const inner = or(depth + 1)
-      skipSymbol(")", "\"and\", \"or\" or \")\"")
+      skipSymbol(")", '"and", "or" or ")"')
       return inner
     }
     if (isKeyword("true")) {
@@ -475,9 +473,9 @@ export const parseRule = (text: string): Result.Result<Rule, RuleSyntaxError> =>
 
   try {
     advance()
-    if (kind() === "end") return Result.fail(fail(token.at, "a rule, such as categories = \"cs.AI\"", "nothing"))
+    if (kind() === "end") return Result.fail(fail(token.at, 'a rule, such as categories = "cs.AI"', "nothing"))
     const parsed = or(0)
-    if (kind() !== "end") expect("\"and\", \"or\" or the end of the rule")
+    if (kind() !== "end") expect('"and", "or" or the end of the rule')
     return Result.succeed(parsed)
   } catch (error) {
     if (error instanceof RuleSyntaxError) return Result.fail(error)
@@ -543,10 +541,17 @@ export class RuleJsonInvalid extends Schema.TaggedError<RuleJsonInvalid>()("Rule
  */
 export const readRule = (text: string): Result.Result<Rule, RuleSyntaxError | RuleJsonInvalid> =>
   text.trimStart().startsWith("{")
-    ? Result.mapError(decodeJson(text), (error) =>
-      new RuleJsonInvalid({
-        detail: error.message.split("\n").map((line) => line.trim()).filter((line) => line !== "").join(" ")
-      }))
+    ? Result.mapError(
+        decodeJson(text),
+        (error) =>
+          new RuleJsonInvalid({
+            detail: error.message
+              .split("\n")
+              .map((line) => line.trim())
+              .filter((line) => line !== "")
+              .join(" ")
+          })
+      )
     : parseRule(text)
 
 /** The JSON form of a rule. */
@@ -556,12 +561,14 @@ export const ruleJson: (rule: Rule) => string = Schema.encodeSync(Schema.fromJso
  * A rule as a user writes it (the text form, or the JSON form when it starts with `{`), decoded to a `Rule`; a
  * failure carries the reader's one-line message. Encodes to the text form.
  */
-export const RuleFromText = Schema.String.pipe(Schema.decodeTo(Rule, {
-  decode: SchemaGetter.transformEffect((text: string, options) => {
-    const read = readRule(text)
-    return Result.isSuccess(read)
-      ? Effect.succeed(read.success)
-      : Effect.fail(new SchemaIssue.InvalidValue({ message: read.failure.message }, text, options))
-  }),
-  encode: SchemaGetter.transform(printRule)
-}))
+export const RuleFromText = Schema.String.pipe(
+  Schema.decodeTo(Rule, {
+    decode: SchemaGetter.transformEffect((text: string, options) => {
+      const read = readRule(text)
+      return Result.isSuccess(read)
+        ? Effect.succeed(read.success)
+        : Effect.fail(new SchemaIssue.InvalidValue({ message: read.failure.message }, text, options))
+    }),
+    encode: SchemaGetter.transform(printRule)
+  })
+)

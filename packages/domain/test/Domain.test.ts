@@ -82,11 +82,16 @@ describe("SearchQuery", () => {
 })
 
 describe("RankedChunk", () => {
-  it("needs a finite score in [-1, 1] and a rank of at least 1", () => {
-    assert.isTrue(accepts(RankedChunk, { chunk, score: -1, rank: 1 }))
-    assert.isFalse(accepts(RankedChunk, { chunk, score: 1.0000000000000002, rank: 1 }))
-    assert.isFalse(accepts(RankedChunk, { chunk, score: NaN, rank: 1 }))
-    assert.isFalse(accepts(RankedChunk, { chunk, score: 0.5, rank: 0 }))
+  it("needs a finite score in its kind's range and a rank of at least 1", () => {
+    assert.isTrue(accepts(RankedChunk, { chunk, score: -1, rank: 1, kind: "cosine" }))
+    assert.isFalse(accepts(RankedChunk, { chunk, score: 1.0000000000000002, rank: 1, kind: "cosine" }))
+    assert.isFalse(accepts(RankedChunk, { chunk, score: NaN, rank: 1, kind: "cosine" }))
+    assert.isFalse(accepts(RankedChunk, { chunk, score: 0.5, rank: 0, kind: "cosine" }))
+    assert.isTrue(accepts(RankedChunk, { chunk, score: 7.5, rank: 1, kind: "bm25" }))
+    assert.isFalse(accepts(RankedChunk, { chunk, score: 0, rank: 1, kind: "bm25" }))
+    assert.isTrue(accepts(RankedChunk, { chunk, score: 1, rank: 2, kind: "rrf" }))
+    assert.isFalse(accepts(RankedChunk, { chunk, score: 1.5, rank: 2, kind: "linear" }))
+    assert.isFalse(accepts(RankedChunk, { chunk, score: 0.5, rank: 1, kind: "dot" }))
   })
 })
 
@@ -117,7 +122,10 @@ describe("decodeAs", () => {
     assert.isTrue(Result.isFailure(result))
     if (Result.isFailure(result)) {
       assert.strictEqual(result.failure._tag, "InvalidInput")
-      assert.include(result.failure.message, "invalid chunking flags: overlap (9) must be smaller than the chunk size (4)")
+      assert.include(
+        result.failure.message,
+        "invalid chunking flags: overlap (9) must be smaller than the chunk size (4)"
+      )
       assert.notInclude(result.failure.message, "\n")
     }
   })

@@ -18,7 +18,9 @@ describe("compareCodePoints", () => {
   })
   it("agrees with a code point by code point comparison on any strings", () => {
     const unit = fc.constantFrom("a", "b", "\ud7ff", "\ue000", "\uff5e", "\uffff", "😀", "𐐀", "\u{10ffff}")
-    fc.assert(fc.property(fc.string({ unit }), fc.string({ unit }), (a, b) => compareCodePoints(a, b) === byCodePoints(a, b)))
+    fc.assert(
+      fc.property(fc.string({ unit }), fc.string({ unit }), (a, b) => compareCodePoints(a, b) === byCodePoints(a, b))
+    )
   })
 })
 

@@ -18,10 +18,10 @@ import {
   not,
   parseRule,
   printRule,
-  readRule,
   Rule,
   type RuleField,
   type RuleSubject,
+  readRule,
   ruleJson,
   startsWith,
   under
@@ -30,7 +30,7 @@ import {
 // Values over a small alphabet meet the documents' fields often; quotes, backslashes and astral characters stress the
 // text form.
 const valueText = fc.string({
-  unit: fc.constantFrom("a", "b", "A", " ", "\"", "'", "\\", "😀", ",", "(", "and"),
+  unit: fc.constantFrom("a", "b", "A", " ", '"', "'", "\\", "😀", ",", "(", "and"),
   maxLength: 4
 })
 const field = fc.constantFrom<RuleField>("doc_id", "title", "body", "categories")
@@ -61,35 +61,40 @@ const subject: fc.Arbitrary<RuleSubject> = fc.record({
 const holds = fc.tuple(rule, subject)
 
 describe("matches: the boolean laws", () => {
-  it("double negation", () =>
-    fc.assert(fc.property(holds, ([r, s]) => matches(not(not(r)), s) === matches(r, s))))
+  it("double negation", () => fc.assert(fc.property(holds, ([r, s]) => matches(not(not(r)), s) === matches(r, s))))
 
   it("De Morgan, both ways", () =>
-    fc.assert(fc.property(fc.array(rule, { maxLength: 4 }), subject, (rs, s) => {
-      assert.strictEqual(matches(not(all(rs)), s), matches(anyOf(rs.map(not)), s))
-      assert.strictEqual(matches(not(anyOf(rs)), s), matches(all(rs.map(not)), s))
-    })))
+    fc.assert(
+      fc.property(fc.array(rule, { maxLength: 4 }), subject, (rs, s) => {
+        assert.strictEqual(matches(not(all(rs)), s), matches(anyOf(rs.map(not)), s))
+        assert.strictEqual(matches(not(anyOf(rs)), s), matches(all(rs.map(not)), s))
+      })
+    ))
 
   it("All and AnyOf: identities, absorbing elements, one rule", () =>
-    fc.assert(fc.property(holds, ([r, s]) => {
-      const yes = matches(r, s)
-      assert.isTrue(matches(all([]), s))
-      assert.isFalse(matches(anyOf([]), s))
-      assert.strictEqual(matches(all([r]), s), yes)
-      assert.strictEqual(matches(anyOf([r]), s), yes)
-      assert.strictEqual(matches(all([r, keepAll]), s), yes)
-      assert.strictEqual(matches(anyOf([r, anyOf([])]), s), yes)
-      assert.isFalse(matches(all([r, anyOf([])]), s))
-      assert.isTrue(matches(anyOf([r, keepAll]), s))
-      assert.isFalse(matches(all([r, not(r)]), s))
-      assert.isTrue(matches(anyOf([r, not(r)]), s))
-    })))
+    fc.assert(
+      fc.property(holds, ([r, s]) => {
+        const yes = matches(r, s)
+        assert.isTrue(matches(all([]), s))
+        assert.isFalse(matches(anyOf([]), s))
+        assert.strictEqual(matches(all([r]), s), yes)
+        assert.strictEqual(matches(anyOf([r]), s), yes)
+        assert.strictEqual(matches(all([r, keepAll]), s), yes)
+        assert.strictEqual(matches(anyOf([r, anyOf([])]), s), yes)
+        assert.isFalse(matches(all([r, anyOf([])]), s))
+        assert.isTrue(matches(anyOf([r, keepAll]), s))
+        assert.isFalse(matches(all([r, not(r)]), s))
+        assert.isTrue(matches(anyOf([r, not(r)]), s))
+      })
+    ))
 
   it("In is AnyOf of Eq, and normalize changes no answer", () =>
-    fc.assert(fc.property(field, fc.array(valueText, { maxLength: 4 }), rule, subject, (f, vs, r, s) => {
-      assert.strictEqual(matches(isIn(f, vs), s), matches(anyOf(vs.map((v) => eq(f, v))), s))
-      assert.strictEqual(matches(normalize(r), s), matches(r, s))
-    })))
+    fc.assert(
+      fc.property(field, fc.array(valueText, { maxLength: 4 }), rule, subject, (f, vs, r, s) => {
+        assert.strictEqual(matches(isIn(f, vs), s), matches(anyOf(vs.map((v) => eq(f, v))), s))
+        assert.strictEqual(matches(normalize(r), s), matches(r, s))
+      })
+    ))
 })
 
 describe("matches: fields", () => {
@@ -142,26 +147,30 @@ describe("matches: fields", () => {
 
 describe("the text form", () => {
   it("parses what it prints: parseRule(printRule(r)) is normalize(r), and printing again is stable", () =>
-    fc.assert(fc.property(rule, (r) => {
-      const text = printRule(r)
-      const parsed = parseRule(text)
-      assert.isTrue(Result.isSuccess(parsed), text)
-      if (Result.isSuccess(parsed)) {
-        assert.deepStrictEqual(parsed.success, normalize(r))
-        assert.strictEqual(printRule(parsed.success), text)
-      }
-    })))
+    fc.assert(
+      fc.property(rule, (r) => {
+        const text = printRule(r)
+        const parsed = parseRule(text)
+        assert.isTrue(Result.isSuccess(parsed), text)
+        if (Result.isSuccess(parsed)) {
+          assert.deepStrictEqual(parsed.success, normalize(r))
+          assert.strictEqual(printRule(parsed.success), text)
+        }
+      })
+    ))
 
   it("the JSON form round-trips exactly", () =>
-    fc.assert(fc.property(rule, (r) => {
-      const back = readRule(ruleJson(r))
-      assert.isTrue(Result.isSuccess(back))
-      if (Result.isSuccess(back)) assert.deepStrictEqual(back.success, r)
-    })))
+    fc.assert(
+      fc.property(rule, (r) => {
+        const back = readRule(ruleJson(r))
+        assert.isTrue(Result.isSuccess(back))
+        if (Result.isSuccess(back)) assert.deepStrictEqual(back.success, r)
+      })
+    ))
 
   it.each([
     [
-      "categories = \"astro-ph\" and not title ^= \"Erratum\"",
+      'categories = "astro-ph" and not title ^= "Erratum"',
       all([eq("categories", "astro-ph"), not(startsWith("title", "Erratum"))])
     ],
     ["categories=astro-ph.GA", eq("categories", "astro-ph.GA")],
@@ -169,8 +178,8 @@ describe("the text form", () => {
     ["(title = a or title = b) and body = c", all([anyOf([eq("title", "a"), eq("title", "b")]), eq("body", "c")])],
     ["not title = a and body = c", all([not(eq("title", "a")), eq("body", "c")])],
     ["doc_id != 'it\\'s'", not(eq("doc_id", "it's"))],
-    ["abstract ^= \"C:\\notes\"", startsWith("body", "C:\\notes")],
-    ["doc_id IN (a, \"b c\") AND NOT len(body) > 100", all([isIn("doc_id", ["a", "b c"]), not(lenGt("body", 100))])],
+    ['abstract ^= "C:\\notes"', startsWith("body", "C:\\notes")],
+    ['doc_id IN (a, "b c") AND NOT len(body) > 100', all([isIn("doc_id", ["a", "b c"]), not(lenGt("body", 100))])],
     ["doc_id in ()", isIn("doc_id", [])],
     ["source under notes/2024", under("notes/2024")],
     ["true", keepAll],
@@ -179,25 +188,25 @@ describe("the text form", () => {
     assert.deepStrictEqual(readRule(text), Result.succeed(expected))
   })
 
-  const condition = "a condition: a field (doc_id, title, body, categories or source), \"not\", \"len(\" or \"(\""
-  const andOr = "\"and\", \"or\" or the end of the rule"
+  const condition = 'a condition: a field (doc_id, title, body, categories or source), "not", "len(" or "("'
+  const andOr = '"and", "or" or the end of the rule'
   it.each([
-    ["", "column 1: expected a rule, such as categories = \"cs.AI\", found nothing"],
+    ["", 'column 1: expected a rule, such as categories = "cs.AI", found nothing'],
     ["tittle = x", `column 1: expected ${condition}, found the word "tittle"`],
     ["title = ", "column 9: expected a value after = (a word, or text in quotes), found the end of the rule"],
-    ["title = \"abc", "column 9: expected a closing \" for the text that starts there, found the end of the rule"],
-    ["title x", "column 7: expected an operator after title: =, !=, ^= or in, found the word \"x\""],
-    ["(title = a", "column 11: expected \"and\", \"or\" or \")\", found the end of the rule"],
+    ['title = "abc', 'column 9: expected a closing " for the text that starts there, found the end of the rule'],
+    ["title x", 'column 7: expected an operator after title: =, !=, ^= or in, found the word "x"'],
+    ["(title = a", 'column 11: expected "and", "or" or ")", found the end of the rule'],
     ["title = a)", `column 10: expected ${andOr}, found ")"`],
     ["title = a b", `column 11: expected ${andOr}, found the word "b"`],
-    ["source = x", "column 8: expected under after source, as in source under \"notes/2024\", found \"=\""],
-    ["source under \"\"", "column 14: expected a file or folder after under, found empty text"],
-    ["len(title) > -1", "column 14: expected a whole number after len(title) >, found the word \"-1\""],
+    ["source = x", 'column 8: expected under after source, as in source under "notes/2024", found "="'],
+    ['source under ""', "column 14: expected a file or folder after under, found empty text"],
+    ["len(title) > -1", 'column 14: expected a whole number after len(title) >, found the word "-1"'],
     [
       "len(source) > 1",
-      "column 5: expected a field of text or labels (doc_id, title, body or categories), found the word \"source\""
+      'column 5: expected a field of text or labels (doc_id, title, body or categories), found the word "source"'
     ],
-    ["doc_id in (a b)", "column 14: expected \",\" or \")\" in the list of values, found the word \"b\""],
+    ["doc_id in (a b)", 'column 14: expected "," or ")" in the list of values, found the word "b"'],
     ["😀 title = x", `column 1: expected ${condition}, found the word "😀"`],
     ["title = 😀 x", `column 11: expected ${andOr}, found the word "x"`]
   ] as const)("refuses %s with one line saying where and what", (text, message) => {
@@ -213,7 +222,7 @@ describe("the text form", () => {
     const result = readRule(`{"_tag":"Eq","field":"cat","value":"x"}`)
     assert.deepStrictEqual(
       Result.isFailure(result) ? result.failure.message : "",
-      "invalid rule in JSON: Expected \"doc_id\" | \"title\" | \"body\" | \"categories\" at [\"field\"]"
+      'invalid rule in JSON: Expected "doc_id" | "title" | "body" | "categories" at ["field"]'
     )
   })
 
@@ -237,16 +246,18 @@ describe("labels", () => {
   it("null has no labels", () => assert.deepStrictEqual(labelsOf(null), []))
 
   it("joinLabels is undone by labelsOf for labels without semicolons", () =>
-    fc.assert(fc.property(
-      fc.uniqueArray(
-        fc.string({ unit: fc.constantFrom("a", "b", " ", ",", "\t", "é"), minLength: 1, maxLength: 4 }),
-        { maxLength: 4 }
-      ),
-      (labels) => {
-        const trimmed = [...new Set(labels.map((l) => l.trim()).filter((l) => l !== ""))]
-        assert.deepStrictEqual(labelsOf(joinLabels(labels)), trimmed)
-      }
-    )))
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(
+          fc.string({ unit: fc.constantFrom("a", "b", " ", ",", "\t", "é"), minLength: 1, maxLength: 4 }),
+          { maxLength: 4 }
+        ),
+        (labels) => {
+          const trimmed = [...new Set(labels.map((l) => l.trim()).filter((l) => l !== ""))]
+          assert.deepStrictEqual(labelsOf(joinLabels(labels)), trimmed)
+        }
+      )
+    ))
 
   it("plain labels join with spaces, as arXiv writes them", () => {
     assert.strictEqual(joinLabels(["cs.LG", "stat.ML"]), "cs.LG stat.ML")

@@ -6,17 +6,18 @@ import { writeFileAtomic } from "../src/services/AtomicFile.ts"
 
 describe("writeFileAtomic", () => {
   it.effect("replaces the file and leaves nothing else in its directory", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-atomic-" })
       yield* writeFileAtomic(`${dir}/out.jsonl`, "old\n")
       yield* writeFileAtomic(`${dir}/out.jsonl`, "new\n")
       assert.strictEqual(yield* fs.readFileString(`${dir}/out.jsonl`), "new\n")
       assert.deepStrictEqual(yield* fs.readDirectory(dir), ["out.jsonl"])
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it.effect("fails with OutputFailure and keeps the old content when the rename cannot happen", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-atomic-" })
       // A directory in the target's place: the temporary file is written, the rename over it fails.
@@ -25,11 +26,13 @@ describe("writeFileAtomic", () => {
       assert.strictEqual(error._tag, "OutputFailure")
       assert.deepStrictEqual(yield* fs.readDirectory(dir), ["taken"])
       assert.deepStrictEqual(yield* fs.readDirectory(`${dir}/taken`), ["inner"])
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it.effect("fails with OutputFailure naming a missing directory", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(writeFileAtomic("/no/such/dir/out.jsonl", "x"))
       assert.strictEqual(error.message, "cannot write /no/such/dir/out.jsonl: the folder /no/such/dir does not exist")
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 })

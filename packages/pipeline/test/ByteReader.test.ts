@@ -1,9 +1,9 @@
 /** The incremental readers of CSV and JSONL bytes: any cut into pieces gives the records of the whole-text parsers. */
 import { assert, describe, it } from "@effect/vitest"
+import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
 import fc from "fast-check"
-import type { RawDoc } from "@funcpipe/domain/Document"
-import type { BadRecord } from "../src/stages/BadRecord.ts"
+import type { BadRecord } from "../src/stages/read/BadRecord.ts"
 import {
   BINARY_FILE,
   type ByteReader,
@@ -12,9 +12,9 @@ import {
   type LineResult,
   NOT_UTF8,
   sniffBinary
-} from "../src/stages/ByteReader.ts"
-import { csvReader, csvRecords, csvSplitter, parseCsvDocs } from "../src/stages/Csv.ts"
-import { jsonlReader, LINE_HAS_NUL, LINE_NOT_UTF8, parseJsonlDocs } from "../src/stages/Jsonl.ts"
+} from "../src/stages/read/ByteReader.ts"
+import { csvReader, csvRecords, csvSplitter, parseCsvDocs } from "../src/stages/read/Csv.ts"
+import { jsonlReader, LINE_HAS_NUL, LINE_NOT_UTF8, parseJsonlDocs } from "../src/stages/read/Jsonl.ts"
 
 const encode = (text: string) => new TextEncoder().encode(text)
 const bytesOf = (...parts: ReadonlyArray<string | ReadonlyArray<number>>) =>
@@ -53,33 +53,37 @@ const sizes = fc.array(fc.integer({ min: 1, max: 13 }), { minLength: 1, maxLengt
 const bom = fc.constantFrom("", "\ufeff")
 
 describe("jsonlReader", () => {
-  const text = fc.string({ unit: fc.constantFrom("a", "é", "😀", "中", " ", "\"", "\\", "\u2028"), maxLength: 8 })
+  const text = fc.string({ unit: fc.constantFrom("a", "é", "😀", "中", " ", '"', "\\", "\u2028"), maxLength: 8 })
   const line = fc.oneof(
-    fc.record({ id: fc.oneof(text, fc.integer()), title: text, text, categories: fc.array(text, { maxLength: 2 }) })
+    fc
+      .record({ id: fc.oneof(text, fc.integer()), title: text, text, categories: fc.array(text, { maxLength: 2 }) })
       .map((o) => JSON.stringify(o)),
     fc.record({ doc_id: text, abstract: fc.constant(null), body: text }).map((o) => JSON.stringify(o)),
-    fc.string({ unit: fc.constantFrom("{", "}", "[", "]", "\"", ":", ",", "1", "a", "é", " ", "\r"), maxLength: 8 })
+    fc.string({ unit: fc.constantFrom("{", "}", "[", "]", '"', ":", ",", "1", "a", "é", " ", "\r"), maxLength: 8 })
   )
   const eol = fc.constantFrom("\n", "\r\n")
-  const document = fc.tuple(bom, fc.array(fc.tuple(line, eol), { maxLength: 8 }), fc.option(line)).map(
-    ([mark, lines, last]) => mark + lines.map(([l, e]) => l + e).join("") + (last ?? "")
-  )
+  const document = fc
+    .tuple(bom, fc.array(fc.tuple(line, eol), { maxLength: 8 }), fc.option(line))
+    .map(([mark, lines, last]) => mark + lines.map(([l, e]) => l + e).join("") + (last ?? ""))
 
   it("gives the records of parseJsonlDocs however the bytes are cut, characters and CRLF split included", () => {
-    fc.assert(fc.property(document, sizes, (content, cuts) => {
-      const expected = summarize(parseJsonlDocs(content.replace(/^\ufeff/, ""), "in.jsonl"))
-      assert.deepStrictEqual(summarize(feed(jsonlReader("in.jsonl"), encode(content), cuts)), expected)
-      assert.deepStrictEqual(summarize(feed(jsonlReader("in.jsonl"), encode(content), [7])), expected)
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(document, sizes, (content, cuts) => {
+        const expected = summarize(parseJsonlDocs(content.replace(/^\ufeff/, ""), "in.jsonl"))
+        assert.deepStrictEqual(summarize(feed(jsonlReader("in.jsonl"), encode(content), cuts)), expected)
+        assert.deepStrictEqual(summarize(feed(jsonlReader("in.jsonl"), encode(content), [7])), expected)
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it("skips a line that is not UTF-8 or holds a NUL byte, and reads the lines around it", () => {
     const bytes = bytesOf(
-      "{\"id\":\"a\",\"text\":\"é\"}\n{\"id\":\"b\",\"text\":\"",
+      '{"id":"a","text":"é"}\n{"id":"b","text":"',
       [0xff, 0xfe],
-      "\"}\r\n{\"id\":\"c\",\"text\":\"",
+      '"}\r\n{"id":"c","text":"',
       [0],
-      "\"}\n{\"id\":\"d\",\"text\":\"😀\"}"
+      '"}\n{"id":"d","text":"😀"}'
     )
     for (const cuts of [[bytes.length], [7], [1, 2, 3]]) {
       assert.deepStrictEqual(summarize(feed(jsonlReader("x.jsonl"), bytes, cuts)), [
@@ -106,25 +110,28 @@ describe("jsonlReader", () => {
 })
 
 describe("csvSplitter", () => {
-  const csv = fc.string({ unit: fc.constantFrom("a", "é", "😀", ",", "\"", "\n", "\r", "\r\n", " "), maxLength: 40 })
+  const csv = fc.string({ unit: fc.constantFrom("a", "é", "😀", ",", '"', "\n", "\r", "\r\n", " "), maxLength: 40 })
 
   it("gives the records of csvRecords however the text is cut, between \\r and \\n included", () => {
-    fc.assert(fc.property(csv, fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 6 }), (text, cuts) => {
-      const splitter = csvSplitter()
-      const records = []
-      let at = 0
-      for (const cut of [...cuts].sort((a, b) => a - b)) {
-        records.push(...splitter.push(text.slice(at, Math.max(at, cut))))
-        at = Math.max(at, cut)
-      }
-      records.push(...splitter.push(text.slice(at)), ...splitter.end())
-      assert.deepStrictEqual(records, csvRecords(text))
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(csv, fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 6 }), (text, cuts) => {
+        const splitter = csvSplitter()
+        const records = []
+        let at = 0
+        for (const cut of [...cuts].sort((a, b) => a - b)) {
+          records.push(...splitter.push(text.slice(at, Math.max(at, cut))))
+          at = Math.max(at, cut)
+        }
+        records.push(...splitter.push(text.slice(at)), ...splitter.end())
+        assert.deepStrictEqual(records, csvRecords(text))
+      }),
+      { numRuns: 500 }
+    )
   })
 
   it("stops at a record longer than the limit", () => {
     const splitter = csvSplitter(10)
-    const records = [...splitter.push("a,b\n\"0123456789"), ...splitter.push("abc\",d\ne,f\n"), ...splitter.end()]
+    const records = [...splitter.push('a,b\n"0123456789'), ...splitter.push('abc",d\ne,f\n'), ...splitter.end()]
     assert.deepStrictEqual(records, [
       { line: 1, fields: Result.succeed(["a", "b"]) },
       {
@@ -145,25 +152,24 @@ describe("csvReader", () => {
     "title,doc_id,categories,abstract",
     "doc_id,title,body"
   )
-  const unit = fc.constantFrom("a", "1", "é", "😀", ",", "\"", "\n", "\r", "\r\n", " ")
+  const unit = fc.constantFrom("a", "1", "é", "😀", ",", '"', "\n", "\r", "\r\n", " ")
   const body = fc.string({ unit, maxLength: 60 })
   const eol = fc.constantFrom("\n", "\r\n", "\r")
   const document = fc.tuple(bom, header, eol, body).map(([mark, h, e, b]) => `${mark}${h}${e}${b}`)
 
   it("gives the records of parseCsvDocs however the bytes are cut, characters and CRLF split included", () => {
-    fc.assert(fc.property(document, sizes, (content, cuts) => {
-      const expected = summarize(parseCsvDocs(content.replace(/^\ufeff/, ""), "in.csv"))
-      assert.deepStrictEqual(summarize(feed(csvReader("in.csv"), encode(content), cuts)), expected)
-      assert.deepStrictEqual(summarize(feed(csvReader("in.csv"), encode(content), [7])), expected)
-    }), { numRuns: 300 })
+    fc.assert(
+      fc.property(document, sizes, (content, cuts) => {
+        const expected = summarize(parseCsvDocs(content.replace(/^\ufeff/, ""), "in.csv"))
+        assert.deepStrictEqual(summarize(feed(csvReader("in.csv"), encode(content), cuts)), expected)
+        assert.deepStrictEqual(summarize(feed(csvReader("in.csv"), encode(content), [7])), expected)
+      }),
+      { numRuns: 300 }
+    )
   })
 
   it("reads the rows before bytes that are not UTF-8 and ends the file there with the line", () => {
-    const bytes = bytesOf(
-      "doc_id,title,abstract,categories\r\n1,T,\"é\r\nx\",c\r\n2,T,",
-      [0xc3, 0x28],
-      ",c\n3,T,A,c\n"
-    )
+    const bytes = bytesOf('doc_id,title,abstract,categories\r\n1,T,"é\r\nx",c\r\n2,T,', [0xc3, 0x28], ",c\n3,T,A,c\n")
     for (const cuts of [[bytes.length], [7], [1]]) {
       const reader = csvReader("x.csv")
       assert.deepStrictEqual(summarize(feed(reader, bytes, cuts)), [
@@ -187,7 +193,7 @@ describe("csvReader", () => {
 
 describe("sniffBinary", () => {
   it("makes a file with a NUL byte in its head one bad record, however the head arrives", () => {
-    const utf16 = Uint8Array.from([0xff, 0xfe, ...[..."{\"id\":1}\n"].flatMap((c) => [c.charCodeAt(0), 0])])
+    const utf16 = Uint8Array.from([0xff, 0xfe, ...[...'{"id":1}\n'].flatMap((c) => [c.charCodeAt(0), 0])])
     for (const cuts of [[utf16.length], [1], [3]]) {
       const reader = sniffBinary(jsonlReader("w.jsonl"), "w.jsonl", 16)
       assert.deepStrictEqual(summarize(feed(reader, utf16, cuts)), [["bad", "w.jsonl", 0, BINARY_FILE]])
@@ -196,12 +202,12 @@ describe("sniffBinary", () => {
   })
 
   it("passes a file through when the NUL comes after the head, and a short file as it is", () => {
-    const bytes = bytesOf("{\"id\":\"a\",\"text\":\"1\"}\n{\"id\":\"b\",\"text\":\"", [0], "\"}\n")
+    const bytes = bytesOf('{"id":"a","text":"1"}\n{"id":"b","text":"', [0], '"}\n')
     assert.deepStrictEqual(summarize(feed(sniffBinary(jsonlReader("x.jsonl"), "x.jsonl", 16), bytes, [5])), [
       ["doc", "a", "", "1", null],
       ["bad", "x.jsonl", 2, LINE_HAS_NUL]
     ])
-    const short = encode("{\"id\":3,\"body\":\"b\"}")
+    const short = encode('{"id":3,"body":"b"}')
     assert.deepStrictEqual(summarize(feed(sniffBinary(jsonlReader("x.jsonl"), "x.jsonl"), short, [4])), [
       ["doc", "3", "", "b", null]
     ])
@@ -220,16 +226,22 @@ describe("completeUtf8Length", () => {
 
 describe("the line of each document", () => {
   it("is the line a JSONL record is on, blank and bad lines counted, however the bytes are cut", () => {
-    const bytes = bytesOf("{\"id\":\"a\",\"text\":\"1\"}\n\n{\"id\":", [0xff], "}\r\n{\"id\":\"b\",\"text\":\"2\"}")
+    const bytes = bytesOf('{"id":"a","text":"1"}\n\n{"id":', [0xff], '}\r\n{"id":"b","text":"2"}')
     for (const cuts of [[bytes.length], [1], [6]]) {
-      assert.deepStrictEqual(linesOf(feed(jsonlReader("x.jsonl"), bytes, cuts)), [["a", 1], ["b", 4]])
+      assert.deepStrictEqual(linesOf(feed(jsonlReader("x.jsonl"), bytes, cuts)), [
+        ["a", 1],
+        ["b", 4]
+      ])
     }
   })
 
   it("is the line a CSV row starts on, when quoted fields hold line breaks", () => {
-    const bytes = encode("doc_id,title,abstract,categories\n1,T,\"two\nlines\",c\n\n2,T,A,c\n")
+    const bytes = encode('doc_id,title,abstract,categories\n1,T,"two\nlines",c\n\n2,T,A,c\n')
     for (const cuts of [[bytes.length], [1], [5]]) {
-      assert.deepStrictEqual(linesOf(feed(csvReader("x.csv"), bytes, cuts)), [["1", 2], ["2", 5]])
+      assert.deepStrictEqual(linesOf(feed(csvReader("x.csv"), bytes, cuts)), [
+        ["1", 2],
+        ["2", 5]
+      ])
     }
   })
 })

@@ -2,12 +2,13 @@
  * Nothing lost: a real indexing process killed with SIGKILL mid-transaction leaves the previous index intact, in a
  * SQLite file and in PostgreSQL (where `FUNCPIPE_TEST_PG` names a server).
  */
-import { NodeServices } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, FileSystem, Layer } from "effect"
+
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { Effect, Fiber, FileSystem, Layer } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
@@ -17,104 +18,141 @@ import { IndexStore } from "../src/services/IndexStore.ts"
 import { describePg, freshSchema, writeLocks } from "./PgFixture.ts"
 
 const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
-const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(120), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+const chunker = new ChunkerConfig({
+  chunkSize: ChunkSize.make(120),
+  overlap: Overlap.make(0),
+  tailPolicy: "emit_short"
+})
 
 /** A JSONL corpus of `count` documents of about 4,000 characters; `version` changes every body. */
 const corpus = (count: number, version: string) =>
-  Array.from({ length: count }, (_, i) =>
+  `${Array.from({ length: count }, (_, i) =>
     JSON.stringify({
       id: `doc-${i}`,
       title: `Document ${i}`,
-      text: Array.from({ length: 80 }, (_, s) => `Sentence ${s} of document ${i}, ${version}, with some words.`).join(" ")
-    })).join("\n") + "\n"
+      text: Array.from({ length: 80 }, (_, s) => `Sentence ${s} of document ${i}, ${version}, with some words.`).join(
+        " "
+      )
+    })
+  ).join("\n")}\n`
 
 /** Starts the child, waits until it says it is inside its write, kills it with SIGKILL, and resolves its signal. */
 const runUntilKilled = (indexFile: string, corpusFile: string, stopAfter: number) =>
   Effect.callback<string, Error>((resume) => {
-    const proc = spawn(process.execPath, [child, indexFile, corpusFile, String(stopAfter)], { stdio: ["ignore", "pipe", "pipe"] })
+    const proc = spawn(process.execPath, [child, indexFile, corpusFile, String(stopAfter)], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stderr = ""
     proc.stderr.on("data", (data: Buffer) => void (stderr += data.toString()))
     proc.stdout.on("data", (data: Buffer) => {
       if (data.toString().includes("mid-run")) proc.kill("SIGKILL")
     })
     proc.on("exit", (code, signal) =>
-      resume(signal === "SIGKILL" ? Effect.succeed(signal) : Effect.fail(new Error(`child exited with ${code}: ${stderr}`))))
+      resume(
+        signal === "SIGKILL" ? Effect.succeed(signal) : Effect.fail(new Error(`child exited with ${code}: ${stderr}`))
+      )
+    )
   })
 
-const Base = Layer.mergeAll(Embedder.layerLocalSha256, DocumentSource.layer).pipe(Layer.provideMerge(NodeServices.layer))
+const Base = Layer.mergeAll(Embedder.layerLocalSha256, DocumentSource.layer).pipe(
+  Layer.provideMerge(NodeServices.layer)
+)
 
 const snapshot = (indexFile: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const answers = yield* Effect.forEach(
       ["sentence 3 of document 17, v1, with some", "document 299", "with some words."],
-      (q) => Effect.map(queryIndex(q, 10), (r) => r.results.map((x) => [x.score, x.chunk.docId, x.chunk.start, x.chunk.text]))
+      (q) =>
+        Effect.map(queryIndex(q, 10), (r) =>
+          r.results.map((x) => [x.score, x.chunk.docId, x.chunk.start, x.chunk.text])
+        )
     )
     const store = yield* IndexStore
     return { answers, manifest: yield* store.manifest, documents: yield* store.documents }
   }).pipe(Effect.provide(layerIndexStore(indexFile)))
 
 describe("crash safety", () => {
-  it.effect("a SIGKILL in the middle of re-indexing megabytes of documents leaves the index as it was", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
-      const indexFile = `${dir}/index.db`
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(300, "v1"))
-      yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
-      const before = yield* snapshot(indexFile)
-      assert.strictEqual(before.documents.length, 300)
+  it.effect(
+    "a SIGKILL in the middle of re-indexing megabytes of documents leaves the index as it was",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
+        const indexFile = `${dir}/index.db`
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(300, "v1"))
+        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+        const before = yield* snapshot(indexFile)
+        assert.strictEqual(before.documents.length, 300)
 
-      // Every document changes, so the killed run had rewritten most of the index inside its transaction.
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(400, "v2"))
-      const signal = yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 5)
-      assert.strictEqual(signal, "SIGKILL")
-      // The killed run was inside its write transaction (it stalls in the embedder, which runs inside it); what it had
-      // written is in the write-ahead log or still in memory, and neither may show.
-      assert.isTrue(yield* fs.exists(`${indexFile}-wal`), "the killed run had opened the index for writing")
+        // Every document changes, so the killed run had rewritten most of the index inside its transaction.
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(400, "v2"))
+        const signal = yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 5)
+        assert.strictEqual(signal, "SIGKILL")
+        // The killed run was inside its write transaction (it stalls in the embedder, which runs inside it); what it had
+        // written is in the write-ahead log or still in memory, and neither may show.
+        assert.isTrue(yield* fs.exists(`${indexFile}-wal`), "the killed run had opened the index for writing")
 
-      const after = yield* snapshot(indexFile)
-      assert.deepStrictEqual(after, before)
+        const after = yield* snapshot(indexFile)
+        assert.deepStrictEqual(after, before)
 
-      // And the index still takes the next run normally.
-      const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
-      assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [100, 300])
-    }).pipe(Effect.provide(Base)), 120_000)
+        // And the index still takes the next run normally.
+        const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(
+          Effect.provide(IndexStore.layerSqlite(indexFile))
+        )
+        assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [100, 300])
+      }).pipe(Effect.provide(Base)),
+    120_000
+  )
 
-  it.effect("a SIGKILL during the very first run leaves no index rather than half of one", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(500, "v1"))
-      yield* runUntilKilled(`${dir}/index.db`, `${dir}/corpus.jsonl`, 3)
-      const error = yield* Effect.flip(queryIndex("anything", 3).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`))))
-      assert.strictEqual(error._tag, "IndexMissing")
-    }).pipe(Effect.provide(Base)), 60_000)
+  it.effect(
+    "a SIGKILL during the very first run leaves no index rather than half of one",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(500, "v1"))
+        yield* runUntilKilled(`${dir}/index.db`, `${dir}/corpus.jsonl`, 3)
+        const error = yield* Effect.flip(
+          queryIndex("anything", 3).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`)))
+        )
+        assert.strictEqual(error._tag, "IndexMissing")
+      }).pipe(Effect.provide(Base)),
+    60_000
+  )
 })
 
 describePg("crash safety in PostgreSQL", () => {
-  it.effect("a SIGKILL in the middle of re-indexing leaves the index as it was, and frees the write lock", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
-      const { schema, url } = yield* freshSchema
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(150, "v1"))
-      yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerIndexStore(url)))
-      const before = yield* snapshot(url)
-      assert.strictEqual(before.documents.length, 150)
+  it.effect(
+    "a SIGKILL in the middle of re-indexing leaves the index as it was, and frees the write lock",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
+        const { schema, url } = yield* freshSchema
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(150, "v1"))
+        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerIndexStore(url)))
+        const before = yield* snapshot(url)
+        assert.strictEqual(before.documents.length, 150)
 
-      yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(200, "v2"))
-      // While the child waits to be killed it holds the index's write lock: it was inside its write transaction.
-      const locked = yield* Effect.forkChild(Effect.gen(function*() {
-        while ((yield* writeLocks(schema, true)) === 0) yield* Effect.yieldNow
-      }))
-      const signal = yield* runUntilKilled(url, `${dir}/corpus.jsonl`, 2)
-      assert.strictEqual(signal, "SIGKILL")
-      yield* Fiber.join(locked)
-      assert.strictEqual(yield* writeLocks(schema, true), 0, "the server let go of the dead run's lock")
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(200, "v2"))
+        // While the child waits to be killed it holds the index's write lock: it was inside its write transaction.
+        const locked = yield* Effect.forkChild(
+          Effect.gen(function* () {
+            while ((yield* writeLocks(schema, true)) === 0) yield* Effect.yieldNow
+          })
+        )
+        const signal = yield* runUntilKilled(url, `${dir}/corpus.jsonl`, 2)
+        assert.strictEqual(signal, "SIGKILL")
+        yield* Fiber.join(locked)
+        assert.strictEqual(yield* writeLocks(schema, true), 0, "the server let go of the dead run's lock")
 
-      assert.deepStrictEqual(yield* snapshot(url), before)
-      // The server rolled the dead run back: the next run goes ahead.
-      const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerIndexStore(url)))
-      assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [50, 150])
-    }).pipe(Effect.provide(Base)), 120_000)
+        assert.deepStrictEqual(yield* snapshot(url), before)
+        // The server rolled the dead run back: the next run goes ahead.
+        const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(
+          Effect.provide(layerIndexStore(url))
+        )
+        assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [50, 150])
+      }).pipe(Effect.provide(Base)),
+    120_000
+  )
 })

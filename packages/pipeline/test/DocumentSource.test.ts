@@ -7,7 +7,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 const TestLayer = DocumentSource.layer.pipe(Layer.provideMerge(NodeServices.layer))
 
 /** Writes `files` (relative path → text or bytes) under a fresh temporary directory and returns its path. */
-const tree = Effect.fn("tree")(function*(files: Record<string, string | Uint8Array>) {
+const tree = Effect.fn("tree")(function* (files: Record<string, string | Uint8Array>) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-source-" })
@@ -26,7 +26,7 @@ const TinyLayer = DocumentSource.layerWith({ chunkBytes: 7, maxTextFileBytes: 16
 )
 
 const readAll = (paths: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const source = yield* DocumentSource
     return yield* Stream.runCollect(source.read(paths))
   })
@@ -37,7 +37,7 @@ const summarize = (
 
 describe("DocumentSource", () => {
   it.effect("walks a directory in sorted order with relative doc ids and reads CSV and JSONL inside it", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({
         "b.md": "# Bee\nbody b",
         "a/z.txt": "plain z",
@@ -46,23 +46,25 @@ describe("DocumentSource", () => {
         "node_modules/m.md": "dependency",
         "notes.pdf": "ignored kind",
         "rows.csv": "doc_id,title,abstract,categories\nr1,T,A,c\n",
-        "lines.jsonl": "{\"id\":\"j1\",\"text\":\"J\"}\n"
+        "lines.jsonl": '{"id":"j1","text":"J"}\n'
       })
       const records = yield* readAll([root])
       assert.deepStrictEqual(summarize(records), ["a/y.md", "a/z.txt", "b.md", "j1", "r1"])
       const bee = records.find((r) => Result.isSuccess(r) && r.success.doc.docId === "b.md")
       assert.strictEqual(bee && Result.isSuccess(bee) ? bee.success.doc.title : "", "Bee")
       assert.strictEqual(bee && Result.isSuccess(bee) ? bee.success.source : "", `${root}/b.md`)
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("names a text file given directly by its file name", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({ "deep/dir/note.md": "x" })
       assert.deepStrictEqual(summarize(yield* readAll([`${root}/deep/dir/note.md`])), ["note.md"])
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("skips binary and non-UTF-8 files with a reason and goes on", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({
         "a.md": "fine",
         "b.txt": new Uint8Array([0x68, 0x00, 0x69]),
@@ -78,26 +80,29 @@ describe("DocumentSource", () => {
       ])
       const bom = records[3]!
       assert.strictEqual(Result.isSuccess(bom) ? bom.success.doc.body : "", "fine too")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("reports a bad CSV row with file and line while good rows flow, quoted newlines included", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({
-        "docs.csv": "title,doc_id,categories,abstract\r\nT,1,c,\"two\r\nlines\"\r\nT,2,c,x,EXTRA\r\nT,3,c,y\r\n"
+        "docs.csv": 'title,doc_id,categories,abstract\r\nT,1,c,"two\r\nlines"\r\nT,2,c,x,EXTRA\r\nT,3,c,y\r\n'
       })
       const file = `${root}/docs.csv`
       const records = yield* readAll([file])
       assert.deepStrictEqual(summarize(records), ["1", `! ${file}:4: the row has 5 cells but the header has 4`, "3"])
       assert.strictEqual(Result.isSuccess(records[0]!) ? records[0].success.doc.body : "", "two\r\nlines")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("reads CSV and JSONL 7 bytes at a time into the records of a whole read", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({
-        "a.jsonl": "\ufeff{\"id\":\"j1\",\"text\":\"café 😀\"}\r\n\r\n" +
-          "{\"id\":2,\"body\":\"中文\",\"categories\":[\"x\",\"y\"]}\r\n[1]\n{\"id\":\"j3\",\"text\":\"€\"}",
-        "b.csv": "\ufeffdoc_id,title,abstract,categories\r\n" +
-          "c1,Été,\"deux\r\nlignes 😀\",x\r\nc2,T,€,\r\n\r\nc3,T\r\n"
+        "a.jsonl":
+          '\ufeff{"id":"j1","text":"café 😀"}\r\n\r\n' +
+          '{"id":2,"body":"中文","categories":["x","y"]}\r\n[1]\n{"id":"j3","text":"€"}',
+        "b.csv":
+          "\ufeffdoc_id,title,abstract,categories\r\n" + 'c1,Été,"deux\r\nlignes 😀",x\r\nc2,T,€,\r\n\r\nc3,T\r\n'
       })
       const whole = summarize(yield* readAll([root]))
       assert.deepStrictEqual(whole, [
@@ -113,15 +118,16 @@ describe("DocumentSource", () => {
       assert.deepStrictEqual(summarize(tiny), whole)
       const c1 = tiny[4]!
       assert.strictEqual(Result.isSuccess(c1) ? c1.success.doc.body : "", "deux\r\nlignes 😀")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("skips a JSONL line that is not UTF-8 and reads the other lines", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({
         "docs.jsonl": new Uint8Array([
-          ...new TextEncoder().encode("{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"b\",\"text\":\""),
+          ...new TextEncoder().encode('{"id":"a","text":"x"}\n{"id":"b","text":"'),
           0xe9,
-          ...new TextEncoder().encode("\"}\n{\"id\":\"c\",\"text\":\"z\"}\n")
+          ...new TextEncoder().encode('"}\n{"id":"c","text":"z"}\n')
         ])
       })
       const file = `${root}/docs.jsonl`
@@ -132,73 +138,83 @@ describe("DocumentSource", () => {
       ]
       assert.deepStrictEqual(summarize(yield* readAll([file])), expected)
       assert.deepStrictEqual(summarize(yield* readAll([file]).pipe(Effect.provide(TinyLayer))), expected)
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("skips a UTF-16 (NUL-holding) JSONL file as a whole", () =>
-    Effect.gen(function*() {
-      const utf16 = [..."{\"id\":\"a\",\"text\":\"x\"}\n"].flatMap((c) => [c.charCodeAt(0), 0])
+    Effect.gen(function* () {
+      const utf16 = [...'{"id":"a","text":"x"}\n'].flatMap((c) => [c.charCodeAt(0), 0])
       const root = yield* tree({ "w.jsonl": new Uint8Array([0xff, 0xfe, ...utf16, ...utf16]) })
       assert.deepStrictEqual(summarize(yield* readAll([root]).pipe(Effect.provide(TinyLayer))), [
         "! w.jsonl: a binary file (it contains NUL bytes), skipped"
       ])
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("skips a text file over the size limit with a reason", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({ "big.md": "# Big\nmore than sixteen bytes", "small.md": "# Small\nok" })
       assert.deepStrictEqual(summarize(yield* readAll([root]).pipe(Effect.provide(TinyLayer))), [
         "! big.md: larger than 16 bytes, skipped; split it or convert it to JSONL to index it",
         "small.md"
       ])
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("sizes the files it would read", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({ "a.md": "12345", "sub/b.jsonl": "123", ".hidden/c.md": "1234567", "d.pdf": "12" })
       const source = yield* DocumentSource
       // a.md is named twice but counted once, as it is read once.
       assert.strictEqual(yield* source.size([root, `${root}/a.md`]), 8)
       const error = yield* Effect.flip(source.size([`${root}/d.pdf`]))
       assert.strictEqual(error._tag, "UnsupportedSource")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("fails with SourceMissing for a path that does not exist", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(readAll(["/definitely/not/here"]))
       assert.strictEqual(error._tag, "SourceMissing")
       assert.strictEqual(error.message, "nothing at /definitely/not/here: check the path")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("fails with NoDocuments for a directory with nothing to read", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({ "image.png": "not text", ".git/config": "x" })
       const error = yield* Effect.flip(readAll([root]))
       assert.strictEqual(error._tag, "NoDocuments")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("fails with UnsupportedSource for a file of another kind", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({ "paper.pdf": "%PDF" })
       const error = yield* Effect.flip(readAll([`${root}/paper.pdf`]))
       assert.strictEqual(error._tag, "UnsupportedSource")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("keeps the records already read when a later path is missing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({ "a.md": "one" })
       const source = yield* DocumentSource
       const seen: Array<string> = []
       const error = yield* Effect.flip(
-        source.read([root, "/missing/too"]).pipe(
-          Stream.runForEach((r) => Effect.sync(() => seen.push(Result.isSuccess(r) ? r.success.doc.docId : "bad")))
-        )
+        source
+          .read([root, "/missing/too"])
+          .pipe(
+            Stream.runForEach((r) => Effect.sync(() => seen.push(Result.isSuccess(r) ? r.success.doc.docId : "bad")))
+          )
       )
       assert.deepStrictEqual(seen, [`${root.slice(root.lastIndexOf("/") + 1)}/a.md`])
       assert.strictEqual(error._tag, "SourceMissing")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("keeps the doc ids of several paths apart with each path's name, the same every run", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const root = yield* tree({
         "projA/README.md": "a",
         "projB/README.md": "b",
@@ -221,10 +237,11 @@ describe("DocumentSource", () => {
       ])
       // One path keeps the plain relative ids, and a path named twice is read once.
       assert.deepStrictEqual(summarize(yield* readAll([`${root}/projA`, `${root}/projA/`])), ["README.md"])
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("follows a link back up the tree once, reports the loop, and reads each file once", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const root = yield* tree({ "a/note.md": "n", "b.md": "b" })
       yield* fs.symlink("..", `${root}/a/up`)
@@ -239,10 +256,11 @@ describe("DocumentSource", () => {
       ])
       const source = yield* DocumentSource
       assert.strictEqual(yield* source.size([root, `${root}/b.md`]), 2)
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("skips an unreadable folder and a broken link with their reasons and reads the rest", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const root = yield* tree({ "locked/x.md": "x", "open/y.md": "y" })
       yield* fs.symlink("gone.md", `${root}/open/broken.md`)
@@ -250,12 +268,14 @@ describe("DocumentSource", () => {
         ...fs,
         readDirectoryEntries: (dir) =>
           dir.endsWith("/locked")
-            ? Effect.fail(PlatformError.systemError({
-              _tag: "PermissionDenied",
-              module: "FileSystem",
-              method: "readDirectory",
-              pathOrDescriptor: dir
-            }))
+            ? Effect.fail(
+                PlatformError.systemError({
+                  _tag: "PermissionDenied",
+                  module: "FileSystem",
+                  method: "readDirectory",
+                  pathOrDescriptor: dir
+                })
+              )
             : fs.readDirectoryEntries(dir)
       })
       const records = yield* readAll([root]).pipe(
@@ -266,12 +286,14 @@ describe("DocumentSource", () => {
         "! open/broken.md: a link to a file that does not exist, skipped",
         "open/y.md"
       ])
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("walks names in code-point order, the project's one string order (not UTF-16's)", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       // By UTF-16 code unit the emoji (a surrogate pair starting 0xD83D) sorts before U+FF5E; by code point after it.
       const root = yield* tree({ "\u{1F600}.md": "emoji", "\uFF5E.md": "tilde", "a.md": "a" })
       assert.deepStrictEqual(summarize(yield* readAll([root])), ["a.md", "\uFF5E.md", "\u{1F600}.md"])
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 })

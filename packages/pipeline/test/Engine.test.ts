@@ -1,7 +1,7 @@
 /** The query engine's shortcut for lexical top-k: exactly the exhaustive ranking, however the words are spread. */
 import { assert, describe, it } from "@effect/vitest"
-import fc from "fast-check"
 import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
+import fc from "fast-check"
 import {
   type EngineQuery,
   FUSION_DEPTH,
@@ -10,8 +10,8 @@ import {
   scoreQuery,
   type TermBlock,
   topChunksOf
-} from "../src/stages/Engine.ts"
-import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, LINEAR_FLOOR, topOf } from "../src/stages/Ranker.ts"
+} from "../src/stages/rank/Engine.ts"
+import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, LINEAR_FLOOR, topOf } from "../src/stages/rank/Ranker.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:
@@ -27,7 +27,7 @@ const viewOf = (chunks: ReadonlyArray<ReadonlyArray<string>>, deletedEvery: numb
     for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
     for (const [term, tf] of counts) {
       let perSegment = lists.get(term)
-      if (perSegment === undefined) lists.set(term, perSegment = [[], []])
+      if (perSegment === undefined) lists.set(term, (perSegment = [[], []]))
       perSegment[segment]!.push([ordinal, tf])
     }
   })
@@ -36,7 +36,10 @@ const viewOf = (chunks: ReadonlyArray<ReadonlyArray<string>>, deletedEvery: numb
   let live = 0
   let total = 0
   chunks.forEach((terms, p) => {
-    if (deleted[p] === 0) (live++, total += terms.length)
+    if (deleted[p] === 0) {
+      live++
+      total += terms.length
+    }
   })
   return {
     dimensions: 1,
@@ -46,12 +49,18 @@ const viewOf = (chunks: ReadonlyArray<ReadonlyArray<string>>, deletedEvery: numb
     lengths: Uint32Array.from(chunks, (terms) => terms.length),
     deleted: deletedEvery > 0 ? deleted : undefined,
     postings: (term) =>
-      (lists.get(term) ?? []).flatMap((pairs, segment): Array<TermBlock> =>
-        pairs.length === 0 ? [] : [{
-          offset: segment === 0 ? 0 : half,
-          ordinals: Uint32Array.from(pairs, ([o]) => o),
-          tfs: Uint32Array.from(pairs, ([, tf]) => tf)
-        }]),
+      (lists.get(term) ?? []).flatMap(
+        (pairs, segment): Array<TermBlock> =>
+          pairs.length === 0
+            ? []
+            : [
+                {
+                  offset: segment === 0 ? 0 : half,
+                  ordinals: Uint32Array.from(pairs, ([o]) => o),
+                  tfs: Uint32Array.from(pairs, ([, tf]) => tf)
+                }
+              ]
+      ),
     vectorBlocks: () => [],
     keyOf: (position) => ({ score: 0, docId: `d${position % 7}`, start: position, end: position + 1, text: "" }),
     documents: () => ({ docOf: new Int32Array(chunks.length), count: 1, order: new Int32Array(1) })
@@ -68,23 +77,43 @@ const corpus = fc.array(fc.array(word, { minLength: 1, maxLength: 12 }), { minLe
 // Queries mix frequent and rare words, so most of them have a rare word to start from; repeating a frequent word
 // raises what a chunk without the rare word can score, so the bound is tested near its edge.
 const query = fc.oneof(
-  fc.array(fc.oneof(word, fc.integer({ min: 4, max: 60 }).map((n) => `w${n}`), fc.constant("absent")), { minLength: 1, maxLength: 5 }),
-  fc.tuple(fc.integer({ min: 4, max: 120 }).map((n) => `w${n}`), fc.array(fc.constantFrom("w0", "w1", "w2", "w3"), { minLength: 1, maxLength: 6 }))
+  fc.array(
+    fc.oneof(
+      word,
+      fc.integer({ min: 4, max: 60 }).map((n) => `w${n}`),
+      fc.constant("absent")
+    ),
+    { minLength: 1, maxLength: 5 }
+  ),
+  fc
+    .tuple(
+      fc.integer({ min: 4, max: 120 }).map((n) => `w${n}`),
+      fc.array(fc.constantFrom("w0", "w1", "w2", "w3"), { minLength: 1, maxLength: 6 })
+    )
     .map(([rare, frequent]) => [...frequent, rare])
 )
 
 describe("lexical top-k", () => {
   it("with the shortcut equals scoring every posting, ties, repeats and deletions included", () => {
     let shortcuts = 0
-    fc.assert(fc.property(corpus, query, fc.integer({ min: 1, max: 4 }), fc.constantFrom(0, 3, 5), (chunks, terms, k, deletedEvery) => {
-      const view = viewOf(chunks, deletedEvery)
-      const scored = scoreQuery(view, { terms, vector: undefined }, "lexical", Bm25Params.default)
-      const exhaustive = topOf(scored.candidates, k, keyTies(view.keyOf))
-      if (scored.shortcut?.(k) !== undefined) shortcuts++
-      assert.deepStrictEqual(topChunksOf(view, scored, k), exhaustive)
-      // An explanation's score is the ranked score, to the bit.
-      for (const top of exhaustive) assert.strictEqual(scored.explain(top.position).bm25!.score, top.score)
-    }), { numRuns: 400, seed: 20261130 })
+    fc.assert(
+      fc.property(
+        corpus,
+        query,
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom(0, 3, 5),
+        (chunks, terms, k, deletedEvery) => {
+          const view = viewOf(chunks, deletedEvery)
+          const scored = scoreQuery(view, { terms, vector: undefined }, "lexical", Bm25Params.default)
+          const exhaustive = topOf(scored.candidates, k, keyTies(view.keyOf))
+          if (scored.shortcut?.(k) !== undefined) shortcuts++
+          assert.deepStrictEqual(topChunksOf(view, scored, k), exhaustive)
+          // An explanation's score is the ranked score, to the bit.
+          for (const top of exhaustive) assert.strictEqual(scored.explain(top.position).bm25!.score, top.score)
+        }
+      ),
+      { numRuns: 400, seed: 20261130 }
+    )
     assert.isAbove(shortcuts, 40, "the shortcut is taken for a fair share of the queries")
   })
 })
@@ -92,7 +121,8 @@ describe("lexical top-k", () => {
 describe("hybrid fusion", () => {
   /** A ranking of distinct positions with scores falling by rank, as a scored list comes. */
   const ranking = fc.uniqueArray(fc.integer({ min: 0, max: 40 }), { maxLength: 15 }).chain((positions) =>
-    fc.array(fc.double({ min: -1, max: 30, noNaN: true }), { minLength: positions.length, maxLength: positions.length })
+    fc
+      .array(fc.double({ min: -1, max: 30, noNaN: true }), { minLength: positions.length, maxLength: positions.length })
       .map((scores) => {
         const sorted = [...scores].sort((a, b) => b - a)
         return positions.map((position, i) => ({ position, score: sorted[i]! }))
@@ -100,25 +130,56 @@ describe("hybrid fusion", () => {
   )
 
   it("weighted RRF at alpha 0.5 is the classic reciprocal rank fusion, bit for bit", () => {
-    fc.assert(fc.property(ranking, ranking, (lexical, vector) => {
-      assert.deepStrictEqual(fuseWeightedRanks(lexical, vector, 0.5), fuseRankings([vector, lexical]))
-    }))
+    fc.assert(
+      fc.property(ranking, ranking, (lexical, vector) => {
+        assert.deepStrictEqual(fuseWeightedRanks(lexical, vector, 0.5), fuseRankings([vector, lexical]))
+      })
+    )
   })
 
   it("linear fusion scales each ranking to [0, 1] and weighs them: alpha 1 keeps the lexical order", () => {
-    fc.assert(fc.property(ranking, ranking, fc.double({ min: 0, max: 1, noNaN: true }), (lexical, vector, alpha) => {
-      const fused = fuseLinear(lexical, vector, alpha)
-      for (const score of fused.values()) assert.isTrue(score >= 0 && score <= 1 + 1e-12, `${score}`)
-      if (lexical.length > 0 && alpha === 1) {
-        const order = [...fused].filter(([p]) => lexical.some((t) => t.position === p)).sort((a, b) => b[1] - a[1])
-        assert.strictEqual(order[0]![1], 1)
-      }
-    }))
-    const both = fuseLinear([{ position: 1, score: 12 }, { position: 2, score: 2 }], [{ position: 2, score: 0.9 }, { position: 3, score: 0.5 }], 0.75)
+    fc.assert(
+      fc.property(ranking, ranking, fc.double({ min: 0, max: 1, noNaN: true }), (lexical, vector, alpha) => {
+        const fused = fuseLinear(lexical, vector, alpha)
+        for (const score of fused.values()) assert.isTrue(score >= 0 && score <= 1 + 1e-12, `${score}`)
+        if (lexical.length > 0 && alpha === 1) {
+          const order = [...fused].filter(([p]) => lexical.some((t) => t.position === p)).sort((a, b) => b[1] - a[1])
+          assert.strictEqual(order[0]![1], 1)
+        }
+      })
+    )
+    const both = fuseLinear(
+      [
+        { position: 1, score: 12 },
+        { position: 2, score: 2 }
+      ],
+      [
+        { position: 2, score: 0.9 },
+        { position: 3, score: 0.5 }
+      ],
+      0.75
+    )
     // Each ranking's last entry keeps a share (LINEAR_FLOOR), so a chunk found by either ranking stays in the fused one.
     const f = LINEAR_FLOOR
-    assert.deepStrictEqual([...both].sort((a, b) => a[0] - b[0]), [[1, 0.75], [2, 0.75 * f + 0.25], [3, 0.25 * f]])
-    const last = fuseLinear([{ position: 1, score: 3 }, { position: 2, score: 1 }], [{ position: 1, score: 0.9 }, { position: 2, score: 0.1 }], 0.5)
+    assert.deepStrictEqual(
+      [...both].sort((a, b) => a[0] - b[0]),
+      [
+        [1, 0.75],
+        [2, 0.75 * f + 0.25],
+        [3, 0.25 * f]
+      ]
+    )
+    const last = fuseLinear(
+      [
+        { position: 1, score: 3 },
+        { position: 2, score: 1 }
+      ],
+      [
+        { position: 1, score: 0.9 },
+        { position: 2, score: 0.1 }
+      ],
+      0.5
+    )
     assert.isAbove(last.get(2)!, 0, "last in both rankings, still fused")
   })
 })
@@ -129,9 +190,8 @@ describe("filtered top-k", () => {
     let state = seed >>> 0
     const next = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) % 5) - 2
     const vectors = Float64Array.from({ length: view.positions * 2 }, next)
-    const magnitudes = Float64Array.from(
-      { length: view.positions },
-      (_, p) => Math.sqrt(vectors[2 * p]! ** 2 + vectors[2 * p + 1]! ** 2)
+    const magnitudes = Float64Array.from({ length: view.positions }, (_, p) =>
+      Math.sqrt(vectors[2 * p]! ** 2 + vectors[2 * p + 1]! ** 2)
     )
     const half = Math.floor(view.positions / 2)
     const block = (from: number, to: number) => ({
@@ -158,45 +218,53 @@ describe("filtered top-k", () => {
   }
 
   const everything = (view: IndexView, mode: "lexical" | "vector", query: EngineQuery, filter: PositionFilter) =>
-    topOf(scoreQuery(view, query, mode, Bm25Params.default).candidates, view.positions, keyTies(view.keyOf))
-      .filter((top) => filter.allowed[top.position] === 1)
+    topOf(scoreQuery(view, query, mode, Bm25Params.default).candidates, view.positions, keyTies(view.keyOf)).filter(
+      (top) => filter.allowed[top.position] === 1
+    )
 
   it("equals the unfiltered ranking restricted to the filter, in every mode, listed or not", () => {
     let listedLexical = 0
-    fc.assert(fc.property(
-      corpus,
-      query,
-      fc.integer({ min: 1, max: 6 }),
-      fc.constantFrom(0, 4),
-      fc.integer(),
-      fc.constantFrom(0.005, 0.3, 0.9),
-      fc.boolean(),
-      fc.integer(),
-      (chunks, terms, k, deletedEvery, filterSeed, share, list, seed) => {
-        const view = withVectors(viewOf(chunks, deletedEvery), seed)
-        const filter = filterOf(view, filterSeed, share, list)
-        const query = { terms, vector: [1, -0.5] }
-        for (const mode of ["lexical", "vector"] as const) {
-          const scored = scoreQuery(view, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter)
-          const expected = everything(view, mode, query, filter).slice(0, k)
-          assert.deepStrictEqual(topChunksOf(view, scored, k, query), expected, mode)
-          assert.deepStrictEqual(topOf(scored.candidates, k, keyTies(view.keyOf)), expected, `${mode} candidates`)
+    fc.assert(
+      fc.property(
+        corpus,
+        query,
+        fc.integer({ min: 1, max: 6 }),
+        fc.constantFrom(0, 4),
+        fc.integer(),
+        fc.constantFrom(0.005, 0.3, 0.9),
+        fc.boolean(),
+        fc.integer(),
+        (chunks, terms, k, deletedEvery, filterSeed, share, list, seed) => {
+          const view = withVectors(viewOf(chunks, deletedEvery), seed)
+          const filter = filterOf(view, filterSeed, share, list)
+          const query = { terms, vector: [1, -0.5] }
+          for (const mode of ["lexical", "vector"] as const) {
+            const scored = scoreQuery(view, query, mode, Bm25Params.default, FUSION_DEPTH, undefined, filter)
+            const expected = everything(view, mode, query, filter).slice(0, k)
+            assert.deepStrictEqual(topChunksOf(view, scored, k, query), expected, mode)
+            assert.deepStrictEqual(topOf(scored.candidates, k, keyTies(view.keyOf)), expected, `${mode} candidates`)
+          }
+          // Hybrid takes each ranking's depth after filtering, then fuses.
+          const depth = 5
+          const fused = fuseLinear(
+            everything(view, "lexical", query, filter).slice(0, depth),
+            everything(view, "vector", query, filter).slice(0, depth),
+            FusionConfig.default.alpha
+          )
+          const expected = topOf(
+            (visit) => {
+              for (const [p, score] of fused) if (score > 0) visit(p, score)
+            },
+            k,
+            keyTies(view.keyOf)
+          )
+          const hybrid = scoreQuery(view, query, "hybrid", Bm25Params.default, depth, FusionConfig.default, filter)
+          assert.deepStrictEqual(topChunksOf(view, hybrid, k, query), expected, "hybrid")
+          if (list && share === 0.005 && filter.count > 0) listedLexical++
         }
-        // Hybrid takes each ranking's depth after filtering, then fuses.
-        const depth = 5
-        const fused = fuseLinear(
-          everything(view, "lexical", query, filter).slice(0, depth),
-          everything(view, "vector", query, filter).slice(0, depth),
-          FusionConfig.default.alpha
-        )
-        const expected = topOf((visit) => {
-          for (const [p, score] of fused) if (score > 0) visit(p, score)
-        }, k, keyTies(view.keyOf))
-        const hybrid = scoreQuery(view, query, "hybrid", Bm25Params.default, depth, FusionConfig.default, filter)
-        assert.deepStrictEqual(topChunksOf(view, hybrid, k, query), expected, "hybrid")
-        if (list && share === 0.005 && filter.count > 0) listedLexical++
-      }
-    ), { numRuns: 300, seed: 20261201 })
+      ),
+      { numRuns: 300, seed: 20261201 }
+    )
     assert.isAbove(listedLexical, 10, "selective listed filters are tried")
   })
 })

@@ -1,13 +1,13 @@
 /** Pseudo-relevance feedback: the expanded query finds what shares words with the best answers, not with the query. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Effect, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
-import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/Expansion.ts"
+import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/rank/Expansion.ts"
 
 const corpus: ReadonlyArray<readonly [string, string]> = [
   ["moon", "The Moon is the Earth's satellite; its lunar craters and lunar seas face us."],
@@ -16,42 +16,56 @@ const corpus: ReadonlyArray<readonly [string, string]> = [
   ["mars", "Mars has two small satellites."]
 ]
 
-const source = Layer.succeed(DocumentSource, DocumentSource.of({
-  read: () =>
-    Stream.fromIterable(corpus.map(([docId, body], i) =>
-      Result.succeed({ source: "mem", line: i + 1, doc: new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null }) })
-    )),
-  size: () => Effect.succeed(0)
-}))
+const source = Layer.succeed(
+  DocumentSource,
+  DocumentSource.of({
+    read: () =>
+      Stream.fromIterable(
+        corpus.map(([docId, body], i) =>
+          Result.succeed({
+            source: "mem",
+            line: i + 1,
+            doc: new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
+          })
+        )
+      ),
+    size: () => Effect.succeed(0)
+  })
+)
 
 const found = (options: Parameters<typeof searchPaths>[3]) =>
-  Effect.map(searchPaths(["corpus"], "moon", 10, { mode: "lexical", ...options }), (a) => a.results.map((r) => String(r.chunk.docId)))
+  Effect.map(searchPaths(["corpus"], "moon", 10, { mode: "lexical", ...options }), (a) =>
+    a.results.map((r) => String(r.chunk.docId))
+  )
 
 describe("query expansion", () => {
   it.effect("finds, with bo1 or rm3, a document that shares a word with the best answer but none with the query", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       assert.deepStrictEqual(yield* found({}), ["moon"])
       for (const method of ["bo1", "rm3"] as const) {
         const expanded = yield* found({ expand: defaultExpansion(method) })
         assert.strictEqual(expanded[0], "moon", `${method} keeps the best answer first`)
         assert.include(expanded, "eclipse", `${method} adds "lunar" from the best answer`)
       }
-    }).pipe(Effect.provide(Layer.mergeAll(source, Embedder.layerLocalSha256, NodeServices.layer))))
+    }).pipe(Effect.provide(Layer.mergeAll(source, Embedder.layerLocalSha256, NodeServices.layer)))
+  )
 
   it("keeps every query term, and weighs the heaviest term WEIGHT_STEPS times", () => {
     const term = fc.constantFrom("a", "b", "c", "d", "e")
-    fc.assert(fc.property(
-      fc.array(term, { minLength: 1, maxLength: 5 }),
-      fc.array(fc.tuple(term, fc.double({ min: 0.01, max: 3, noNaN: true })), { maxLength: 5 }),
-      (query, pairs) => {
-        const weights = new Map(pairs)
-        const terms = weightedTerms(query, weights)
-        for (const t of query) assert.include(terms, t)
-        if (weights.size > 0) {
-          const heaviest = [...weights].sort((x, y) => y[1] - x[1])[0]![0]
-          assert.strictEqual(terms.filter((t) => t === heaviest).length, WEIGHT_STEPS)
-        } else assert.deepStrictEqual(terms, query)
-      }
-    ))
+    fc.assert(
+      fc.property(
+        fc.array(term, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.tuple(term, fc.double({ min: 0.01, max: 3, noNaN: true })), { maxLength: 5 }),
+        (query, pairs) => {
+          const weights = new Map(pairs)
+          const terms = weightedTerms(query, weights)
+          for (const t of query) assert.include(terms, t)
+          if (weights.size > 0) {
+            const heaviest = [...weights].sort((x, y) => y[1] - x[1])[0]![0]
+            assert.strictEqual(terms.filter((t) => t === heaviest).length, WEIGHT_STEPS)
+          } else assert.deepStrictEqual(terms, query)
+        }
+      )
+    )
   })
 })

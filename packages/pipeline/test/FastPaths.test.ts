@@ -1,26 +1,82 @@
 /** The hot-path forms of clean, chunk and embed give exactly what the generic, schema-building forms give. */
+
+import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import fc from "fast-check"
-import { ChunkerConfig, ChunkSize, CleanerConfig, CleanRule, Overlap, type TailPolicy } from "@funcpipe/domain/Config"
+import {
+  AnalyzerConfig,
+  ChunkerConfig,
+  ChunkSize,
+  CleanerConfig,
+  CleanRule,
+  Overlap,
+  type TailPolicy
+} from "@funcpipe/domain/Config"
 import { CleanDoc, DocId } from "@funcpipe/domain/Document"
 import { isWhitespaceUnit, WHITESPACE_CLASS } from "@funcpipe/domain/Whitespace"
-import { chunkDoc, chunkSpans } from "../src/stages/Chunker.ts"
-import { cleanText, cleanTextGeneric } from "../src/stages/Clean.ts"
-import { embedText, embedTextInto } from "../src/stages/Embed.ts"
-import { createHash } from "node:crypto"
+import fc from "fast-check"
 import { stemmer } from "stemmer"
-import { AnalyzerConfig } from "@funcpipe/domain/Config"
-import { analyze, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/Analyzer.ts"
+import { embedText, embedTextInto } from "../src/stages/embed/Embed.ts"
+import { analyze, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/text/Analyzer.ts"
+import { chunkDoc, chunkSpans } from "../src/stages/text/Chunker.ts"
+import { cleanText, cleanTextGeneric } from "../src/stages/text/Clean.ts"
 
 // Every Python whitespace character, plus characters only JavaScript's `\s` or neither counts (U+FEFF, U+180E, U+200B).
 const whitespace = [
-  "\t", "\n", "\u000b", "\f", "\r", "\r\n", "\u001c", "\u001d", "\u001e", "\u001f", " ", "  ", "\u0085", "\u00a0",
-  "\u1680", "\u2000", "\u2005", "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff", "\u180e", "\u200b"
+  "\t",
+  "\n",
+  "\u000b",
+  "\f",
+  "\r",
+  "\r\n",
+  "\u001c",
+  "\u001d",
+  "\u001e",
+  "\u001f",
+  " ",
+  "  ",
+  "\u0085",
+  "\u00a0",
+  "\u1680",
+  "\u2000",
+  "\u2005",
+  "\u200a",
+  "\u2028",
+  "\u2029",
+  "\u202f",
+  "\u205f",
+  "\u3000",
+  "\ufeff",
+  "\u180e",
+  "\u200b"
 ]
 // Case pairs, characters whose case mapping changes length (İ, ß, ŉ, ﬃ), final sigma, combining marks and wide ones.
 const letters = [
-  "a", "b", "z", "A", "B", "Z", ".", ",", "'", "É", "é", "ß", "ẞ", "İ", "ı", "ŉ", "ﬃ", "Σ", "σ", "ς", "Ω", "\u0301",
-  "\u0307", "～", "深", "0"
+  "a",
+  "b",
+  "z",
+  "A",
+  "B",
+  "Z",
+  ".",
+  ",",
+  "'",
+  "É",
+  "é",
+  "ß",
+  "ẞ",
+  "İ",
+  "ı",
+  "ŉ",
+  "ﬃ",
+  "Σ",
+  "σ",
+  "ς",
+  "Ω",
+  "\u0301",
+  "\u0307",
+  "～",
+  "深",
+  "0"
 ]
 // Astral characters (a pair each) and lone surrogate halves, which only `chunkSpans` and `embedTextInto` accept.
 const astral = ["😀", "𐐀", "𐐨", "𝔘", "🇫🇷"]
@@ -31,11 +87,15 @@ const anyUnits = fc.string({ unit: fc.constantFrom(...whitespace, ...letters, ..
 const rules = fc.array(fc.constantFrom(...CleanRule.literals), { maxLength: 6 })
 
 const tailPolicy = fc.constantFrom<TailPolicy>("emit_short", "drop", "pad")
-const chunker = fc.integer({ min: 1, max: 12 }).chain((size) =>
-  fc.record({ size: fc.constant(size), overlap: fc.integer({ min: 0, max: size - 1 }), tail: tailPolicy })
-).map(({ overlap, size, tail }) =>
-  new ChunkerConfig({ chunkSize: ChunkSize.make(size), overlap: Overlap.make(overlap), tailPolicy: tail })
-)
+const chunker = fc
+  .integer({ min: 1, max: 12 })
+  .chain((size) =>
+    fc.record({ size: fc.constant(size), overlap: fc.integer({ min: 0, max: size - 1 }), tail: tailPolicy })
+  )
+  .map(
+    ({ overlap, size, tail }) =>
+      new ChunkerConfig({ chunkSize: ChunkSize.make(size), overlap: Overlap.make(overlap), tailPolicy: tail })
+  )
 
 /** The original chunker: the body as an array of code points, sliced and joined back. */
 const chunkByCodePoints = (body: string, config: ChunkerConfig) => {
@@ -76,7 +136,10 @@ describe("isWhitespaceUnit", () => {
 
 describe("cleanText", () => {
   it("equals the generic rules with the default rules", () => {
-    fc.assert(fc.property(wellFormed, (s) => cleanText(s) === cleanTextGeneric(s)), { numRuns: 2000 })
+    fc.assert(
+      fc.property(wellFormed, (s) => cleanText(s) === cleanTextGeneric(s)),
+      { numRuns: 2000 }
+    )
   })
 
   it("equals the generic rules for any list of rules, in any order", () => {
@@ -157,16 +220,53 @@ describe("embedTextInto", () => {
 describe("the analyzer's word scanner", () => {
   // Word characters of several scripts, ideographs, joiners in every position, digits, marks and astral letters.
   const pieces = [
-    "a", "z", "q", "e", "s", "'", "’", ".", "..", "'s", "’s", " ", "-", ",", "0", "9", "é", "\u0301", "ß", "İ", "Σ",
-    "ж", "ب", "深", "漢", "か", "カ", "한", "𝐀", "𐐨", "😀", "\u00b2", "½", "_", "\ud800", "\t"
+    "a",
+    "z",
+    "q",
+    "e",
+    "s",
+    "'",
+    "’",
+    ".",
+    "..",
+    "'s",
+    "’s",
+    " ",
+    "-",
+    ",",
+    "0",
+    "9",
+    "é",
+    "\u0301",
+    "ß",
+    "İ",
+    "Σ",
+    "ж",
+    "ب",
+    "深",
+    "漢",
+    "か",
+    "カ",
+    "한",
+    "𝐀",
+    "𐐨",
+    "😀",
+    "\u00b2",
+    "½",
+    "_",
+    "\ud800",
+    "\t"
   ]
   const texts = fc.string({ unit: fc.constantFrom(...pieces), maxLength: 40 })
 
   it("finds exactly the words the WORD pattern finds", () => {
-    fc.assert(fc.property(texts, (text) => {
-      const lowered = text.toLowerCase()
-      assert.deepStrictEqual(words(lowered), wordsReference(lowered))
-    }), { numRuns: 3000 })
+    fc.assert(
+      fc.property(texts, (text) => {
+        const lowered = text.toLowerCase()
+        assert.deepStrictEqual(words(lowered), wordsReference(lowered))
+      }),
+      { numRuns: 3000 }
+    )
   })
 
   it("analyzes exactly as the pattern-based analyzer, with and without stop words and stemming", () => {
@@ -176,10 +276,16 @@ describe("the analyzer's word scanner", () => {
         if (config.stopWords === "english" && ENGLISH_STOP_WORDS.has(term)) return []
         return [config.stemmer === "porter" && /^[a-z]+$/.test(term) ? stemmer(term) : term]
       })
-    const english = fc.string({ unit: fc.constantFrom("the ", "running ", "ran ", "it's ", "cats' ", "i.e. ", "U.S.", "don’t ", "Ölçü ", "3.5 "), maxLength: 12 })
+    const english = fc.string({
+      unit: fc.constantFrom("the ", "running ", "ran ", "it's ", "cats' ", "i.e. ", "U.S.", "don’t ", "Ölçü ", "3.5 "),
+      maxLength: 12
+    })
     const configs = [AnalyzerConfig.default, new AnalyzerConfig({ stopWords: "none", stemmer: "none" })]
-    fc.assert(fc.property(fc.oneof(texts, english), fc.constantFrom(...configs), (text, config) => {
-      assert.deepStrictEqual(analyze(text, config), reference(text, config))
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.oneof(texts, english), fc.constantFrom(...configs), (text, config) => {
+        assert.deepStrictEqual(analyze(text, config), reference(text, config))
+      }),
+      { numRuns: 2000 }
+    )
   })
 })

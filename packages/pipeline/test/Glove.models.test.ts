@@ -10,13 +10,13 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { readGlove } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
-import { GLOVE_100D } from "../src/stages/Glove.ts"
+import { GLOVE_100D } from "../src/stages/embed/Glove.ts"
 
 /** The embedder from the installed vectors; failing, the message says how to install them. */
-const glove = Layer.effect(Embedder, Effect.flatMap(Models, (models) => models.embedder(GLOVE_100D))).pipe(
-  Layer.provide(Models.layer),
-  Layer.provide(NodeHttpClient.layerNodeHttp)
-)
+const glove = Layer.effect(
+  Embedder,
+  Effect.flatMap(Models, (models) => models.embedder(GLOVE_100D))
+).pipe(Layer.provide(Models.layer), Layer.provide(NodeHttpClient.layerNodeHttp))
 const TestLayer = Layer.mergeAll(glove, DocumentSource.layer).pipe(Layer.provideMerge(NodeServices.layer))
 
 const documents: Record<string, string> = {
@@ -29,16 +29,17 @@ const documents: Record<string, string> = {
 
 describe("glove-100d with the real vectors", () => {
   it.live("loads in under 3 seconds", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const started = yield* Clock.currentTimeMillis
       const model = yield* readGlove()
       const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
       assert.strictEqual(model.weights.length, 341_479)
       assert.isBelow(seconds, 3)
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 
   it.effect("finds the car document for 'automobile', which shares no word with it", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const folder = yield* fs.makeTempDirectoryScoped()
@@ -49,5 +50,6 @@ describe("glove-100d with the real vectors", () => {
       assert.deepStrictEqual(fruit.results.map((r) => r.chunk.docId)[0], "fruit.md")
       const sky = yield* searchPaths([folder], "galaxy astronomy", 5, { mode: "vector" })
       assert.deepStrictEqual(sky.results.map((r) => r.chunk.docId)[0], "stars.md")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 })

@@ -1,23 +1,24 @@
 /** The `glove-100d` stages on tiny synthetic vectors: the tar and wink readers, the cache format, the embedding. */
+
+import { gunzipSync } from "node:zlib"
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { gunzipSync } from "node:zlib"
-import { concatBytes } from "../src/stages/ByteReader.ts"
-import { decodeCache, encodeCache } from "../src/stages/GloveCache.ts"
 import {
   commonDirections,
   convertVectors,
   embedGlove,
   embedInto,
   GLOVE_100D,
-  gloveModel,
   type GloveModel,
+  gloveModel,
   sifWeights
-} from "../src/stages/Glove.ts"
-import { tarOf, toyVectors, winkJson, packageOf, ENTRY } from "./GloveFixture.ts"
-import { tarReader } from "../src/stages/Tar.ts"
-import { winkReader, type WordVectors } from "../src/stages/WinkVectors.ts"
-import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/stages/WordTable.ts"
+} from "../src/stages/embed/Glove.ts"
+import { decodeCache, encodeCache } from "../src/stages/embed/GloveCache.ts"
+import { type WordVectors, winkReader } from "../src/stages/embed/WinkVectors.ts"
+import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/stages/embed/WordTable.ts"
+import { concatBytes } from "../src/stages/read/ByteReader.ts"
+import { tarReader } from "../src/stages/read/Tar.ts"
+import { ENTRY, packageOf, tarOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -52,7 +53,10 @@ const dot = (a: ArrayLike<number>, b: ArrayLike<number>) => {
 }
 
 describe("tarReader", () => {
-  const archive = tarOf([["package/a.txt", bytes("first file")], ["package/b.json", bytes("x".repeat(700))]])
+  const archive = tarOf([
+    ["package/a.txt", bytes("first file")],
+    ["package/b.json", bytes("x".repeat(700))]
+  ])
 
   it("hands on the wanted file's bytes, whatever the pieces' sizes", () => {
     for (const size of [1, 7, 512, 100_000]) {
@@ -81,28 +85,31 @@ describe("tarReader", () => {
 describe("winkReader", () => {
   const vectors: Array<readonly [string, Array<number>]> = [
     ["the", [0.5, -0.25, 1e-5]],
-    ["\"quoted\"", [1, 2, 3]],
+    ['"quoted"', [1, 2, 3]],
     ["café", [-0.125, 0.0000001, 123.456]]
   ]
 
   it("reads words in order and their vectors, in any piece size", () => {
     for (const size of [1, 3, 64, 1 << 16]) {
       const read = Result.getOrThrow(readWink(winkJson(vectors), size))
-      assert.deepStrictEqual(read.words, ["the", "\"quoted\"", "café"])
+      assert.deepStrictEqual(read.words, ["the", '"quoted"', "café"])
       assert.strictEqual(read.dimensions, 3)
-      assert.deepStrictEqual(Array.from(read.vectors), vectors.flatMap(([, v]) => v.map(Math.fround)))
+      assert.deepStrictEqual(
+        Array.from(read.vectors),
+        vectors.flatMap(([, v]) => v.map(Math.fround))
+      )
     }
   })
 
   it("rejects files that are not in wink's format", () => {
     const good = winkJson(vectors)
-    assert.match(reasonOf(readWink(good.replace("\"size\":3", "\"size\":4"))), /"words" must come before "vectors"/)
+    assert.match(reasonOf(readWink(good.replace('"size":3', '"size":4'))), /"words" must come before "vectors"/)
     assert.match(reasonOf(readWink(good.replace("[0.5,", "[0.5,0.5,"))), /has 6 numbers, not 5/)
     assert.match(reasonOf(readWink(good.replace(/,2\]/, ",0]"))), /two vectors have index 0/)
     assert.match(reasonOf(readWink(good.slice(0, 200))), /ends/)
     assert.match(reasonOf(readWink(good.replace("0.5", "0.5x"))), /expected ','/)
     assert.match(reasonOf(readWink("[1,2]")), /expected '\{'/)
-    assert.match(reasonOf(readWink(good.replace("\"dimensions\":3,", ""))), /"dimensions" must come before/)
+    assert.match(reasonOf(readWink(good.replace('"dimensions":3,', ""))), /"dimensions" must come before/)
   })
 })
 
@@ -215,14 +222,20 @@ describe("the vector cache", () => {
       const read = Result.getOrThrow(decodeCache(bytes, "toy recipe"))
       assert.deepStrictEqual(Array.from(read.vectors), Array.from(content.vectors))
       assert.deepStrictEqual(Array.from(read.mean), Array.from(content.mean))
-      assert.deepStrictEqual(read.components.map((c) => Array.from(c)), content.components.map((c) => Array.from(c)))
+      assert.deepStrictEqual(
+        read.components.map((c) => Array.from(c)),
+        content.components.map((c) => Array.from(c))
+      )
       assert.strictEqual(rowOfWord(read.words, "automobile"), 6)
     }
   })
 
   it("refuses a truncated, foreign or outdated file", () => {
     assert.match(reasonOf(decodeCache(file.subarray(0, file.length - 10), "toy recipe")), /truncated/)
-    assert.match(reasonOf(decodeCache(bytes("hello, world, this is not a cache at all"), "toy recipe")), /not a FuncPipe/)
+    assert.match(
+      reasonOf(decodeCache(bytes("hello, world, this is not a cache at all"), "toy recipe")),
+      /not a FuncPipe/
+    )
     assert.match(reasonOf(decodeCache(file, "another recipe")), /another FuncPipe version/)
     const otherVersion = file.slice()
     otherVersion[8] = 9

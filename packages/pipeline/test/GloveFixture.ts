@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto"
 import { gzipSync } from "node:zlib"
 import type { VectorSource } from "../src/services/Glove.ts"
-import { concatBytes } from "../src/stages/ByteReader.ts"
+import { concatBytes } from "../src/stages/read/ByteReader.ts"
 
 /** The JSON of a wink vector file holding `vectors` (word → components), in the given word order. */
 export const winkJson = (vectors: ReadonlyArray<readonly [string, ReadonlyArray<number>]>): string => {
@@ -11,12 +11,14 @@ export const winkJson = (vectors: ReadonlyArray<readonly [string, ReadonlyArray<
     const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0))
     return `${JSON.stringify(word)}:[${[...v, norm, i].join(",")}]`
   })
-  return `{"precision":8,"l2NormIndex":${dimensions},"wordIndex":${dimensions + 1},"size":${vectors.length},` +
+  return (
+    `{"precision":8,"l2NormIndex":${dimensions},"wordIndex":${dimensions + 1},"size":${vectors.length},` +
     `"dimensions":${dimensions},"words":${JSON.stringify(vectors.map(([w]) => w))},"vectors":{${entries.join(",")}},` +
     `"unkVector":[${new Array(dimensions + 2).fill(0).join(",")}]}`
+  )
 }
 
-const octal = (value: number, width: number): string => value.toString(8).padStart(width - 1, "0") + "\0"
+const octal = (value: number, width: number): string => `${value.toString(8).padStart(width - 1, "0")}\0`
 
 /** A ustar archive of the given files, with its two closing zero blocks. */
 export const tarOf = (files: ReadonlyArray<readonly [string, Uint8Array]>): Uint8Array => {
@@ -34,7 +36,7 @@ export const tarOf = (files: ReadonlyArray<readonly [string, Uint8Array]>): Uint
     put("0", 156)
     put("ustar\u000000", 257)
     const sum = header.reduce((s, b) => s + b, 0)
-    put(sum.toString(8).padStart(6, "0") + "\0 ", 148)
+    put(`${sum.toString(8).padStart(6, "0")}\0 `, 148)
     blocks.push(header, data, new Uint8Array((512 - (data.length % 512)) % 512))
   }
   blocks.push(new Uint8Array(1024))
@@ -46,10 +48,14 @@ export const ENTRY = "package/vectors.json"
 
 /** A gzipped npm-style tarball holding a README and the vector file. */
 export const packageOf = (json: string): Uint8Array =>
-  new Uint8Array(gzipSync(tarOf([
-    ["package/README.md", new TextEncoder().encode("# test vectors\n")],
-    [ENTRY, new TextEncoder().encode(json)]
-  ])))
+  new Uint8Array(
+    gzipSync(
+      tarOf([
+        ["package/README.md", new TextEncoder().encode("# test vectors\n")],
+        [ENTRY, new TextEncoder().encode(json)]
+      ])
+    )
+  )
 
 /** A source for `bytes` served at `url`, with their real integrity. */
 export const sourceOf = (bytes: Uint8Array, url = "http://127.0.0.1/vectors.tgz"): VectorSource => ({
@@ -68,9 +74,21 @@ export const sourceOf = (bytes: Uint8Array, url = "http://127.0.0.1/vectors.tgz"
  */
 export const toyVectors = (): Array<readonly [string, Array<number>]> => {
   const words: Array<readonly [string, number]> = [
-    ["the", 3], ["of", 3], ["and", 3], ["is", 3], ["was", 3],
-    ["car", 1], ["automobile", 1], ["vehicle", 1], ["engine", 1], ["drove", 1],
-    ["apple", 2], ["banana", 2], ["fruit", 2], ["ripe", 2], ["orchard", 2]
+    ["the", 3],
+    ["of", 3],
+    ["and", 3],
+    ["is", 3],
+    ["was", 3],
+    ["car", 1],
+    ["automobile", 1],
+    ["vehicle", 1],
+    ["engine", 1],
+    ["drove", 1],
+    ["apple", 2],
+    ["banana", 2],
+    ["fruit", 2],
+    ["ripe", 2],
+    ["orchard", 2]
   ]
   return words.map(([word, topic], i) => {
     const v = new Array<number>(100).fill(0)

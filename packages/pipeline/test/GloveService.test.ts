@@ -1,10 +1,14 @@
 /** Installing and loading the `glove-100d` vectors, on tiny synthetic packages (no network, no real vectors). */
+
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
+import { searchPaths } from "../src/programs/Search.ts"
+import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
 import {
   GLOVE_FILE,
   gloveFingerprint,
@@ -16,10 +20,7 @@ import {
   type VectorSource
 } from "../src/services/Glove.ts"
 import { Models } from "../src/services/Models.ts"
-import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/Glove.ts"
+import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/embed/Glove.ts"
 import { packageOf, sourceOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const TestLayer = Layer.mergeAll(NodeServices.layer, FetchHttpClient.layer)
@@ -28,7 +29,7 @@ const source = sourceOf(tarball)
 
 /** A fresh models folder, set as `$FUNCPIPE_MODELS` for `effect`. */
 const withModels = <A, E, R>(effect: (folder: string) => Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const folder = yield* fs.makeTempDirectoryScoped()
     return yield* effect(folder).pipe(
@@ -37,7 +38,7 @@ const withModels = <A, E, R>(effect: (folder: string) => Effect.Effect<A, E, R>)
   })
 
 /** Writes the fixture tarball to a file in `folder`, for `from` installs. */
-const tarballFile = Effect.fn("tarballFile")(function*(folder: string, bytes: Uint8Array = tarball) {
+const tarballFile = Effect.fn("tarballFile")(function* (folder: string, bytes: Uint8Array = tarball) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const file = path.join(folder, "..", `${path.basename(folder)}-vectors.tgz`)
@@ -67,7 +68,7 @@ const cos = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) => a.reduce((s,
 describe("installGlove and loadGlove", () => {
   it.effect("installs from a tarball, and the embedder it loads finds meaning", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const installed = yield* installGlove({ source, from: yield* tarballFile(folder) })
         assert.strictEqual(installed.words, 15)
@@ -77,14 +78,19 @@ describe("installGlove and loadGlove", () => {
         assert.strictEqual(embedder.model, GLOVE_100D)
         assert.strictEqual(embedder.dimensions, 100)
         assert.strictEqual(embedder.fingerprint, gloveFingerprint(source))
-        const [query, car, fruit] = yield* embedder.embedMany(["automobile", "The vehicle and its engine", "ripe banana"])
+        const [query, car, fruit] = yield* embedder.embedMany([
+          "automobile",
+          "The vehicle and its engine",
+          "ripe banana"
+        ])
         assert.isTrue(cos(query!.vector, car!.vector) > cos(query!.vector, fruit!.vector) + 0.5)
       })
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("refuses a tarball that is not the published one and installs nothing", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const other: VectorSource = { ...source, integrity: sourceOf(new Uint8Array([1, 2, 3])).integrity }
         const error = yield* Effect.flip(installGlove({ source: other, from: yield* tarballFile(folder) }))
@@ -92,14 +98,17 @@ describe("installGlove and loadGlove", () => {
         assert.match(error.message, /is not the published archive .* nothing was installed/)
         assert.deepStrictEqual(yield* fs.readDirectory(folder), [])
       })
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("says what is wrong with an archive that is not a vector package", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const notGzip = new TextEncoder().encode("just some text")
-        const first = yield* Effect.flip(installGlove({ source: sourceOf(notGzip), from: yield* tarballFile(folder, notGzip) }))
+        const first = yield* Effect.flip(
+          installGlove({ source: sourceOf(notGzip), from: yield* tarballFile(folder, notGzip) })
+        )
         assert.strictEqual(first._tag, "ArchiveInvalid")
         const noVectors = packageOf("[1, 2, 3]")
         const second = yield* Effect.flip(
@@ -108,27 +117,31 @@ describe("installGlove and loadGlove", () => {
         assert.strictEqual(second._tag, "VectorsInvalid")
         assert.deepStrictEqual(yield* fs.readDirectory(folder), [])
       })
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("downloads the tarball over HTTP, checks it and removes the download", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const url = yield* listen(200, tarball)
         const installed = yield* installGlove({ source: { ...source, url } })
         assert.strictEqual(installed.words, 15)
         assert.deepStrictEqual(yield* fs.readDirectory(folder), [GLOVE_FILE])
-        const missing = yield* Effect.flip(installGlove({ source: { ...source, url: yield* listen(404, new Uint8Array()) } }))
+        const missing = yield* Effect.flip(
+          installGlove({ source: { ...source, url: yield* listen(404, new Uint8Array()) } })
+        )
         assert.strictEqual(missing._tag, "DownloadFailed")
         assert.deepStrictEqual(yield* fs.readDirectory(folder), [GLOVE_FILE])
       })
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 })
 
 describe("missing and damaged vectors", () => {
   it.effect("without a cache the model is unavailable, and the reason names the install command", () =>
     withModels(() =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const error = yield* Effect.flip(loadGlove(source))
         assert.strictEqual(error._tag, "GloveNotInstalled")
         assert.strictEqual((yield* Effect.flip(readGlove(source)))._tag, "GloveNotInstalled")
@@ -139,11 +152,12 @@ describe("missing and damaged vectors", () => {
         // Other models never touch the vectors.
         assert.strictEqual((yield* models.embedder("local-sha256")).model, "local-sha256")
       }).pipe(Effect.provide(Models.layer))
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("a damaged or foreign cache is refused with the install command", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
         yield* installGlove({ source, from: yield* tarballFile(folder) })
@@ -162,11 +176,12 @@ describe("missing and damaged vectors", () => {
         const foreign = yield* Effect.flip(readGlove({ ...source, name: "other-vectors@2.0.0" }))
         assert.match(foreign.message, /another FuncPipe version/)
       })
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 
   it.effect("a vector damaged inside the cache fails the embedding that uses it, not a later query", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
         yield* installGlove({ source, from: yield* tarballFile(folder) })
@@ -184,13 +199,14 @@ describe("missing and damaged vectors", () => {
         assert.strictEqual(error._tag, "EmbedFailure")
         assert.include(error.message, INSTALL_COMMAND)
       })
-    ).pipe(Effect.provide(TestLayer)))
+    ).pipe(Effect.provide(TestLayer))
+  )
 })
 
 describe("retrieval with glove-100d", () => {
   it.effect("finds by meaning; a query with no word that counts fails in vector mode and is answered lexically", () =>
     withModels((folder) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
         yield* installGlove({ source, from: yield* tarballFile(folder) })
@@ -207,7 +223,8 @@ describe("retrieval with glove-100d", () => {
         assert.strictEqual(zero._tag, "ZeroVector")
         assert.deepStrictEqual(yield* search("1 2", "lexical"), ["cars.md", "fruit.md"])
       })
-    ).pipe(Effect.provide(DocumentSource.layer.pipe(Layer.provideMerge(TestLayer)))))
+    ).pipe(Effect.provide(DocumentSource.layer.pipe(Layer.provideMerge(TestLayer))))
+  )
 })
 
 describe("modelsFolder", () => {
@@ -215,9 +232,10 @@ describe("modelsFolder", () => {
     modelsFolder().pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
 
   it.effect("is $FUNCPIPE_MODELS, else under $XDG_CACHE_HOME, else under ~/.cache", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       assert.strictEqual(yield* folderWith({ FUNCPIPE_MODELS: "/m", HOME: "/h" }), "/m")
       assert.strictEqual(yield* folderWith({ XDG_CACHE_HOME: "/c", HOME: "/h" }), "/c/funcpipe/models")
       assert.strictEqual(yield* folderWith({ HOME: "/h" }), "/h/.cache/funcpipe/models")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(Effect.provide(TestLayer))
+  )
 })

@@ -1,41 +1,54 @@
 /** The SQLite index file: damaged and foreign files, read isolation, and the index and query workflows' errors. */
+
+import { DatabaseSync } from "node:sqlite"
+import { deflateRawSync } from "node:zlib"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Stream } from "effect"
-import { DatabaseSync } from "node:sqlite"
 import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Stream } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
-import { scoreQuery, topChunksOf } from "../src/stages/Engine.ts"
-import { deflateRawSync } from "node:zlib"
-import { embedText } from "../src/stages/Embed.ts"
+import { embedText } from "../src/stages/embed/Embed.ts"
+import { scoreQuery, topChunksOf } from "../src/stages/rank/Engine.ts"
 
 const docs = (...bodies: ReadonlyArray<string>) =>
-  Layer.succeed(DocumentSource, DocumentSource.of({
-    read: () =>
-      Stream.fromIterable(bodies.map((body, i) =>
-        Result.succeed({ source: "mem", line: 0, doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null }) })
-      )),
-    size: () => Effect.succeed(0)
-  }))
+  Layer.succeed(
+    DocumentSource,
+    DocumentSource.of({
+      read: () =>
+        Stream.fromIterable(
+          bodies.map((body, i) =>
+            Result.succeed({
+              source: "mem",
+              line: 0,
+              doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null })
+            })
+          )
+        ),
+      size: () => Effect.succeed(0)
+    })
+  )
 
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
 
 /** A temporary index file holding two documents. */
-const builtIndex = Effect.gen(function*() {
+const builtIndex = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
   const file = `${dir}/index.db`
-  yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
+  yield* indexPaths(["x"]).pipe(
+    Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+  )
   return file
 })
 
-const queryFile = (file: string, text = "gamma") => queryIndex(text, 5, { mode: "vector" }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+const queryFile = (file: string, text = "gamma") =>
+  queryIndex(text, 5, { mode: "vector" }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
 
 /** Runs SQL against the file behind FuncPipe's back. */
 const tamper = (file: string, sql: string) =>
@@ -47,7 +60,7 @@ const tamper = (file: string, sql: string) =>
 
 describe("the SQLite index file", () => {
   it.effect("answers after reopening, and a missing file is an index not built yet", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const { results } = yield* queryFile(file)
       assert.strictEqual(results[0]!.chunk.docId, "d1")
@@ -55,20 +68,22 @@ describe("the SQLite index file", () => {
       assert.strictEqual(error._tag, "IndexMissing")
       const fs = yield* FileSystem.FileSystem
       assert.isFalse(yield* fs.exists(`${file}.absent`), "a query creates no file")
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("rejects a file that is not a database", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const fs = yield* FileSystem.FileSystem
       yield* fs.writeFileString(file, "these are notes, not an index\n".repeat(200))
       yield* fs.remove(`${file}-wal`, { force: true })
       const error = yield* Effect.flip(queryFile(file))
       assert.strictEqual(error._tag, "NotAnIndex")
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("rejects a truncated file with a clear error", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       yield* tamper(file, "PRAGMA wal_checkpoint(TRUNCATE)")
       const fs = yield* FileSystem.FileSystem
@@ -77,10 +92,11 @@ describe("the SQLite index file", () => {
       const error = yield* Effect.flip(queryFile(file))
       assert.include(["IndexCorrupt", "NotAnIndex"], error._tag)
       assert.match(error.message, /is damaged .*; delete it and index again|is not a FuncPipe index/)
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("rejects another program's SQLite database", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
       yield* tamper(`${dir}/other.db`, "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hi')")
@@ -90,16 +106,18 @@ describe("the SQLite index file", () => {
         indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(`${dir}/other.db`), docs("a"))))
       )
       assert.strictEqual(writing._tag, "NotAnIndex")
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("rejects an index from a newer format version", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       yield* tamper(file, "PRAGMA user_version = 9")
       const error = yield* Effect.flip(queryFile(file))
       assert.strictEqual(error._tag, "IndexTooNew")
       assert.include(error.message, "format version 9")
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect.each([
     ["a vector that is not finite", "UPDATE vectors SET data = X'000000000000F87F' || substr(data, 9)"],
@@ -109,17 +127,20 @@ describe("the SQLite index file", () => {
     ["a body that does not decompress", "UPDATE bodies SET body = X'FFFF'"],
     ["postings that do not decode", "UPDATE postings SET data = X'FF'"],
     ["postings pointing past the segment", "UPDATE postings SET data = X'6401'"],
-    ["a live count that disagrees with the deleted chunks", "UPDATE segments SET live = live - 1, deleted = zeroblob(1)"],
+    [
+      "a live count that disagrees with the deleted chunks",
+      "UPDATE segments SET live = live - 1, deleted = zeroblob(1)"
+    ],
     ["a missing chunk row", "DELETE FROM chunks"],
-    ["a span that ends before it starts", "UPDATE chunks SET start = \"end\" + 1"],
+    ["a span that ends before it starts", 'UPDATE chunks SET start = "end" + 1'],
     ["an empty doc id", "UPDATE documents SET doc_id = '' WHERE doc_id = 'd0'"],
     ["a manifest that is not JSON", "UPDATE meta SET value = '{' WHERE key = 'manifest'"]
   ])("reports %s as IndexCorrupt instead of answering", ([, sql]) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       yield* tamper(file, `PRAGMA foreign_keys = OFF; ${sql}`)
       const error = yield* Effect.flip(
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           yield* queryFile(file)
           yield* queryIndex("gamma alpha", 5, { mode: "lexical" })
           const store = yield* IndexStore
@@ -127,18 +148,19 @@ describe("the SQLite index file", () => {
         }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
       )
       assert.strictEqual(error._tag, "IndexCorrupt")
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("lets a reader see the old index while a writer's transaction is open, and the new one after", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const writing = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const writer = yield* Effect.forkChild(
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const store = yield* IndexStore
           yield* store.transaction((w) =>
-            Effect.gen(function*() {
+            Effect.gen(function* () {
               yield* w.deleteDoc("d1")
               yield* Deferred.succeed(writing, undefined)
               yield* Deferred.await(release)
@@ -148,45 +170,59 @@ describe("the SQLite index file", () => {
       )
       yield* Deferred.await(writing)
       const during = yield* queryFile(file)
-      assert.deepStrictEqual(during.results.map((r) => r.chunk.docId), ["d1", "d0"])
+      assert.deepStrictEqual(
+        during.results.map((r) => r.chunk.docId),
+        ["d1", "d0"]
+      )
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(writer)
       const after = yield* queryFile(file)
-      assert.deepStrictEqual(after.results.map((r) => r.chunk.docId), ["d0"])
-    }).pipe(Effect.provide(Base)))
+      assert.deepStrictEqual(
+        after.results.map((r) => r.chunk.docId),
+        ["d0"]
+      )
+    }).pipe(Effect.provide(Base))
+  )
 
-  it.effect("fails a second writer with IndexBusy while the first one writes", () =>
-    Effect.gen(function*() {
-      const file = yield* builtIndex
-      const writing = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const first = yield* Effect.forkChild(
-        IndexStore.use((store) =>
-          store.transaction(() => Effect.andThen(Deferred.succeed(writing, undefined), Deferred.await(release)))
-        ).pipe(Effect.provide(IndexStore.layerSqlite(file)))
-      )
-      yield* Deferred.await(writing)
-      const error = yield* Effect.flip(
-        indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other"))))
-      )
-      assert.strictEqual(error._tag, "IndexBusy")
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(first)
-    }).pipe(Effect.provide(Base)), 20_000)
+  it.effect(
+    "fails a second writer with IndexBusy while the first one writes",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* builtIndex
+        const writing = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const first = yield* Effect.forkChild(
+          IndexStore.use((store) =>
+            store.transaction(() => Effect.andThen(Deferred.succeed(writing, undefined), Deferred.await(release)))
+          ).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+        )
+        yield* Deferred.await(writing)
+        const error = yield* Effect.flip(
+          indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other"))))
+        )
+        assert.strictEqual(error._tag, "IndexBusy")
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(first)
+      }).pipe(Effect.provide(Base)),
+    20_000
+  )
 
   it.effect("keeps the old index when a run fails halfway", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const before = yield* queryFile(file)
       let calls = 0
-      const failing = Layer.succeed(Embedder, Embedder.of({
-        model: ModelLabel.make("local-sha256"),
-        dimensions: 16,
-        fingerprint: "test",
-        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
-        embedMany: (texts) =>
-          ++calls === 2 ? Effect.die("the model went away") : Effect.succeed(texts.map(embedText))
-      }))
+      const failing = Layer.succeed(
+        Embedder,
+        Embedder.of({
+          model: ModelLabel.make("local-sha256"),
+          dimensions: 16,
+          fingerprint: "test",
+          usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
+          embedMany: (texts) =>
+            ++calls === 2 ? Effect.die("the model went away") : Effect.succeed(texts.map(embedText))
+        })
+      )
       const exit = yield* Effect.exit(
         indexPaths(["x"], { batchSize: 1 }).pipe(
           Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("new one", "new two", "new three"), failing))
@@ -195,16 +231,19 @@ describe("the SQLite index file", () => {
       assert.isTrue(exit._tag === "Failure")
       const after = yield* queryFile(file)
       assert.deepStrictEqual(after, before)
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 })
 
 describe("index and query workflows", () => {
   it.effect("refuses a changed chunker without --rebuild, and rebuilds with it", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(4), overlap: Overlap.make(0), tailPolicy: "drop" })
       const run = (rebuild: boolean) =>
-        indexPaths(["x"], { chunker, rebuild }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
+        indexPaths(["x"], { chunker, rebuild }).pipe(
+          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+        )
       const error = yield* Effect.flip(run(false))
       assert.strictEqual(error._tag, "SettingsChanged")
       assert.include(error.message, "--rebuild")
@@ -212,47 +251,59 @@ describe("index and query workflows", () => {
       assert.deepStrictEqual([report.rebuilt, report.plan.added.length, report.chunks], [true, 2, 3])
       const manifest = yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(file)))
       assert.strictEqual(Option.getOrThrow(manifest).chunker.chunkSize, 4)
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("writes nothing on a dry run", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const report = yield* indexPaths(["x"], { dryRun: true }).pipe(
         Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other")))
       )
       assert.deepStrictEqual(report.plan, { added: [], updated: ["d0"], unchanged: [], deleted: ["d1"] })
       assert.strictEqual((yield* queryFile(file)).results.length, 2)
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("fails a query against an index of another model with ModelMismatch, before scoring", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       let embedded = 0
-      const other = Layer.succeed(Embedder, Embedder.of({
-        model: ModelLabel.make("other-model"),
-        dimensions: 16,
-        fingerprint: "other",
-        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
-        embedMany: (texts) =>
-          Effect.sync(() => (embedded += texts.length, texts.map((t) => new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") }))))
-      }))
+      const other = Layer.succeed(
+        Embedder,
+        Embedder.of({
+          model: ModelLabel.make("other-model"),
+          dimensions: 16,
+          fingerprint: "other",
+          usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
+          embedMany: (texts) =>
+            Effect.sync(() => {
+              embedded += texts.length
+              return texts.map(
+                (t) => new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") })
+              )
+            })
+        })
+      )
       const error = yield* Effect.flip(queryFile(file).pipe(Effect.provide(other)))
       assert.strictEqual(error._tag, "ModelMismatch")
       assert.strictEqual(embedded, 0)
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("cleans the query with the index's own rules", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const { query, results } = yield* queryFile(file, "   GAMMA ")
       assert.strictEqual(query.text, "gamma")
       assert.closeTo(results[0]!.score, 1, 1e-12)
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 })
 
 describe("an index written by an older FuncPipe", () => {
   /** A file laid out as format version 1 (one row per chunk and per posting), holding one document. */
-  const versionOne = Effect.gen(function*() {
+  const versionOne = Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
     const file = `${dir}/index.db`
@@ -268,7 +319,9 @@ describe("an index written by an older FuncPipe", () => {
       documents: 1,
       chunks: 1
     }
-    yield* tamper(file, `
+    yield* tamper(
+      file,
+      `
       PRAGMA application_id = ${0x46504950};
       PRAGMA user_version = 1;
       CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -276,29 +329,35 @@ describe("an index written by an older FuncPipe", () => {
       CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc_id TEXT, start INTEGER, "end" INTEGER, text TEXT, vector BLOB, length INTEGER);
       CREATE TABLE postings (term TEXT, chunk INTEGER, tf INTEGER);
       INSERT INTO meta VALUES ('manifest', '${JSON.stringify(manifest)}');
-    `)
+    `
+    )
     return file
   })
 
-  it.effect("is refused with the way on: queries name --rebuild, an update is a planned change, --rebuild converts it", () =>
-    Effect.gen(function*() {
-      const file = yield* versionOne
-      const query = yield* Effect.flip(queryFile(file))
-      assert.strictEqual(query._tag, "IndexTooOld")
-      assert.include(query.message, "--rebuild")
-      const update = (rebuild: boolean) =>
-        indexPaths(["x"], { rebuild }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma"))))
-      const planned = yield* indexPaths(["x"], { rebuild: true, dryRun: true }).pipe(
-        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
-      )
-      assert.deepStrictEqual(planned.plan.added, ["d0", "d1"], "a dry run of the rebuild plans it")
-      const refused = yield* Effect.flip(update(false))
-      assert.strictEqual(refused._tag, "SettingsChanged")
-      assert.include(refused.message, "format version 1, older than this FuncPipe")
-      yield* update(true)
-      const { results } = yield* queryFile(file)
-      assert.strictEqual(results[0]!.chunk.docId, "d1")
-    }).pipe(Effect.provide(Base)))
+  it.effect(
+    "is refused with the way on: queries name --rebuild, an update is a planned change, --rebuild converts it",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* versionOne
+        const query = yield* Effect.flip(queryFile(file))
+        assert.strictEqual(query._tag, "IndexTooOld")
+        assert.include(query.message, "--rebuild")
+        const update = (rebuild: boolean) =>
+          indexPaths(["x"], { rebuild }).pipe(
+            Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+          )
+        const planned = yield* indexPaths(["x"], { rebuild: true, dryRun: true }).pipe(
+          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+        )
+        assert.deepStrictEqual(planned.plan.added, ["d0", "d1"], "a dry run of the rebuild plans it")
+        const refused = yield* Effect.flip(update(false))
+        assert.strictEqual(refused._tag, "SettingsChanged")
+        assert.include(refused.message, "format version 1, older than this FuncPipe")
+        yield* update(true)
+        const { results } = yield* queryFile(file)
+        assert.strictEqual(results[0]!.chunk.docId, "d1")
+      }).pipe(Effect.provide(Base))
+  )
 })
 
 describe("segment merges", () => {
@@ -310,38 +369,49 @@ describe("segment merges", () => {
       return rows
     })
 
-  it.effect("keep an often-updated index to a few segments without dead chunks, answering as a fresh build", () =>
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-merge-" })
-      const bodies = (run: number) => Array.from({ length: 12 }, (_, i) => `doc ${i} ${i === run % 12 ? `edit ${run}` : "stable"} words`)
-      const answers = (file: string, run: number) =>
-        indexPaths(["x"]).pipe(
-          Effect.andThen(Effect.forEach(["stable words", `edit ${run}`, "doc 3"], (q) =>
-            Effect.map(queryIndex(q, 20, { mode: "lexical" }), (a) => a.results.map((r) => [r.score, r.chunk.docId, r.chunk.text])))),
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs(...bodies(run))))
-        )
-      let maxSegments = 0
-      for (let run = 0; run < 10; run++) {
-        const incremental = yield* answers(`${dir}/index.db`, run)
-        const fresh = yield* answers(`${dir}/fresh-${run}.db`, run)
-        assert.deepStrictEqual(incremental, fresh, `run ${run}`)
-        const stats = yield* segmentStats(`${dir}/index.db`)
-        maxSegments = Math.max(maxSegments, stats.length)
-        for (const { count, live } of stats) assert.isAtLeast(live * 2, count, "no segment stays more than half deleted")
-      }
-      assert.isAtMost(maxSegments, 5, "small segments are merged")
-    }).pipe(Effect.provide(Base)), 60_000)
+  it.effect(
+    "keep an often-updated index to a few segments without dead chunks, answering as a fresh build",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-merge-" })
+        const bodies = (run: number) =>
+          Array.from({ length: 12 }, (_, i) => `doc ${i} ${i === run % 12 ? `edit ${run}` : "stable"} words`)
+        const answers = (file: string, run: number) =>
+          indexPaths(["x"]).pipe(
+            Effect.andThen(
+              Effect.forEach(["stable words", `edit ${run}`, "doc 3"], (q) =>
+                Effect.map(queryIndex(q, 20, { mode: "lexical" }), (a) =>
+                  a.results.map((r) => [r.score, r.chunk.docId, r.chunk.text])
+                )
+              )
+            ),
+            Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs(...bodies(run))))
+          )
+        let maxSegments = 0
+        for (let run = 0; run < 10; run++) {
+          const incremental = yield* answers(`${dir}/index.db`, run)
+          const fresh = yield* answers(`${dir}/fresh-${run}.db`, run)
+          assert.deepStrictEqual(incremental, fresh, `run ${run}`)
+          const stats = yield* segmentStats(`${dir}/index.db`)
+          maxSegments = Math.max(maxSegments, stats.length)
+          for (const { count, live } of stats)
+            assert.isAtLeast(live * 2, count, "no segment stays more than half deleted")
+        }
+        assert.isAtMost(maxSegments, 5, "small segments are merged")
+      }).pipe(Effect.provide(Base)),
+    60_000
+  )
 })
 
 describe("a long-lived reader", () => {
   it.effect("sees a rebuild made by another writer, not what it cached before", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const answer = (q: string) =>
         Effect.map(queryIndex(q, 5, { mode: "lexical" }), (a) => a.results.map((r) => [r.chunk.docId, r.chunk.text]))
       // One store layer for the whole test, as a server would hold it; the writer below uses its own.
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         assert.deepStrictEqual(yield* answer("gamma"), [["d1", "gamma"]])
         yield* indexPaths(["x"], { rebuild: true }).pipe(
           Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("delta gamma", "epsilon")))
@@ -349,44 +419,52 @@ describe("a long-lived reader", () => {
         assert.deepStrictEqual(yield* answer("gamma"), [["d0", "delta gamma"]])
         assert.deepStrictEqual(yield* answer("epsilon"), [["d1", "epsilon"]])
       }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 })
 
 describe("readers and writers over time", () => {
   const lexical = (snapshot: Snapshot, q: string) =>
-    topChunksOf(snapshot, scoreQuery(snapshot, { terms: [q], vector: undefined }, "lexical", Bm25Params.default), 5)
-      .map((top) => snapshot.keyOf(top.position).docId)
+    topChunksOf(
+      snapshot,
+      scoreQuery(snapshot, { terms: [q], vector: undefined }, "lexical", Bm25Params.default),
+      5
+    ).map((top) => snapshot.keyOf(top.position).docId)
 
   it.effect("a snapshot kept open across a rebuild does not spoil what newer snapshots read", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex // d0 "alpha beta", d1 "gamma"
-      yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* IndexStore
-        const old = Option.getOrThrow(yield* store.snapshot)
-        yield* indexPaths(["x"], { rebuild: true }).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("gamma gamma delta", "alpha")))
-        )
-        const fresh = Option.getOrThrow(yield* store.snapshot)
-        assert.deepStrictEqual(lexical(old, "alpha"), ["d0"])
-        assert.deepStrictEqual(lexical(fresh, "alpha"), ["d1"])
-      })).pipe(Effect.provide(IndexStore.layerSqlite(file)))
-    }).pipe(Effect.provide(Base)))
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* IndexStore
+          const old = Option.getOrThrow(yield* store.snapshot)
+          yield* indexPaths(["x"], { rebuild: true }).pipe(
+            Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("gamma gamma delta", "alpha")))
+          )
+          const fresh = Option.getOrThrow(yield* store.snapshot)
+          assert.deepStrictEqual(lexical(old, "alpha"), ["d0"])
+          assert.deepStrictEqual(lexical(fresh, "alpha"), ["d1"])
+        })
+      ).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("a reader sees an index file deleted and made again", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* builtIndex
       const fs = yield* FileSystem.FileSystem
       const answer = Effect.map(queryIndex("gamma", 5, { mode: "lexical" }), (a) => a.results.map((r) => r.chunk.text))
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         assert.deepStrictEqual(yield* answer, ["gamma"])
         for (const suffix of ["", "-wal", "-shm"]) yield* fs.remove(`${file}${suffix}`, { force: true })
         yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("new gamma"))))
         assert.deepStrictEqual(yield* answer, ["new gamma"])
       }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("a dry run over a file left without tables sees an empty index", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
       yield* tamper(`${dir}/index.db`, "PRAGMA user_version = 0")
@@ -394,29 +472,56 @@ describe("readers and writers over time", () => {
         Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(`${dir}/index.db`), docs("a", "b")))
       )
       assert.deepStrictEqual(report.plan, { added: ["d0", "d1"], updated: [], unchanged: [], deleted: [] })
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 
   it.effect("a document written twice in one transaction of a new index keeps the second version", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
       const file = `${dir}/index.db`
       const built = yield* builtIndex
-      const manifest = Option.getOrThrow(yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(built))))
-      const doc = (body: string) => ({ docId: "d", source: "s", title: "", categories: null, hash: "0".repeat(64), deflatedBody: deflateRawSync(body) })
+      const manifest = Option.getOrThrow(
+        yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(built)))
+      )
+      const doc = (body: string) => ({
+        docId: "d",
+        source: "s",
+        title: "",
+        categories: null,
+        hash: "0".repeat(64),
+        deflatedBody: deflateRawSync(body)
+      })
       const chunk = (body: string) => [{ start: 0, end: body.length, from: 0, to: 1 }]
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const store = yield* IndexStore
         yield* store.transaction((writer) =>
-          Effect.gen(function*() {
-            yield* writer.putDoc(doc("first"), chunk("first"), { vocabulary: ["first"], ids: Uint32Array.of(0) }, Float64Array.from(embedText("first").vector))
-            yield* writer.putDoc(doc("second"), chunk("second"), { vocabulary: ["second"], ids: Uint32Array.of(0) }, Float64Array.from(embedText("second").vector))
+          Effect.gen(function* () {
+            yield* writer.putDoc(
+              doc("first"),
+              chunk("first"),
+              { vocabulary: ["first"], ids: Uint32Array.of(0) },
+              Float64Array.from(embedText("first").vector)
+            )
+            yield* writer.putDoc(
+              doc("second"),
+              chunk("second"),
+              { vocabulary: ["second"], ids: Uint32Array.of(0) },
+              Float64Array.from(embedText("second").vector)
+            )
             yield* writer.putManifest(manifest)
           })
         )
         const docsNow = yield* store.documents
-        assert.deepStrictEqual(docsNow.map((d) => [d.docId, d.chunks]), [["d", 1]])
-        assert.deepStrictEqual((yield* queryIndex("second", 5, { mode: "lexical" })).results.map((r) => r.chunk.text), ["second"])
+        assert.deepStrictEqual(
+          docsNow.map((d) => [d.docId, d.chunks]),
+          [["d", 1]]
+        )
+        assert.deepStrictEqual(
+          (yield* queryIndex("second", 5, { mode: "lexical" })).results.map((r) => r.chunk.text),
+          ["second"]
+        )
       }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
-    }).pipe(Effect.provide(Base)))
+    }).pipe(Effect.provide(Base))
+  )
 })

@@ -1,10 +1,8 @@
 /** The analyzer, BM25 and the quality metrics, checked against values worked out by hand. */
 import { assert, describe, it } from "@effect/vitest"
-import { Result, Schema } from "effect"
 import { AnalyzerConfig, B, Bm25Params, K1 } from "@funcpipe/domain/Config"
-import { analyze, termCounts } from "../src/stages/Analyzer.ts"
-import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/stages/Bm25.ts"
-import { parseQrels, parseQueries } from "../src/stages/Collection.ts"
+import { Result, Schema } from "effect"
+import { parseQrels, parseQueries } from "../src/stages/eval/Collection.ts"
 import {
   averagePrecision,
   Baseline,
@@ -14,37 +12,74 @@ import {
   ndcgAt,
   precisionAt,
   recallAt
-} from "../src/stages/Metrics.ts"
+} from "../src/stages/eval/Metrics.ts"
+import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/stages/rank/Bm25.ts"
+import { analyze, termCounts } from "../src/stages/text/Analyzer.ts"
 
 const plain = new AnalyzerConfig({ stopWords: "none", stemmer: "none" })
 
 describe("analyze", () => {
   it("finds words of any script, lowercased, with digits, and single ideographs", () => {
     assert.deepStrictEqual(analyze("Ünïcode ΣΟΦΙΑ Москва 42 e.g. 3.5 深度学习", plain), [
-      "ünïcode", "σοφια", "москва", "42", "e.g", "3.5", "深", "度", "学", "习"
+      "ünïcode",
+      "σοφια",
+      "москва",
+      "42",
+      "e.g",
+      "3.5",
+      "深",
+      "度",
+      "学",
+      "习"
     ])
   })
   it("keeps apostrophes inside words and drops the possessive 's", () => {
     assert.deepStrictEqual(analyze("Don't touch Earth's moon", plain), ["don't", "touch", "earth", "moon"])
   })
   it("drops English stop words and Porter-stems English words by default", () => {
-    assert.deepStrictEqual(analyze("The indexing of the indexed documents is running"), ["index", "index", "document", "run"])
+    assert.deepStrictEqual(analyze("The indexing of the indexed documents is running"), [
+      "index",
+      "index",
+      "document",
+      "run"
+    ])
   })
   it("switches stop words and stemming separately", () => {
     assert.deepStrictEqual(analyze("the runs", new AnalyzerConfig({ stopWords: "english", stemmer: "none" })), ["runs"])
-    assert.deepStrictEqual(analyze("the runs", new AnalyzerConfig({ stopWords: "none", stemmer: "porter" })), ["the", "run"])
+    assert.deepStrictEqual(analyze("the runs", new AnalyzerConfig({ stopWords: "none", stemmer: "porter" })), [
+      "the",
+      "run"
+    ])
   })
   it("counts terms", () => {
-    assert.deepStrictEqual([...termCounts(["a", "b", "a"])], [["a", 2], ["b", 1]])
+    assert.deepStrictEqual(
+      [...termCounts(["a", "b", "a"])],
+      [
+        ["a", 2],
+        ["b", 1]
+      ]
+    )
   })
 })
 
 describe("BM25", () => {
   // Three chunks of lengths 3, 2 and 5 (average 10/3).
   const index = lexicalIndex([
-    { length: 3, terms: new Map([["x", 2], ["y", 1]]) },
+    {
+      length: 3,
+      terms: new Map([
+        ["x", 2],
+        ["y", 1]
+      ])
+    },
     { length: 2, terms: new Map([["z", 2]]) },
-    { length: 5, terms: new Map([["y", 3], ["z", 2]]) }
+    {
+      length: 5,
+      terms: new Map([
+        ["y", 3],
+        ["z", 2]
+      ])
+    }
   ])
   const params = Bm25Params.default
 
@@ -65,8 +100,17 @@ describe("BM25", () => {
   it("explains a score term by term, summing to the same bits", () => {
     const terms = ["x", "y"]
     const parts = explainBm25(terms, 0, index, params)
-    assert.deepStrictEqual(parts.map((p) => [p.term, p.tf, p.df]), [["x", 2, 1], ["y", 1, 2]])
-    assert.strictEqual(parts.reduce((sum, p) => sum + p.score, 0), bm25Scores(terms, index, params)[0])
+    assert.deepStrictEqual(
+      parts.map((p) => [p.term, p.tf, p.df]),
+      [
+        ["x", 2, 1],
+        ["y", 1, 2]
+      ]
+    )
+    assert.strictEqual(
+      parts.reduce((sum, p) => sum + p.score, 0),
+      bm25Scores(terms, index, params)[0]
+    )
   })
   it("follows k1 and b", () => {
     const flat = new Bm25Params({ k1: K1.make(0), b: B.make(0) })
@@ -76,7 +120,12 @@ describe("BM25", () => {
 })
 
 describe("metrics", () => {
-  const judged = new Map([["d2", 2], ["d4", 1], ["d9", 3], ["d5", 0]])
+  const judged = new Map([
+    ["d2", 2],
+    ["d4", 1],
+    ["d9", 3],
+    ["d5", 0]
+  ])
   const ranking = ["d1", "d2", "d3", "d4", "d5"]
   it("nDCG@k uses linear gains and log2 discounts against the ideal order", () => {
     // DCG@3 = 2/log2(3); ideal = 3 + 2/log2(3) + 1/2.
@@ -93,8 +142,15 @@ describe("metrics", () => {
   })
   it("averages over judged queries only; a judged query with no results scores 0", () => {
     const { metrics, queries } = meanMetrics(
-      new Map([["q1", ["d9"]], ["q3", ["d9"]]]),
-      new Map([["q1", new Map([["d9", 1]])], ["q2", new Map([["d9", 1]])], ["q4", new Map([["d1", 0]])]])
+      new Map([
+        ["q1", ["d9"]],
+        ["q3", ["d9"]]
+      ]),
+      new Map([
+        ["q1", new Map([["d9", 1]])],
+        ["q2", new Map([["d9", 1]])],
+        ["q4", new Map([["d1", 0]])]
+      ])
     )
     assert.strictEqual(queries, 2)
     assert.strictEqual(metrics["mrr@10"], 0.5)
@@ -104,33 +160,42 @@ describe("metrics", () => {
 
 describe("collection files", () => {
   it("reads queries and qrels with a header", () => {
-    const queries = Result.getOrThrow(parseQueries("{\"id\": \"1\", \"text\": \"a\"}\n\n{\"_id\": 2, \"text\": \"b\"}\n", "q"))
-    assert.deepStrictEqual(queries, [{ id: "1", text: "a" }, { id: "2", text: "b" }])
+    const queries = Result.getOrThrow(parseQueries('{"id": "1", "text": "a"}\n\n{"_id": 2, "text": "b"}\n', "q"))
+    assert.deepStrictEqual(queries, [
+      { id: "1", text: "a" },
+      { id: "2", text: "b" }
+    ])
     const qrels = Result.getOrThrow(parseQrels("query-id\tdoc-id\tgrade\n1\td1\t2\n1\td2\t1\n", "r"))
-    assert.deepStrictEqual([...qrels.get("1")!], [["d1", 2], ["d2", 1]])
+    assert.deepStrictEqual(
+      [...qrels.get("1")!],
+      [
+        ["d1", 2],
+        ["d2", 1]
+      ]
+    )
   })
   it("names the file and line of a bad record", () => {
     const bad = parseQrels("1\td1\t2\n1\td2\n", "qrels.tsv")
     assert.isTrue(Result.isFailure(bad) && bad.failure.message.startsWith("qrels.tsv:2:"))
-    const worse = parseQueries("{\"id\": 1}\n", "queries.jsonl")
+    const worse = parseQueries('{"id": 1}\n', "queries.jsonl")
     assert.isTrue(Result.isFailure(worse) && worse.failure.message.startsWith("queries.jsonl:1:"))
   })
 })
 
 describe("a baseline", () => {
-  const now = { "ndcg@10": 0.68, "mrr@10": 0.65, "p@10": 0.087, "recall@100": 0.92, "recall@1000": 0.97, "map": 0.64 }
+  const now = { "ndcg@10": 0.68, "mrr@10": 0.65, "p@10": 0.087, "recall@100": 0.92, "recall@1000": 0.97, map: 0.64 }
   const decode = Schema.decodeUnknownResult(Baseline)
 
   it("is a saved --json result: its metrics are read, other keys ignored, a wrong type refused", () => {
-    const saved = Result.getOrThrow(decode(JSON.stringify({ ...now, "map": 0.7, collection: "x", seconds: 1.5 })))
-    assert.deepStrictEqual(saved, { ...now, "map": 0.7 })
-    assert.deepStrictEqual(Result.getOrThrow(decode("{\"ndcg@10\": 0.5}")), { "ndcg@10": 0.5 })
-    assert.isTrue(Result.isFailure(decode("{\"ndcg@10\": \"high\"}")))
+    const saved = Result.getOrThrow(decode(JSON.stringify({ ...now, map: 0.7, collection: "x", seconds: 1.5 })))
+    assert.deepStrictEqual(saved, { ...now, map: 0.7 })
+    assert.deepStrictEqual(Result.getOrThrow(decode('{"ndcg@10": 0.5}')), { "ndcg@10": 0.5 })
+    assert.isTrue(Result.isFailure(decode('{"ndcg@10": "high"}')))
     assert.isTrue(Result.isFailure(decode("not json")))
   })
 
   it("reports the metrics that fell by more than the tolerance, and only those", () => {
-    const baseline = { "ndcg@10": 0.70, "map": 0.6405, "p@10": 0.2 }
+    const baseline = { "ndcg@10": 0.7, map: 0.6405, "p@10": 0.2 }
     assert.deepStrictEqual(baselineDrops(now, baseline, 0.005), ["ndcg@10 0.6800 < 0.7000", "p@10 0.0870 < 0.2000"])
     assert.deepStrictEqual(baselineDrops(now, baseline, 0.2), [])
     assert.deepStrictEqual(baselineDrops(now, {}, 0), [])

@@ -3,8 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { ModelLabel } from "@funcpipe/domain/Embedding"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
-import { describeMigration, planMigration } from "../src/stages/Migration.ts"
-import { planSync } from "../src/stages/Sync.ts"
+import { describeMigration, planMigration } from "../src/stages/index/Migration.ts"
+import { planSync } from "../src/stages/index/Sync.ts"
 
 const stored = new IndexManifest({
   formatVersion: 1,
@@ -40,9 +40,15 @@ describe("planMigration", () => {
     assert.include(describeMigration(plan), "size 512, overlap 0, tail emit_short → size 100, overlap 10, tail drop")
   })
   it("asks to re-index when the analyzer changes", () => {
-    const plan = planMigration(stored, { ...same, analyzer: new AnalyzerConfig({ stopWords: "none", stemmer: "porter" }) })
+    const plan = planMigration(stored, {
+      ...same,
+      analyzer: new AnalyzerConfig({ stopWords: "none", stemmer: "porter" })
+    })
     assert.strictEqual(plan._tag, "Rechunk")
-    assert.include(describeMigration(plan), "analyzer stop words english, stemmer porter → stop words none, stemmer porter")
+    assert.include(
+      describeMigration(plan),
+      "analyzer stop words english, stemmer porter → stop words none, stemmer porter"
+    )
   })
   it("asks to re-embed when the model or dimensions change, even if chunking changed too", () => {
     const plan = planMigration(stored, { ...same, model: ModelLabel.make("other"), dimensions: 384 })

@@ -1,19 +1,26 @@
 /** Byte-for-byte parity with the Python reference on every case of `fixtures/golden.json`. */
+
+import { createHash } from "node:crypto"
+import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
 import { TopK } from "@funcpipe/domain/Query"
-import { cleanDoc } from "../src/stages/Clean.ts"
-import { chunkDoc } from "../src/stages/Chunker.ts"
-import { cosineSimilarity, rawCosine } from "../src/stages/Cosine.ts"
-import { parseCsvDocs } from "../src/stages/Csv.ts"
-import { dedupChunks } from "../src/stages/Dedup.ts"
-import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/Embed.ts"
-import { makeQuery } from "../src/stages/Query.ts"
-import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
-import { golden, type GoldenEnv, parseHexFloat } from "./Golden.ts"
-import { createHash } from "node:crypto"
+import { Effect, Layer, Result, Stream } from "effect"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { Embedder } from "../src/services/Embedder.ts"
+import { IndexStore } from "../src/services/IndexStore.ts"
+import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/embed/Embed.ts"
+import { cosineSimilarity, rawCosine } from "../src/stages/rank/Cosine.ts"
+import { dedupChunks } from "../src/stages/rank/Dedup.ts"
+import { makeQuery } from "../src/stages/rank/Query.ts"
+import { retrieve, vectorIndex } from "../src/stages/rank/Retrieve.ts"
+import { parseCsvDocs } from "../src/stages/read/Csv.ts"
+import { chunkDoc } from "../src/stages/text/Chunker.ts"
+import { cleanDoc } from "../src/stages/text/Clean.ts"
+import { type GoldenEnv, golden, parseHexFloat } from "./Golden.ts"
 
 const config = (env: GoldenEnv) =>
   new ChunkerConfig({
@@ -32,7 +39,12 @@ const span = (c: { readonly docId: string; readonly start: number; readonly end:
   text: c.text
 })
 
-const goldenSpan = (c: { readonly doc_id: string; readonly start: number; readonly end: number; readonly text: string }) => ({
+const goldenSpan = (c: {
+  readonly doc_id: string
+  readonly start: number
+  readonly end: number
+  readonly text: string
+}) => ({
   doc_id: c.doc_id,
   start: c.start,
   end: c.end,
@@ -58,7 +70,14 @@ describe("parity: the golden file", () => {
 
 describe("parity: clean", () => {
   it.each(golden.docs.map((d) => [d.raw.doc_id, d] as const))("%s", (_, d) => {
-    const cleaned = cleanDoc(new RawDoc({ docId: DocId.make(d.raw.doc_id), title: d.raw.title, body: d.raw.abstract, categories: d.raw.categories }))
+    const cleaned = cleanDoc(
+      new RawDoc({
+        docId: DocId.make(d.raw.doc_id),
+        title: d.raw.title,
+        body: d.raw.abstract,
+        categories: d.raw.categories
+      })
+    )
     assert.strictEqual(cleaned.body, d.clean.abstract)
     assert.strictEqual(cleaned.title, d.clean.title)
     assert.strictEqual(cleaned.categories, d.clean.categories)
@@ -72,9 +91,17 @@ const chunkingCases = golden.docs.flatMap((d) =>
 
 describe("parity: chunk and embed", () => {
   it.each(chunkingCases)("%s", (_, d, c) => {
-    const doc = new CleanDoc({ docId: DocId.make(d.clean.doc_id), title: d.clean.title, body: d.clean.abstract, categories: null })
+    const doc = new CleanDoc({
+      docId: DocId.make(d.clean.doc_id),
+      title: d.clean.title,
+      body: d.clean.abstract,
+      categories: null
+    })
     const drafts = chunkDoc(doc, config(c.env))
-    assert.deepStrictEqual(drafts.map((x) => [x.start, x.end]), c.spans.map(([s, e]) => [s, e]))
+    assert.deepStrictEqual(
+      drafts.map((x) => [x.start, x.end]),
+      c.spans.map(([s, e]) => [s, e])
+    )
     assert.deepStrictEqual(drafts.map(span), c.chunks.map(goldenSpan))
     drafts.forEach((draft, i) => {
       const expected = c.chunks[i]!
@@ -82,7 +109,10 @@ describe("parity: chunk and embed", () => {
       assert.strictEqual(chunk.embedding.model, "local-sha256")
       // float64 equality is bit equality here; the u16 words pin the same values exactly.
       assert.deepStrictEqual(chunk.embedding.vector, expected.embedding)
-      assert.deepStrictEqual(chunk.embedding.vector.map((v) => Math.round(v * 65535)), expected.embedding_u16)
+      assert.deepStrictEqual(
+        chunk.embedding.vector.map((v) => Math.round(v * 65535)),
+        expected.embedding_u16
+      )
     })
   })
 })
@@ -93,7 +123,10 @@ describe("parity: embed_text", () => {
     const vector = embedText(e.text).vector
     assert.deepStrictEqual(vector, e.vector)
     assert.deepStrictEqual<ReadonlyArray<number>>(vector, e.vector_hex.map(parseHexFloat))
-    assert.deepStrictEqual(vector.map((v) => v * 65535), e.u16)
+    assert.deepStrictEqual(
+      vector.map((v) => v * 65535),
+      e.u16
+    )
   })
 })
 
@@ -140,7 +173,9 @@ describe("parity: retrieval", () => {
   it("indexes the corpus chunks the reference lists", () => {
     const sorted = dedupChunks(chunks)
     assert.deepStrictEqual(sorted.map(span), r.corpus_chunks.map(goldenSpan))
-    sorted.forEach((c, i) => assert.deepStrictEqual(c.embedding.vector, r.corpus_chunks[i]!.embedding))
+    sorted.forEach((c, i) => {
+      assert.deepStrictEqual(c.embedding.vector, r.corpus_chunks[i]!.embedding)
+    })
   })
 
   describe.each(r.queries.map((q) => [JSON.stringify(q.query_text), q] as const))("query %s", (_, q) => {
@@ -170,14 +205,20 @@ describe("parity: retrieval", () => {
         ranked.map((x) => ({ ...span(x.chunk), score: x.score })),
         q.ranking_all.map((x) => ({ ...goldenSpan(x), score: x.score }))
       )
-      assert.deepStrictEqual(ranked.map((x) => x.rank), ranked.map((_, i) => i + 1))
+      assert.deepStrictEqual(
+        ranked.map((x) => x.rank),
+        ranked.map((_, i) => i + 1)
+      )
     })
 
     it.each(Object.entries(q.top_k))("top_k = %s", (k, expected) => {
       const query = Result.getOrThrow(makeQuery(q.query_text_cleaned, TopK.make(Number(k))))
       const rawQuery = { ...query, embedding: embedText(q.query_text) } as typeof query
       const ranked = Result.getOrThrow(retrieve(rawQuery, index))
-      assert.deepStrictEqual<ReadonlyArray<unknown>>(ranked.map((x) => [x.chunk.docId, x.chunk.start, x.chunk.end, x.chunk.text]), expected)
+      assert.deepStrictEqual<ReadonlyArray<unknown>>(
+        ranked.map((x) => [x.chunk.docId, x.chunk.start, x.chunk.end, x.chunk.text]),
+        expected
+      )
     })
   })
 
@@ -186,4 +227,42 @@ describe("parity: retrieval", () => {
     assert.strictEqual(Result.getOrThrow(rawCosine(v, v)), s.raw.value)
     assert.strictEqual(Result.getOrThrow(cosineSimilarity(v, v)), s.clamped.value)
   })
+})
+
+describe("parity: retrieval through the index, as the CLI and the server run it", () => {
+  const r = golden.retrieval
+  const source = Layer.succeed(
+    DocumentSource,
+    DocumentSource.of({
+      read: () =>
+        Stream.fromIterable(
+          r.corpus_docs.map((doc, i) => Result.succeed({ source: "golden", line: i + 1, doc: raw(doc) }))
+        ),
+      size: () => Effect.succeed(0)
+    })
+  )
+  const indexed = Layer.mergeAll(IndexStore.layerMemory, source, Embedder.layerLocalSha256, NodeServices.layer)
+  // The index cleans a query before embedding it, as it cleans bodies; the spec ranks by the raw text's vector, so a
+  // query is compared with the spec's ranking of its cleaned text ("  Graph NE  " with that of "graph ne").
+  const byText = new Map(r.queries.map((q) => [q.query_text, q] as const))
+  const cases = r.queries.filter((q) => byText.has(q.query_text_cleaned))
+  assert.isAtLeast(cases.length, r.queries.length - 1)
+
+  it.effect.each(cases.map((q) => [JSON.stringify(q.query_text), q] as const))(
+    "query %s ranks every chunk as the spec",
+    ([, q]) =>
+      Effect.gen(function* () {
+        yield* indexPaths(["golden"], { chunker: config(r.env) })
+        const expected = byText.get(q.query_text_cleaned)!.ranking_all
+        const answer = yield* queryIndex(q.query_text, expected.length, { mode: "vector" })
+        assert.deepStrictEqual(
+          answer.results.map((x) => ({ ...span(x.chunk), score: x.score, kind: x.kind })),
+          expected.map((x) => ({ ...goldenSpan(x), score: x.score, kind: "cosine" }))
+        )
+        assert.deepStrictEqual(
+          answer.results.map((x) => x.rank),
+          expected.map((_, i) => i + 1)
+        )
+      }).pipe(Effect.provide(indexed))
+  )
 })

@@ -4,11 +4,12 @@
  * lives in a schema of its own, dropped when the test ends, so tests never see each other's indexes. Without the
  * variable, the suites that need the server are skipped and say so on the console: never passed without running.
  */
+
+import { randomUUID } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { describe, it } from "@effect/vitest"
-import { Effect, Redacted, Scope } from "effect"
+import { Effect, Redacted, type Scope } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { randomUUID } from "node:crypto"
 
 /** The test server's URL, or `undefined` when none is configured. */
 export const PG_URL: string | undefined = process.env["FUNCPIPE_TEST_PG"] || undefined
@@ -52,8 +53,9 @@ export const freshSchema: Effect.Effect<{ readonly schema: string; readonly url:
  */
 export const writeLocks = (schema: string, granted: boolean) =>
   Effect.map(
-    onServer((sql) =>
-      sql<{ readonly n: number }>`
+    onServer(
+      (sql) =>
+        sql<{ readonly n: number }>`
         SELECT count(*)::int AS n FROM pg_locks
         WHERE locktype = 'advisory' AND granted = ${granted} AND classid = ${0x46504950}
           AND objid::bigint = (hashtext(${schema})::bigint + 4294967296) % 4294967296`

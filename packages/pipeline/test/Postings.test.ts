@@ -1,21 +1,27 @@
 /** The postings codec: what is encoded decodes to the same postings, and damaged bytes are refused. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { decodePostings, encodePostings } from "../src/stages/Postings.ts"
+import { decodePostings, encodePostings } from "../src/stages/index/Postings.ts"
 
 const postings = fc.uniqueArray(fc.integer({ min: 0, max: 5_000_000 }), { maxLength: 60 }).chain((ordinals) =>
-  fc.tuple(fc.constant([...ordinals].sort((a, b) => a - b)), fc.array(fc.integer({ min: 1, max: 100_000 }), {
-    minLength: ordinals.length,
-    maxLength: ordinals.length
-  })))
+  fc.tuple(
+    fc.constant([...ordinals].sort((a, b) => a - b)),
+    fc.array(fc.integer({ min: 1, max: 100_000 }), {
+      minLength: ordinals.length,
+      maxLength: ordinals.length
+    })
+  )
+)
 
 describe("the postings codec", () => {
   it("decodes what it encodes", () => {
-    fc.assert(fc.property(postings, ([ordinals, tfs]) => {
-      const bytes = encodePostings(ordinals.flatMap((o, i) => [o, tfs[i]!]))
-      const decoded = decodePostings(bytes, ordinals.length, 5_000_001)
-      assert.deepStrictEqual(decoded, { ordinals: Uint32Array.from(ordinals), tfs: Uint32Array.from(tfs) })
-    }))
+    fc.assert(
+      fc.property(postings, ([ordinals, tfs]) => {
+        const bytes = encodePostings(ordinals.flatMap((o, i) => [o, tfs[i]!]))
+        const decoded = decodePostings(bytes, ordinals.length, 5_000_001)
+        assert.deepStrictEqual(decoded, { ordinals: Uint32Array.from(ordinals), tfs: Uint32Array.from(tfs) })
+      })
+    )
   })
 
   it("refuses truncated bytes, extra bytes, a wrong count and ordinals past the segment", () => {

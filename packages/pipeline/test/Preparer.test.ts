@@ -1,68 +1,170 @@
 /** The worker pool prepares batches exactly as the inline stage does, and an index built through it answers the same. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Layer, Result, Stream } from "effect"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { Effect, Layer, Result, Stream } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
-import { prepareBatch } from "../src/stages/Prepare.ts"
+import { embedText } from "../src/stages/embed/Embed.ts"
+import {
+  deltaPreparer,
+  deltaReceiver,
+  type PreparedBatch,
+  prepareBatch,
+  TermNumbering
+} from "../src/stages/text/Prepare.ts"
 
-const script = new URL("../src/stages/PrepareWorker.ts", import.meta.url)
+const script = new URL("../src/stages/text/PrepareWorker.ts", import.meta.url)
 const settings = {
   cleaner: CleanerConfig.default,
   chunker: new ChunkerConfig({ chunkSize: ChunkSize.make(7), overlap: Overlap.make(2), tailPolicy: "pad" }),
   analyzer: AnalyzerConfig.default
 }
-const bodies = Array.from({ length: 300 }, (_, i) =>
-  `Document ${i}: the Running foxes' dens, ${"深".repeat(i % 3)} 😀 e.g. ${i % 7 === 0 ? "" : "stars and planets"}  `)
+const bodies = Array.from(
+  { length: 300 },
+  (_, i) =>
+    `Document ${i}: the Running foxes' dens, ${"深".repeat(i % 3)} 😀 e.g. ${i % 7 === 0 ? "" : "stars and planets"}  `
+)
 const docs = bodies.map((body, i) => ({ title: `Title ${i % 5}`, body }))
 
-const source = Layer.succeed(DocumentSource, DocumentSource.of({
-  read: () =>
-    Stream.fromIterable(docs.map((d, i) =>
-      Result.succeed({ source: "mem", line: i + 1, doc: new RawDoc({ docId: DocId.make(`d${i}`), title: d.title, body: d.body, categories: null }) })
-    )),
-  size: () => Effect.succeed(0)
-}))
+const source = Layer.succeed(
+  DocumentSource,
+  DocumentSource.of({
+    read: () =>
+      Stream.fromIterable(
+        docs.map((d, i) =>
+          Result.succeed({
+            source: "mem",
+            line: i + 1,
+            doc: new RawDoc({ docId: DocId.make(`d${i}`), title: d.title, body: d.body, categories: null })
+          })
+        )
+      ),
+    size: () => Effect.succeed(0)
+  })
+)
+
+/** A batch with its term numbers replaced by the terms: what a writer makes of it, whatever the numbering. */
+const resolved = (batch: PreparedBatch) => {
+  let at = 0
+  return {
+    docs: batch.docs,
+    chunks: Array.from(batch.termCounts, (count) =>
+      Array.from(batch.termIds.subarray(at, (at += count)), (id) => batch.vocabulary[id]!)
+    )
+  }
+}
+
+describe("term numbering across batches", () => {
+  it("numbers a term once per run, sends each term once, and gives the same terms as batches prepared alone", () => {
+    const send = deltaPreparer()
+    const receive = deltaReceiver()
+    const batches = [docs.slice(0, 50), docs.slice(50, 51), [], docs.slice(51, 200)]
+    const deltas = batches.map((batch) => send(batch, settings))
+    const received = deltas.map((delta) => receive(delta)!)
+    assert.deepStrictEqual(
+      received.map(resolved),
+      batches.map((batch) => resolved(prepareBatch(batch, settings)))
+    )
+    const sent = deltas.flatMap((delta) => delta.newTerms)
+    assert.strictEqual(new Set(sent).size, sent.length, "no term is sent twice")
+    assert.strictEqual(received[3]!.vocabulary, received[0]!.vocabulary, "one vocabulary, grown")
+    assert.isBelow(deltas[1]!.newTerms.length, deltas[0]!.newTerms.length)
+  })
+
+  it("starts a new vocabulary when the numbering is full, and the batches still resolve to the same terms", () => {
+    const numbering = new TermNumbering(20)
+    const first = prepareBatch(docs.slice(0, 10), settings, numbering)
+    const second = prepareBatch(docs.slice(10, 20), settings, numbering)
+    assert.strictEqual(numbering.generation, 1)
+    assert.notStrictEqual(second.vocabulary, first.vocabulary)
+    assert.deepStrictEqual(
+      [first, second].map(resolved),
+      [docs.slice(0, 10), docs.slice(10, 20)].map((b) => resolved(prepareBatch(b, settings)))
+    )
+  })
+
+  it("refuses a delta that skips part of the numbering (one sent but never received)", () => {
+    const send = deltaPreparer()
+    const receive = deltaReceiver()
+    send(docs.slice(0, 5), settings)
+    assert.isUndefined(receive(send(docs.slice(5, 10), settings)))
+  })
+})
+
+describe("local-sha256 vectors on the preparing side", () => {
+  it("gives each chunk the vector the embedder gives its text, and no texts to embed", () => {
+    const withTexts = prepareBatch(docs.slice(0, 40), settings)
+    const withVectors = prepareBatch(docs.slice(0, 40), { ...settings, localVectors: true })
+    const texts = withTexts.docs.flatMap((d) => d.texts)
+    const vectors = withVectors.docs.flatMap((d) => Array.from(d.vectors!))
+    assert.isAbove(texts.length, 40)
+    assert.deepStrictEqual(
+      vectors,
+      texts.flatMap((t) => embedText(t).vector)
+    )
+    assert.deepStrictEqual(
+      withVectors.docs.flatMap((d) => d.texts),
+      []
+    )
+    assert.isTrue(withTexts.docs.every((d) => d.vectors === undefined))
+    assert.deepStrictEqual(resolved({ ...withVectors, docs: [] }), resolved({ ...withTexts, docs: [] }))
+  })
+})
 
 describe("the worker pool", () => {
-  it.effect("fails the batch of a thread that dies, and prepares later batches on a new one", () =>
-    Effect.gen(function*() {
-      const pool = yield* Preparer
-      const lost = yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings))
-      assert.isTrue(lost._tag === "Failure", "the lost batch fails")
-      const later = yield* pool.prepare(docs.slice(0, 3), settings)
-      assert.deepStrictEqual(later, prepareBatch(docs.slice(0, 3), settings))
-    }).pipe(Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))), 60_000)
-
+  it.effect(
+    "fails the batch of a thread that dies, and prepares later batches on a new one",
+    () =>
+      Effect.gen(function* () {
+        const pool = yield* Preparer
+        const lost = yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings))
+        assert.isTrue(lost._tag === "Failure", "the lost batch fails")
+        const later = yield* pool.prepare(docs.slice(0, 3), settings)
+        assert.deepStrictEqual(later, prepareBatch(docs.slice(0, 3), settings))
+      }).pipe(Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))),
+    60_000
+  )
 })
 
 // One pool of two threads for the tests below: starting a thread loads the stage's modules, which takes a while.
 layer(layerWorkers(script, 2), { timeout: 60_000 })("a shared worker pool", (it) => {
-  it.effect("prepares every batch exactly as the inline stage", () =>
-    Effect.gen(function*() {
-      const pool = yield* Preparer
-      const batches = [docs.slice(0, 64), docs.slice(64, 65), [], docs.slice(65)]
-      const viaWorkers = yield* Effect.forEach(batches, (batch) => pool.prepare(batch, settings), { concurrency: 4 })
-      assert.deepStrictEqual(viaWorkers, batches.map((batch) => prepareBatch(batch, settings)))
-    }), 60_000)
+  it.effect(
+    "prepares every batch exactly as the inline stage",
+    () =>
+      Effect.gen(function* () {
+        const pool = yield* Preparer
+        const batches = [docs.slice(0, 64), docs.slice(64, 65), [], docs.slice(65)]
+        const viaWorkers = yield* Effect.forEach(batches, (batch) => pool.prepare(batch, settings), { concurrency: 4 })
+        assert.deepStrictEqual(
+          viaWorkers.map(resolved),
+          batches.map((batch) => resolved(prepareBatch(batch, settings)))
+        )
+      }),
+    60_000
+  )
 
-  it.effect("builds an index that answers exactly as one built inline", () =>
-    Effect.gen(function*() {
-      const answers = (preparer: Layer.Layer<never>) =>
-        Effect.gen(function*() {
-          yield* indexPaths(["corpus"], { chunker: settings.chunker, batchSize: 16 })
-          return yield* Effect.forEach(["running fox", "stars 😀", "深"], (q) =>
-            Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations]))
-        }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerMemory, source, preparer)))
-      const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
-      const pooled = yield* answers(Layer.succeed(Preparer, yield* Preparer))
-      assert.deepStrictEqual(pooled, inline)
-      assert.isAbove((inline[0]![0] as ReadonlyArray<unknown>).length, 0)
-    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))), 60_000)
+  it.effect(
+    "builds an index that answers exactly as one built inline",
+    () =>
+      Effect.gen(function* () {
+        const answers = (preparer: Layer.Layer<never>) =>
+          Effect.gen(function* () {
+            yield* indexPaths(["corpus"], { chunker: settings.chunker, batchSize: 16 })
+            return yield* Effect.forEach(["running fox", "stars 😀", "深"], (q) =>
+              Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations])
+            )
+          }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerMemory, source, preparer)))
+        const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
+        const pooled = yield* answers(Layer.succeed(Preparer, yield* Preparer))
+        assert.deepStrictEqual(pooled, inline)
+        assert.isAbove((inline[0]![0] as ReadonlyArray<unknown>).length, 0)
+      }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))),
+    60_000
+  )
 })

@@ -2,8 +2,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FusionConfig } from "@funcpipe/domain/Config"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
-import { fuseHits, type Hit, mergeHits, shardOf, sumStats } from "../src/stages/Shards.ts"
-import { fuseLinear, keyTies, topOf } from "../src/stages/Ranker.ts"
+import { fuseLinear, keyTies, topOf } from "../src/stages/rank/Ranker.ts"
+import { fuseHits, type Hit, mergeHits, shardOf, sumStats } from "../src/stages/rank/Shards.ts"
 
 const hit = (score: number, docId: string, start = 0, end = 3, text = "t"): Hit => ({
   score,
@@ -26,7 +26,13 @@ describe("shardOf", () => {
 
 describe("sumStats", () => {
   it("adds counts, lengths and each term's df", () => {
-    const sum = sumStats([{ chunks: 2, totalLength: 9, df: [1, 0] }, { chunks: 3, totalLength: 4, df: [2, 3] }], 2)
+    const sum = sumStats(
+      [
+        { chunks: 2, totalLength: 9, df: [1, 0] },
+        { chunks: 3, totalLength: 4, df: [2, 3] }
+      ],
+      2
+    )
     assert.deepStrictEqual(sum, { chunks: 5, totalLength: 13, df: [3, 3] })
   })
 })
@@ -37,7 +43,10 @@ describe("mergeHits", () => {
     const b = [hit(0.9, "a"), hit(0.5, "doc-～"), hit(0.5, "a", 0, 3)]
     const merged = mergeHits([a, b], 5)
     assert.deepStrictEqual(merged, [...a, ...b].sort(rankingOrder).slice(0, 5))
-    assert.deepStrictEqual(merged.map((h) => h.docId), ["a", "b", "a", "a", "doc-～"])
+    assert.deepStrictEqual(
+      merged.map((h) => h.docId),
+      ["a", "b", "a", "a", "doc-～"]
+    )
   })
 })
 
@@ -47,12 +56,26 @@ describe("fuseHits", () => {
     const vector = [[hit(0.2, "c"), hit(0.1, "a")], [hit(0.9, "b")]]
     const all = [hit(0, "a"), hit(0, "b"), hit(0, "c")]
     // One index: positions 0, 1, 2 for a, b, c.
-    const fused = fuseLinear([{ position: 0, score: 3 }, { position: 1, score: 2 }, { position: 2, score: 1 }], [
-      { position: 1, score: 0.9 },
-      { position: 2, score: 0.2 },
-      { position: 0, score: 0.1 }
-    ], 0.9)
-    const expected = topOf((visit) => fused.forEach((score, p) => visit(p, score)), 2, keyTies((p) => all[p]!))
+    const fused = fuseLinear(
+      [
+        { position: 0, score: 3 },
+        { position: 1, score: 2 },
+        { position: 2, score: 1 }
+      ],
+      [
+        { position: 1, score: 0.9 },
+        { position: 2, score: 0.2 },
+        { position: 0, score: 0.1 }
+      ],
+      0.9
+    )
+    const expected = topOf(
+      (visit) => {
+        for (const [p, score] of fused) visit(p, score)
+      },
+      2,
+      keyTies((p) => all[p]!)
+    )
     assert.deepStrictEqual(
       fuseHits(lexical, vector, 1000, 2, FusionConfig.default).map((h) => [h.docId, h.score]),
       expected.map((top) => [all[top.position]!.docId, top.score])

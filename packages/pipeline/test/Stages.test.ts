@@ -1,20 +1,21 @@
 /** Unit tests of the pure stages' contracts, bad input included. */
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
-import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { CleanDoc, DocId, labelsOf, RawDoc } from "@funcpipe/domain/Document"
-import { cleanDoc, cleanText } from "../src/stages/Clean.ts"
-import { chunkDoc } from "../src/stages/Chunker.ts"
-import { cosineSimilarity, rawCosine } from "../src/stages/Cosine.ts"
-import { csvRecords, parseCsvDocs } from "../src/stages/Csv.ts"
-import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/Embed.ts"
-import { fileDoc } from "../src/stages/FileDoc.ts"
-import { parseJsonlDocs, parseJsonlLine } from "../src/stages/Jsonl.ts"
-import { makeQuery } from "../src/stages/Query.ts"
-import { retrieve, vectorIndex } from "../src/stages/Retrieve.ts"
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
+import { Result } from "effect"
+import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/embed/Embed.ts"
+import { cosineSimilarity, rawCosine } from "../src/stages/rank/Cosine.ts"
+import { makeQuery } from "../src/stages/rank/Query.ts"
+import { retrieve, vectorIndex } from "../src/stages/rank/Retrieve.ts"
+import { csvRecords, parseCsvDocs } from "../src/stages/read/Csv.ts"
+import { fileDoc } from "../src/stages/read/FileDoc.ts"
+import { parseJsonlDocs, parseJsonlLine } from "../src/stages/read/Jsonl.ts"
+import { chunkDoc } from "../src/stages/text/Chunker.ts"
+import { cleanDoc, cleanText } from "../src/stages/text/Clean.ts"
 
-const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "T", body, categories: null })
+const doc = (docId: string, body: string) =>
+  new RawDoc({ docId: DocId.make(docId), title: "T", body, categories: null })
 const failureTag = <E extends { readonly _tag: string }>(r: Result.Result<unknown, E>) =>
   Result.isFailure(r) ? r.failure._tag : "success"
 
@@ -34,12 +35,21 @@ describe("chunkDoc", () => {
   const config = (tailPolicy: "emit_short" | "drop" | "pad") =>
     new ChunkerConfig({ chunkSize: ChunkSize.make(3), overlap: Overlap.make(1), tailPolicy })
   it("counts code points, so an emoji is one position", () => {
-    assert.deepStrictEqual(chunkDoc(clean, config("emit_short")).map((c) => [c.start, c.end, c.text]), [
-      [0, 3, "a😀b"], [2, 5, "bcd"], [4, 7, "def"], [6, 8, "fg"]
-    ])
+    assert.deepStrictEqual(
+      chunkDoc(clean, config("emit_short")).map((c) => [c.start, c.end, c.text]),
+      [
+        [0, 3, "a😀b"],
+        [2, 5, "bcd"],
+        [4, 7, "def"],
+        [6, 8, "fg"]
+      ]
+    )
   })
   it("drops or pads the short tail", () => {
-    assert.deepStrictEqual(chunkDoc(clean, config("drop")).map((c) => c.end), [3, 5, 7])
+    assert.deepStrictEqual(
+      chunkDoc(clean, config("drop")).map((c) => c.end),
+      [3, 5, 7]
+    )
     assert.deepStrictEqual(chunkDoc(clean, config("pad")).at(-1)?.text, "fg\u0000")
     assert.deepStrictEqual(chunkDoc(clean, config("pad")).at(-1)?.end, 9)
   })
@@ -78,8 +88,14 @@ describe("retrieve", () => {
   const chunks = chunkDoc(cleanDoc(doc("a", "graph neural networks")), ChunkerConfig.default).map((d) => embedChunk(d))
   const index = Result.getOrThrow(vectorIndex(LOCAL_SHA256, 16, chunks))
   it("refuses a query from another model before scoring", () => {
-    const query = Result.getOrThrow(makeQuery("graph", 1, CleanerConfig.default, (t) =>
-      new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") })))
+    const query = Result.getOrThrow(
+      makeQuery(
+        "graph",
+        1,
+        CleanerConfig.default,
+        (t) => new Embedding({ vector: embedText(t).vector, model: ModelLabel.make("other-model") })
+      )
+    )
     assert.strictEqual(failureTag(retrieve(query, index)), "ModelMismatch")
   })
   it("refuses chunks of mixed models or dimensions when laying out the index", () => {
@@ -94,13 +110,18 @@ describe("retrieve", () => {
 
 describe("CSV reading", () => {
   it("keeps quoted line breaks and reports the line each record starts on", () => {
-    const records = csvRecords("h1,h2\n\"a\nb\",c\nd,e")
-    assert.deepStrictEqual(records.map((r) => [r.line, Result.getOrThrow(r.fields)]), [
-      [1, ["h1", "h2"]], [2, ["a\nb", "c"]], [4, ["d", "e"]]
-    ])
+    const records = csvRecords('h1,h2\n"a\nb",c\nd,e')
+    assert.deepStrictEqual(
+      records.map((r) => [r.line, Result.getOrThrow(r.fields)]),
+      [
+        [1, ["h1", "h2"]],
+        [2, ["a\nb", "c"]],
+        [4, ["d", "e"]]
+      ]
+    )
   })
   it("makes an unclosed quote that record's error, while earlier rows flow", () => {
-    const rows = parseCsvDocs("doc_id,title,abstract,categories\n1,T,A,c\n2,T,\"open,c\n", "x.csv")
+    const rows = parseCsvDocs('doc_id,title,abstract,categories\n1,T,A,c\n2,T,"open,c\n', "x.csv")
     assert.isTrue(Result.isSuccess(rows[0]!))
     assert.strictEqual(failureTag(rows[1]!), "BadRecord")
     if (Result.isFailure(rows[1]!)) {
@@ -112,13 +133,16 @@ describe("CSV reading", () => {
     }
   })
   it("says how many lines an unclosed quote left unread", () => {
-    const rows = parseCsvDocs("doc_id,title,abstract,categories\n1,T,\"open\n2,T,A\n3,T,A\n", "x.csv")
+    const rows = parseCsvDocs('doc_id,title,abstract,categories\n1,T,"open\n2,T,A\n3,T,A\n', "x.csv")
     assert.strictEqual(rows.length, 1)
     assert.match(Result.isFailure(rows[0]!) ? rows[0].failure.message : "", /^x\.csv:2: .* so lines 2 to 4 \(the rest/)
   })
   it("rejects an empty doc id and a row lacking the abstract, naming the line", () => {
     const rows = parseCsvDocs("doc_id,title,abstract,categories\n,T,A,c\n3,T\n", "y.csv")
-    assert.deepStrictEqual(rows.map((r) => (Result.isFailure(r) ? r.failure.line : 0)), [2, 3])
+    assert.deepStrictEqual(
+      rows.map((r) => (Result.isFailure(r) ? r.failure.line : 0)),
+      [2, 3]
+    )
     if (Result.isFailure(rows[0]!)) assert.include(rows[0].failure.message, "a document id must not be empty")
   })
 })
@@ -136,9 +160,10 @@ describe("JSONL reading", () => {
       ].join("\n"),
       "c.jsonl"
     )
-    assert.deepStrictEqual(rows.map((r) => (Result.isSuccess(r) ? r.success.docId : `line ${r.failure.line}`)), [
-      "7", "x", "line 4", "line 5", "y"
-    ])
+    assert.deepStrictEqual(
+      rows.map((r) => (Result.isSuccess(r) ? r.success.docId : `line ${r.failure.line}`)),
+      ["7", "x", "line 4", "line 5", "y"]
+    )
     assert.strictEqual(Result.isSuccess(rows[1]!) ? rows[1].success.categories : "", "cs.AI cs.LG")
   })
 })
@@ -159,8 +184,12 @@ describe("front matter", () => {
   const labels = (text: string) => labelsOf(Result.getOrThrow(doc(text)).categories)
 
   it("fills the categories from tags and categories, and leaves the block out of the body and the title", () => {
-    const d = Result.getOrThrow(doc("---\n# a comment, not a heading\ntitle: T\ncategories: [astro-ph.GA]\n" +
-      "tags:\n  - machine learning\n  - 2024\n  - astro-ph.GA\n---\n# Heading\nbody\n"))
+    const d = Result.getOrThrow(
+      doc(
+        "---\n# a comment, not a heading\ntitle: T\ncategories: [astro-ph.GA]\n" +
+          "tags:\n  - machine learning\n  - 2024\n  - astro-ph.GA\n---\n# Heading\nbody\n"
+      )
+    )
     assert.deepStrictEqual(labelsOf(d.categories), ["astro-ph.GA", "machine learning", "2024"])
     assert.strictEqual(d.body, "# Heading\nbody\n")
     assert.strictEqual(d.title, "Heading")
@@ -198,7 +227,7 @@ describe("front matter", () => {
     const result = doc("---\ntags: [a, {b: 1}]\n---\nx")
     assert.deepStrictEqual(
       Result.isFailure(result) ? result.failure.reason : "",
-      "\"tags\" in the front matter must be a word, a list of words or a string of them, not a list holding a mapping"
+      '"tags" in the front matter must be a word, a list of words or a string of them, not a list holding a mapping'
     )
   })
 })
@@ -210,10 +239,10 @@ describe("JSONL categories", () => {
       return result !== undefined && Result.isSuccess(result) ? labelsOf(result.success.categories) : undefined
     }
     assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":["cs.AI","cs.LG"]}`), ["cs.AI", "cs.LG"])
-    assert.deepStrictEqual(
-      categoriesOf(`{"id":1,"text":"x","categories":["Machine Learning","a,b"]}`),
-      ["Machine Learning", "a,b"]
-    )
+    assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":["Machine Learning","a,b"]}`), [
+      "Machine Learning",
+      "a,b"
+    ])
     assert.deepStrictEqual(categoriesOf(`{"id":1,"text":"x","categories":"cs.AI, cs.LG"}`), ["cs.AI", "cs.LG"])
   })
 })

@@ -5,6 +5,9 @@
  */
 import { NodeSocket, NodeSocketServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
+import { StoreFailure } from "@funcpipe/pipeline/services/IndexStore"
+import { parsePgUrl, scrubUrl } from "@funcpipe/pipeline/services/PgIndexStore"
+import { layerShardEntities, PartitionSource } from "@funcpipe/pipeline/services/ShardCluster"
 import { Duration, Effect, Layer, Option } from "effect"
 import {
   MessageStorage,
@@ -18,9 +21,6 @@ import {
 import { Reactivity } from "effect/reactivity"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import { Socket } from "effect/socket"
-import { StoreFailure } from "@funcpipe/pipeline/services/IndexStore"
-import { parsePgUrl, scrubUrl } from "@funcpipe/pipeline/services/PgIndexStore"
-import { layerShardEntities, PartitionSource } from "@funcpipe/pipeline/services/ShardCluster"
 
 /** Where a cluster lives and how fast it notices a lost runner. */
 export interface ClusterOptions {
@@ -69,21 +69,23 @@ const shardingConfig = (options: ClusterOptions, clientOnly: boolean): ShardingO
 
 /** The cluster's own connection to the index's database, and its runner storage under the deployment's prefix. */
 const storage = (options: ClusterOptions, config: ShardingOptions) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const target = yield* Effect.fromResult(parsePgUrl(options.index)).pipe(
-      Effect.mapError((reason) => new StoreFailure({ location: scrubUrl(options.index), reason }))
-    )
-    const sql = PgClient.layer({ url: target.url, maxConnections: 4, applicationName: "funcpipe-cluster" }).pipe(
-      Layer.provide(Reactivity.layer)
-    )
-    return Layer.mergeAll(
-      MessageStorage.layerNoop,
-      SqlRunnerStorage.layerWith({ prefix: clusterPrefix(options) }).pipe(
-        Layer.provide(sql),
-        Layer.provide(ShardingConfig.layer(config))
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const target = yield* Effect.fromResult(parsePgUrl(options.index)).pipe(
+        Effect.mapError((reason) => new StoreFailure({ location: scrubUrl(options.index), reason }))
       )
-    )
-  }))
+      const sql = PgClient.layer({ url: target.url, maxConnections: 4, applicationName: "funcpipe-cluster" }).pipe(
+        Layer.provide(Reactivity.layer)
+      )
+      return Layer.mergeAll(
+        MessageStorage.layerNoop,
+        SqlRunnerStorage.layerWith({ prefix: clusterPrefix(options) }).pipe(
+          Layer.provide(sql),
+          Layer.provide(ShardingConfig.layer(config))
+        )
+      )
+    })
+  )
 
 /**
  * Connections to runners, with Nagle's algorithm off: a shard request or reply is one small write, and with it on each
@@ -91,11 +93,11 @@ const storage = (options: ClusterOptions, config: ShardingOptions) =>
  */
 const clientProtocol = Layer.effect(
   Runners.RpcClientProtocol,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const serialization = yield* RpcSerialization.RpcSerialization
     return {
       codecFor: serialization.codecFor,
-      make: Effect.fnUntraced(function*(address: RunnerAddress.RunnerAddress) {
+      make: Effect.fnUntraced(function* (address: RunnerAddress.RunnerAddress) {
         const socket = yield* NodeSocket.makeNet({
           openTimeout: 1000,
           // A runner loading a large shard can be silent for seconds; a dead one is found by the health checks.
@@ -120,13 +122,14 @@ const clientProtocol = Layer.effect(
 const cluster = (options: ClusterOptions, clientOnly: boolean) => {
   const config = shardingConfig(options, clientOnly)
   const address = Option.getOrUndefined(config.runnerAddress ?? Option.none())
-  const runner = clientOnly || address === undefined
-    ? Layer.provide(SocketRunner.layerClientOnly, clientProtocol)
-    : Layer.provide(SocketRunner.layer, [
-      NodeSocketServer.layer({ host: address.host, port: address.port, noDelay: true }),
-      clientProtocol,
-      RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clientProtocol))
-    ])
+  const runner =
+    clientOnly || address === undefined
+      ? Layer.provide(SocketRunner.layerClientOnly, clientProtocol)
+      : Layer.provide(SocketRunner.layer, [
+          NodeSocketServer.layer({ host: address.host, port: address.port, noDelay: true }),
+          clientProtocol,
+          RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clientProtocol))
+        ])
   return runner.pipe(
     Layer.provide(storage(options, config)),
     Layer.provide(ShardingConfig.layer(config)),
@@ -136,10 +139,7 @@ const cluster = (options: ClusterOptions, clientOnly: boolean) => {
 
 /** A runner: hosts shard entities of the index, reading their documents from it. */
 export const layerRunner = (options: ClusterOptions) =>
-  layerShardEntities.pipe(
-    Layer.provide(PartitionSource.layer(options.index)),
-    Layer.provide(cluster(options, false))
-  )
+  layerShardEntities.pipe(Layer.provide(PartitionSource.layer(options.index)), Layer.provide(cluster(options, false)))
 
 /** An entry point: `queryShards` needs what this provides (the cluster's client side and the index's pins). */
 export const layerEntry = (options: ClusterOptions) =>

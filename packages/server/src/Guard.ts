@@ -2,6 +2,8 @@
  * What every request passes before and after its handler: the bearer token, the body size limit, and the mapping of
  * failures outside the handlers (bad JSON, schema failures, unknown routes, bugs) to JSON answers without internals.
  */
+
+import { createHash, timingSafeEqual } from "node:crypto"
 import { ByteSize, Cause, Effect, Option, Redacted, Result, SchemaIssue } from "effect"
 import {
   Headers,
@@ -12,7 +14,6 @@ import {
   HttpServerResponse
 } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { createHash, timingSafeEqual } from "node:crypto"
 
 /** How the guard is set up. */
 export interface GuardOptions {
@@ -51,87 +52,99 @@ const invalidRequest = (error: HttpApiError.HttpApiSchemaError) => {
   const issues = formatter(error.cause.issue).issues.map((issue) => {
     const path = pathText((issue.path ?? []).map((p) => (typeof p === "object" ? p.key : p)))
     // The schema's wording names its own types ("Expected QueryRequest") or what it expects rather than what is wrong.
-    const message = issue.message === "Expected no excess property"
-      ? "not a field of this request"
-      : /^Expected [A-Z]\w*$/.test(issue.message)
-      ? "expected a JSON object"
-      : issue.message
+    const message =
+      issue.message === "Expected no excess property"
+        ? "not a field of this request"
+        : /^Expected [A-Z]\w*$/.test(issue.message)
+          ? "expected a JSON object"
+          : issue.message
     return { path, message }
   })
   const first = issues[0]
   const where = error.kind === "Payload" ? "body" : error.kind === "Params" ? "path" : error.kind.toLowerCase()
-  const message = first === undefined
-    ? `invalid request ${where}`
-    : `invalid request ${where}: ${first.path === "" ? "" : `${first.path}: `}${first.message}` +
-      (issues.length > 1 ? ` (and ${issues.length - 1} more)` : "")
+  const message =
+    first === undefined
+      ? `invalid request ${where}`
+      : `invalid request ${where}: ${first.path === "" ? "" : `${first.path}: `}${first.message}` +
+        (issues.length > 1 ? ` (and ${issues.length - 1} more)` : "")
   return json(400, { _tag: "InvalidRequest", message, issues })
 }
 
 const tooLarge = (limit: number) =>
-  json(413, { _tag: "PayloadTooLarge", message: `the request body is larger than the limit of ${limit} bytes` }, {
-    connection: "close"
-  })
+  json(
+    413,
+    { _tag: "PayloadTooLarge", message: `the request body is larger than the limit of ${limit} bytes` },
+    {
+      connection: "close"
+    }
+  )
 
 /** Turns a failure no handler answered into a JSON answer; a bug is reported and answered without its details. */
-const answerFailure = (options: GuardOptions, request: HttpServerRequest.HttpServerRequest) =>
-(cause: Cause.Cause<unknown>) => {
-  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-  const defect = Cause.findDefect(cause)
-  const failure = Option.orElse(
-    Cause.findErrorOption(cause),
-    (): Option.Option<unknown> => (Result.isSuccess(defect) ? Option.some(defect.success) : Option.none())
-  )
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
-      return Effect.succeed(invalidRequest(error))
-    }
-    if (HttpServerError.isHttpServerError(error)) {
-      if (error.reason._tag === "RouteNotFound") {
-        return Effect.succeed(json(404, {
-          _tag: "NotFound",
-          message: `there is no ${request.method} ${request.url.split("?")[0]}; the endpoints are listed at /docs`
-        }))
+const answerFailure =
+  (options: GuardOptions, request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    const defect = Cause.findDefect(cause)
+    const failure = Option.orElse(
+      Cause.findErrorOption(cause),
+      (): Option.Option<unknown> => (Result.isSuccess(defect) ? Option.some(defect.success) : Option.none())
+    )
+    if (Option.isSome(failure)) {
+      const error = failure.value
+      if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
+        return Effect.succeed(invalidRequest(error))
       }
-      if (error.reason._tag === "RequestParseError") {
-        return Effect.succeed(
-          error.reason.reason === "BodyTooLarge"
-            ? tooLarge(options.maxBodyBytes)
-            : json(400, { _tag: "InvalidRequest", message: "the request body could not be read", issues: [] })
-        )
+      if (HttpServerError.isHttpServerError(error)) {
+        if (error.reason._tag === "RouteNotFound") {
+          return Effect.succeed(
+            json(404, {
+              _tag: "NotFound",
+              message: `there is no ${request.method} ${request.url.split("?")[0]}; the endpoints are listed at /docs`
+            })
+          )
+        }
+        if (error.reason._tag === "RequestParseError") {
+          return Effect.succeed(
+            error.reason.reason === "BodyTooLarge"
+              ? tooLarge(options.maxBodyBytes)
+              : json(400, { _tag: "InvalidRequest", message: "the request body could not be read", issues: [] })
+          )
+        }
       }
     }
+    return Effect.as(
+      options.reportDefect(cause),
+      json(500, { _tag: "InternalError", message: "internal error; the server's log has the details" })
+    )
   }
-  return Effect.as(
-    options.reportDefect(cause),
-    json(500, { _tag: "InternalError", message: "internal error; the server's log has the details" })
-  )
-}
 
 /** The guard as a global router middleware. */
 export const guard = (options: GuardOptions) => {
   const expected = options.token === undefined ? undefined : digest(Redacted.value(options.token))
   const limit = ByteSize.bytes(options.maxBodyBytes)
-  return HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const open = OPEN_PATHS.has(request.url.split("?")[0]!)
-      if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
-        const message = "this server needs the header Authorization: Bearer <token>"
-        return json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
-      }
-      // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
-      const declared = request.headers["content-length"]
-      if (declared !== undefined && Number(declared) > options.maxBodyBytes) return tooLarge(options.maxBodyBytes)
-      // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
-      const type = request.headers["content-type"]
-      const asJson = type === undefined || type.toLowerCase().startsWith("application/json")
-        ? request
-        : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
-      return yield* httpEffect.pipe(
-        Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
-        Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
-        Effect.catchCause(answerFailure(options, request))
-      )
-    }), { global: true })
+  return HttpRouter.middleware<{ handles: unknown }>()(
+    (httpEffect) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const open = OPEN_PATHS.has(request.url.split("?")[0]!)
+        if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
+          const message = "this server needs the header Authorization: Bearer <token>"
+          return json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+        }
+        // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
+        const declared = request.headers["content-length"]
+        if (declared !== undefined && Number(declared) > options.maxBodyBytes) return tooLarge(options.maxBodyBytes)
+        // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
+        const type = request.headers["content-type"]
+        const asJson =
+          type === undefined || type.toLowerCase().startsWith("application/json")
+            ? request
+            : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
+        return yield* httpEffect.pipe(
+          Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
+          Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
+          Effect.catchCause(answerFailure(options, request))
+        )
+      }),
+    { global: true }
+  )
 }

@@ -1,7 +1,5 @@
 /** The API's handlers: a few lines each over the pipeline's programs, answering from the `LiveIndex` snapshot. */
-import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
-import { HttpServerResponse } from "effect/http"
-import { HttpApiBuilder } from "effect/http-api"
+
 import {
   answerJson,
   DocumentNotFound,
@@ -17,11 +15,14 @@ import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
-import { defaultExpansion } from "@funcpipe/pipeline/stages/Expansion"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore, readSnapshot } from "@funcpipe/pipeline/services/IndexStore"
-import { highlightSpans } from "@funcpipe/pipeline/stages/Highlight"
-import { type Loaded, LiveIndex } from "./LiveIndex.ts"
+import { defaultExpansion } from "@funcpipe/pipeline/stages/rank/Expansion"
+import { highlightSpans } from "@funcpipe/pipeline/stages/text/Highlight"
+import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { LiveIndex, type Loaded } from "./LiveIndex.ts"
 
 /** The default number of results, as for `funcpipe query`. */
 const DEFAULT_TOP_K = 3
@@ -82,10 +83,13 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
       ...(request.expand === undefined ? {} : { expand: defaultExpansion(request.expand) }),
       fusion: FusionConfig.of(request.fusion, request.alpha),
       explain: request.explain === true,
-      bm25: request.k1 === undefined && request.b === undefined ? Bm25Params.default : new Bm25Params({
-        k1: request.k1 ?? K1.make(Bm25Params.default.k1),
-        b: request.b ?? B.make(Bm25Params.default.b)
-      })
+      bm25:
+        request.k1 === undefined && request.b === undefined
+          ? Bm25Params.default
+          : new Bm25Params({
+              k1: request.k1 ?? K1.make(Bm25Params.default.k1),
+              b: request.b ?? B.make(Bm25Params.default.b)
+            })
     }),
     (found) =>
       answerJson(
@@ -99,144 +103,176 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
 const iso = (millis: number) => new Date(millis).toISOString()
 
 /** The search group: one query, or many from one snapshot. */
-export const SearchHandlers = HttpApiBuilder.group(FuncPipeApi, "search", Effect.fn(function*(handlers) {
-  const live = yield* LiveIndex
-  const embedder = yield* Embedder
-  const path = yield* Path.Path
-  return handlers
-    .handle("query", ({ payload }) =>
-      live.use((loaded) => answer(loaded, live.location, payload)).pipe(
-        Effect.mapError((e) => apiError(e)),
-        // `answerJson` builds exactly the `QueryResponse` type, so it is written as it is rather than encoded again
-        // through the schema (a measurable share of a query's time under load).
-        Effect.map((body) => HttpServerResponse.jsonUnsafe(body)),
-        Effect.provideService(Embedder, embedder),
-        Effect.provideService(Path.Path, path)
-      ))
-    .handle("batch", ({ payload }) =>
-      live.use((loaded) =>
-        Effect.forEach(payload.queries, (query, i) =>
-          answer(loaded, live.location, query).pipe(Effect.mapError((e) => apiError(e, `queries[${i}]`))))
-      ).pipe(
-        Effect.mapError((e) => (isApiError(e) ? e : apiError(e))),
-        Effect.map((answers) => HttpServerResponse.jsonUnsafe({ answers })),
-        Effect.provideService(Embedder, embedder),
-        Effect.provideService(Path.Path, path)
-      ))
-}))
+export const SearchHandlers = HttpApiBuilder.group(
+  FuncPipeApi,
+  "search",
+  Effect.fn(function* (handlers) {
+    const live = yield* LiveIndex
+    const embedder = yield* Embedder
+    const path = yield* Path.Path
+    return handlers
+      .handle("query", ({ payload }) =>
+        live
+          .use((loaded) => answer(loaded, live.location, payload))
+          .pipe(
+            Effect.mapError((e) => apiError(e)),
+            // `answerJson` builds exactly the `QueryResponse` type, so it is written as it is rather than encoded again
+            // through the schema (a measurable share of a query's time under load).
+            Effect.map((body) => HttpServerResponse.jsonUnsafe(body)),
+            Effect.provideService(Embedder, embedder),
+            Effect.provideService(Path.Path, path)
+          )
+      )
+      .handle("batch", ({ payload }) =>
+        live
+          .use((loaded) =>
+            Effect.forEach(payload.queries, (query, i) =>
+              answer(loaded, live.location, query).pipe(Effect.mapError((e) => apiError(e, `queries[${i}]`)))
+            )
+          )
+          .pipe(
+            Effect.mapError((e) => (isApiError(e) ? e : apiError(e))),
+            Effect.map((answers) => HttpServerResponse.jsonUnsafe({ answers })),
+            Effect.provideService(Embedder, embedder),
+            Effect.provideService(Path.Path, path)
+          )
+      )
+  })
+)
 
 /** The index group: what is served, and stored documents. */
 export const IndexHandlers = (options: HandlerOptions) =>
-  HttpApiBuilder.group(FuncPipeApi, "index", Effect.fn(function*(handlers) {
-    const live = yield* LiveIndex
-    return handlers
-      .handle("status", () =>
-        Effect.map(live.state, ({ failure, loaded }) => ({
-          index: live.location,
-          ready: loaded !== undefined,
-          writable: options.writable,
-          manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
-          snapshot_at: loaded === undefined ? null : iso(loaded.loadedAt),
-          reload_error: failure === undefined ? null : { at: iso(failure.at), message: failure.error.message }
-        })))
-      .handle("document", ({ params }) =>
-        live.use((loaded) => readSnapshot(live.location, () => loaded.snapshot.document(params.id))).pipe(
-          Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
-          Effect.flatMap((found) =>
-            found === undefined
-              ? Effect.fail(notFound(params.id))
-              : Effect.succeed({
-                doc_id: found.doc.docId,
-                title: found.doc.title,
-                source: found.doc.source,
-                categories: found.doc.categories,
-                hash: found.doc.hash,
-                chunks: found.chunks
-              })
-          )
-        ))
-  }))
+  HttpApiBuilder.group(
+    FuncPipeApi,
+    "index",
+    Effect.fn(function* (handlers) {
+      const live = yield* LiveIndex
+      return handlers
+        .handle("status", () =>
+          Effect.map(live.state, ({ failure, loaded }) => ({
+            index: live.location,
+            ready: loaded !== undefined,
+            writable: options.writable,
+            manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
+            snapshot_at: loaded === undefined ? null : iso(loaded.loadedAt),
+            reload_error: failure === undefined ? null : { at: iso(failure.at), message: failure.error.message }
+          }))
+        )
+        .handle("document", ({ params }) =>
+          live
+            .use((loaded) => readSnapshot(live.location, () => loaded.snapshot.document(params.id)))
+            .pipe(
+              Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
+              Effect.flatMap((found) =>
+                found === undefined
+                  ? Effect.fail(notFound(params.id))
+                  : Effect.succeed({
+                      doc_id: found.doc.docId,
+                      title: found.doc.title,
+                      source: found.doc.source,
+                      categories: found.doc.categories,
+                      hash: found.doc.hash,
+                      chunks: found.chunks
+                    })
+              )
+            )
+        )
+    })
+  )
 
 const decodeRawDoc = Schema.decodeUnknownResult(RawDoc)
 
 /** The documents group: changes through the index run's stages and transaction, only with `writable`. */
 export const DocumentsHandlers = (options: HandlerOptions) =>
-  HttpApiBuilder.group(FuncPipeApi, "documents", Effect.fn(function*(handlers) {
-    const live = yield* LiveIndex
-    const store = yield* IndexStore
-    const embedder = yield* Embedder
-    // SQLite waits for another writer by blocking the thread, so this process's writes queue here instead.
-    const writes = yield* Semaphore.make(1)
-    const refused = Effect.fail(new WritesDisabled({
-      message: "this server does not change the index; start it with --writable to allow PUT and DELETE"
-    }))
-    const write = <A, E extends Tagged>(program: Effect.Effect<A, E, IndexStore | Embedder>) =>
-      writes.withPermits(1)(program).pipe(
-        Effect.provideService(IndexStore, store),
-        Effect.provideService(Embedder, embedder),
-        // The answer reflects the change: later requests are answered from the new state.
-        Effect.tap(() => live.refresh)
+  HttpApiBuilder.group(
+    FuncPipeApi,
+    "documents",
+    Effect.fn(function* (handlers) {
+      const live = yield* LiveIndex
+      const store = yield* IndexStore
+      const embedder = yield* Embedder
+      // SQLite waits for another writer by blocking the thread, so this process's writes queue here instead.
+      const writes = yield* Semaphore.make(1)
+      const refused = Effect.fail(
+        new WritesDisabled({
+          message: "this server does not change the index; start it with --writable to allow PUT and DELETE"
+        })
       )
-    return handlers
-      .handle("put", ({ payload }) =>
-        Effect.gen(function*() {
-          if (!options.writable) return yield* refused
-          const docs: Array<RawDoc> = []
-          const seen = new Set<string>()
-          for (const [i, input] of payload.documents.entries()) {
-            if (seen.has(input.doc_id)) {
-              return yield* new InvalidRequest({
-                message: `the doc id ${JSON.stringify(input.doc_id)} is given twice`,
-                issues: [{ path: `documents[${i}].doc_id`, message: "given twice" }]
-              })
-            }
-            seen.add(input.doc_id)
-            const decoded = decodeRawDoc({
-              docId: input.doc_id,
-              title: input.title ?? "",
-              body: input.text,
-              categories: input.categories ?? null
-            })
-            if (Result.isFailure(decoded)) {
-              const message = decoded.failure.message.split("\n")[0] ?? "invalid document"
-              return yield* new InvalidRequest({
-                message: `invalid document ${JSON.stringify(input.doc_id)}: ${message}`,
-                issues: [{ path: `documents[${i}]`, message }]
-              })
-            }
-            docs.push(decoded.success)
-          }
-          const report = yield* write(putDocuments(docs, "api")).pipe(Effect.mapError((e) => apiError(e)))
-          return {
-            added: report.added,
-            updated: report.updated,
-            unchanged: report.unchanged,
-            skipped: report.skipped.map((s) => ({ doc_id: s.docId, reason: s.reason })),
-            chunks_written: report.chunksWritten,
-            documents: report.documents,
-            chunks: report.chunks
-          }
-        }))
-      .handle("delete", ({ params }) =>
-        Effect.gen(function*() {
-          if (!options.writable) return yield* refused
-          const report = yield* write(deleteDocuments([params.id])).pipe(
-            Effect.mapError((e) => {
-              const mapped = apiError(e)
-              // A delete has no query input, so nothing of it can be the caller's mistake.
-              return mapped instanceof InvalidRequest ? new IndexUnavailable({ message: e.message, reason: e._tag }) : mapped
-            })
+      const write = <A, E extends Tagged>(program: Effect.Effect<A, E, IndexStore | Embedder>) =>
+        writes
+          .withPermits(1)(program)
+          .pipe(
+            Effect.provideService(IndexStore, store),
+            Effect.provideService(Embedder, embedder),
+            // The answer reflects the change: later requests are answered from the new state.
+            Effect.tap(() => live.refresh)
           )
-          if (report.deleted.length === 0) {
-            return yield* notFound(params.id)
-          }
-          return { deleted: params.id, documents: report.documents, chunks: report.chunks }
-        }))
-  }))
+      return handlers
+        .handle("put", ({ payload }) =>
+          Effect.gen(function* () {
+            if (!options.writable) return yield* refused
+            const docs: Array<RawDoc> = []
+            const seen = new Set<string>()
+            for (const [i, input] of payload.documents.entries()) {
+              if (seen.has(input.doc_id)) {
+                return yield* new InvalidRequest({
+                  message: `the doc id ${JSON.stringify(input.doc_id)} is given twice`,
+                  issues: [{ path: `documents[${i}].doc_id`, message: "given twice" }]
+                })
+              }
+              seen.add(input.doc_id)
+              const decoded = decodeRawDoc({
+                docId: input.doc_id,
+                title: input.title ?? "",
+                body: input.text,
+                categories: input.categories ?? null
+              })
+              if (Result.isFailure(decoded)) {
+                const message = decoded.failure.message.split("\n")[0] ?? "invalid document"
+                return yield* new InvalidRequest({
+                  message: `invalid document ${JSON.stringify(input.doc_id)}: ${message}`,
+                  issues: [{ path: `documents[${i}]`, message }]
+                })
+              }
+              docs.push(decoded.success)
+            }
+            const report = yield* write(putDocuments(docs, "api")).pipe(Effect.mapError((e) => apiError(e)))
+            return {
+              added: report.added,
+              updated: report.updated,
+              unchanged: report.unchanged,
+              skipped: report.skipped.map((s) => ({ doc_id: s.docId, reason: s.reason })),
+              chunks_written: report.chunksWritten,
+              documents: report.documents,
+              chunks: report.chunks
+            }
+          })
+        )
+        .handle("delete", ({ params }) =>
+          Effect.gen(function* () {
+            if (!options.writable) return yield* refused
+            const report = yield* write(deleteDocuments([params.id])).pipe(
+              Effect.mapError((e) => {
+                const mapped = apiError(e)
+                // A delete has no query input, so nothing of it can be the caller's mistake.
+                return mapped instanceof InvalidRequest
+                  ? new IndexUnavailable({ message: e.message, reason: e._tag })
+                  : mapped
+              })
+            )
+            if (report.deleted.length === 0) {
+              return yield* notFound(params.id)
+            }
+            return { deleted: params.id, documents: report.documents, chunks: report.chunks }
+          })
+        )
+    })
+  )
 
 /** The system group: liveness. */
 export const SystemHandlers = HttpApiBuilder.group(FuncPipeApi, "system", (handlers) =>
-  handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
+  handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))
+)
 
 /** Every group's handlers. */
 export const handlersLayer = (options: HandlerOptions) =>

@@ -2,11 +2,12 @@
  * The index a server answers from: one open snapshot at a time, swapped for a newer one when the file changes, with
  * each request holding the snapshot it started on until it ends.
  */
-import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
+
 import { IndexMissing, openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore, type Snapshot, type StoreError } from "@funcpipe/pipeline/services/IndexStore"
-import type { ModelMismatch } from "@funcpipe/pipeline/stages/Retrieve"
+import type { ModelMismatch } from "@funcpipe/pipeline/stages/rank/Retrieve"
+import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
 
 /** One opened state of the index. */
 export interface Loaded {
@@ -35,23 +36,26 @@ export interface LiveIndexOptions {
 /** What `refresh` did. */
 export type Refreshed = "unchanged" | "swapped" | "failed"
 
-export class LiveIndex extends Context.Service<LiveIndex, {
-  /** The index file, for messages. */
-  readonly location: string
-  /**
-   * Runs `f` on the current snapshot, which stays open until `f` ends even when a newer one replaces it meanwhile,
-   * so one request never sees two states of the index. Fails with the reason when there is no snapshot yet.
-   */
-  readonly use: <A, E, R>(f: (loaded: Loaded) => Effect.Effect<A, E, R>) => Effect.Effect<A, E | OpenError, R>
-  /**
-   * Looks whether the file changed since the current snapshot was opened and, if so, opens the new state and swaps
-   * it in at once: later requests get the new one, requests in flight finish on the old one, which then closes. If
-   * opening fails, the old snapshot stays in service and the failure is kept for `state`. One refresh runs at a time.
-   */
-  readonly refresh: Effect.Effect<Refreshed>
-  /** The snapshot in service (if any) and the last failure since it was opened (if any). */
-  readonly state: Effect.Effect<{ readonly loaded: Loaded | undefined; readonly failure: OpenFailure | undefined }>
-}>()("server/LiveIndex") {
+export class LiveIndex extends Context.Service<
+  LiveIndex,
+  {
+    /** The index file, for messages. */
+    readonly location: string
+    /**
+     * Runs `f` on the current snapshot, which stays open until `f` ends even when a newer one replaces it meanwhile,
+     * so one request never sees two states of the index. Fails with the reason when there is no snapshot yet.
+     */
+    readonly use: <A, E, R>(f: (loaded: Loaded) => Effect.Effect<A, E, R>) => Effect.Effect<A, E | OpenError, R>
+    /**
+     * Looks whether the file changed since the current snapshot was opened and, if so, opens the new state and swaps
+     * it in at once: later requests get the new one, requests in flight finish on the old one, which then closes. If
+     * opening fails, the old snapshot stays in service and the failure is kept for `state`. One refresh runs at a time.
+     */
+    readonly refresh: Effect.Effect<Refreshed>
+    /** The snapshot in service (if any) and the last failure since it was opened (if any). */
+    readonly state: Effect.Effect<{ readonly loaded: Loaded | undefined; readonly failure: OpenFailure | undefined }>
+  }
+>()("server/LiveIndex") {
   /**
    * Opens the index of the `IndexStore` (checked against the `Embedder`'s model) and refreshes every `pollMillis`
    * (never when 0). A missing or unreadable index does not fail the layer: requests get the reason until a refresh
@@ -67,7 +71,7 @@ interface Generation {
   retired: boolean
 }
 
-const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
+const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
   const store = yield* IndexStore
   const embedder = yield* Embedder
   const report = options.report ?? (() => Effect.void)
@@ -81,7 +85,10 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
   let compactPending = false
 
   const close = (generation: Generation) =>
-    Effect.andThen(Scope.close(generation.scope, Exit.void), Effect.sync(() => void retiredOpen.delete(generation)))
+    Effect.andThen(
+      Scope.close(generation.scope, Exit.void),
+      Effect.sync(() => void retiredOpen.delete(generation))
+    )
 
   const acquire = Effect.suspend((): Effect.Effect<Generation, OpenError> => {
     const generation = current
@@ -105,7 +112,7 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
       return generation.users === 0 ? close(generation) : Effect.void
     })
 
-  const refreshUnlocked = Effect.gen(function*() {
+  const refreshUnlocked = Effect.gen(function* () {
     // The token is read before the snapshot is opened, so a commit in between shows up at the next refresh.
     const version = yield* Effect.result(store.version)
     const now = yield* Clock.currentTimeMillis
@@ -124,11 +131,13 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
       yield* store.checkpoint
     } else if (failure?.version === version.success) return "failed" as const
     const scope = yield* Scope.make()
-    const opened = yield* Effect.exit(openSnapshot().pipe(
-      Scope.provide(scope),
-      Effect.provideService(IndexStore, store),
-      Effect.provideService(Embedder, embedder)
-    ))
+    const opened = yield* Effect.exit(
+      openSnapshot().pipe(
+        Scope.provide(scope),
+        Effect.provideService(IndexStore, store),
+        Effect.provideService(Embedder, embedder)
+      )
+    )
     if (Exit.isFailure(opened)) {
       yield* Scope.close(scope, Exit.void)
       const found = Cause.findErrorOption(opened.cause)
@@ -142,7 +151,11 @@ const make = Effect.fnUntraced(function*(options: LiveIndexOptions) {
     }
     const previous = current
     const reopened = previous?.loaded.version === version.success
-    const loaded = { snapshot: opened.value, version: version.success, loadedAt: reopened ? previous!.loaded.loadedAt : now }
+    const loaded = {
+      snapshot: opened.value,
+      version: version.success,
+      loadedAt: reopened ? previous!.loaded.loadedAt : now
+    }
     current = { loaded, scope, users: 0, retired: false }
     failure = undefined
     yield* retire(previous)

@@ -2,12 +2,13 @@
  * The FuncPipe HTTP server: the API (`FuncPipeApi`), its OpenAPI document and Scalar page, and the search page, over
  * the `LiveIndex` of an `IndexStore`, served by Node.
  */
+
+import { createServer, type Server } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
+import { FuncPipeApi } from "@funcpipe/domain/Api"
 import { Cause, Effect, Layer, type Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { FuncPipeApi } from "@funcpipe/domain/Api"
-import { createServer, type Server } from "node:http"
 import { guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
 import { LiveIndex } from "./LiveIndex.ts"
@@ -38,8 +39,10 @@ export class TokenRequired extends Schema.TaggedError<TokenRequired>()("TokenReq
   host: Schema.String
 }) {
   override get message(): string {
-    return `listening on ${this.host} lets other machines reach the index, so it needs a token: pass --token or set ` +
+    return (
+      `listening on ${this.host} lets other machines reach the index, so it needs a token: pass --token or set ` +
       `FUNCPIPE_TOKEN (clients then send Authorization: Bearer <token>), or listen on 127.0.0.1`
+    )
   }
 }
 
@@ -96,14 +99,18 @@ const nodeServer = (): Server => {
  * layer stops accepting connections, lets requests in flight finish, and then closes the index.
  */
 export const layer = (options: ServerOptions) =>
-  Layer.unwrap(Effect.as(
-    checkBinding(options),
-    HttpRouter.serve(routes(options), { disableLogger: true, disableListenLog: true }).pipe(
-      Layer.provideMerge(LiveIndex.layer({ pollMillis: options.pollMillis, report: options.report })),
-      Layer.provideMerge(NodeHttpServer.layer(nodeServer, {
-        host: options.host,
-        port: options.port,
-        gracefulShutdownTimeout: "20 seconds"
-      }))
+  Layer.unwrap(
+    Effect.as(
+      checkBinding(options),
+      HttpRouter.serve(routes(options), { disableLogger: true, disableListenLog: true }).pipe(
+        Layer.provideMerge(LiveIndex.layer({ pollMillis: options.pollMillis, report: options.report })),
+        Layer.provideMerge(
+          NodeHttpServer.layer(nodeServer, {
+            host: options.host,
+            port: options.port,
+            gracefulShutdownTimeout: "20 seconds"
+          })
+        )
+      )
     )
-  ))
+  )

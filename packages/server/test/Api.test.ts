@@ -1,16 +1,15 @@
 /** The API in process (typed client, no socket) and over a real loopback socket, with the typed client and raw HTTP. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Result } from "effect"
-import { HttpServer } from "effect/http"
-import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
-import { FuncPipeApi } from "@funcpipe/domain/Api"
+import { answerJson, FuncPipeApi } from "@funcpipe/domain/Api"
+import { Alpha } from "@funcpipe/domain/Config"
+import { parseRule } from "@funcpipe/domain/Rule"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { answerJson } from "@funcpipe/domain/Api"
-import { Alpha } from "@funcpipe/domain/Config"
-import { parseRule } from "@funcpipe/domain/Rule"
+import { Effect, Layer, Result } from "effect"
+import { HttpServer } from "effect/http"
+import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
 import { handlersLayer } from "../src/Handlers.ts"
 import { LiveIndex } from "../src/LiveIndex.ts"
 import { baseUrl, fixtureIndex, send, serverOver } from "./Fixture.ts"
@@ -24,18 +23,26 @@ const inProcess = (file: string, writable = false) =>
 
 describe("the API in process", () => {
   it.effect("answers a query exactly as the query program does, and a batch from one snapshot", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const client = yield* HttpApiTest.groups(FuncPipeApi, ["search", "index"])
         const answer = yield* client.search.query({ payload: { text: "Saturn rings", top_k: 2, explain: true } })
         const direct = yield* queryIndex("Saturn rings", 2, { explain: true })
         assert.deepStrictEqual(answer, answerJson(direct))
-        assert.deepStrictEqual(answer.results.map((r) => r.doc_id), ["cassini", "voyager-1"])
+        assert.deepStrictEqual(
+          answer.results.map((r) => r.doc_id),
+          ["cassini", "voyager-1"]
+        )
         assert.isNotNull(answer.results[0]!.explain?.bm25)
 
-        const batch = yield* client.search.batch({ payload: { queries: [{ text: "moon" }, { text: "polaris", top_k: 1 }] } })
-        assert.deepStrictEqual(batch.answers.map((a) => a.results[0]?.doc_id), ["sky/moon.md", "sky/polaris.md"])
+        const batch = yield* client.search.batch({
+          payload: { queries: [{ text: "moon" }, { text: "polaris", top_k: 1 }] }
+        })
+        assert.deepStrictEqual(
+          batch.answers.map((a) => a.results[0]?.doc_id),
+          ["sky/moon.md", "sky/polaris.md"]
+        )
 
         const status = yield* client.index.status()
         assert.strictEqual(status.ready, true)
@@ -48,72 +55,100 @@ describe("the API in process", () => {
         const missing = yield* Effect.flip(client.index.document({ params: { id: "pluto" } }))
         assert.strictEqual(missing._tag, "DocumentNotFound")
       }).pipe(Effect.provide(inProcess(file)))
-    }))
+    })
+  )
 
   it.effect("filters with where and fuses as fusion and alpha say", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const client = yield* HttpApiTest.groups(FuncPipeApi, ["search"])
         const all = yield* client.search.query({ payload: { text: "Saturn rings", top_k: 4 } })
         const where = Result.getOrThrow(parseRule("doc_id != cassini"))
         const filtered = yield* client.search.query({ payload: { text: "Saturn rings", top_k: 4, where } })
-        assert.include(all.results.map((r) => r.doc_id), "cassini")
+        assert.include(
+          all.results.map((r) => r.doc_id),
+          "cassini"
+        )
         // Exact filtered top k: the unfiltered ranking without the filtered-out document.
         assert.deepStrictEqual(
           filtered.results.map((r) => [r.doc_id, r.score]),
           all.results.filter((r) => r.doc_id !== "cassini").map((r) => [r.doc_id, r.score])
         )
         const rrf = yield* client.search.query({
-          payload: { text: "Saturn rings", top_k: 1, mode: "hybrid", fusion: "rrf", alpha: Alpha.make(0.5), explain: true }
+          payload: {
+            text: "Saturn rings",
+            top_k: 1,
+            mode: "hybrid",
+            fusion: "rrf",
+            alpha: Alpha.make(0.5),
+            explain: true
+          }
         })
         assert.strictEqual(rrf.results[0]!.explain?.fusion?.method, "rrf")
       }).pipe(Effect.provide(inProcess(file)))
-    }))
+    })
+  )
 
   it.effect("highlights the words whose terms match the query's", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
       const answer = yield* Effect.flatMap(HttpApiTest.groups(FuncPipeApi, ["search"]), (client) =>
-        client.search.query({ payload: { text: "orbiting ring", top_k: 1, highlight: true } })).pipe(
-          Effect.provide(inProcess(file))
-        )
+        client.search.query({ payload: { text: "orbiting ring", top_k: 1, highlight: true } })
+      ).pipe(Effect.provide(inProcess(file)))
       const top = answer.results[0]!
       const points = Array.from(top.text)
-      assert.deepStrictEqual(top.highlights?.map(([s, e]) => points.slice(s, e).join("")), ["orbited", "rings"])
-    }))
+      assert.deepStrictEqual(
+        top.highlights?.map(([s, e]) => points.slice(s, e).join("")),
+        ["orbited", "rings"]
+      )
+    })
+  )
 
   it.effect("refuses writes unless started writable, and writes through the index run's stages when it is", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
       const readOnly = yield* Effect.flip(
         Effect.flatMap(HttpApiTest.groups(FuncPipeApi, ["documents"]), (client) =>
-          client.documents.put({ payload: { documents: [{ doc_id: "x", text: "x" }] } })).pipe(Effect.provide(inProcess(file)))
+          client.documents.put({ payload: { documents: [{ doc_id: "x", text: "x" }] } })
+        ).pipe(Effect.provide(inProcess(file)))
       )
       assert.strictEqual(readOnly._tag, "WritesDisabled")
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const client = yield* HttpApiTest.groups(FuncPipeApi, ["documents", "search"])
         const put = yield* client.documents.put({
-          payload: { documents: [{ doc_id: "comet", title: "Comets", text: "A comet has an icy nucleus and a long tail." }] }
+          payload: {
+            documents: [{ doc_id: "comet", title: "Comets", text: "A comet has an icy nucleus and a long tail." }]
+          }
         })
         assert.deepStrictEqual([put.added, put.documents], [["comet"], 5])
         const found = yield* client.search.query({ payload: { text: "icy nucleus", top_k: 1 } })
         assert.strictEqual(found.results[0]?.doc_id, "comet", "answered from the new state at once")
-        const twice = yield* Effect.flip(client.documents.put({ payload: { documents: [{ doc_id: "a", text: "a" }, { doc_id: "a", text: "b" }] } }))
+        const twice = yield* Effect.flip(
+          client.documents.put({
+            payload: {
+              documents: [
+                { doc_id: "a", text: "a" },
+                { doc_id: "a", text: "b" }
+              ]
+            }
+          })
+        )
         assert.strictEqual(twice._tag, "InvalidRequest")
         const deleted = yield* client.documents.delete({ params: { id: "comet" } })
         assert.deepStrictEqual(deleted, { deleted: "comet", documents: 4, chunks: 4 })
         const again = yield* Effect.flip(client.documents.delete({ params: { id: "comet" } }))
         assert.strictEqual(again._tag, "DocumentNotFound")
       }).pipe(Effect.provide(inProcess(file, true)))
-    }))
+    })
+  )
 })
 
 describe("the API over a socket", () => {
   it.effect("serves the typed client, the OpenAPI document, the docs page and the search page", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const client = yield* HttpApiClient.make(FuncPipeApi, { baseUrl: yield* baseUrl })
         const answer = yield* client.search.query({ payload: { text: "interstellar", top_k: 1 } })
         assert.strictEqual(answer.results[0]?.doc_id, "voyager-1")
@@ -131,11 +166,16 @@ describe("the API over a socket", () => {
         const docs = yield* send("GET", "/docs")
         assert.strictEqual(docs.status, 200)
         assert.include(docs.body, "/v1/query/batch")
-        assert.notMatch(docs.body, /<script[^>]+src=|<link[^>]+href="http/, "the docs page loads nothing from elsewhere")
+        assert.notMatch(
+          docs.body,
+          /<script[^>]+src=|<link[^>]+href="http/,
+          "the docs page loads nothing from elsewhere"
+        )
         const page = yield* send("GET", "/")
         assert.strictEqual(page.status, 200)
         assert.include(page.body, "<title>FuncPipe search</title>")
         assert.notMatch(page.body, /<script[^>]+src=|<link[^>]+href="http/, "the page loads nothing from elsewhere")
       }).pipe(Effect.provide(serverOver(file)))
-    }))
+    })
+  )
 })

@@ -1,15 +1,16 @@
 /** Bad requests and limits over a real socket: schema failures, unknown routes, large bodies, tokens, raw bytes. */
+
+import { createHash } from "node:crypto"
+import { connect } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { MAX_BATCH } from "@funcpipe/domain/Api"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { connect } from "node:net"
-import { MAX_BATCH } from "@funcpipe/domain/Api"
+import { Effect, Layer, Redacted } from "effect"
 import { bearsToken } from "../src/Guard.ts"
 import { baseUrl, DOCS, fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
-import { createHash } from "node:crypto"
 
 /** Writes raw bytes to the server and resolves with everything it answers until it closes the connection. */
 const raw = (url: string, chunks: ReadonlyArray<string>) =>
@@ -34,7 +35,8 @@ const abandon = (url: string, bytes: string) =>
       socket.write(bytes, () => {
         socket.destroy()
         resume(Effect.void)
-      }))
+      })
+    )
     socket.on("error", () => resume(Effect.void))
   })
 
@@ -42,9 +44,9 @@ const post = (body: unknown) => send("POST", "/v1/query", body)
 
 describe("bad input", () => {
   it.effect("every schema failure is a 400 naming the field and the problem", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const cases: ReadonlyArray<readonly [unknown, string, RegExp]> = [
           [{ text: "moon", top_k: "three" }, "top_k", /number/],
           [{ text: "moon", top_k: 0 }, "top_k", /from 1 to 1000/],
@@ -73,26 +75,34 @@ describe("bad input", () => {
           assert.notMatch(JSON.stringify(answer.body), /at .*\.ts:\d+|node_modules/, "no stack trace")
         }
         const several = yield* post({ text: " ", top_k: 0, mode: "x" })
-        assert.deepStrictEqual(several.body.issues.map((i: { path: string }) => i.path), ["text", "top_k", "mode"])
+        assert.deepStrictEqual(
+          several.body.issues.map((i: { path: string }) => i.path),
+          ["text", "top_k", "mode"]
+        )
 
-        const batch = yield* send("POST", "/v1/query/batch", { queries: [{ text: "moon" }, { text: "moon", top_k: -1 }] })
+        const batch = yield* send("POST", "/v1/query/batch", {
+          queries: [{ text: "moon" }, { text: "moon", top_k: -1 }]
+        })
         assert.strictEqual(batch.body.issues[0].path, "queries[1].top_k")
-        const tooMany = yield* send("POST", "/v1/query/batch", { queries: Array.from({ length: MAX_BATCH + 1 }, () => ({ text: "moon" })) })
+        const tooMany = yield* send("POST", "/v1/query/batch", {
+          queries: Array.from({ length: MAX_BATCH + 1 }, () => ({ text: "moon" }))
+        })
         assert.strictEqual(tooMany.status, 400)
         assert.match(tooMany.body.message, /at most 100 queries/)
       }).pipe(Effect.provide(serverOver(file)))
-    }))
+    })
+  )
 
   it.effect("unknown routes are a JSON 404, a missing index a 503 with the CLI's message", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const unknown = yield* send("GET", "/v2/nothing")
         assert.deepStrictEqual([unknown.status, unknown.body._tag], [404, "NotFound"])
         const wrongMethod = yield* send("GET", "/v1/query")
         assert.strictEqual(wrongMethod.status, 404)
       }).pipe(Effect.provide(serverOver(file)))
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const missing = yield* post({ text: "moon" })
         assert.deepStrictEqual([missing.status, missing.body.reason], [503, "IndexMissing"])
         assert.match(missing.body.message, /there is no index at .* yet; build one with: funcpipe index/)
@@ -100,30 +110,50 @@ describe("bad input", () => {
         assert.deepStrictEqual([status.status, status.body.ready, status.body.manifest], [200, false, null])
         assert.match(status.body.reload_error.message, /there is no index/)
       }).pipe(Effect.provide(serverOver(`${file}.absent`)))
-    }))
+    })
+  )
 
   it.effect("an index of another embedding model is a 409 with the CLI's message", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = `${yield* fixtureIndex}.other-model.db`
-      const other = Layer.succeed(Embedder, Embedder.of({
-        model: ModelLabel.make("other-model"),
-        dimensions: 16,
-        fingerprint: "other-model",
-        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
-        embedMany: (texts) => Effect.succeed(texts.map(() => new Embedding({ vector: [0.5, ...Array<number>(15).fill(0.5)], model: ModelLabel.make("other-model") })))
-      }))
+      const other = Layer.succeed(
+        Embedder,
+        Embedder.of({
+          model: ModelLabel.make("other-model"),
+          dimensions: 16,
+          fingerprint: "other-model",
+          usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
+          embedMany: (texts) =>
+            Effect.succeed(
+              texts.map(
+                () =>
+                  new Embedding({
+                    vector: [0.5, ...Array<number>(15).fill(0.5)],
+                    model: ModelLabel.make("other-model")
+                  })
+              )
+            )
+        })
+      )
       yield* putDocuments(DOCS, "test").pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), other)))
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const answer = yield* post({ text: "moon" })
-        assert.deepStrictEqual([answer.status, answer.body._tag, answer.body.reason], [409, "IndexConflict", "ModelMismatch"])
-        assert.match(answer.body.message, /the index was built with the model "other-model" but the query was embedded with "local-sha256"/)
+        assert.deepStrictEqual(
+          [answer.status, answer.body._tag, answer.body.reason],
+          [409, "IndexConflict", "ModelMismatch"]
+        )
+        assert.match(
+          answer.body.message,
+          /the index was built with the model "other-model" but the query was embedded with "local-sha256"/
+        )
       }).pipe(Effect.provide(serverOver(file)))
-    }))
+    })
+  )
 
   it.effect("a body over the limit is a 413 before it is read, with or without a declared length", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const url = yield* baseUrl
         const big = JSON.stringify({ text: "moon ".repeat(400) })
         const declared = yield* post(big)
@@ -140,21 +170,26 @@ describe("bad input", () => {
         const fine = yield* post({ text: "moon" })
         assert.strictEqual(fine.status, 200, "the server still answers")
       }).pipe(Effect.provide(serverOver(file, { maxBodyBytes: 1024 })))
-    }))
+    })
+  )
 
   it.effect("garbage bytes and a client that stops mid-request do not stop the server", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const url = yield* baseUrl
         const garbage = yield* raw(url, ["\u0000\u0001 not http at all\r\n\r\n"])
         assert.match(garbage, /^HTTP\/1\.1 400/)
         // Headers promise 100 bytes, 10 arrive, then the client goes away.
-        yield* abandon(url, "POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\":\"m")
+        yield* abandon(
+          url,
+          'POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text":"m'
+        )
         const fine = yield* post({ text: "saturn" })
         assert.deepStrictEqual([fine.status, fine.body.results[0].doc_id], [200, "cassini"])
       }).pipe(Effect.provide(serverOver(file)))
-    }))
+    })
+  )
 })
 
 describe("the token", () => {
@@ -168,12 +203,14 @@ describe("the token", () => {
   })
 
   it.effect("is required beyond loopback, and then on every request but the page and the health probe", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      const refused = yield* Effect.flip(Effect.scoped(Effect.provide(Effect.void, serverOver(file, { host: "0.0.0.0" }))))
+      const refused = yield* Effect.flip(
+        Effect.scoped(Effect.provide(Effect.void, serverOver(file, { host: "0.0.0.0" })))
+      )
       assert.strictEqual(refused._tag, "TokenRequired")
       assert.match(refused.message, /needs a token: pass --token or set FUNCPIPE_TOKEN/)
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const without = yield* post({ text: "moon" })
         assert.deepStrictEqual([without.status, without.body._tag], [401, "Unauthorized"])
         assert.strictEqual(without.headers["www-authenticate"], "Bearer")
@@ -181,10 +218,16 @@ describe("the token", () => {
         assert.strictEqual(wrong.status, 401)
         const spec = yield* send("GET", "/openapi.json")
         assert.strictEqual(spec.status, 401)
-        const right = yield* send("POST", "/v1/query", { text: "moon" }, { authorization: `Bearer ${Redacted.value(TOKEN)}` })
+        const right = yield* send(
+          "POST",
+          "/v1/query",
+          { text: "moon" },
+          { authorization: `Bearer ${Redacted.value(TOKEN)}` }
+        )
         assert.strictEqual(right.status, 200)
         assert.strictEqual((yield* send("GET", "/healthz")).status, 200)
         assert.strictEqual((yield* send("GET", "/")).status, 200)
       }).pipe(Effect.provide(serverOver(file, { host: "0.0.0.0", token: TOKEN })))
-    }))
+    })
+  )
 })

@@ -1,11 +1,11 @@
 /** Test fixtures: a small index in a temporary folder, and a server over it on a free loopback port. */
 import { NodeServices } from "@effect/platform-node"
-import { Effect, FileSystem, Layer, Redacted } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { Effect, FileSystem, Layer, Redacted } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { DEFAULT_MAX_BODY_BYTES, layer, type ServerOptions } from "../src/Server.ts"
 
 export const doc = (docId: string, title: string, body: string) =>
@@ -13,18 +13,32 @@ export const doc = (docId: string, title: string, body: string) =>
 
 /** The documents of the fixture index. */
 export const DOCS = [
-  doc("voyager-1", "Voyager 1", "Launched in 1977, Voyager 1 flew past Jupiter and Saturn and is now in interstellar space."),
-  doc("sky/moon.md", "The Moon", "The Moon has no light of its own. What we see is sunlight bounced off grey dust and rock."),
-  doc("sky/polaris.md", "Finding Polaris", "Follow the two end stars of the Big Dipper's bowl upward to find Polaris, the North Star."),
+  doc(
+    "voyager-1",
+    "Voyager 1",
+    "Launched in 1977, Voyager 1 flew past Jupiter and Saturn and is now in interstellar space."
+  ),
+  doc(
+    "sky/moon.md",
+    "The Moon",
+    "The Moon has no light of its own. What we see is sunlight bounced off grey dust and rock."
+  ),
+  doc(
+    "sky/polaris.md",
+    "Finding Polaris",
+    "Follow the two end stars of the Big Dipper's bowl upward to find Polaris, the North Star."
+  ),
   doc("cassini", "Cassini", "Cassini orbited Saturn for thirteen years and studied its rings and moons.")
 ]
 
 /** Writes `docs` into the index at `file` (as another process would: through its own store). */
 export const writeDocs = (file: string, docs: ReadonlyArray<RawDoc>) =>
-  putDocuments(docs, "test").pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256)))
+  putDocuments(docs, "test").pipe(
+    Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256))
+  )
 
 /** A temporary folder's index file holding `DOCS`; the folder goes with the scope. */
-export const fixtureIndex = Effect.gen(function*() {
+export const fixtureIndex = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-server-" })
   const file = `${dir}/index.db`
@@ -56,8 +70,13 @@ export const TOKEN = Redacted.make("s3cret-token")
 export const baseUrl = HttpServer.HttpServer.useSync((server) => HttpServer.formatAddress(server.address))
 
 /** Sends a request and returns its status and JSON body (or text, when it is not JSON). */
-export const send = (method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  Effect.gen(function*() {
+export const send = (
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {}
+) =>
+  Effect.gen(function* () {
     const http = yield* HttpClient.HttpClient
     const url = `${yield* baseUrl}${path}`
     let request = HttpClientRequest.make(method)(url).pipe(HttpClientRequest.setHeaders(headers))
@@ -65,6 +84,7 @@ export const send = (method: "GET" | "POST" | "PUT" | "DELETE", path: string, bo
     else if (body !== undefined) request = HttpClientRequest.bodyJsonUnsafe(request, body)
     const response = yield* http.execute(request)
     const text = yield* response.text
+    // biome-ignore lint/suspicious/noExplicitAny: a response body, explored by each test's assertions
     let json: any
     try {
       json = JSON.parse(text)

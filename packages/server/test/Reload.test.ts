@@ -1,37 +1,41 @@
 /** Snapshot swaps when the index file changes, failed reloads, and a graceful shutdown. */
+
+import { renameSync, statSync, writeFileSync } from "node:fs"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
-import { FetchHttpClient } from "effect/http"
-import { renameSync, statSync, writeFileSync } from "node:fs"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/stages/Embed"
+import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/stages/embed/Embed"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { LiveIndex } from "../src/LiveIndex.ts"
 import { layer } from "../src/Server.ts"
 import { doc, fixtureIndex, send, serverOver, testOptions, writeDocs } from "./Fixture.ts"
 
 const COMET = doc("comet", "Comets", "A comet has an icy nucleus and a long tail.")
 
-const topDoc = (text: string) => Effect.map(send("POST", "/v1/query", { text, top_k: 1 }), (r) => r.body.results[0]?.doc_id)
+const topDoc = (text: string) =>
+  Effect.map(send("POST", "/v1/query", { text, top_k: 1 }), (r) => r.body.results[0]?.doc_id)
 
 describe("reloading", () => {
   it.effect("swaps to a new state at once; a request in flight finishes on the old one, which then closes", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const live = yield* LiveIndex
         const entered = yield* Deferred.make<void>()
         const gate = yield* Deferred.make<void>()
         // A request that holds the current snapshot until the gate opens, then queries it.
-        const inFlight = yield* Effect.forkChild(live.use((loaded) =>
-          Effect.gen(function*() {
-            yield* Deferred.succeed(entered, undefined)
-            yield* Deferred.await(gate)
-            return yield* querySnapshot(loaded.snapshot, live.location, "icy nucleus", 5)
-          })
-        ))
+        const inFlight = yield* Effect.forkChild(
+          live.use((loaded) =>
+            Effect.gen(function* () {
+              yield* Deferred.succeed(entered, undefined)
+              yield* Deferred.await(gate)
+              return yield* querySnapshot(loaded.snapshot, live.location, "icy nucleus", 5)
+            })
+          )
+        )
         yield* Deferred.await(entered)
 
         yield* writeDocs(file, [COMET]) // another connection commits, as another process would
@@ -45,12 +49,13 @@ describe("reloading", () => {
         assert.strictEqual(old.manifest.documents, 4, "the request in flight stayed on its snapshot")
         assert.isFalse(old.results.some((r) => r.chunk.docId === "comet"))
       }).pipe(Effect.provide(Layer.merge(serverOver(file), Embedder.layerLocalSha256)))
-    }))
+    })
+  )
 
   it.effect("a failed reload keeps serving the old snapshot and says why on /v1/status", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const live = yield* LiveIndex
         // Another program puts a file that is not an index in its place.
         writeFileSync(`${file}.other`, "plain notes, not an index\n".repeat(100))
@@ -61,12 +66,13 @@ describe("reloading", () => {
         assert.match(status.body.reload_error.message, /is not a FuncPipe index/)
         assert.strictEqual(yield* topDoc("polaris"), "sky/polaris.md", "still answering from the old snapshot")
       }).pipe(Effect.provide(serverOver(file)))
-    }))
+    })
+  )
 
   it.live("notices a commit by itself when polling", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         yield* writeDocs(file, [COMET])
         // Wait for the observable change (the poll runs every 20 ms); the test's timeout bounds the wait.
         let documents = 0
@@ -76,26 +82,30 @@ describe("reloading", () => {
         }
         assert.strictEqual(yield* topDoc("icy nucleus"), "comet")
       }).pipe(Effect.provide(serverOver(file, { pollMillis: 20 })))
-    }))
+    })
+  )
 })
 
 describe("shutting down", () => {
   it.effect("stops taking connections, lets the request in flight finish, then closes the index", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
       const entered = yield* Deferred.make<void>()
       const gate = yield* Deferred.make<void>()
       // The local model, but a query's embedding waits for the gate: a slow request, as long as the test wants.
-      const slowEmbedder = Layer.succeed(Embedder, Embedder.of({
-        ...Embedder.localSha256,
-        model: LOCAL_SHA256,
-        dimensions: LOCAL_SHA256_DIMENSIONS,
-        embedMany: (texts) =>
-          Deferred.succeed(entered, undefined).pipe(
-            Effect.andThen(Deferred.await(gate)),
-            Effect.as(texts.map(embedText))
-          )
-      }))
+      const slowEmbedder = Layer.succeed(
+        Embedder,
+        Embedder.of({
+          ...Embedder.localSha256,
+          model: LOCAL_SHA256,
+          dimensions: LOCAL_SHA256_DIMENSIONS,
+          embedMany: (texts) =>
+            Deferred.succeed(entered, undefined).pipe(
+              Effect.andThen(Deferred.await(gate)),
+              Effect.as(texts.map(embedText))
+            )
+        })
+      )
       const server = Layer.mergeAll(layer(testOptions()), FetchHttpClient.layer).pipe(
         Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), slowEmbedder, NodeServices.layer))
       )
@@ -120,11 +130,16 @@ describe("shutting down", () => {
       assert.strictEqual(answer.status, 200)
       yield* Fiber.join(closing)
       // A document read goes to the file (chunk rows may be cached), so it shows the file is closed.
-      assert.throws(() => loaded.snapshot.document("cassini"), /finalized|closed|not open/i, "the index is closed after the server")
-    }))
+      assert.throws(
+        () => loaded.snapshot.document("cassini"),
+        /finalized|closed|not open/i,
+        "the index is closed after the server"
+      )
+    })
+  )
 
   it.effect("keeps the write-ahead log from growing with every index run while it serves", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const file = yield* fixtureIndex
       const walSize = () => {
         try {
@@ -137,7 +152,7 @@ describe("shutting down", () => {
       const batch = (run: number) =>
         Array.from({ length: 200 }, (_, i) => doc(`d${i}`, `Doc ${i}`, `Run ${run}: note ${i} about moons and rings.`))
       const sizes: Array<number> = []
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const live = yield* LiveIndex
         for (let run = 0; run < 5; run++) {
           yield* writeDocs(file, batch(run))
@@ -146,11 +161,16 @@ describe("shutting down", () => {
           sizes.push(walSize())
         }
         assert.strictEqual(yield* live.use((loaded) => Effect.succeed(loaded.snapshot.manifest.documents)), 204)
-      }).pipe(Effect.provide(LiveIndex.layer({ pollMillis: 0 }).pipe(
-        Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256))
-      )))
+      }).pipe(
+        Effect.provide(
+          LiveIndex.layer({ pollMillis: 0 }).pipe(
+            Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256))
+          )
+        )
+      )
       // The log is reused from its start by each run instead of growing by a run's worth each time.
       assert.isAbove(sizes[0]!, 0)
       assert.isAtMost(sizes.at(-1)!, sizes[0]! * 1.5, `log sizes after each run: ${sizes.join(", ")}`)
-    }).pipe(Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.provide(NodeServices.layer))
+  )
 })

@@ -1,8 +1,9 @@
 /** `funcpipe chunks`: write every chunk with its embedding as JSON Lines. */
-import { Console, Effect, Option } from "effect"
-import { Command } from "effect/cli"
+
 import { ingest } from "@funcpipe/pipeline/programs/Ingest"
 import { writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
+import { Console, Effect, Option } from "effect"
+import { Command } from "effect/cli"
 import { chunkerFrom, chunkingFlags, keep, modelFlags, modelLayer, out, ruleOption } from "../Flags.ts"
 import { chunksJsonl, summaryLines } from "../Format.ts"
 import { paths } from "./Search.ts"
@@ -10,7 +11,7 @@ import { paths } from "./Search.ts"
 export const chunks = Command.make(
   "chunks",
   { paths, out, ...modelFlags, ...chunkingFlags, keep },
-  Effect.fn("chunks")(function*(input) {
+  Effect.fn("chunks")(function* (input) {
     const chunker = yield* chunkerFrom(input)
     const { chunks, summary } = yield* ingest(input.paths, { chunker, ...ruleOption("keep", input.keep) }).pipe(
       Effect.provide(modelLayer(input))
@@ -25,6 +26,9 @@ export const chunks = Command.make(
     "Read, clean, chunk and embed documents and print one JSON object per chunk: doc_id, start, end, text, embedding"
   ),
   Command.withExamples([
-    { command: "funcpipe chunks sample --chunk-size 200 --overlap 20 --out chunks.jsonl", description: "Write chunks to a file" }
+    {
+      command: "funcpipe chunks sample --chunk-size 200 --overlap 20 --out chunks.jsonl",
+      description: "Write chunks to a file"
+    }
   ])
 )

@@ -1,9 +1,10 @@
 /** `funcpipe copy`: move an index between a SQLite file and a PostgreSQL database, either way. */
-import { Console, Context, Effect, Layer } from "effect"
-import { Command, Flag } from "effect/cli"
+
 import { copyIndex } from "@funcpipe/pipeline/programs/CopyIndex"
 import { layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { Console, Context, Effect, Layer } from "effect"
+import { Command, Flag } from "effect/cli"
 import { Progress } from "../Progress.ts"
 
 /** The store at `index`, open until the command's scope closes. */
@@ -26,16 +27,18 @@ export const copy = Command.make(
       Flag.withDefault(false)
     )
   },
-  Effect.fn("copy")(function*(input) {
+  Effect.fn("copy")(function* (input) {
     const progress = yield* Progress
-    const report = yield* Effect.scoped(Effect.gen(function*() {
-      const from = yield* storeAt(input.from)
-      const to = yield* storeAt(input.to)
-      return yield* copyIndex(from, to, {
-        replace: input.replace,
-        progress: (done, total) => progress.update("copying documents", done, total)
-      }).pipe(Effect.ensuring(progress.finish))
-    }))
+    const report = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const from = yield* storeAt(input.from)
+        const to = yield* storeAt(input.to)
+        return yield* copyIndex(from, to, {
+          replace: input.replace,
+          progress: (done, total) => progress.update("copying documents", done, total)
+        }).pipe(Effect.ensuring(progress.finish))
+      })
+    )
     yield* Console.log(
       `copied ${report.documents} documents and ${report.chunks} chunks from ${showIndex(input.from)} to ` +
         `${showIndex(input.to)} (${(report.elapsedMillis / 1000).toFixed(1)} s); nothing was embedded again`
@@ -48,9 +51,9 @@ export const copy = Command.make(
   ),
   Command.withExamples([
     {
-      command: "funcpipe copy --from .funcpipe/index.db --to \"$FUNCPIPE_INDEX\"",
+      command: 'funcpipe copy --from .funcpipe/index.db --to "$FUNCPIPE_INDEX"',
       description: "Move a local index into the team's database (FUNCPIPE_INDEX holds its postgres:// URL)"
     },
-    { command: "funcpipe copy --from \"$FUNCPIPE_INDEX\" --to backup.db", description: "Take a copy of it home" }
+    { command: 'funcpipe copy --from "$FUNCPIPE_INDEX" --to backup.db', description: "Take a copy of it home" }
   ])
 )

@@ -1,14 +1,15 @@
 /** `funcpipe eval`: measure retrieval quality on a test collection. */
-import { Console, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+
 import { RetrievalMode } from "@funcpipe/domain/Config"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
 import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
-import { embeddingCacheFor, layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
+import { embeddingCacheFor, layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
 import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
-import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/Metrics"
+import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/eval/Metrics"
+import { Console, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import {
   analyzerFlags,
   analyzerFrom,
@@ -44,21 +45,21 @@ export class BaselineInvalid extends Schema.TaggedError<BaselineInvalid>()("Base
   }
 }
 
-
 const metricNames = Object.keys(METRICS) as Array<MetricName>
 
 /** How far a metric may fall below the baseline: 0 or more. */
 const Tolerance = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0, { message: "the tolerance must be 0 or more" }))
 
 /** The metrics a `--json` result holds, read and checked before the evaluation runs. */
-const readBaseline = Effect.fn("readBaseline")(function*(file: string) {
+const readBaseline = Effect.fn("readBaseline")(function* (file: string) {
   const fs = yield* FileSystem.FileSystem
   const text = yield* fs.readFileString(file).pipe(
-    Effect.mapError((error) =>
-      new BaselineInvalid({
-        path: file,
-        reason: error.reason._tag === "NotFound" ? "there is no such file" : systemReason(error)
-      })
+    Effect.mapError(
+      (error) =>
+        new BaselineInvalid({
+          path: file,
+          reason: error.reason._tag === "NotFound" ? "there is no such file" : systemReason(error)
+        })
     )
   )
   const baseline = yield* Schema.decodeUnknownEffect(Baseline)(text).pipe(
@@ -92,7 +93,7 @@ export const comparisonLines = (model: string, evaluations: ReadonlyArray<Evalua
   const widths = metricNames.map((name) => Math.max(name.length, 6))
   return [
     `${first.collection}, model ${model}: ${first.queries} judged queries, ${first.index.documents} documents in ` +
-    `${first.index.chunks} chunks`,
+      `${first.index.chunks} chunks`,
     ["mode   ", ...metricNames.map((name, i) => name.padStart(widths[i]!))].join("  "),
     ...evaluations.map((e) =>
       [e.mode.padEnd(7), ...metricNames.map((name, i) => e.metrics[name].toFixed(4).padStart(widths[i]!))].join("  ")
@@ -140,7 +141,10 @@ export const evaluate = Command.make(
     ...chunkingFlags,
     ...analyzerFlags,
     keep,
-    rebuild: Flag.Boolean("rebuild").pipe(Flag.withDescription("Rebuild the index with the given settings"), Flag.withDefault(false)),
+    rebuild: Flag.Boolean("rebuild").pipe(
+      Flag.withDescription("Rebuild the index with the given settings"),
+      Flag.withDefault(false)
+    ),
     out: Flag.String("out").pipe(
       Flag.withMetavar("FILE"),
       Flag.withDescription(
@@ -162,7 +166,7 @@ export const evaluate = Command.make(
     ),
     json
   },
-  Effect.fn("eval")(function*(input) {
+  Effect.fn("eval")(function* (input) {
     const path = yield* Path.Path
     const chunker = yield* chunkerFrom(input)
     // Everything the user names is checked before the evaluation, which can take minutes.
@@ -170,9 +174,8 @@ export const evaluate = Command.make(
     if (Option.isSome(input.out)) yield* checkOutputFolder(input.out.value)
     // One index per collection and model, so comparing models does not rebuild one file back and forth.
     const modelPart = input.model === DEFAULT_MODEL ? "" : `.${input.model.replace(/[^A-Za-z0-9._-]/g, "_")}`
-    const indexFile = Option.getOrElse(
-      input.index,
-      () => path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}${modelPart}.db`)
+    const indexFile = Option.getOrElse(input.index, () =>
+      path.join(".funcpipe", "eval", `${path.basename(path.resolve(input.collection))}${modelPart}.db`)
     )
     const progress = input.json ? silentProgress : yield* Progress
     const run = (mode: Option.Option<RetrievalMode>, rebuild: boolean) =>
@@ -186,18 +189,21 @@ export const evaluate = Command.make(
           progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)
       }).pipe(
         Effect.ensuring(progress.finish),
-        Effect.provide(Layer.mergeAll(
-          layerIndexStore(indexFile),
-          modelLayer(input),
-          EmbeddingCache.layerSqlite(embeddingCacheFor(indexFile))
-        ))
+        Effect.provide(
+          Layer.mergeAll(
+            layerIndexStore(indexFile),
+            modelLayer(input),
+            EmbeddingCache.layerSqlite(embeddingCacheFor(indexFile))
+          )
+        )
       )
     if (Option.isSome(input.mode) && input.mode.value === "all") {
       if (baseline !== undefined) return yield* new ModeAllConflict({ flag: "--baseline" })
       if (Option.isSome(input.out)) return yield* new ModeAllConflict({ flag: "--out" })
       // The index is built (or rebuilt) once; the other modes reuse it.
       const evaluations: Array<Evaluation> = []
-      for (const mode of ALL_MODES) evaluations.push(yield* run(Option.some(mode), input.rebuild && evaluations.length === 0))
+      for (const mode of ALL_MODES)
+        evaluations.push(yield* run(Option.some(mode), input.rebuild && evaluations.length === 0))
       for (const line of skipLines(evaluations[0]!.index.skipped)) yield* Console.error(line)
       yield* Console.log(
         input.json
@@ -211,9 +217,16 @@ export const evaluate = Command.make(
     if (Option.isSome(input.out)) {
       yield* writeFileAtomic(
         input.out.value,
-        evaluation.perQuery.map((q) =>
-          JSON.stringify({ query_id: q.queryId, metrics: q.metrics, results: q.results.map((r) => ({ doc_id: r.docId, score: r.score })) }) + "\n"
-        ).join("")
+        evaluation.perQuery
+          .map(
+            (q) =>
+              `${JSON.stringify({
+                query_id: q.queryId,
+                metrics: q.metrics,
+                results: q.results.map((r) => ({ doc_id: r.docId, score: r.score }))
+              })}\n`
+          )
+          .join("")
       )
     }
     yield* Console.log(input.json ? evaluationJson(evaluation, input.model) : evaluationLines(evaluation).join("\n"))
@@ -223,7 +236,9 @@ export const evaluate = Command.make(
     }
   })
 ).pipe(
-  Command.withDescription("Measure retrieval quality on a test collection (nDCG@10, MRR@10, P@10, recall@100/1000, MAP)"),
+  Command.withDescription(
+    "Measure retrieval quality on a test collection (nDCG@10, MRR@10, P@10, recall@100/1000, MAP)"
+  ),
   Command.withExamples([
     { command: "funcpipe eval path/to/scifact", description: "Index SciFact and print its metrics" },
     { command: "funcpipe eval path/to/scifact --json > base.json", description: "Save a baseline" },

@@ -1,11 +1,12 @@
 /** `funcpipe index`: build or update the persistent index from files. */
+
+import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
+import { Embedder } from "@funcpipe/pipeline/services/Embedder"
+import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
+import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
+import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/index/Sync"
 import { Console, Effect, Layer } from "effect"
 import { Command, Flag } from "effect/cli"
-import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
-import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
-import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/Sync"
-import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import {
   analyzerFlags,
   analyzerFrom,
@@ -58,7 +59,7 @@ export const index = Command.make(
     ),
     json
   },
-  Effect.fn("index")(function*(input) {
+  Effect.fn("index")(function* (input) {
     const chunker = yield* chunkerFrom(input)
     const progress = input.json ? silentProgress : yield* Progress
     const report = yield* indexPaths(input.paths, {
@@ -73,11 +74,13 @@ export const index = Command.make(
     }).pipe(
       Effect.ensuring(progress.finish),
       Effect.tap((report) => (report.dryRun ? Effect.void : printUsage(report.chunksWritten))),
-      Effect.provide(Layer.mergeAll(
-        layerIndexStore(input.index),
-        modelLayer(input),
-        EmbeddingCache.layerSqlite(embeddingCacheFor(input.index))
-      )),
+      Effect.provide(
+        Layer.mergeAll(
+          layerIndexStore(input.index),
+          modelLayer(input),
+          EmbeddingCache.layerSqlite(embeddingCacheFor(input.index))
+        )
+      ),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
       Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
     )

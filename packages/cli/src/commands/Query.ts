@@ -1,16 +1,26 @@
 /** `funcpipe query`: answer a query from the persistent index. */
-import { Console, Effect, Layer, Option, Schema } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+
+import { oneLine } from "@funcpipe/domain/Decode"
 import { TopK } from "@funcpipe/domain/Query"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
-import { oneLine } from "@funcpipe/domain/Decode"
-import type { Rule } from "@funcpipe/domain/Rule"
-import { indexPath, json, queryFlags, queryOptionsFrom, ruleOption, serviceFlags, where, withServiceFlags } from "../Flags.ts"
+import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import {
+  indexPath,
+  json,
+  queryFlags,
+  queryOptionsFrom,
+  ruleOption,
+  serviceFlags,
+  where,
+  withServiceFlags
+} from "../Flags.ts"
 import { resultLines, resultsJson } from "../Format.ts"
-import { queryText, STDIN_HINT } from "../QueryText.ts"
+import { eitherText, queryFlag, queryText, STDIN_HINT } from "../QueryText.ts"
 
 /** `--top-k N`, default 3. */
 export const topK = Flag.Int("top-k").pipe(
@@ -32,15 +42,16 @@ export class ShardedQueryUnsupported extends Schema.TaggedError<ShardedQueryUnsu
 }
 
 /** `query --shards N`: an entry point of the cluster, printing the merged answer. */
-const queryCluster = Effect.fn("query.cluster")(function*(
+const queryCluster = Effect.fn("query.cluster")(function* (
   text: string,
   shards: number,
-  input: Parameters<typeof queryOptionsFrom>[0] & Parameters<typeof withServiceFlags>[0] & {
-    readonly index: string
-    readonly topK: number
-    readonly json: boolean
-    readonly where: Option.Option<Rule>
-  }
+  input: Parameters<typeof queryOptionsFrom>[0] &
+    Parameters<typeof withServiceFlags>[0] & {
+      readonly index: string
+      readonly topK: number
+      readonly json: boolean
+      readonly where: Option.Option<Rule>
+    }
 ) {
   const options = queryOptionsFrom(input)
   if (!isPostgresUrl(input.index)) {
@@ -59,18 +70,25 @@ const queryCluster = Effect.fn("query.cluster")(function*(
     input.json
       ? JSON.stringify({ version: answer.token, mode: answer.mode, kind: answer.kind, results: answer.hits })
       : answer.hits.length === 0
-      ? "no results"
-      : answer.hits.map((h, i) =>
-        `${i + 1}. ${h.score.toFixed(6)}  ${h.docId}${h.title === "" ? "" : ` (${h.title})`}  ` +
-        `[${h.start}, ${h.end})  ${oneLine(h.text)}`
-      ).join("\n")
+        ? "no results"
+        : answer.hits
+            .map(
+              (h, i) =>
+                `${i + 1}. ${h.score.toFixed(6)}  ${h.docId}${h.title === "" ? "" : ` (${h.title})`}  ` +
+                `[${h.start}, ${h.end})  ${oneLine(h.text)}`
+            )
+            .join("\n")
   )
 })
 
 export const query = Command.make(
   "query",
   {
-    text: Argument.String("text").pipe(Argument.withDescription(`The text to search for, ${STDIN_HINT}`)),
+    text: Argument.String("text").pipe(
+      Argument.withDescription(`The text to search for, ${STDIN_HINT}; or give it with --query, as search takes it`),
+      Argument.optional
+    ),
+    query: Flag.optional(queryFlag),
     topK,
     ...queryFlags,
     where,
@@ -87,8 +105,8 @@ export const query = Command.make(
     ...serviceFlags,
     json
   },
-  Effect.fn("query")(function*(input) {
-    const text = yield* queryText(input.text)
+  Effect.fn("query")(function* (input) {
+    const text = yield* queryText(yield* eitherText(input.text, input.query))
     if (Option.isSome(input.shards)) return yield* queryCluster(text, input.shards.value, input)
     const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
     const answer = yield* queryIndex(text, input.topK, options).pipe(
@@ -99,18 +117,22 @@ export const query = Command.make(
 ).pipe(
   Command.withDescription("Print the indexed chunks that best match a query"),
   Command.withExamples([
-    { command: "funcpipe query \"how far away is the moon\"", description: "Query the index in .funcpipe (lexical for local-sha256)" },
     {
-      command: "funcpipe query \"saturn probe\" --mode hybrid --explain",
+      command: 'funcpipe query "how far away is the moon"',
+      description: "Query the index in .funcpipe (lexical for local-sha256)"
+    },
+    {
+      command: 'funcpipe query "saturn probe" --mode hybrid --explain',
       description: "Fuse both rankings and show why"
     },
     { command: "funcpipe query - < question.txt", description: "Read a long query from a file" },
+    { command: 'funcpipe query -q "saturn probe" --top-k 5', description: "The text as a flag, as search takes it" },
     {
       command: "funcpipe query \"dark matter\" --where 'categories = astro-ph.GA'",
       description: "Search one category"
     },
     {
-      command: "funcpipe query \"dark matter\" --index postgres://fp@db/fp --shards 8",
+      command: 'funcpipe query "dark matter" --index postgres://fp@db/fp --shards 8',
       description: "Ask 8 shards on cluster runners"
     }
   ])

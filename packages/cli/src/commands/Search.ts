@@ -1,7 +1,8 @@
 /** `funcpipe search`: index paths in memory and answer one query. */
-import { Console, Effect } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+
 import { searchPaths } from "@funcpipe/pipeline/programs/Search"
+import { Console, Effect } from "effect"
+import { Argument, Command } from "effect/cli"
 import {
   analyzerFlags,
   analyzerFrom,
@@ -16,8 +17,8 @@ import {
   ruleOption,
   where
 } from "../Flags.ts"
-import { resultLines, resultsJson, searchSummaryLine, skipLines } from "../Format.ts"
-import { queryText, STDIN_HINT } from "../QueryText.ts"
+import { resultLines, searchJson, searchSummaryLine, skipLines } from "../Format.ts"
+import { queryFlag, queryText } from "../QueryText.ts"
 import { topK } from "./Query.ts"
 
 export const paths = Argument.String("paths").pipe(
@@ -29,11 +30,7 @@ export const search = Command.make(
   "search",
   {
     paths,
-    query: Flag.String("query").pipe(
-      Flag.withMetavar("TEXT"),
-      Flag.withAlias("q"),
-      Flag.withDescription(`The text to search for, ${STDIN_HINT}`)
-    ),
+    query: queryFlag,
     topK,
     ...modelFlags,
     ...queryFlags,
@@ -43,7 +40,7 @@ export const search = Command.make(
     where,
     json
   },
-  Effect.fn("search")(function*(input) {
+  Effect.fn("search")(function* (input) {
     const chunker = yield* chunkerFrom(input)
     const text = yield* queryText(input.query)
     const answer = yield* searchPaths(input.paths, text, input.topK, {
@@ -55,12 +52,20 @@ export const search = Command.make(
     }).pipe(Effect.provide(modelLayer(input)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))
-    yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
+    yield* Console.log(input.json ? searchJson(answer, answer.report) : resultLines(answer).join("\n"))
   })
 ).pipe(
-  Command.withDescription("Read documents, index them in memory (no file) and print the chunks that best match a query"),
+  Command.withDescription(
+    "Read documents, index them in memory (no file) and print the chunks that best match a query"
+  ),
   Command.withExamples([
-    { command: "funcpipe search sample --query \"The Moon has no light of its own.\"", description: "Search the sample corpus" },
-    { command: "funcpipe search notes/ papers.csv -q \"graph neural networks\" --top-k 5 --json", description: "JSON output" }
+    {
+      command: 'funcpipe search sample --query "The Moon has no light of its own."',
+      description: "Search the sample corpus"
+    },
+    {
+      command: 'funcpipe search notes/ papers.csv -q "graph neural networks" --top-k 5 --json',
+      description: "JSON output"
+    }
   ])
 )

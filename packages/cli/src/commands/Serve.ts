@@ -1,9 +1,10 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
+
+import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
+import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
+import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
 import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
-import { isPostgresUrl } from "@funcpipe/pipeline/services/PgIndexStore"
-import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
 import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
 
 /**
@@ -20,7 +21,7 @@ const Positive = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "m
 const NonNegative = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "must be 0 or more" }))
 
 /** `serve --cluster`: a runner hosting shard entities until stopped. */
-const runCluster = Effect.fn("serve.cluster")(function*(input: {
+const runCluster = Effect.fn("serve.cluster")(function* (input: {
   readonly index: string
   readonly host: string
   readonly runnerPort: number
@@ -37,14 +38,23 @@ const runCluster = Effect.fn("serve.cluster")(function*(input: {
     lockExpiration: Duration.seconds(input.lockExpiry)
   }
   const report = (line: string) => Console.error(line)
-  yield* Effect.scoped(Effect.gen(function*() {
-    yield* Layer.build(layerRunner(options))
-    yield* report(
-      `runner on ${input.host}:${input.runnerPort} for ${showCluster(options)}; ` +
-        "shards load on first query; stop with Ctrl-C"
+  yield* Effect.scoped(
+    Effect.gen(function* () {
+      yield* Layer.build(layerRunner(options))
+      yield* report(
+        `runner on ${input.host}:${input.runnerPort} for ${showCluster(options)}; ` +
+          "shards load on first query; stop with Ctrl-C"
+      )
+      return yield* Effect.never
+    })
+  ).pipe(
+    Effect.onInterrupt(() =>
+      Effect.andThen(
+        report("stopped"),
+        Effect.sync(() => (serveStopped.value = true))
+      )
     )
-    return yield* Effect.never
-  })).pipe(Effect.onInterrupt(() => Effect.andThen(report("stopped"), Effect.sync(() => (serveStopped.value = true)))))
+  )
 })
 
 /** `--cluster` needs an index in PostgreSQL: runners on other machines read their shards from it. */
@@ -115,7 +125,7 @@ export const serve = Command.make(
     ),
     ...serviceFlags
   },
-  Effect.fn("serve")(function*(input) {
+  Effect.fn("serve")(function* (input) {
     if (input.cluster) return yield* runCluster(input)
     // The server and its HTTP modules load only here, so every other command starts without them.
     const { layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
@@ -130,19 +140,26 @@ export const serve = Command.make(
       pollMillis: input.poll,
       report
     })
-    const announce = Layer.effectDiscard(Effect.gen(function*() {
-      const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
-      yield* report(
-        `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
-          `${input.writable ? ", writable" : ""}; stop with Ctrl-C`
-      )
-      // Runs first when the server stops: requests in flight are answered, then the index is closed.
-      yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
-    }))
+    const announce = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
+        yield* report(
+          `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
+            `${input.writable ? ", writable" : ""}; stop with Ctrl-C`
+        )
+        // Runs first when the server stops: requests in flight are answered, then the index is closed.
+        yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
+      })
+    )
     // Queries are embedded with the model the index was built with (read once, when the server starts).
     const index = Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
     yield* Layer.launch(announce.pipe(Layer.provide(server), Layer.provide(index))).pipe(
-      Effect.onInterrupt(() => Effect.andThen(report("stopped"), Effect.sync(() => (serveStopped.value = true))))
+      Effect.onInterrupt(() =>
+        Effect.andThen(
+          report("stopped"),
+          Effect.sync(() => (serveStopped.value = true))
+        )
+      )
     )
   })
 ).pipe(

@@ -1,15 +1,16 @@
 /** `funcpipe status`: what the index holds and what changed since it was built. */
-import { Console, Effect } from "effect"
-import { Command } from "effect/cli"
+
 import { indexStatus } from "@funcpipe/pipeline/programs/IndexStatus"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
+import { Console, Effect } from "effect"
+import { Command } from "effect/cli"
 import { indexPath, json } from "../Flags.ts"
 import { statusJson, statusLines } from "../Format.ts"
 
 export const status = Command.make(
   "status",
   { index: indexPath, json },
-  Effect.fn("status")(function*(input) {
+  Effect.fn("status")(function* (input) {
     const view = yield* indexStatus().pipe(Effect.provide(layerIndexStore(input.index)))
     yield* Console.log(input.json ? statusJson(view) : statusLines(view).join("\n"))
   })

@@ -3,11 +3,12 @@
  * terms and vectors move as they are, nothing is chunked or embedded again, so the copy answers every query exactly as
  * the original does.
  */
-import { Clock, Effect, Option, Schema } from "effect"
+
 import { deflateRawSync } from "node:zlib"
 import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { Clock, Effect, Option, Schema } from "effect"
 import { IndexCorrupt, type IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
-import { prepareBatch } from "../stages/Prepare.ts"
+import { prepareBatch } from "../stages/text/Prepare.ts"
 import { IndexMissing } from "./QueryIndex.ts"
 
 /** The destination holds an index already; a copy replaces one only when asked to. */
@@ -46,7 +47,10 @@ const asStored = {
  * through the index's analyzer. Each stored chunk text is prepared as a body of its own, neither cleaned nor cut again.
  */
 const termsOf = (snapshot: Snapshot, title: string, texts: ReadonlyArray<string>) =>
-  prepareBatch(texts.map((body) => ({ title, body })), { ...asStored, analyzer: snapshot.manifest.analyzer })
+  prepareBatch(
+    texts.map((body) => ({ title, body })),
+    { ...asStored, analyzer: snapshot.manifest.analyzer }
+  )
 
 /**
  * The cleaned body as far as the chunks cover it, from their texts (offsets in code points). A padded tail's U+0000s
@@ -71,82 +75,90 @@ const bodyOf = (chunks: ReadonlyArray<{ readonly start: number; readonly text: s
  * later index runs against the copy carry on where the original left off. Fails with `IndexMissing` when `from` holds
  * no index, and with `CopyTargetNotEmpty` when `to` holds one and `replace` is not set.
  */
-export const copyIndex = Effect.fn("copyIndex")(function*(
+export const copyIndex = Effect.fn("copyIndex")(function* (
   from: IndexStore["Service"],
   to: IndexStore["Service"],
   options: CopyOptions = {}
 ) {
   const startedAt = yield* Clock.currentTimeMillis
   const progress = options.progress ?? (() => Effect.void)
-  return yield* Effect.scoped(Effect.gen(function*() {
-    const opened = yield* from.snapshot
-    if (Option.isNone(opened)) return yield* new IndexMissing({ location: from.location })
-    const snapshot = opened.value
-    const roots = yield* from.roots
-    /** Each document's positions, in position order (a document's chunks are in text order). */
-    const positionsOf = yield* readSnapshot(from.location, () => {
-      const map = new Map<string, Array<number>>()
-      for (let p = 0; p < snapshot.positions; p++) {
-        if (snapshot.deleted?.[p] === 1) continue
-        const { docId } = snapshot.keyOf(p)
-        let list = map.get(docId)
-        if (list === undefined) map.set(docId, list = [])
-        list.push(p)
-      }
-      return map
-    })
-    const total = positionsOf.size
-    let chunks = 0
-    yield* to.transaction((writer) =>
-      Effect.gen(function*() {
-        const existing = yield* writer.manifest
-        if (Option.isSome(existing)) {
-          if (options.replace !== true) {
-            return yield* new CopyTargetNotEmpty({ location: to.location, documents: existing.value.documents })
-          }
-          yield* writer.clear
+  return yield* Effect.scoped(
+    Effect.gen(function* () {
+      const opened = yield* from.snapshot
+      if (Option.isNone(opened)) return yield* new IndexMissing({ location: from.location })
+      const snapshot = opened.value
+      const roots = yield* from.roots
+      /** Each document's positions, in position order (a document's chunks are in text order). */
+      const positionsOf = yield* readSnapshot(from.location, () => {
+        const map = new Map<string, Array<number>>()
+        for (let p = 0; p < snapshot.positions; p++) {
+          if (snapshot.deleted?.[p] === 1) continue
+          const { docId } = snapshot.keyOf(p)
+          let list = map.get(docId)
+          if (list === undefined) map.set(docId, (list = []))
+          list.push(p)
         }
-        let done = 0
-        for (const [docId, positions] of positionsOf) {
-          const { doc, rows } = yield* readSnapshot(from.location, () => {
-            const stored = snapshot.document(docId)
-            if (stored === undefined || stored.chunks.length !== positions.length) {
-              const detail = `the chunks of ${JSON.stringify(docId)} disagree`
-              throw new IndexCorrupt({ location: from.location, detail })
-            }
-            return { doc: stored.doc, rows: positions.map((p) => snapshot.chunkAt(p)) }
-          })
-          const d = snapshot.dimensions
-          const vectors = new Float64Array(rows.length * d)
-          rows.forEach((row, c) => vectors.set(row.vector, c * d))
-          const prepared = termsOf(snapshot, doc.title, rows.map((row) => row.text))
-          let at = 0
-          const records = rows.map((row, c) => {
-            const count = prepared.termCounts[c]!
-            at += count
-            return { start: row.start, end: row.end, from: at - count, to: at }
-          })
-          yield* writer.putDoc(
-            {
-              docId,
-              source: doc.source,
-              title: doc.title,
-              categories: doc.categories,
-              hash: doc.hash,
-              deflatedBody: new Uint8Array(deflateRawSync(bodyOf(rows), { level: 1 }))
-            },
-            records,
-            { vocabulary: prepared.vocabulary, ids: prepared.termIds },
-            vectors
-          )
-          chunks += rows.length
-          yield* progress(++done, total)
-        }
-        yield* writer.putRoots(roots)
-        yield* writer.putManifest(snapshot.manifest)
+        return map
       })
-    )
-    const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
-    return { documents: total, chunks, elapsedMillis } satisfies CopyReport
-  }))
+      const total = positionsOf.size
+      let chunks = 0
+      yield* to.transaction((writer) =>
+        Effect.gen(function* () {
+          const existing = yield* writer.manifest
+          if (Option.isSome(existing)) {
+            if (options.replace !== true) {
+              return yield* new CopyTargetNotEmpty({ location: to.location, documents: existing.value.documents })
+            }
+            yield* writer.clear
+          }
+          let done = 0
+          for (const [docId, positions] of positionsOf) {
+            const { doc, rows } = yield* readSnapshot(from.location, () => {
+              const stored = snapshot.document(docId)
+              if (stored === undefined || stored.chunks.length !== positions.length) {
+                const detail = `the chunks of ${JSON.stringify(docId)} disagree`
+                throw new IndexCorrupt({ location: from.location, detail })
+              }
+              return { doc: stored.doc, rows: positions.map((p) => snapshot.chunkAt(p)) }
+            })
+            const d = snapshot.dimensions
+            const vectors = new Float64Array(rows.length * d)
+            rows.forEach((row, c) => {
+              vectors.set(row.vector, c * d)
+            })
+            const prepared = termsOf(
+              snapshot,
+              doc.title,
+              rows.map((row) => row.text)
+            )
+            let at = 0
+            const records = rows.map((row, c) => {
+              const count = prepared.termCounts[c]!
+              at += count
+              return { start: row.start, end: row.end, from: at - count, to: at }
+            })
+            yield* writer.putDoc(
+              {
+                docId,
+                source: doc.source,
+                title: doc.title,
+                categories: doc.categories,
+                hash: doc.hash,
+                deflatedBody: new Uint8Array(deflateRawSync(bodyOf(rows), { level: 1 }))
+              },
+              records,
+              { vocabulary: prepared.vocabulary, ids: prepared.termIds },
+              vectors
+            )
+            chunks += rows.length
+            yield* progress(++done, total)
+          }
+          yield* writer.putRoots(roots)
+          yield* writer.putManifest(snapshot.manifest)
+        })
+      )
+      const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
+      return { documents: total, chunks, elapsedMillis } satisfies CopyReport
+    })
+  )
 })

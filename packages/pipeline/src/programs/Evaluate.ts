@@ -1,16 +1,23 @@
 /** Measuring retrieval quality on a test collection: index its corpus, run its queries, score against its judgements. */
-import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
-import { AnalyzerConfig, Bm25Params, type ChunkerConfig, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+
+import {
+  AnalyzerConfig,
+  Bm25Params,
+  type ChunkerConfig,
+  type FusionConfig,
+  type RetrievalMode
+} from "@funcpipe/domain/Config"
 import type { Rule } from "@funcpipe/domain/Rule"
+import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
 import { IndexStore, readSnapshot } from "../services/IndexStore.ts"
 import { systemReason } from "../services/SystemReason.ts"
-import { analyze } from "../stages/Analyzer.ts"
-import { parseQrels, parseQueries } from "../stages/Collection.ts"
-import { defaultMode, FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../stages/Engine.ts"
-import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
-import { meanMetrics, type MetricValues, queryMetrics } from "../stages/Metrics.ts"
-import { prepareQuery } from "../stages/Query.ts"
-import { indexPaths, type IndexReport } from "./IndexRun.ts"
+import { parseQrels, parseQueries } from "../stages/eval/Collection.ts"
+import { type MetricValues, meanMetrics, queryMetrics } from "../stages/eval/Metrics.ts"
+import { defaultMode, FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../stages/rank/Engine.ts"
+import { type ExpansionConfig, expandQuery } from "../stages/rank/Expansion.ts"
+import { prepareQuery } from "../stages/rank/Query.ts"
+import { analyze } from "../stages/text/Analyzer.ts"
+import { type IndexReport, indexPaths } from "./IndexRun.ts"
 import { embedQueries, openSnapshot } from "./QueryIndex.ts"
 
 /** The folder is not a test collection FuncPipe can read. */
@@ -66,33 +73,41 @@ export interface Evaluation {
  * `<dir>/queries.jsonl` with document-level results (a document ranks by its best chunk, EVAL_DEPTH deep), and
  * averages the metrics over the queries judged in `<dir>/qrels.tsv`.
  */
-export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir: string, options: EvalOptions = {}) {
+export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir: string, options: EvalOptions = {}) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const store = yield* IndexStore
   const startedAt = yield* Clock.currentTimeMillis
   const progress = options.progress ?? (() => Effect.void)
 
-  const folder = yield* fs.stat(dir).pipe(
-    Effect.mapError((error) => new CollectionInvalid({ path: dir, reason: systemReason(error) }))
-  )
+  const folder = yield* fs
+    .stat(dir)
+    .pipe(Effect.mapError((error) => new CollectionInvalid({ path: dir, reason: systemReason(error) })))
   if (folder.type !== "Directory") {
     return yield* new CollectionInvalid({ path: dir, reason: "it is a file, not a folder" })
   }
 
   /** Reads and parses one file of the collection; any problem is the collection's. */
-  const readParsed = <A>(name: string, parse: (text: string, source: string) => Result.Result<A, { readonly message: string }>) =>
+  const readParsed = <A>(
+    name: string,
+    parse: (text: string, source: string) => Result.Result<A, { readonly message: string }>
+  ) =>
     fs.readFileString(path.join(dir, name)).pipe(
-      Effect.mapError((error) =>
-        new CollectionInvalid({
-          path: dir,
-          reason: error.reason._tag === "NotFound"
-            ? `${name} is missing`
-            : `cannot read ${name}: ${systemReason(error)}`
-        })
+      Effect.mapError(
+        (error) =>
+          new CollectionInvalid({
+            path: dir,
+            reason:
+              error.reason._tag === "NotFound" ? `${name} is missing` : `cannot read ${name}: ${systemReason(error)}`
+          })
       ),
       Effect.flatMap((text) =>
-        Effect.fromResult(Result.mapError(parse(text, path.join(dir, name)), (e) => new CollectionInvalid({ path: dir, reason: e.message })))
+        Effect.fromResult(
+          Result.mapError(
+            parse(text, path.join(dir, name)),
+            (e) => new CollectionInvalid({ path: dir, reason: e.message })
+          )
+        )
       )
     )
   const queries = yield* readParsed("queries.jsonl", parseQueries)
@@ -112,46 +127,61 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function*(dir:
     progress: (done, total) => progress("indexing", done, total)
   })
   const params = options.bm25 ?? Bm25Params.default
-  const { mode, perQuery, rankings } = yield* Effect.scoped(Effect.gen(function*() {
-    const snapshot = yield* openSnapshot()
-    const { manifest } = snapshot
-    const mode = options.mode ?? defaultMode(manifest.model)
-    // A query that cleans to nothing cannot be asked; it stays in the run with no results.
-    const prepared = queries.map((q) => {
-      const p = prepareQuery(q.text, EVAL_DEPTH, manifest.cleaner)
-      return Result.isSuccess(p)
-        ? { id: q.id, text: p.success.text, terms: analyze(p.success.text, manifest.analyzer) }
-        : { id: q.id, text: null, terms: [] }
-    })
-    const askable = prepared.filter((q) => q.text !== null)
-    const embeddings = mode === "lexical" ? [] : yield* embedQueries(askable.map((q) => q.text!), manifest)
-    const embeddingOf = new Map(askable.map((q, i) => [q.id, embeddings[i]] as const))
-    const rankings = new Map<string, ReadonlyArray<string>>()
-    const perQuery: Array<QueryOutcome> = []
-    for (let i = 0; i < prepared.length; i++) {
-      const q = prepared[i]!
-      let results: Array<{ readonly docId: string; readonly score: number }> = []
-      if (q.text !== null) {
-        const expand = options.expand
-        const terms = expand === undefined || mode === "vector"
-          ? q.terms
-          : yield* readSnapshot(store.location, () =>
-            expandQuery(snapshot, q.terms, params, expand, (t) => analyze(t, manifest.analyzer)))
-        const query = { terms, vector: embeddingOf.get(q.id)?.vector }
-        results = yield* readSnapshot(store.location, () =>
-          topDocumentsOfView(snapshot, scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion), EVAL_DEPTH).map((top) => ({
-            docId: snapshot.keyOf(top.position).docId,
-            score: top.score
-          })))
+  const { mode, perQuery, rankings } = yield* Effect.scoped(
+    Effect.gen(function* () {
+      const snapshot = yield* openSnapshot()
+      const { manifest } = snapshot
+      const mode = options.mode ?? defaultMode(manifest.model)
+      // A query that cleans to nothing cannot be asked; it stays in the run with no results.
+      const prepared = queries.map((q) => {
+        const p = prepareQuery(q.text, EVAL_DEPTH, manifest.cleaner)
+        return Result.isSuccess(p)
+          ? { id: q.id, text: p.success.text, terms: analyze(p.success.text, manifest.analyzer) }
+          : { id: q.id, text: null, terms: [] }
+      })
+      const askable = prepared.filter((q) => q.text !== null)
+      const embeddings =
+        mode === "lexical"
+          ? []
+          : yield* embedQueries(
+              askable.map((q) => q.text!),
+              manifest
+            )
+      const embeddingOf = new Map(askable.map((q, i) => [q.id, embeddings[i]] as const))
+      const rankings = new Map<string, ReadonlyArray<string>>()
+      const perQuery: Array<QueryOutcome> = []
+      for (let i = 0; i < prepared.length; i++) {
+        const q = prepared[i]!
+        let results: Array<{ readonly docId: string; readonly score: number }> = []
+        if (q.text !== null) {
+          const expand = options.expand
+          const terms =
+            expand === undefined || mode === "vector"
+              ? q.terms
+              : yield* readSnapshot(store.location, () =>
+                  expandQuery(snapshot, q.terms, params, expand, (t) => analyze(t, manifest.analyzer))
+                )
+          const query = { terms, vector: embeddingOf.get(q.id)?.vector }
+          results = yield* readSnapshot(store.location, () =>
+            topDocumentsOfView(
+              snapshot,
+              scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion),
+              EVAL_DEPTH
+            ).map((top) => ({
+              docId: snapshot.keyOf(top.position).docId,
+              score: top.score
+            }))
+          )
+        }
+        const ranking = results.map((r) => r.docId)
+        rankings.set(q.id, ranking)
+        const judged = qrels.get(q.id)
+        perQuery.push({ queryId: q.id, results, metrics: judged === undefined ? null : queryMetrics(ranking, judged) })
+        if ((i + 1) % 10 === 0 || i + 1 === prepared.length) yield* progress("querying", i + 1, prepared.length)
       }
-      const ranking = results.map((r) => r.docId)
-      rankings.set(q.id, ranking)
-      const judged = qrels.get(q.id)
-      perQuery.push({ queryId: q.id, results, metrics: judged === undefined ? null : queryMetrics(ranking, judged) })
-      if ((i + 1) % 10 === 0 || i + 1 === prepared.length) yield* progress("querying", i + 1, prepared.length)
-    }
-    return { mode, perQuery, rankings }
-  }))
+      return { mode, perQuery, rankings }
+    })
+  )
   const { metrics, queries: judgedQueries } = meanMetrics(rankings, qrels)
   return {
     collection: dir,

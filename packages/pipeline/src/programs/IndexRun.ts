@@ -1,21 +1,22 @@
 /** The persistent indexing workflow: read the paths, plan the changes against the stored index, write them atomically. */
-import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
+
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import type { RawDoc } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
+import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
-import type { RawDoc } from "@funcpipe/domain/Document"
 import { cachedEmbedder, EmbeddingCache } from "../services/EmbeddingCache.ts"
 import { type ChunkRecord, IndexStore, type IndexWriter, type StoredEntry } from "../services/IndexStore.ts"
 import { Preparer } from "../services/Preparer.ts"
-import type { PreparedBatch } from "../stages/Prepare.ts"
-import { DimensionMismatch } from "../stages/Cosine.ts"
-import { keepChange, keepTest } from "../stages/Keep.ts"
-import { describeMigration, planMigration } from "../stages/Migration.ts"
-import { ModelMismatch } from "../stages/Retrieve.ts"
-import { hashDoc, pruneReason, samePaths, type SyncPlan } from "../stages/Sync.ts"
-import type { Skip } from "./Ingest.ts"
+import { describeMigration, planMigration } from "../stages/index/Migration.ts"
+import { hashDoc, pruneReason, type SyncPlan, samePaths } from "../stages/index/Sync.ts"
+import { DimensionMismatch } from "../stages/rank/Cosine.ts"
+import { ModelMismatch } from "../stages/rank/Retrieve.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../stages/read/Claim.ts"
+import { keepChange, keepTest } from "../stages/read/Keep.ts"
+import type { PreparedBatch } from "../stages/text/Prepare.ts"
 
 /** The stored index was built with other settings; the message says what changed and how to go on. */
 export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("SettingsChanged", {
@@ -23,8 +24,10 @@ export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("Sett
   detail: Schema.String
 }) {
   override get message(): string {
-    return `the index at ${this.location} cannot be updated: ${this.detail}. Run the same command with --rebuild ` +
+    return (
+      `the index at ${this.location} cannot be updated: ${this.detail}. Run the same command with --rebuild ` +
       `to rebuild it from scratch with the new settings`
+    )
   }
 }
 
@@ -36,8 +39,10 @@ export class PruneNeeded extends Schema.TaggedError<PruneNeeded>()("PruneNeeded"
   reason: Schema.String
 }) {
   override get message(): string {
-    return `this run would delete ${this.deleted} of the ${this.stored} documents in ${this.location} (${this.reason}), ` +
+    return (
+      `this run would delete ${this.deleted} of the ${this.stored} documents in ${this.location} (${this.reason}), ` +
       `so it changed nothing. Check the paths; to delete them, run again with --prune (add --dry-run to list them)`
+    )
   }
 }
 
@@ -49,8 +54,10 @@ export class NothingToIndex extends Schema.TaggedError<NothingToIndex>()("Nothin
 }) {
   override get message(): string {
     const records = this.skipped === 1 ? "the only record" : `all ${this.skipped} records`
-    return `nothing to index: ${records} under the paths could not be read (${this.first}), so ${this.location} ` +
+    return (
+      `nothing to index: ${records} under the paths could not be read (${this.first}), so ${this.location} ` +
       `was left as it was`
+    )
   }
 }
 
@@ -61,8 +68,10 @@ export class NothingKept extends Schema.TaggedError<NothingKept>()("NothingKept"
   dropped: Schema.Int
 }) {
   override get message(): string {
-    return `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ` +
+    return (
+      `the keep rule ${this.rule} kept none of the ${this.dropped} documents under the paths, so ` +
       `${this.location} was left as it was; check the rule (values and labels compare exactly, case included)`
+    )
   }
 }
 
@@ -132,7 +141,7 @@ interface Pending {
  * first, outside the write transaction, into the cache; the transaction then finds their vectors there. So a slow
  * model does not hold the lock, and a run stopped while embedding, run again, embeds only what it had not.
  */
-export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray<string>, options: IndexOptions = {}) {
+export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArray<string>, options: IndexOptions = {}) {
   const store = yield* IndexStore
   const model = yield* Embedder
   const source = yield* DocumentSource
@@ -163,15 +172,16 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
   if (Option.isSome(cache) && !dryRun) {
     // A costly model embeds first, without the write lock: what this run will write goes through the cache, so the
     // run below finds every vector there. Its plan is remade under the lock; this one only decides what to embed.
-    const stored = rebuild ? new Map<string, StoredEntry>() : yield* store.transaction((w) => w.storedDocs, { readOnly: true })
-    const seen = new Set<string>()
+    const stored = rebuild
+      ? new Map<string, StoredEntry>()
+      : yield* store.transaction((w) => w.storedDocs, { readOnly: true })
+    const claim = claimer(keeps)
     let embedded = 0
     yield* source.read(roots).pipe(
       Stream.filterMap((record) => {
-        if (Result.isFailure(record) || seen.has(record.success.doc.docId)) return Result.failVoid
-        const { doc, source: file } = record.success
-        seen.add(doc.docId)
-        if (!keeps(doc, file)) return Result.failVoid
+        const claimed = claim.take(record)
+        if (claimed._tag !== "Kept") return Result.failVoid
+        const { doc, source: file } = claimed.sourced
         const before = stored.get(doc.docId)
         return before !== undefined && before.hash === hashDoc(doc) && before.source === file
           ? Result.failVoid
@@ -180,7 +190,7 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
       Stream.grouped(batchSize),
       Stream.mapEffect((docs) => preparer.prepare(docs, settings), { concurrency: preparer.concurrency }),
       Stream.runForEach((prepared) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
           embedded += prepared.docs.length
           yield* progress(embedded, 0, "embedding")
@@ -189,155 +199,165 @@ export const indexPaths = Effect.fn("indexPaths")(function*(paths: ReadonlyArray
     )
   }
 
-  return yield* store.transaction((writer) =>
-    Effect.gen(function*() {
-      const existing = yield* writer.manifest
-      if (Option.isSome(existing) && !rebuild) {
-        const migration = planMigration(existing.value, settings)
-        if (migration._tag !== "Compatible") {
-          return yield* new SettingsChanged({ location: store.location, detail: describeMigration(migration) })
-        }
-      }
-      const stored = rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
-      const storedRoots = yield* writer.roots
-      if (rebuild && !dryRun) yield* writer.clear
-
-      const added: Array<string> = []
-      const updated: Array<string> = []
-      const unchanged: Array<string> = []
-      const deleted: Array<string> = []
-      const skipped: Array<Skip> = []
-      /** Doc ids the keep rule left out. */
-      const dropped = new Set<string>()
-      /** Where each doc id read was first found (`file:line`, or the file of a text document). */
-      const firstSource = new Map<string, string>()
-      let keptChunks = 0
-      let written = 0
-      let read = 0
-
-      /** Plans one record: skipped, unchanged, or to be written (returned). */
-      const planRecord = (record: SourceRecord): Pending | undefined => {
-        if (Result.isFailure(record)) {
-          skipped.push({ source: record.failure.source, line: record.failure.line, reason: record.failure.reason })
-          return undefined
-        }
-        const { doc, line, source: file } = record.success
-        const first = firstSource.get(doc.docId)
-        if (first !== undefined) {
-          skipped.push({ source: file, line, reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${first}` })
-          return undefined
-        }
-        firstSource.set(doc.docId, line > 0 ? `${file}:${line}` : file)
-        if (!keeps(doc, file)) {
-          dropped.add(doc.docId)
-          return undefined
-        }
-        read++
-        const hash = hashDoc(doc)
-        const before = stored.get(doc.docId)
-        if (before !== undefined && before.hash === hash && before.source === file) {
-          unchanged.push(doc.docId)
-          keptChunks += before.chunks
-          return undefined
-        }
-        ;(before === undefined ? added : updated).push(doc.docId)
-        return dryRun ? undefined : { sourced: record.success, hash }
-      }
-
-      /** Embeds a prepared batch and writes its documents. */
-      const write = ({ batch, prepared }: { readonly batch: ReadonlyArray<Pending>; readonly prepared: PreparedBatch }) =>
-        Effect.gen(function*() {
-          // Through the cache, when the model is costly: the pass before the lock has put every vector there.
-          const counts = yield* writePrepared(
-            writer,
-            settings.dimensions,
-            batch.map((p) => ({ ...p.sourced, hash: p.hash })),
-            prepared
-          ).pipe(Effect.provideService(Embedder, embedder))
-          for (let i = 0; i < batch.length; i++) {
-            if (counts[i]! > 0) {
-              written += counts[i]!
-              continue
-            }
-            const { doc, line, source: file } = batch[i]!.sourced
-            // Not a document of the index: skipped (and its older version, if any, deleted).
-            skipped.push({ source: file, line, reason: `${JSON.stringify(doc.docId)} has nothing left after cleaning` })
-            read--
-            const wasAdded = added.lastIndexOf(doc.docId)
-            if (wasAdded !== -1) added.splice(wasAdded, 1)
-            else if (updated.includes(doc.docId)) {
-              updated.splice(updated.lastIndexOf(doc.docId), 1)
-              deleted.push(doc.docId)
-              yield* writer.deleteDoc(doc.docId)
-            }
+  return yield* store.transaction(
+    (writer) =>
+      Effect.gen(function* () {
+        const existing = yield* writer.manifest
+        if (Option.isSome(existing) && !rebuild) {
+          const migration = planMigration(existing.value, settings)
+          if (migration._tag !== "Compatible") {
+            return yield* new SettingsChanged({ location: store.location, detail: describeMigration(migration) })
           }
-          yield* progress(read, 0, "indexing")
-        })
+        }
+        const stored = rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
+        const storedRoots = yield* writer.roots
+        if (rebuild && !dryRun) yield* writer.clear
 
-      // Batches are prepared (clean, chunk, analyze) ahead on the preparer's threads while earlier ones are written.
-      yield* source.read(roots).pipe(
-        Stream.map(planRecord),
-        Stream.filter((pending): pending is Pending => pending !== undefined),
-        Stream.grouped(batchSize),
-        Stream.mapEffect(
-          (batch) => Effect.map(preparer.prepare(batch.map((p) => p.sourced.doc), settings), (prepared) => ({ batch, prepared })),
-          { concurrency: preparer.concurrency }
-        ),
-        Stream.runForEach(write)
-      )
-      yield* progress(read, read, "indexing")
+        const added: Array<string> = []
+        const updated: Array<string> = []
+        const unchanged: Array<string> = []
+        const deleted: Array<string> = []
+        const skipped: Array<Skip> = []
+        /** Doc ids the keep rule left out. */
+        const dropped = new Set<string>()
+        let keptChunks = 0
+        let written = 0
+        let read = 0
 
-      if (read === 0 && skipped.length > 0) {
-        const { line, reason, source } = skipped[0]!
-        const first = `${line > 0 ? `${source}:${line}` : source}: ${reason}`
-        return yield* new NothingToIndex({ location: store.location, skipped: skipped.length, first })
-      }
-      if (read === 0 && dropped.size > 0) {
-        return yield* new NothingKept({ location: store.location, rule: printRule(keep), dropped: dropped.size })
-      }
-      const keepChanged = Option.isSome(existing) ? keepChange(existing.value.keep, keep) : undefined
-      const gone = [...stored.keys()].filter((docId) => !firstSource.has(docId) || dropped.has(docId))
-      const pruneReasonNow = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
-      // A rule that now leaves out documents the index holds deletes them; the user is told that is why.
-      const pruneNeeded = pruneReasonNow === undefined || keepChanged === undefined
-        ? pruneReasonNow
-        : `${pruneReasonNow}; the keep rule changed from ${keepChanged.from} to ${keepChanged.to}`
-      if (pruneNeeded !== undefined && !dryRun) {
-        return yield* new PruneNeeded({ location: store.location, deleted: gone.length, stored: stored.size, reason: pruneNeeded })
-      }
-      deleted.push(...gone)
-      if (!dryRun) {
-        for (const docId of gone) yield* writer.deleteDoc(docId)
-        const now = yield* Clock.currentTimeMillis
-        yield* writer.putRoots(roots)
-        yield* writer.putManifest(
-          new IndexManifest({
-            ...settings,
-            ...(isKeepAll(keep) ? {} : { keep }),
-            createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
-            updatedAt: now,
-            documents: read,
-            chunks: keptChunks + written
+        /** Plans one record: skipped, unchanged, or to be written (returned). */
+        const claim = claimer(keeps)
+        const planRecord = (record: SourceRecord): Pending | undefined => {
+          const claimed = claim.take(record)
+          if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
+          const { doc, source: file } = claimed.sourced
+          if (claimed._tag === "Dropped") return void dropped.add(doc.docId)
+          read++
+          const hash = hashDoc(doc)
+          const before = stored.get(doc.docId)
+          if (before !== undefined && before.hash === hash && before.source === file) {
+            unchanged.push(doc.docId)
+            keptChunks += before.chunks
+            return undefined
+          }
+          ;(before === undefined ? added : updated).push(doc.docId)
+          return dryRun ? undefined : { sourced: claimed.sourced, hash }
+        }
+
+        /** Embeds a prepared batch and writes its documents. */
+        const write = ({
+          batch,
+          prepared
+        }: {
+          readonly batch: ReadonlyArray<Pending>
+          readonly prepared: PreparedBatch
+        }) =>
+          Effect.gen(function* () {
+            // Through the cache, when the model is costly: the pass before the lock has put every vector there.
+            const counts = yield* writePrepared(
+              writer,
+              settings.dimensions,
+              batch.map((p) => ({ ...p.sourced, hash: p.hash })),
+              prepared
+            ).pipe(Effect.provideService(Embedder, embedder))
+            for (let i = 0; i < batch.length; i++) {
+              if (counts[i]! > 0) {
+                written += counts[i]!
+                continue
+              }
+              const { doc } = batch[i]!.sourced
+              // Not a document of the index: skipped (and its older version, if any, deleted).
+              skipped.push(emptyAfterCleaning(batch[i]!.sourced))
+              read--
+              const wasAdded = added.lastIndexOf(doc.docId)
+              if (wasAdded !== -1) added.splice(wasAdded, 1)
+              else if (updated.includes(doc.docId)) {
+                updated.splice(updated.lastIndexOf(doc.docId), 1)
+                deleted.push(doc.docId)
+                yield* writer.deleteDoc(doc.docId)
+              }
+            }
+            yield* progress(read, 0, "indexing")
           })
+
+        // Batches are prepared (clean, chunk, analyze) ahead on the preparer's threads while earlier ones are written.
+        yield* source.read(roots).pipe(
+          Stream.map(planRecord),
+          Stream.filter((pending): pending is Pending => pending !== undefined),
+          Stream.grouped(batchSize),
+          Stream.mapEffect(
+            (batch) =>
+              Effect.map(
+                preparer.prepare(
+                  batch.map((p) => p.sourced.doc),
+                  { ...settings, localVectors: preparesVectors(embedder) }
+                ),
+                (prepared) => ({ batch, prepared })
+              ),
+            { concurrency: preparer.concurrency }
+          ),
+          Stream.runForEach(write)
         )
-      }
-      const plan: SyncPlan = { added, updated, unchanged, deleted }
-      const now = Option.match(existing, { onNone: () => ({ documents: 0, chunks: 0 }), onSome: (m) => m })
-      return {
-        plan,
-        chunksWritten: written,
-        documents: dryRun ? now.documents : read,
-        chunks: dryRun ? now.chunks : keptChunks + written,
-        pruneNeeded,
-        skipped,
-        keep,
-        dropped: dropped.size,
-        keepChanged,
-        dryRun,
-        rebuilt: rebuild,
-        elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
-      } satisfies IndexReport
-    }), { readOnly: dryRun })
+        yield* progress(read, read, "indexing")
+
+        if (read === 0 && skipped.length > 0) {
+          const { line, reason, source } = skipped[0]!
+          const first = `${line > 0 ? `${source}:${line}` : source}: ${reason}`
+          return yield* new NothingToIndex({ location: store.location, skipped: skipped.length, first })
+        }
+        if (read === 0 && dropped.size > 0) {
+          return yield* new NothingKept({ location: store.location, rule: printRule(keep), dropped: dropped.size })
+        }
+        const keepChanged = Option.isSome(existing) ? keepChange(existing.value.keep, keep) : undefined
+        const gone = [...stored.keys()].filter((docId) => !claim.has(docId) || dropped.has(docId))
+        const pruneReasonNow = prune ? undefined : pruneReason(gone.length, stored.size, samePaths(storedRoots, roots))
+        // A rule that now leaves out documents the index holds deletes them; the user is told that is why.
+        const pruneNeeded =
+          pruneReasonNow === undefined || keepChanged === undefined
+            ? pruneReasonNow
+            : `${pruneReasonNow}; the keep rule changed from ${keepChanged.from} to ${keepChanged.to}`
+        if (pruneNeeded !== undefined && !dryRun) {
+          return yield* new PruneNeeded({
+            location: store.location,
+            deleted: gone.length,
+            stored: stored.size,
+            reason: pruneNeeded
+          })
+        }
+        deleted.push(...gone)
+        if (!dryRun) {
+          for (const docId of gone) yield* writer.deleteDoc(docId)
+          const now = yield* Clock.currentTimeMillis
+          yield* writer.putRoots(roots)
+          yield* writer.putManifest(
+            new IndexManifest({
+              ...settings,
+              ...(isKeepAll(keep) ? {} : { keep }),
+              createdAt: Option.isSome(existing) && !rebuild ? existing.value.createdAt : now,
+              updatedAt: now,
+              documents: read,
+              chunks: keptChunks + written
+            })
+          )
+        }
+        const plan: SyncPlan = { added, updated, unchanged, deleted }
+        const now = Option.match(existing, { onNone: () => ({ documents: 0, chunks: 0 }), onSome: (m) => m })
+        return {
+          plan,
+          chunksWritten: written,
+          documents: dryRun ? now.documents : read,
+          chunks: dryRun ? now.chunks : keptChunks + written,
+          pruneNeeded,
+          skipped,
+          keep,
+          dropped: dropped.size,
+          keepChanged,
+          dryRun,
+          rebuilt: rebuild,
+          elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
+        } satisfies IndexReport
+      }),
+    { readOnly: dryRun }
+  )
 })
 
 /** A document to write, with where it came from and its content hash. */
@@ -352,28 +372,35 @@ interface DocToWrite {
  * with chunks through `writer`, replacing any earlier version. Returns each document's chunk count; a document with
  * none (nothing left after cleaning) is not written, and what to do about it is the caller's decision.
  */
-const writePrepared = Effect.fnUntraced(function*(
+const writePrepared = Effect.fnUntraced(function* (
   writer: IndexWriter,
   dimensions: number,
   docs: ReadonlyArray<DocToWrite>,
   prepared: PreparedBatch
 ) {
   const embedder = yield* Embedder
+  // Chunks the preparing threads embedded already (local-sha256) are not embedded again.
   const embeddings = yield* embedder.embedMany(prepared.docs.flatMap((d) => d.texts))
   const d = dimensions
   const terms = { vocabulary: prepared.vocabulary, ids: prepared.termIds }
   const counts: Array<number> = []
   let chunkIndex = 0
+  let embedded = 0
   let termAt = 0
   for (let i = 0; i < docs.length; i++) {
     const { doc, hash, source } = docs[i]!
-    const { deflatedBody, ends, starts } = prepared.docs[i]!
-    const vectors = new Float64Array(starts.length * d)
+    const { deflatedBody, ends, starts, vectors: given } = prepared.docs[i]!
+    if (given !== undefined && given.length !== starts.length * d) {
+      return yield* new DimensionMismatch({ expected: d, actual: given.length / Math.max(1, starts.length) })
+    }
+    const vectors = given ?? new Float64Array(starts.length * d)
     const chunks: Array<ChunkRecord> = []
     for (let c = 0; c < starts.length; c++) {
-      const vector = embeddings[chunkIndex]!.vector
-      if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
-      vectors.set(vector, c * d)
+      if (given === undefined) {
+        const vector = embeddings[embedded++]!.vector
+        if (vector.length !== d) return yield* new DimensionMismatch({ expected: d, actual: vector.length })
+        vectors.set(vector, c * d)
+      }
       const count = prepared.termCounts[chunkIndex++]!
       chunks.push({ start: starts[c]!, end: ends[c]!, from: termAt, to: termAt + count })
       termAt += count
@@ -381,7 +408,14 @@ const writePrepared = Effect.fnUntraced(function*(
     counts.push(chunks.length)
     if (chunks.length === 0) continue
     yield* writer.putDoc(
-      { docId: doc.docId, source, title: doc.title, categories: doc.categories, hash, deflatedBody },
+      {
+        docId: doc.docId,
+        source,
+        title: doc.title,
+        categories: doc.categories,
+        hash,
+        deflatedBody
+      },
       chunks,
       terms,
       vectors
@@ -390,8 +424,17 @@ const writePrepared = Effect.fnUntraced(function*(
   return counts
 })
 
+/**
+ * Whether the preparing threads can make the vectors: only for the reference `local-sha256` embedder itself, a pure
+ * function of the text (an embedder that wraps it, to count calls for example, gets the texts).
+ */
+const preparesVectors = (embedder: Embedder["Service"]): boolean =>
+  embedder.embedMany === Embedder.localSha256.embedMany &&
+  embedder.model === Embedder.localSha256.model &&
+  embedder.fingerprint === Embedder.localSha256.fingerprint
+
 /** The settings the index was built with, checked against the `Embedder`; the defaults for an index not built yet. */
-const settingsOf = Effect.fnUntraced(function*(existing: Option.Option<IndexManifest>) {
+const settingsOf = Effect.fnUntraced(function* (existing: Option.Option<IndexManifest>) {
   const embedder = yield* Embedder
   if (Option.isNone(existing)) {
     return {
@@ -431,7 +474,7 @@ export interface PutReport {
  * and `source` are unchanged is not embedded again. Doc ids must be distinct (the caller checks). The index's model
  * must be the `Embedder`'s (`ModelMismatch` otherwise).
  */
-export const putDocuments = Effect.fn("putDocuments")(function*(
+export const putDocuments = Effect.fn("putDocuments")(function* (
   docs: ReadonlyArray<RawDoc>,
   source: string,
   options: { readonly batchSize?: number } = {}
@@ -440,7 +483,7 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
   const preparer = yield* Preparer
   const batchSize = options.batchSize ?? 64
   return yield* store.transaction((writer) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const existing = yield* writer.manifest
       const settings = yield* settingsOf(existing)
       const stored = yield* writer.storedDocs
@@ -459,7 +502,10 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
       let written = 0
       for (let from = 0; from < pending.length; from += batchSize) {
         const batch = pending.slice(from, from + batchSize)
-        const prepared = yield* preparer.prepare(batch.map((p) => p.doc), settings)
+        const prepared = yield* preparer.prepare(
+          batch.map((p) => p.doc),
+          { ...settings, localVectors: preparesVectors(yield* Embedder) }
+        )
         const counts = yield* writePrepared(writer, settings.dimensions, batch, prepared)
         for (let i = 0; i < batch.length; i++) {
           const { docId } = batch[i]!.doc
@@ -488,7 +534,15 @@ export const putDocuments = Effect.fn("putDocuments")(function*(
           })
         )
       }
-      return { added, updated, unchanged, skipped, chunksWritten: written, documents: after.size, chunks } satisfies PutReport
+      return {
+        added,
+        updated,
+        unchanged,
+        skipped,
+        chunksWritten: written,
+        documents: after.size,
+        chunks
+      } satisfies PutReport
     })
   )
 })
@@ -502,10 +556,10 @@ export interface DeleteReport {
 }
 
 /** Deletes the documents with these doc ids and their chunks, in one write transaction; ids not stored are listed. */
-export const deleteDocuments = Effect.fn("deleteDocuments")(function*(docIds: ReadonlyArray<string>) {
+export const deleteDocuments = Effect.fn("deleteDocuments")(function* (docIds: ReadonlyArray<string>) {
   const store = yield* IndexStore
   return yield* store.transaction((writer) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const existing = yield* writer.manifest
       const stored = yield* writer.storedDocs
       const deleted: Array<string> = []

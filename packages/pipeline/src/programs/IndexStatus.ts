@@ -1,12 +1,14 @@
 /** What the stored index holds, and which of its files changed since it was built. */
-import { Effect, Path, Result, Stream } from "effect"
+
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { keepAll } from "@funcpipe/domain/Rule"
+import { Effect, Path, Stream } from "effect"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { IndexStore } from "../services/IndexStore.ts"
-import { keepTest } from "../stages/Keep.ts"
-import { prepareBatch } from "../stages/Prepare.ts"
-import { hashDoc, planSync } from "../stages/Sync.ts"
+import { hashDoc, planSync } from "../stages/index/Sync.ts"
+import { claimer } from "../stages/read/Claim.ts"
+import { keepTest } from "../stages/read/Keep.ts"
+import { prepareBatch } from "../stages/text/Prepare.ts"
 import { requireManifest } from "./QueryIndex.ts"
 
 /** One file whose documents differ from the index: new documents, changed ones, or ones that are gone. */
@@ -22,7 +24,7 @@ export interface FileChange {
  * again and comparing content hashes (nothing is embedded or written), under the index's keep rule. A path that can
  * no longer be read counts as deleted, with the reason in `unreadable`.
  */
-export const indexStatus = Effect.fn("indexStatus")(function*() {
+export const indexStatus = Effect.fn("indexStatus")(function* () {
   const store = yield* IndexStore
   const source = yield* DocumentSource
   const manifest = yield* requireManifest()
@@ -31,41 +33,26 @@ export const indexStatus = Effect.fn("indexStatus")(function*() {
   const keeps = keepTest(manifest.keep ?? keepAll, (file) => path.resolve(file))
   const roots = yield* store.roots
   const stored = yield* store.documents
-  const current: Array<
-    {
-      readonly docId: string
-      readonly hash: string
-      readonly source: string
-      readonly kept: boolean
-      readonly text: { readonly title: string; readonly body: string }
-    }
-  > = []
+  const storedIds = new Set<string>(stored.map((s) => s.docId))
+  // Records are taken as an index run takes them: the first of each doc id, then the keep rule.
+  const claim = claimer(keeps)
+  const firsts: Array<{ readonly docId: string; readonly hash: string; readonly source: string }> = []
   const unreadable: Array<string> = []
   for (const root of roots) {
     yield* source.read([root]).pipe(
       Stream.runForEach((record) =>
         Effect.sync(() => {
-          if (Result.isSuccess(record)) {
-            const { doc, source } = record.success
-            current.push({
-              docId: doc.docId,
-              hash: hashDoc(doc),
-              source,
-              kept: keeps(doc, source),
-              text: { title: doc.title, body: doc.body }
-            })
-          }
+          const claimed = claim.take(record)
+          if (claimed._tag !== "Kept") return
+          const { doc, source } = claimed.sourced
+          // A document that cleans and chunks to nothing is skipped by an index run, so it is not new either.
+          if (!storedIds.has(doc.docId) && prepareBatch([doc], manifest).docs[0]!.starts.length === 0) return
+          firsts.push({ docId: doc.docId, hash: hashDoc(doc), source })
         })
       ),
       Effect.catch((error) => Effect.sync(() => void unreadable.push(error.message)))
     )
   }
-  const seen = new Set<string>()
-  const storedIds = new Set<string>(stored.map((s) => s.docId))
-  // The first record of an id claims it, as in an index run, and is then kept or left out by the rule.
-  const firsts = current.filter((d) => (seen.has(d.docId) ? false : (seen.add(d.docId), d.kept)))
-    // A document that cleans and chunks to nothing is skipped by an index run, so it is not new either.
-    .filter((d) => storedIds.has(d.docId) || prepareBatch([d.text], manifest).docs[0]!.starts.length > 0)
   const plan = planSync(stored, firsts)
   const changes = new Map<string, { added: number; updated: number; deleted: number }>()
   const bump = (file: string, kind: "added" | "updated" | "deleted") => {

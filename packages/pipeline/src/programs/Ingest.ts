@@ -1,22 +1,18 @@
 /** The indexing workflow: read → clean → chunk → embed, with a summary of what was kept and skipped. */
-import { Clock, Effect, Path, Result, Stream } from "effect"
-import type { ChunkDraft } from "@funcpipe/domain/Chunk"
-import type { Chunk } from "@funcpipe/domain/Chunk"
+
+import type { Chunk, ChunkDraft } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
+import { Clock, Effect, Path, Stream } from "effect"
 import { DocumentSource } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
-import { chunkDoc } from "../stages/Chunker.ts"
-import { cleanDoc } from "../stages/Clean.ts"
-import { embedChunk } from "../stages/Embed.ts"
-import { keepTest } from "../stages/Keep.ts"
+import { embedChunk } from "../stages/embed/Embed.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../stages/read/Claim.ts"
+import { keepTest } from "../stages/read/Keep.ts"
+import { chunkDoc } from "../stages/text/Chunker.ts"
+import { cleanDoc } from "../stages/text/Clean.ts"
 
-/** A record that produced no chunks, and why. */
-export interface Skip {
-  readonly source: string
-  readonly line: number
-  readonly reason: string
-}
+export type { Skip } from "../stages/read/Claim.ts"
 
 /**
  * What an ingest run did: records read, documents kept (with at least one chunk), documents the keep rule left out,
@@ -48,12 +44,15 @@ export interface IngestOptions {
  * chunked. A bad record or a document whose cleaned body is empty is skipped and listed in the summary; a missing or
  * unreadable path or a failing model fails the run.
  */
-export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>, options: IngestOptions = {}) {
+export const ingest = Effect.fn("ingest")(function* (paths: ReadonlyArray<string>, options: IngestOptions = {}) {
   const source = yield* DocumentSource
   const embedder = yield* Embedder
   const path = yield* Path.Path
   const keep = options.keep ?? keepAll
-  const keeps = keepTest(mapPaths(keep, (p) => path.resolve(p)), (file) => path.resolve(file))
+  const keeps = keepTest(
+    mapPaths(keep, (p) => path.resolve(p)),
+    (file) => path.resolve(file)
+  )
   const cleaner = options.cleaner ?? CleanerConfig.default
   const chunker = options.chunker ?? ChunkerConfig.default
   const batchSize = options.batchSize ?? 256
@@ -64,24 +63,17 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
   let dropped = 0
   const skipped: Array<Skip> = []
   const drafts: Array<ChunkDraft> = []
+  // Every record counts, repeated doc ids included: this is the reference's output, record for record.
+  const claim = claimer(keeps, "keep")
   yield* source.read(paths).pipe(
     Stream.runForEach((record) =>
       Effect.sync(() => {
         read++
-        if (Result.isFailure(record)) {
-          const { line, reason, source } = record.failure
-          skipped.push({ source, line, reason })
-          return
-        }
-        if (!keeps(record.success.doc, record.success.source)) {
-          dropped++
-          return
-        }
-        const docChunks = chunkDoc(cleanDoc(record.success.doc, cleaner), chunker)
-        if (docChunks.length === 0) {
-          skipped.push({ source: record.success.doc.docId, line: 0, reason: "the cleaned body is empty, so it has no chunks" })
-          return
-        }
+        const claimed = claim.take(record)
+        if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
+        if (claimed._tag === "Dropped") return void dropped++
+        const docChunks = chunkDoc(cleanDoc(claimed.sourced.doc, cleaner), chunker)
+        if (docChunks.length === 0) return void skipped.push(emptyAfterCleaning(claimed.sourced))
         kept++
         drafts.push(...docChunks)
       })
@@ -92,7 +84,9 @@ export const ingest = Effect.fn("ingest")(function*(paths: ReadonlyArray<string>
   for (let from = 0; from < drafts.length; from += batchSize) {
     const batch = drafts.slice(from, from + batchSize)
     const embeddings = yield* embedder.embedMany(batch.map((d) => d.text))
-    batch.forEach((draft, i) => chunks.push(embedChunk(draft, embeddings[i]!)))
+    batch.forEach((draft, i) => {
+      chunks.push(embedChunk(draft, embeddings[i]!))
+    })
   }
 
   const summary: RunSummary = {

@@ -1,19 +1,20 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
-import { Effect, Option, Path, Result, Schema } from "effect"
+
 import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
-import { Rank, ScoredChunk } from "@funcpipe/domain/Ranking"
-import { isKeepAll, mapPaths, reads, type Rule } from "@funcpipe/domain/Rule"
+import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
+import { isKeepAll, mapPaths, type Rule, reads } from "@funcpipe/domain/Rule"
+import { Effect, Option, Path, Result, Schema } from "effect"
 import { Embedder } from "../services/Embedder.ts"
 import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
-import { analyze, analyzeWords } from "../stages/Analyzer.ts"
-import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/Cosine.ts"
-import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/Engine.ts"
-import { type ExpansionConfig, expandQuery } from "../stages/Expansion.ts"
-import { prepareQuery } from "../stages/Query.ts"
-import { ModelMismatch } from "../stages/Retrieve.ts"
+import { DimensionMismatch, squaredNorm, ZeroVector } from "../stages/rank/Cosine.ts"
+import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../stages/rank/Engine.ts"
+import { type ExpansionConfig, expandQuery } from "../stages/rank/Expansion.ts"
+import { prepareQuery } from "../stages/rank/Query.ts"
+import { ModelMismatch } from "../stages/rank/Retrieve.ts"
+import { analyze, analyzeWords } from "../stages/text/Analyzer.ts"
 
 /** Nothing has been indexed at the location yet. */
 export class IndexMissing extends Schema.TaggedError<IndexMissing>()("IndexMissing", {
@@ -37,11 +38,12 @@ export class QueryFilterInvalid extends Schema.TaggedError<QueryFilterInvalid>()
  * Checks a query filter and makes its `source under` paths absolute (against the working directory, as the index's
  * sources are); `undefined` for no filter or one that keeps everything.
  */
-export const queryFilter = Effect.fn("queryFilter")(function*(where: Rule | undefined) {
+export const queryFilter = Effect.fn("queryFilter")(function* (where: Rule | undefined) {
   if (where === undefined || isKeepAll(where)) return undefined
   if (reads(where, "body")) {
     return yield* new QueryFilterInvalid({
-      reason: "it reads body, but an index keeps only the cleaned text of bodies; filter by doc_id, title, " +
+      reason:
+        "it reads body, but an index keeps only the cleaned text of bodies; filter by doc_id, title, " +
         "categories or source (body works in keep rules, which see documents as they are read)"
     })
   }
@@ -50,13 +52,12 @@ export const queryFilter = Effect.fn("queryFilter")(function*(where: Rule | unde
 })
 
 /** The stored manifest, or `IndexMissing`. */
-export const requireManifest = Effect.fn("requireManifest")(function*() {
+export const requireManifest = Effect.fn("requireManifest")(function* () {
   const store = yield* IndexStore
   const manifest = yield* store.manifest
   if (Option.isNone(manifest)) return yield* new IndexMissing({ location: store.location })
   return manifest.value
 })
-
 
 /** How a query is answered. */
 export interface QueryOptions {
@@ -80,7 +81,7 @@ export interface QueryOptions {
 export type { Explanation }
 
 /** The snapshot of the index, with its manifest checked to match the `Embedder` in use; `IndexMissing` if empty. */
-export const openSnapshot = Effect.fn("openSnapshot")(function*() {
+export const openSnapshot = Effect.fn("openSnapshot")(function* () {
   const store = yield* IndexStore
   const embedder = yield* Embedder
   const snapshot = yield* store.snapshot
@@ -90,19 +91,24 @@ export const openSnapshot = Effect.fn("openSnapshot")(function*() {
   if (manifest.model !== embedder.model || manifest.dimensions !== embedder.dimensions || settingsDiffer) {
     return yield* new ModelMismatch({
       index: manifest.model,
-      query: settingsDiffer && manifest.model === embedder.model ? `${embedder.model} with other settings` : embedder.model
+      query:
+        settingsDiffer && manifest.model === embedder.model ? `${embedder.model} with other settings` : embedder.model
     })
   }
   return snapshot.value
 })
 
 /** Embeds cleaned query texts with the index's model, checking each vector can be compared with the index's. */
-export const embedQueries = Effect.fn("embedQueries")(function*(texts: ReadonlyArray<string>, manifest: IndexManifest) {
+export const embedQueries = Effect.fn("embedQueries")(function* (
+  texts: ReadonlyArray<string>,
+  manifest: IndexManifest
+) {
   const embedder = yield* Embedder
   if (texts.length === 0) return []
   const embeddings = yield* embedder.embedMany(texts)
   for (const embedding of embeddings) {
-    if (embedding.model !== manifest.model) return yield* new ModelMismatch({ index: manifest.model, query: embedding.model })
+    if (embedding.model !== manifest.model)
+      return yield* new ModelMismatch({ index: manifest.model, query: embedding.model })
     if (embedding.vector.length !== manifest.dimensions) {
       return yield* new DimensionMismatch({ expected: manifest.dimensions, actual: embedding.vector.length })
     }
@@ -116,20 +122,26 @@ export const embedQueries = Effect.fn("embedQueries")(function*(texts: ReadonlyA
  * domain's rules is `IndexCorrupt`.
  */
 export const chunkAt = (snapshot: Snapshot, location: string, position: number) =>
-  Effect.flatMap(readSnapshot(location, () => snapshot.chunkAt(position)), (stored) => {
-    const decoded = decodeChunk({
-      docId: stored.docId,
-      start: stored.start,
-      end: stored.end,
-      text: stored.text,
-      embedding: { vector: stored.vector, model: snapshot.manifest.model }
-    })
-    return Result.isSuccess(decoded)
-      ? Effect.succeed({ chunk: decoded.success, title: stored.title })
-      : Effect.fail(
-        new IndexCorrupt({ location, detail: `a chunk of ${JSON.stringify(stored.docId)}: ${oneLine(decoded.failure.message)}` })
-      )
-  })
+  Effect.flatMap(
+    readSnapshot(location, () => snapshot.chunkAt(position)),
+    (stored) => {
+      const decoded = decodeChunk({
+        docId: stored.docId,
+        start: stored.start,
+        end: stored.end,
+        text: stored.text,
+        embedding: { vector: stored.vector, model: snapshot.manifest.model }
+      })
+      return Result.isSuccess(decoded)
+        ? Effect.succeed({ chunk: decoded.success, title: stored.title })
+        : Effect.fail(
+            new IndexCorrupt({
+              location,
+              detail: `a chunk of ${JSON.stringify(stored.docId)}: ${oneLine(decoded.failure.message)}`
+            })
+          )
+    }
+  )
 
 const decodeChunk = Schema.decodeUnknownResult(Chunk)
 
@@ -141,7 +153,7 @@ const decodeChunk = Schema.decodeUnknownResult(Chunk)
  * rule they are the best of the chunks it allows (checked before anything is read: `QueryFilterInvalid`). The answer's
  * `query.stopWordsOnly` is true when the query has words but the analyzer left out every one as a stop word.
  */
-export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: number, options: QueryOptions = {}) {
+export const queryIndex = Effect.fn("queryIndex")(function* (text: string, topK: number, options: QueryOptions = {}) {
   const store = yield* IndexStore
   yield* queryFilter(options.where) // a bad filter is reported before the index is opened
   return yield* Effect.scoped(
@@ -154,7 +166,7 @@ export const queryIndex = Effect.fn("queryIndex")(function*(text: string, topK: 
  * every result comes from that one state of the index. `location` names the index in errors. The snapshot's model
  * must be the `Embedder`'s (as `openSnapshot` checks).
  */
-export const querySnapshot = Effect.fn("querySnapshot")(function*(
+export const querySnapshot = Effect.fn("querySnapshot")(function* (
   snapshot: Snapshot,
   location: string,
   text: string,
@@ -169,9 +181,12 @@ export const querySnapshot = Effect.fn("querySnapshot")(function*(
   const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
   const params = options.bm25 ?? Bm25Params.default
   const expand = options.expand
-  const scoredTerms = expand === undefined || mode === "vector"
-    ? terms
-    : yield* readSnapshot(location, () => expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer)))
+  const scoredTerms =
+    expand === undefined || mode === "vector"
+      ? terms
+      : yield* readSnapshot(location, () =>
+          expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer))
+        )
   const query = { terms: scoredTerms, vector: embedding?.vector }
   const { scored, tops } = yield* readSnapshot(location, () => {
     const filter = where === undefined ? undefined : snapshot.filter(where)
@@ -183,11 +198,13 @@ export const querySnapshot = Effect.fn("querySnapshot")(function*(
   const results = yield* Effect.forEach(tops, (top, i) =>
     Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
       titles.set(chunk.docId, title)
-      return new ScoredChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
-    }))
-  const explanations = options.explain === true
-    ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
-    : undefined
+      return new RankedChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
+    })
+  )
+  const explanations =
+    options.explain === true
+      ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
+      : undefined
   // No terms from a query that has words: each was a stop word. Said so, since "no results" alone puzzles.
   let words = 0
   if (terms.length === 0) analyzeWords(prepared.text, () => void words++)

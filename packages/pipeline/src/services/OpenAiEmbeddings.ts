@@ -3,11 +3,12 @@
  * Ollama, vLLM, LM Studio, llama.cpp's server, Text Embeddings Inference, LocalAI), as an `effect/ai` `EmbeddingModel`
  * adapted to the pipeline's `Embedder`.
  */
+
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { Clock, Config, Context, Effect, Layer, Random, Redacted, Ref, Result, Schema } from "effect"
 import { AiError, EmbeddingModel } from "effect/ai"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
-import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { EmbedFailure, Embedder, type EmbedUsage, fingerprintOf } from "./Embedder.ts"
+import { Embedder, EmbedFailure, type EmbedUsage, fingerprintOf } from "./Embedder.ts"
 import { ModelUnavailable, type Provider } from "./Models.ts"
 
 /** The prefix of the model names this provider answers: `openai:text-embedding-3-small`, `openai:nomic-embed-text`. */
@@ -150,14 +151,16 @@ const present = (key: Redacted.Redacted<string> | undefined) =>
  * is not allowed gives a message naming the variable or flag and what it accepts.
  */
 export const settingsFrom = (input: SettingsInput, flags: ServiceFlags = {}): Result.Result<OpenAiSettings, string> =>
-  Result.gen(function*() {
+  Result.gen(function* () {
     const rawUrl = flags.embedUrl ?? (input.url?.trim() || undefined)
     const baseUrl = rawUrl === undefined ? DEFAULT_BASE_URL : yield* normalizeBaseUrl(rawUrl)
     const ownKey = present(input.key)
     // OpenAI's key goes to OpenAI only: sent to another address (a local server, a third party) it would leak.
-    const openAiKey = new URL(baseUrl).hostname === new URL(DEFAULT_BASE_URL).hostname ? present(input.openAiKey) : undefined
+    const openAiKey =
+      new URL(baseUrl).hostname === new URL(DEFAULT_BASE_URL).hostname ? present(input.openAiKey) : undefined
     const apiKey = ownKey ?? openAiKey
-    const dimensions = flags.dimensions ??
+    const dimensions =
+      flags.dimensions ??
       ((input.dimensions?.trim() ?? "") === ""
         ? undefined
         : yield* wholeNumber(ENV.dimensions, input.dimensions, 1, 65_536, 0))
@@ -278,7 +281,7 @@ export const decodeAnswer = (
   lengthNote = ""
 ): Result.Result<Answer, string> => {
   if (!isRecord(body) || !Array.isArray(body.data)) {
-    return Result.fail("it is not an embeddings response (there is no \"data\" list)")
+    return Result.fail('it is not an embeddings response (there is no "data" list)')
   }
   const data = body.data as ReadonlyArray<unknown>
   if (data.length !== count) {
@@ -292,7 +295,7 @@ export const decodeAnswer = (
     const item = data[i]
     const at = byIndex ? (item as { readonly index: number }).index : i
     if (at < 0 || at >= count || vectors[at] !== undefined) {
-      return Result.fail("the \"index\" fields of its vectors do not number the texts 0, 1, 2, …")
+      return Result.fail('the "index" fields of its vectors do not number the texts 0, 1, 2, …')
     }
     const vector = isRecord(item) ? item.embedding : undefined
     if (!Array.isArray(vector) || vector.length === 0) {
@@ -314,9 +317,10 @@ export const decodeAnswer = (
     vectors[at] = vector as Array<number>
   }
   const usage = body.usage
-  const tokens = isRecord(usage) && Number.isInteger(usage.prompt_tokens) && (usage.prompt_tokens as number) >= 0
-    ? usage.prompt_tokens as number
-    : undefined
+  const tokens =
+    isRecord(usage) && Number.isInteger(usage.prompt_tokens) && (usage.prompt_tokens as number) >= 0
+      ? (usage.prompt_tokens as number)
+      : undefined
   return Result.succeed({ vectors, tokens })
 }
 
@@ -375,7 +379,7 @@ const codesOf = (error: unknown): ReadonlyArray<string> => {
  * name, and the counter of its usage. Each `embedMany` is split by `planBatches`, sent `concurrency` requests at a
  * time, each retried per the settings; vectors must have `dimensions` numbers (any one length when undefined).
  */
-export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
+export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function* (
   model: string,
   settings: OpenAiSettings,
   options: {
@@ -397,11 +401,11 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
     try {
       const json: unknown = JSON.parse(body)
       const error = isRecord(json) ? json.error : undefined
-      said = isRecord(error) ? error.message : error ?? (isRecord(json) ? json.message : undefined) ?? body
+      said = isRecord(error) ? error.message : (error ?? (isRecord(json) ? json.message : undefined) ?? body)
     } catch {
       // not JSON: the text itself
     }
-    let words = (typeof said === "string" ? said : JSON.stringify(said) ?? "").replace(/\s+/g, " ").trim()
+    let words = (typeof said === "string" ? said : (JSON.stringify(said) ?? "")).replace(/\s+/g, " ").trim()
     if (key !== undefined && key.length > 0) words = words.replaceAll(key, "[the key]")
     return words.length > 300 ? `${words.slice(0, 299)}…` : words
   }
@@ -409,45 +413,52 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
     const said = serviceSays(body)
     return `HTTP ${code}${said === "" ? "" : `: ${said}`}`
   }
-  const keyNote = settings.keySource === undefined
-    ? `no key was sent; put one in ${ENV.key} (or ${ENV.openAiKey})`
-    : `check the key in ${settings.keySource}`
+  const keyNote =
+    settings.keySource === undefined
+      ? `no key was sent; put one in ${ENV.key} (or ${ENV.openAiKey})`
+      : `check the key in ${settings.keySource}`
 
   /** Classifies an answer that is not a success. */
   const failedAnswer = (response: HttpClientResponse.HttpClientResponse, body: string, now: number): Failed => {
     const code = response.status
     const http = `(${status(code, body)})`
     if (code === 401 || code === 403) {
-      return failed(false, () =>
-        new AiError.AuthenticationError({
-          kind: settings.keySource === undefined
-            ? "MissingKey"
-            : code === 401
-            ? "InvalidKey"
-            : "InsufficientPermissions",
-          description: `the embedding service at ${service} refused the request ${http}: ${keyNote}`
-        }))
+      return failed(
+        false,
+        () =>
+          new AiError.AuthenticationError({
+            kind:
+              settings.keySource === undefined ? "MissingKey" : code === 401 ? "InvalidKey" : "InsufficientPermissions",
+            description: `the embedding service at ${service} refused the request ${http}: ${keyNote}`
+          })
+      )
     }
     if (code === 404) {
       const aboutModel = /model/i.test(serviceSays(body))
-      return failed(false, () =>
-        new AiError.InvalidRequestError({
-          parameter: aboutModel ? "model" : "url",
-          description: aboutModel
-            ? `the embedding service at ${service} has no model ${JSON.stringify(model)} ${http}. Check the name ` +
-              `after "openai:" (Ollama needs "ollama pull ${model}" first)`
-            : `there is no embeddings endpoint at ${url} ${http}. Check --embed-url (or ${ENV.url}): it is the ` +
-              `address before /embeddings, which usually ends in /v1`
-        }))
+      return failed(
+        false,
+        () =>
+          new AiError.InvalidRequestError({
+            parameter: aboutModel ? "model" : "url",
+            description: aboutModel
+              ? `the embedding service at ${service} has no model ${JSON.stringify(model)} ${http}. Check the name ` +
+                `after "openai:" (Ollama needs "ollama pull ${model}" first)`
+              : `there is no embeddings endpoint at ${url} ${http}. Check --embed-url (or ${ENV.url}): it is the ` +
+                `address before /embeddings, which usually ends in /v1`
+          })
+      )
     }
     if (code === 429) {
       if (/insufficient_quota|exceeded your current quota/i.test(body)) {
-        return failed(false, () =>
-          new AiError.QuotaExhaustedError({
-            metadata: {
-              description: `the embedding service at ${service} says the account has no quota left ${http}`
-            }
-          }))
+        return failed(
+          false,
+          () =>
+            new AiError.QuotaExhaustedError({
+              metadata: {
+                description: `the embedding service at ${service} says the account has no quota left ${http}`
+              }
+            })
+        )
       }
       const asked = retryAfterMillis(response.headers, now)
       const tooLong = asked !== undefined && asked > MAX_RETRY_AFTER_MILLIS
@@ -473,21 +484,26 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
         true,
         (tries) =>
           new AiError.InternalProviderError({
-            description: tries === 1
-              ? `the embedding service at ${service} failed (${status(code, body)})`
-              : `the embedding service at ${service} failed ${tries} times in a row (last: ${status(code, body)})`
+            description:
+              tries === 1
+                ? `the embedding service at ${service} failed (${status(code, body)})`
+                : `the embedding service at ${service} failed ${tries} times in a row (last: ${status(code, body)})`
           }),
         retryAfterMillis(response.headers, now)
       )
     }
     const tooBig = code === 413 || /token|too long|context length|maximum/i.test(body)
-    return failed(false, () =>
-      new AiError.InvalidRequestError({
-        description: `the embedding service at ${service} rejected the request ${http}` +
-          (tooBig
-            ? `. Smaller requests may help: lower ${ENV.batchTokens} (now ${settings.batchTokens}) or --chunk-size`
-            : "")
-      }))
+    return failed(
+      false,
+      () =>
+        new AiError.InvalidRequestError({
+          description:
+            `the embedding service at ${service} rejected the request ${http}` +
+            (tooBig
+              ? `. Smaller requests may help: lower ${ENV.batchTokens} (now ${settings.batchTokens}) or --chunk-size`
+              : "")
+        })
+    )
   }
 
   /** A request that got no answer: nobody listening, an unknown host, or a connection lost. */
@@ -497,32 +513,43 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
       new AiError.NetworkError({ reason: "TransportError", method: "POST", url, description })
     if (codes.includes("ECONNREFUSED")) {
       return failed(false, () =>
-        network(`nothing answers at ${service} (connection refused). Is the service running, and is --embed-url ` +
-          `(or ${ENV.url}) right?`))
+        network(
+          `nothing answers at ${service} (connection refused). Is the service running, and is --embed-url ` +
+            `(or ${ENV.url}) right?`
+        )
+      )
     }
     if (codes.includes("ENOTFOUND") || codes.includes("EAI_AGAIN")) {
       return failed(false, () =>
-        network(`the host of ${service} could not be found (DNS lookup failed). Check --embed-url (or ${ENV.url})`))
+        network(`the host of ${service} could not be found (DNS lookup failed). Check --embed-url (or ${ENV.url})`)
+      )
     }
     const code = codes.length === 0 ? "" : ` (${codes[0]})`
     return failed(true, (tries) =>
-      network(`the connection to the embedding service at ${service} was lost before it answered${inARow(tries)}` +
-        code))
+      network(
+        `the connection to the embedding service at ${service} was lost before it answered${inARow(tries)}${code}`
+      )
+    )
   }
 
-  const timedOut = failed(true, (tries) =>
-    new AiError.NetworkError({
-      reason: "TransportError",
-      method: "POST",
-      url,
-      description: `the embedding service at ${service} did not answer within ${seconds(settings.timeoutMillis)}` +
-        `${inARow(tries)}. A slow model may need a longer ${ENV.timeout} (seconds) or a smaller ` +
-        `${ENV.batch} (now ${settings.batchInputs} texts per request)`
-    }))
+  const timedOut = failed(
+    true,
+    (tries) =>
+      new AiError.NetworkError({
+        reason: "TransportError",
+        method: "POST",
+        url,
+        description:
+          `the embedding service at ${service} did not answer within ${seconds(settings.timeoutMillis)}` +
+          `${inARow(tries)}. A slow model may need a longer ${ENV.timeout} (seconds) or a smaller ` +
+          `${ENV.batch} (now ${settings.batchInputs} texts per request)`
+      })
+  )
 
-  const lengthNote = settings.dimensions === undefined
-    ? ""
-    : ` (--dimensions or ${ENV.dimensions} asked for ${settings.dimensions}; not every model can shorten its vectors)`
+  const lengthNote =
+    settings.dimensions === undefined
+      ? ""
+      : ` (--dimensions or ${ENV.dimensions} asked for ${settings.dimensions}; not every model can shorten its vectors)`
 
   /** One try: send, wait for the whole answer (within the timeout), read it. */
   const once = (input: ReadonlyArray<string>): Effect.Effect<Answer, Failed> => {
@@ -530,11 +557,11 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
     if (settings.dimensions !== undefined) body.dimensions = settings.dimensions
     let request = HttpClientRequest.post(url).pipe(HttpClientRequest.acceptJson, HttpClientRequest.bodyJsonUnsafe(body))
     if (settings.apiKey !== undefined) request = HttpClientRequest.bearerToken(request, settings.apiKey)
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       // No trace headers (traceparent, b3): the service, often a third party's, has no use for our span ids.
-      const response = yield* client.execute(request).pipe(
-        Effect.provideService(HttpClient.TracerPropagationEnabled, false)
-      )
+      const response = yield* client
+        .execute(request)
+        .pipe(Effect.provideService(HttpClient.TracerPropagationEnabled, false))
       const text = yield* response.text
       const now = yield* Clock.currentTimeMillis
       if (response.status < 200 || response.status >= 300) return yield* Effect.fail(failedAnswer(response, text, now))
@@ -548,10 +575,13 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
       if (Result.isSuccess(answer)) return answer.success
       const problem = json === undefined ? "it is not JSON" : answer.failure
       return yield* Effect.fail(
-        failed(false, () =>
-          new AiError.InvalidOutputError({
-            description: `the embedding service at ${service} gave an answer that cannot be used: ${problem}`
-          }))
+        failed(
+          false,
+          () =>
+            new AiError.InvalidOutputError({
+              description: `the embedding service at ${service} gave an answer that cannot be used: ${problem}`
+            })
+        )
       )
     }).pipe(
       Effect.timeoutOrElse({ duration: settings.timeoutMillis, orElse: () => Effect.fail(timedOut) }),
@@ -560,8 +590,8 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
   }
 
   /** One batch, tried up to `retries + 1` times; counts what the successful try cost. */
-  const send = Effect.fn("OpenAiEmbeddings.send")(function*(input: ReadonlyArray<string>) {
-    for (let tries = 1;; tries++) {
+  const send = Effect.fn("OpenAiEmbeddings.send")(function* (input: ReadonlyArray<string>) {
+    for (let tries = 1; ; tries++) {
       const result = yield* Effect.result(once(input))
       if (Result.isSuccess(result)) {
         const { tokens } = result.success
@@ -579,14 +609,17 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
 
   const embeddingModel = yield* EmbeddingModel.make({
     embedMany: ({ inputs }) =>
-      Effect.forEach(planBatches(inputs, settings.batchInputs, settings.batchTokens), ([start, end]) =>
-        send(inputs.slice(start, end)), { concurrency: settings.concurrency }).pipe(
-          Effect.map((answers) => {
-            let inputTokens: number | undefined
-            for (const a of answers) if (a.tokens !== undefined) inputTokens = (inputTokens ?? 0) + a.tokens
-            return { results: answers.flatMap((a) => a.vectors), usage: { inputTokens } }
-          })
-        )
+      Effect.forEach(
+        planBatches(inputs, settings.batchInputs, settings.batchTokens),
+        ([start, end]) => send(inputs.slice(start, end)),
+        { concurrency: settings.concurrency }
+      ).pipe(
+        Effect.map((answers) => {
+          let inputTokens: number | undefined
+          for (const a of answers) if (a.tokens !== undefined) inputTokens = (inputTokens ?? 0) + a.tokens
+          return { results: answers.flatMap((a) => a.vectors), usage: { inputTokens } }
+        })
+      )
   })
   return { embeddingModel, usage: Ref.get(usage) }
 })
@@ -597,7 +630,10 @@ export const makeModel = Effect.fn("OpenAiEmbeddings.makeModel")(function*(
  */
 export const layerEmbeddingModel = (model: string, settings: OpenAiSettings & { readonly dimensions: number }) =>
   Layer.merge(
-    Layer.effect(EmbeddingModel.EmbeddingModel, Effect.map(makeModel(model, settings), (made) => made.embeddingModel)),
+    Layer.effect(
+      EmbeddingModel.EmbeddingModel,
+      Effect.map(makeModel(model, settings), (made) => made.embeddingModel)
+    ),
     Layer.succeed(EmbeddingModel.Dimensions, settings.dimensions)
   )
 
@@ -613,7 +649,8 @@ const labelOf = (model: string): Result.Result<ModelLabel, ModelUnavailable> => 
     return Result.fail(
       new ModelUnavailable({
         model: name,
-        reason: `name the service's model after "${OPENAI_PREFIX}", e.g. ${OPENAI_PREFIX}text-embedding-3-small or ` +
+        reason:
+          `name the service's model after "${OPENAI_PREFIX}", e.g. ${OPENAI_PREFIX}text-embedding-3-small or ` +
           `${OPENAI_PREFIX}nomic-embed-text`
       })
     )
@@ -629,7 +666,7 @@ const labelOf = (model: string): Result.Result<ModelLabel, ModelUnavailable> => 
  * `PROBE_TEXT` once; the fingerprint covers the base URL, model and length, never the key. Fails with
  * `ModelUnavailable` when the name is not a model label or the probe fails.
  */
-export const makeEmbedder = Effect.fn("OpenAiEmbeddings.makeEmbedder")(function*(
+export const makeEmbedder = Effect.fn("OpenAiEmbeddings.makeEmbedder")(function* (
   model: string,
   settings: OpenAiSettings
 ) {
@@ -668,8 +705,9 @@ const embedderOf = (
     embedMany: (texts) =>
       model.embedMany(texts).pipe(
         Effect.map((response) =>
-          response.embeddings.map((e) =>
-            new Embedding({ vector: e.vector as [number, ...Array<number>], model: label }, { disableChecks: true })
+          response.embeddings.map(
+            (e) =>
+              new Embedding({ vector: e.vector as [number, ...Array<number>], model: label }, { disableChecks: true })
           )
         ),
         Effect.mapError((error) => new EmbedFailure({ model: label, reason: describe(error) }))
@@ -688,7 +726,7 @@ export const provider: Effect.Effect<Provider, never, HttpClient.HttpClient> = E
   HttpClient.HttpClient,
   (client) => (name) => {
     if (!name.startsWith(OPENAI_PREFIX)) return undefined
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const label = labelOf(name.slice(OPENAI_PREFIX.length))
       if (Result.isFailure(label)) return yield* label.failure
       const unavailable = (reason: string) => new ModelUnavailable({ model: name, reason })

@@ -2,13 +2,14 @@
  * The index in a PostgreSQL schema, for teams: one row per document holding its fields and its search data as
  * typed-array `bytea`s, read whole into a `LoadedSnapshot` and scored in Node by the same engine as the SQLite file.
  */
+
+import { randomUUID } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
+import { oneLine } from "@funcpipe/domain/Decode"
+import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
-import { randomUUID } from "node:crypto"
-import { oneLine } from "@funcpipe/domain/Decode"
-import { IndexManifest } from "@funcpipe/domain/Manifest"
 import {
   type ChunkRecord,
   type DocRecord,
@@ -20,9 +21,9 @@ import {
   IndexTooOld,
   type IndexWriter,
   type Snapshot,
+  type StoredEntry,
   type StoreError,
   StoreFailure,
-  type StoredEntry,
   type TermTable,
   type TransactionOptions,
   view
@@ -84,9 +85,8 @@ export const parsePgUrl = (text: string): Result.Result<PgTarget, string> => {
   }
   url.searchParams.delete("schema")
   const database = decodeURIComponent(url.pathname.replace(/^\//, ""))
-  const password = url.password !== ""
-    ? decodeURIComponent(url.password)
-    : url.searchParams.get("password") ?? undefined
+  const password =
+    url.password !== "" ? decodeURIComponent(url.password) : (url.searchParams.get("password") ?? undefined)
   return Result.succeed({
     url: Redacted.make(url.href),
     location: scrubUrl(text),
@@ -116,7 +116,7 @@ export interface PgStoreOptions {
 export const layerPostgres = (url: string, options: PgStoreOptions = {}): Layer.Layer<IndexStore, StoreError> =>
   Layer.effect(
     IndexStore,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const target = yield* Effect.fromResult(parsePgUrl(url)).pipe(
         Effect.mapError((reason) => new StoreFailure({ location: scrubUrl(url), reason }))
       )
@@ -185,7 +185,8 @@ export const storeError = (target: PgTarget, what: string, error: SqlError.SqlEr
     case "3D000": // invalid_catalog_name
       return new StoreFailure({
         location,
-        reason: `the database ${target.database} does not exist; create it first ` +
+        reason:
+          `the database ${target.database} does not exist; create it first ` +
           `(see the README's "Running FuncPipe for a team")`
       })
     case "57P01": // admin_shutdown
@@ -204,13 +205,13 @@ export const storeError = (target: PgTarget, what: string, error: SqlError.SqlEr
 type State =
   | { readonly _tag: "Empty" }
   | {
-    readonly _tag: "Index"
-    readonly layout: number
-    /** Changes with every commit that changed something, and with every rebuild. */
-    readonly token: string
-    readonly manifest: string | undefined
-    readonly roots: string | undefined
-  }
+      readonly _tag: "Index"
+      readonly layout: number
+      /** Changes with every commit that changed something, and with every rebuild. */
+      readonly token: string
+      readonly manifest: string | undefined
+      readonly roots: string | undefined
+    }
 
 /** A document's row as the writer inserts it. */
 type Row = Record<string, string | number | null | Uint8Array>
@@ -245,7 +246,7 @@ const rowOf = (doc: DocRecord, chunks: ReadonlyArray<ChunkRecord>, terms: TermTa
       const id = terms.ids[i]!
       let n = local.get(id)
       if (n === undefined) {
-        local.set(id, n = vocabulary.length)
+        local.set(id, (n = vocabulary.length))
         vocabulary.push(terms.vocabulary[id]!)
       }
       ids[at++] = n
@@ -291,18 +292,24 @@ export const loadedDoc = (location: string, row: Record<string, unknown>): Loade
   for (let c = 0; c < lengths.length; c++) total += lengths[c]!
   const idBytes = row["term_ids"]
   const width = total === 0 ? 2 : idBytes instanceof Uint8Array ? idBytes.byteLength / total : 0
-  const termIds = width === 2
-    ? typed(idBytes, 2, (b, o, n) => new Uint16Array(b, o, n))
-    : width === 4
-    ? typed(idBytes, 4, (b, o, n) => new Uint32Array(b, o, n))
-    : undefined
+  const termIds =
+    width === 2
+      ? typed(idBytes, 2, (b, o, n) => new Uint16Array(b, o, n))
+      : width === 4
+        ? typed(idBytes, 4, (b, o, n) => new Uint32Array(b, o, n))
+        : undefined
   if (termIds === undefined) throw bad("terms")
   // Plain type checks here (a load reads every document); the full rules are checked where a document is decoded.
   const { categories, hash, source, title } = row
   if (
-    typeof docId !== "string" || docId === "" || typeof source !== "string" || typeof title !== "string" ||
-    typeof hash !== "string" || !(typeof categories === "string" || categories === null)
-  ) throw bad("fields")
+    typeof docId !== "string" ||
+    docId === "" ||
+    typeof source !== "string" ||
+    typeof title !== "string" ||
+    typeof hash !== "string" ||
+    !(typeof categories === "string" || categories === null)
+  )
+    throw bad("fields")
   return {
     docId,
     source,
@@ -328,7 +335,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
   const busyMillis = options.busyTimeoutMillis ?? 2000
 
   /** What the schema holds, read in the caller's transaction. */
-  const inspect = Effect.gen(function*() {
+  const inspect = Effect.gen(function* () {
     const tables = yield* sql<{ readonly name: string }>`
       SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1`
@@ -337,7 +344,10 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     if (!names.includes("meta") || !names.includes("documents")) return yield* foreign(names)
     const rows = yield* sql<{ readonly key: unknown; readonly value: unknown }>`SELECT key, value FROM ${meta}`.pipe(
       // Someone else's `meta` table, with other columns.
-      Effect.catchIf((error) => error.reason._tag === "SqlSyntaxError", () => Effect.fail(foreign(names)))
+      Effect.catchIf(
+        (error) => error.reason._tag === "SqlSyntaxError",
+        () => Effect.fail(foreign(names))
+      )
     )
     const values = new Map<unknown, unknown>(rows.map((row) => [row.key, row.value]))
     if (values.get("application") !== "funcpipe") return yield* foreign(names)
@@ -382,28 +392,34 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       : Effect.fail(corrupt("the list of indexed paths is unreadable"))
   }
 
-  const mapSqlError = (what: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-    Effect.catchIf(
-      effect,
-      (error): error is SqlError.SqlError => (error as { readonly _tag?: unknown })._tag === "SqlError",
-      (error) => Effect.fail(storeError(target, what, error))
-    ) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
+  const mapSqlError =
+    (what: string) =>
+    <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+      Effect.catchIf(
+        effect,
+        (error): error is SqlError.SqlError => (error as { readonly _tag?: unknown })._tag === "SqlError",
+        (error) => Effect.fail(storeError(target, what, error))
+      ) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
 
   /** Runs `f` on what the schema holds in one read-only transaction that sees one committed state. */
   const reading = <A, E, R>(what: string, f: (state: State) => Effect.Effect<A, E, R>) =>
-    sql.withTransaction(Effect.flatMap(inspect, f)).pipe(
-      Effect.provideService(SqlClient.BeginTransaction, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
-      mapSqlError(what)
-    )
+    sql
+      .withTransaction(Effect.flatMap(inspect, f))
+      .pipe(
+        Effect.provideService(SqlClient.BeginTransaction, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+        mapSqlError(what)
+      )
 
   const manifest = reading("reading the manifest", (state) =>
-    Effect.flatMap(checkLayout(state), () => manifestOf(state._tag === "Index" ? state.manifest : undefined)))
+    Effect.flatMap(checkLayout(state), () => manifestOf(state._tag === "Index" ? state.manifest : undefined))
+  )
 
   const roots = reading("reading the indexed paths", (state) =>
-    rootsOf(state._tag === "Index" ? state.roots : undefined))
+    rootsOf(state._tag === "Index" ? state.roots : undefined)
+  )
 
   const documents = reading("reading documents", (state) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (state._tag === "Empty") return []
       yield* checkLayout(state)
       const rows = yield* sql<Parameters<typeof storedDocOf>[1]>`
@@ -412,16 +428,18 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
         try: () => rows.map((row) => storedDocOf(location, row)),
         catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
       })
-    }))
+    })
+  )
 
   const version = reading("checking for changes", (state) =>
-    Effect.succeed(state._tag === "Empty" ? "none" : state.token))
+    Effect.succeed(state._tag === "Empty" ? "none" : state.token)
+  )
 
   /** The snapshot of the last state loaded, kept while no commit changes the token. */
   let cached: { readonly token: string; readonly snapshot: Snapshot } | undefined
 
   const snapshot = reading("reading the index", (state) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (state._tag === "Empty") return Option.none<Snapshot>()
       yield* checkLayout(state)
       const found = yield* manifestOf(state.manifest)
@@ -430,14 +448,20 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       const rows = yield* sql<Record<string, unknown>>`
         SELECT ${sql.literal(COLUMNS)} FROM ${documentsTable} ORDER BY id`
       const loaded = yield* Effect.try({
-        try: () => loadedSnapshot(location, found.value, rows.map((row) => loadedDoc(location, row))),
+        try: () =>
+          loadedSnapshot(
+            location,
+            found.value,
+            rows.map((row) => loadedDoc(location, row))
+          ),
         catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
       })
       cached = { token: state.token, snapshot: loaded }
       return Option.some(loaded)
-    }))
+    })
+  )
 
-  const createTables = Effect.gen(function*() {
+  const createTables = Effect.gen(function* () {
     yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`
     yield* sql`CREATE TABLE ${meta} (key text PRIMARY KEY, value text NOT NULL)`
     yield* sql`INSERT INTO ${meta} (key, value) VALUES ('application', 'funcpipe'), ('layout', ${String(PG_LAYOUT)}),
@@ -480,22 +504,24 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       readOnly
         ? refuse
         : Effect.suspend(() => {
-          if (!layoutCurrent) return Effect.fail(tooOld)
-          changed = true
-          return mapSqlError(what)(effect)
-        })
+            if (!layoutCurrent) return Effect.fail(tooOld)
+            changed = true
+            return mapSqlError(what)(effect)
+          })
 
     const flush = Effect.suspend(() => {
       if (pending.size === 0) return Effect.void
       const rows = [...pending.values()] as unknown as readonly [Row, ...Array<Row>]
       pending.clear()
       pendingBytes = 0
-      return mapSqlError("writing documents")(sql`
+      return mapSqlError("writing documents")(
+        sql`
         INSERT INTO ${documentsTable} ${sql.insert(rows)}
         ON CONFLICT (doc_id) DO UPDATE SET source = EXCLUDED.source, title = EXCLUDED.title,
           categories = EXCLUDED.categories, hash = EXCLUDED.hash, chunks = EXCLUDED.chunks, body = EXCLUDED.body,
           spans = EXCLUDED.spans, lengths = EXCLUDED.lengths, terms = EXCLUDED.terms, term_ids = EXCLUDED.term_ids,
-          vectors = EXCLUDED.vectors`.pipe(Effect.asVoid))
+          vectors = EXCLUDED.vectors`.pipe(Effect.asVoid)
+      )
     })
 
     const upsertMeta = (key: string, value: string) =>
@@ -521,55 +547,74 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
             sql<{ readonly doc_id: string; readonly hash: string; readonly source: string; readonly chunks: number }>`
               SELECT doc_id, hash, source, chunks FROM ${documentsTable}`
           )
-        ).pipe(Effect.map((rows) => {
-          const stored = new Map<string, StoredEntry>()
-          for (const r of rows) {
-            stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
-          }
-          return stored as ReadonlyMap<string, StoredEntry>
-        }))
-      }),
-      clear: readOnly ? refuse : Effect.suspend(() => {
-        pending.clear()
-        pendingBytes = 0
-        changed = true
-        manifestValue = Option.none()
-        rootsValue = []
-        const wasCurrent = layoutCurrent
-        layoutCurrent = true
-        return mapSqlError("clearing")(
-          wasCurrent
-            ? Effect.all([
-              sql`DELETE FROM ${documentsTable}`,
-              sql`DELETE FROM ${meta} WHERE key IN ('manifest', 'roots')`,
-              sql`UPDATE ${meta} SET value = ${randomUUID()} WHERE key = 'generation'`
-            ], { discard: true })
-            : Effect.andThen(sql`DROP TABLE ${documentsTable}, ${meta}`, createTables)
+        ).pipe(
+          Effect.map((rows) => {
+            const stored = new Map<string, StoredEntry>()
+            for (const r of rows) {
+              stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+            }
+            return stored as ReadonlyMap<string, StoredEntry>
+          })
         )
       }),
+      clear: readOnly
+        ? refuse
+        : Effect.suspend(() => {
+            pending.clear()
+            pendingBytes = 0
+            changed = true
+            manifestValue = Option.none()
+            rootsValue = []
+            const wasCurrent = layoutCurrent
+            layoutCurrent = true
+            return mapSqlError("clearing")(
+              wasCurrent
+                ? Effect.all(
+                    [
+                      sql`DELETE FROM ${documentsTable}`,
+                      sql`DELETE FROM ${meta} WHERE key IN ('manifest', 'roots')`,
+                      sql`UPDATE ${meta} SET value = ${randomUUID()} WHERE key = 'generation'`
+                    ],
+                    { discard: true }
+                  )
+                : Effect.andThen(sql`DROP TABLE ${documentsTable}, ${meta}`, createTables)
+            )
+          }),
       deleteDoc: (docId) =>
         writing(
           "deleting a document",
           Effect.andThen(flush, sql`DELETE FROM ${documentsTable} WHERE doc_id = ${docId}`)
         ),
       putDoc: (doc, chunks, terms, vectors) =>
-        writing("writing a document", Effect.suspend(() => {
-          const row = rowOf(doc, chunks, terms, vectors)
-          pending.set(doc.docId, row)
-          pendingBytes += (row["body"] as Uint8Array).byteLength + (row["vectors"] as Uint8Array).byteLength +
-            (row["term_ids"] as Uint8Array).byteLength + 8 * chunks.length
-          return pending.size >= FLUSH_ROWS || pendingBytes >= FLUSH_BYTES ? flush : Effect.void
-        })),
+        writing(
+          "writing a document",
+          Effect.suspend(() => {
+            const row = rowOf(doc, chunks, terms, vectors)
+            pending.set(doc.docId, row)
+            pendingBytes +=
+              (row["body"] as Uint8Array).byteLength +
+              (row["vectors"] as Uint8Array).byteLength +
+              (row["term_ids"] as Uint8Array).byteLength +
+              8 * chunks.length
+            return pending.size >= FLUSH_ROWS || pendingBytes >= FLUSH_BYTES ? flush : Effect.void
+          })
+        ),
       putManifest: (m) =>
-        writing("writing the manifest", Effect.suspend(() => {
-          manifestValue = Option.some(m)
-          return upsertMeta("manifest", encodeManifest(m))
-        })),
+        writing(
+          "writing the manifest",
+          Effect.suspend(() => {
+            manifestValue = Option.some(m)
+            return upsertMeta("manifest", encodeManifest(m))
+          })
+        ),
       putRoots: (paths) =>
-        writing("writing the indexed paths", Effect.suspend(() => {
-          rootsValue = paths
-          return upsertMeta("roots", JSON.stringify(paths))
-        }))
+        writing(
+          "writing the indexed paths",
+          Effect.suspend(() => {
+            rootsValue = paths
+            return upsertMeta("roots", JSON.stringify(paths))
+          })
+        )
     }
     /** Writes what is buffered and, if anything changed, moves the version on; called once, just before the commit. */
     const finish = Effect.andThen(
@@ -592,27 +637,32 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       return reading("reading the index", (state) =>
         state._tag === "Empty"
           ? body(emptyWriter(location))
-          : Effect.flatMap(checkLayout(state, true), () => body(makeWriter(state, true).writer)))
+          : Effect.flatMap(checkLayout(state, true), () => body(makeWriter(state, true).writer))
+      )
     }
     return Effect.uninterruptibleMask((restore) =>
-      mapSqlError("writing the index")(sql.withTransaction(Effect.gen(function*() {
-        // Wait a little for another writer, as the SQLite store does, then report the index busy.
-        yield* sql`SELECT set_config('lock_timeout', ${`${busyMillis}ms`}, true)`
-        yield* sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${schema}))`
-        yield* sql`SELECT set_config('lock_timeout', '0', true)`
-        // Read committed: everything read from here on sees the last writer's commit, so no plan is stale.
-        let state = yield* inspect
-        if (state._tag === "Empty") {
-          yield* createTables
-          state = yield* inspect
-        }
-        if (state._tag === "Empty") return yield* corrupt("its tables vanished while it was being written")
-        yield* checkLayout(state, true)
-        const { finish, writer } = makeWriter(state, false)
-        const result = yield* restore(body(writer))
-        yield* finish
-        return result
-      })))
+      mapSqlError("writing the index")(
+        sql.withTransaction(
+          Effect.gen(function* () {
+            // Wait a little for another writer, as the SQLite store does, then report the index busy.
+            yield* sql`SELECT set_config('lock_timeout', ${`${busyMillis}ms`}, true)`
+            yield* sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${schema}))`
+            yield* sql`SELECT set_config('lock_timeout', '0', true)`
+            // Read committed: everything read from here on sees the last writer's commit, so no plan is stale.
+            let state = yield* inspect
+            if (state._tag === "Empty") {
+              yield* createTables
+              state = yield* inspect
+            }
+            if (state._tag === "Empty") return yield* corrupt("its tables vanished while it was being written")
+            yield* checkLayout(state, true)
+            const { finish, writer } = makeWriter(state, false)
+            const result = yield* restore(body(writer))
+            yield* finish
+            return result
+          })
+        )
+      )
     )
   }
 

@@ -3,14 +3,14 @@
  * one shard loaded into a snapshot, both read so that they belong to one committed state.
  */
 import { PgClient } from "@effect/sql-pg"
+import { oneLine } from "@funcpipe/domain/Decode"
+import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
-import { oneLine } from "@funcpipe/domain/Decode"
-import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { IndexCorrupt, type Snapshot, type StoreError, StoreFailure } from "./IndexStore.ts"
 import { loadedSnapshot } from "./LoadedSnapshot.ts"
-import { COLUMNS, decodeManifest, loadedDoc, parsePgUrl, PG_LAYOUT, scrubUrl, storeError } from "./PgIndexStore.ts"
+import { COLUMNS, decodeManifest, loadedDoc, PG_LAYOUT, parsePgUrl, scrubUrl, storeError } from "./PgIndexStore.ts"
 
 /** A committed state of the index: its token (generation and version, changed by every commit) and manifest. */
 export interface Pin {
@@ -33,7 +33,7 @@ export interface PartitionReader {
 }
 
 /** A reader over its own connection pool, closed with the scope. */
-export const makePartitionReader = Effect.fn("makePartitionReader")(function*(url: string) {
+export const makePartitionReader = Effect.fn("makePartitionReader")(function* (url: string) {
   const target = yield* Effect.fromResult(parsePgUrl(url)).pipe(
     Effect.mapError((reason) => new StoreFailure({ location: scrubUrl(url), reason }))
   )
@@ -44,13 +44,16 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function*(ur
     connectTimeout: 10_000,
     applicationName: "funcpipe-shard",
     maxMessageSize: 1024 * 1024 * 1024
-  }).pipe(Effect.provide(Reactivity.layer), Effect.mapError((error) => storeError(target, "connecting", error)))
+  }).pipe(
+    Effect.provide(Reactivity.layer),
+    Effect.mapError((error) => storeError(target, "connecting", error))
+  )
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
   const meta = sql(`${schema}.meta`)
   const documents = sql(`${schema}.documents`)
 
   /** The pin, from one statement (so one committed state); none when the schema has no index yet. */
-  const readPin = Effect.gen(function*() {
+  const readPin = Effect.gen(function* () {
     const exists = yield* sql<{ readonly n: number }>`
       SELECT count(*)::int AS n FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = ${schema} AND c.relname = 'meta'`
@@ -83,16 +86,21 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function*(ur
   const load = (shard: number, shards: number) =>
     inOneState(
       "loading a shard",
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const found = yield* readPin
         if (Option.isNone(found)) return Option.none<Partition>()
-        // The shard of each row as `shardOf` computes it (see stages/Shards.ts).
+        // The shard of each row as `shardOf` computes it (see stages/rank/Shards.ts).
         const rows = yield* sql<Record<string, unknown>>`
           SELECT ${sql.literal(COLUMNS)} FROM ${documents}
           WHERE ('x' || lpad(substr(md5(doc_id), 1, 8), 16, '0'))::bit(64)::bigint % ${shards} = ${shard}
           ORDER BY id`
         const snapshot = yield* Effect.try({
-          try: () => loadedSnapshot(location, found.value.manifest, rows.map((row) => loadedDoc(location, row))),
+          try: () =>
+            loadedSnapshot(
+              location,
+              found.value.manifest,
+              rows.map((row) => loadedDoc(location, row))
+            ),
           catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
         })
         return Option.some({ ...found.value, snapshot })

@@ -1,8 +1,16 @@
 /** Boundary service: where the per-document stage runs, on the calling thread or on a pool of worker threads. */
-import { Context, Effect, Layer } from "effect"
+
 import { availableParallelism } from "node:os"
 import { Worker } from "node:worker_threads"
-import { type DocText, type PreparedBatch, prepareBatch, type PrepareSettings } from "../stages/Prepare.ts"
+import { Context, Effect, Layer } from "effect"
+import {
+  type DocText,
+  deltaReceiver,
+  type PreparedBatch,
+  type PreparedDelta,
+  type PrepareSettings,
+  prepareBatch
+} from "../stages/text/Prepare.ts"
 
 export interface Preparer {
   /** How many batches can be prepared at once, so a caller can keep them all busy. */
@@ -11,8 +19,14 @@ export interface Preparer {
   readonly prepare: (docs: ReadonlyArray<DocText>, settings: PrepareSettings) => Effect.Effect<PreparedBatch>
 }
 
+/** A batch prepared by a thread, or why it could not be. */
+interface Result {
+  readonly batch?: PreparedBatch | undefined
+  readonly error?: string | undefined
+}
+
 interface Reply {
-  readonly batch?: PreparedBatch
+  readonly delta?: PreparedDelta
   readonly error?: string
 }
 
@@ -42,7 +56,7 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
       (pool): Preparer => {
         let next = 0
         const busy: Array<number> = []
-        const pending = new Map<number, { readonly thread: number; readonly done: (reply: Reply) => void }>()
+        const pending = new Map<number, { readonly thread: number; readonly done: (result: Result) => void }>()
         /** Fails every batch held by thread `t` and takes the thread out, so the next batch starts a new one. */
         const lose = (t: number, worker: Worker, reason: string) => {
           if (pool.threads[t] !== worker) return
@@ -56,12 +70,19 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
           // A small young generation per thread bounds the memory a pool adds (see the CLI launcher).
           const worker = new Worker(script, { resourceLimits: { maxYoungGenerationSizeMb: 24 } })
           worker.unref()
+          // Every delta is received, even one whose batch was forgotten, so the thread's vocabulary stays whole.
+          const receive = deltaReceiver()
           worker.on("message", (reply: Reply & { readonly id: number }) => {
+            const batch = reply.delta === undefined ? undefined : receive(reply.delta)
             const request = pending.get(reply.id)
             if (request === undefined) return
             pending.delete(reply.id)
             busy[t] = Math.max(0, busy[t]! - 1)
-            request.done(reply)
+            request.done(
+              batch !== undefined || reply.delta === undefined
+                ? { batch, error: reply.error }
+                : { error: "a preparing thread skipped part of its term numbering" }
+            )
           })
           worker.on("error", (error) => lose(t, worker, error.stack ?? error.message))
           worker.on("exit", (code) => lose(t, worker, `a preparing thread exited with code ${code}`))
@@ -81,8 +102,10 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
               busy[t] = (busy[t] ?? 0) + 1
               pending.set(id, {
                 thread: t,
-                done: (reply) =>
-                  resume(reply.batch !== undefined ? Effect.succeed(reply.batch) : Effect.die(new Error(reply.error)))
+                done: (result) =>
+                  resume(
+                    result.batch !== undefined ? Effect.succeed(result.batch) : Effect.die(new Error(result.error))
+                  )
               })
               worker.postMessage({ id, docs, settings })
               // Interrupted: forget the batch (its reply, if any, is dropped).

@@ -11,8 +11,10 @@ export class IndexUnreachable extends Schema.TaggedError<IndexUnreachable>()("In
   reason: Schema.String
 }) {
   override get message(): string {
-    return `cannot reach the database server of the index at ${this.location} (${this.reason}); check that it runs ` +
+    return (
+      `cannot reach the database server of the index at ${this.location} (${this.reason}); check that it runs ` +
       "and that the host and port in the URL are right"
+    )
   }
 }
 
@@ -21,8 +23,10 @@ export class IndexCredentialsRefused extends Schema.TaggedError<IndexCredentials
   location: Schema.String
 }) {
   override get message(): string {
-    return `the database server refused the user name or password for the index at ${this.location}; check them ` +
+    return (
+      `the database server refused the user name or password for the index at ${this.location}; check them ` +
       "in the URL (the password is not shown)"
+    )
   }
 }
 
@@ -34,7 +38,9 @@ export class ForeignSchema extends Schema.TaggedError<ForeignSchema>()("ForeignS
 }) {
   override get message(): string {
     const shown = this.tables.slice(0, 5).join(", ") + (this.tables.length > 5 ? ", …" : "")
-    return `the schema ${this.schema} at ${this.location} holds tables that are not a FuncPipe index (${shown}); ` +
+    return (
+      `the schema ${this.schema} at ${this.location} holds tables that are not a FuncPipe index (${shown}); ` +
       "name another schema with ?schema=NAME in the URL"
+    )
   }
 }

@@ -3,15 +3,16 @@
  * the store and answers its local top k with the whole index's BM25 statistics; the entry point pins one committed
  * version, fans out in two rounds (statistics, then search) and merges in the one ranking order.
  */
-import { Cause, Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { Entity } from "effect/cluster"
-import { Rpc } from "effect/rpc"
+
 import { Bm25Params, FusionConfig, RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { Rule } from "@funcpipe/domain/Rule"
-import { analyze } from "../stages/Analyzer.ts"
-import { defaultMode, FUSION_DEPTH } from "../stages/Engine.ts"
-import { prepareQuery } from "../stages/Query.ts"
+import { Cause, Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { embedQueries, IndexMissing, queryFilter } from "../programs/QueryIndex.ts"
+import { defaultMode, FUSION_DEPTH } from "../stages/rank/Engine.ts"
+import { prepareQuery } from "../stages/rank/Query.ts"
 import {
   fuseHits,
   type Hit,
@@ -22,8 +23,8 @@ import {
   statsOf,
   sumStats,
   withGlobalStats
-} from "../stages/Shards.ts"
-import { embedQueries, IndexMissing, queryFilter } from "../programs/QueryIndex.ts"
+} from "../stages/rank/Shards.ts"
+import { analyze } from "../stages/text/Analyzer.ts"
 import { makePartitionReader, type Partition, type PartitionReader } from "./PgPartition.ts"
 
 /** The shard had loaded, or could load, only another committed version than the one the query pinned. */
@@ -50,8 +51,10 @@ export class ShardsUnavailable extends Schema.TaggedError<ShardsUnavailable>()("
   seconds: Schema.Number
 }) {
   override get message(): string {
-    return `not every shard answered within ${this.seconds} s (a runner may have stopped; its shards move to ` +
+    return (
+      `not every shard answered within ${this.seconds} s (a runner may have stopped; its shards move to ` +
       `another runner within the lock expiry); no partial answer is given, try again`
+    )
   }
 }
 
@@ -149,14 +152,14 @@ export class PartitionSource extends Context.Service<PartitionSource, PartitionR
  * Its state is lost when its shard moves to another runner, and the new owner loads again from the store.
  */
 export const layerShardEntities = IndexShard.toLayer(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const address = yield* Entity.CurrentAddress
     const [shards, shard] = address.entityId.split("/").map(Number) as [number, number]
     const source = yield* PartitionSource
     let current: Partition | undefined
     const failed = (error: { readonly message: string }) => new ShardLoadFailed({ reason: error.message })
     const at = (token: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (current?.token === token) return current
         if (current !== undefined) {
           // Reload only if the store moved on from what is loaded (a stale pin is refused without reading).
@@ -184,7 +187,8 @@ export const layerShardEntities = IndexShard.toLayer(
             const params = new Bm25Params({ k1: payload.k1, b: payload.b } as Bm25Params)
             const filter = payload.where === null ? undefined : p.snapshot.filter(payload.where)
             return shardAnswer(view, query, payload.mode, params, payload.k, payload.depth, filter)
-          })),
+          })
+        ),
       Fetch: ({ payload }) =>
         Effect.flatMap(at(payload.token), (p) =>
           scoring(() =>
@@ -194,7 +198,8 @@ export const layerShardEntities = IndexShard.toLayer(
               if (stored === undefined || chunk === undefined) throw new Error(`no chunk ${docId} [${start}, ${end})`)
               return { text: chunk.text, title: stored.doc.title }
             })
-          ))
+          )
+        )
     })
   }),
   // A shard's documents are costly to load: keep an idle shard in memory for a long while.
@@ -233,7 +238,7 @@ export interface ShardedAnswer {
  * starts again (at most 3 times);
  * a query that cannot finish within the timeout fails with `ShardsUnavailable`, never a partial answer.
  */
-export const queryShards = Effect.fn("queryShards")(function*(
+export const queryShards = Effect.fn("queryShards")(function* (
   text: string,
   topK: number,
   options: ShardedQueryOptions
@@ -246,7 +251,7 @@ export const queryShards = Effect.fn("queryShards")(function*(
   const params = options.bm25 ?? Bm25Params.default
   /** The hits with their texts and titles, asked of the shards that hold them (in parallel, at `token`). */
   const withTexts = (token: string, hits: ReadonlyArray<Hit>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const owners = hits.map((hit) => shardOf(hit.docId, options.shards))
       const filled = hits.slice()
       yield* Effect.forEach(
@@ -255,13 +260,16 @@ export const queryShards = Effect.fn("queryShards")(function*(
           const mine = hits.flatMap((_, i) => (owners[i] === shard ? [i] : []))
           const chunks = mine.map((i) => ({ docId: hits[i]!.docId, start: hits[i]!.start, end: hits[i]!.end }))
           return Effect.map(call(ids[shard]!, clientFor(ids[shard]!).Fetch({ token, chunks })), (found) =>
-            mine.forEach((i, j) => (filled[i] = { ...hits[i]!, ...found[j]! })))
+            mine.forEach((i, j) => {
+              filled[i] = { ...hits[i]!, ...found[j]! }
+            })
+          )
         },
         { concurrency: "unbounded", discard: true }
       )
       return filled
     })
-  const attempt = Effect.gen(function*() {
+  const attempt = Effect.gen(function* () {
     const pinned = yield* source.pin
     if (Option.isNone(pinned)) return yield* new IndexMissing({ location: source.location })
     const { manifest, token } = pinned.value
@@ -270,35 +278,49 @@ export const queryShards = Effect.fn("queryShards")(function*(
     const terms = analyze(prepared.text, manifest.analyzer)
     const unique = distinct(terms)
     const vector = mode === "lexical" ? null : (yield* embedQueries([prepared.text], manifest))[0]!.vector
-    const parts = mode === "vector"
-      ? ids.map(() => ({ chunks: 0, totalLength: 0, df: unique.map(() => 0) }))
-      : yield* Effect.forEach(ids, (id) => call(id, clientFor(id).Stats({ token, terms: unique })), {
-        concurrency: "unbounded"
-      })
+    const parts =
+      mode === "vector"
+        ? ids.map(() => ({ chunks: 0, totalLength: 0, df: unique.map(() => 0) }))
+        : yield* Effect.forEach(ids, (id) => call(id, clientFor(id).Stats({ token, terms: unique })), {
+            concurrency: "unbounded"
+          })
     const stats = sumStats(parts, unique.length)
     const answers = yield* Effect.forEach(
       ids,
       (id) =>
-        call(id, clientFor(id).Search({
-          token,
-          terms,
-          vector,
-          mode,
-          where,
-          k: prepared.topK,
-          depth: FUSION_DEPTH,
-          k1: params.k1,
-          b: params.b,
-          ...stats
-        })),
+        call(
+          id,
+          clientFor(id).Search({
+            token,
+            terms,
+            vector,
+            mode,
+            where,
+            k: prepared.topK,
+            depth: FUSION_DEPTH,
+            k1: params.k1,
+            b: params.b,
+            ...stats
+          })
+        ),
       { concurrency: "unbounded" }
     )
-    const hits = mode === "hybrid"
-      ? yield* withTexts(
-        token,
-        fuseHits(answers.map((a) => a.lexical), answers.map((a) => a.vector), FUSION_DEPTH, prepared.topK, fusion)
-      )
-      : mergeHits(answers.map((a) => a.hits), prepared.topK)
+    const hits =
+      mode === "hybrid"
+        ? yield* withTexts(
+            token,
+            fuseHits(
+              answers.map((a) => a.lexical),
+              answers.map((a) => a.vector),
+              FUSION_DEPTH,
+              prepared.topK,
+              fusion
+            )
+          )
+        : mergeHits(
+            answers.map((a) => a.hits),
+            prepared.topK
+          )
     return { token, mode, kind: scoreKind(mode, fusion), hits } satisfies ShardedAnswer
   })
   const timeout = Duration.fromInputUnsafe(options.timeout ?? "30 seconds")

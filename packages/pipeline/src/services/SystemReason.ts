@@ -1,7 +1,8 @@
 /** Why the operating system refused a file operation, in words for someone who has never seen the code. */
-import { PlatformError } from "effect"
-import { statSync, type Stats } from "node:fs"
+
+import { type Stats, statSync } from "node:fs"
 import { dirname, join } from "node:path"
+import { PlatformError } from "effect"
 
 /** The operating system's error codes that users meet, in plain words. */
 const CODE_WORDS: Readonly<Record<string, string>> = {

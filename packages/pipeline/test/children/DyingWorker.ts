@@ -1,8 +1,10 @@
 /** A preparing thread for the pool test: exits at once on a batch whose first body is "exit", else prepares it. */
 import { parentPort } from "node:worker_threads"
-import { prepareBatch } from "../../src/stages/Prepare.ts"
+import { deltaPreparer } from "../../src/stages/text/Prepare.ts"
+
+const prepare = deltaPreparer()
 
 parentPort?.on("message", (request: { id: number; docs: Array<{ title: string; body: string }>; settings: never }) => {
   if (request.docs[0]?.body === "exit") process.exit(3)
-  parentPort!.postMessage({ id: request.id, batch: prepareBatch(request.docs, request.settings) })
+  parentPort!.postMessage({ id: request.id, delta: prepare(request.docs, request.settings) })
 })

@@ -4,14 +4,20 @@
  * Usage: node IndexPaused.ts <index-file> <corpus-path> <chunk-size> <rebuild: 0|1> <pause-after-batches>
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Console, Effect, Layer } from "effect"
 import { indexPaths } from "../../src/programs/IndexRun.ts"
 import { DocumentSource } from "../../src/services/DocumentSource.ts"
 import { Embedder } from "../../src/services/Embedder.ts"
 import { IndexStore } from "../../src/services/IndexStore.ts"
-import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 
-const [indexFile, corpus, chunkSize, rebuild, pauseAfter] = process.argv.slice(2) as [string, string, string, string, string]
+const [indexFile, corpus, chunkSize, rebuild, pauseAfter] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string
+]
 
 /** Resolves at the first line on stdin. */
 const told = Effect.callback<void>((resume) => {
@@ -22,18 +28,25 @@ const told = Effect.callback<void>((resume) => {
 })
 
 let batches = 0
-const PausingEmbedder = Layer.effect(Embedder, Effect.gen(function*() {
-  const local = yield* Embedder
-  return Embedder.of({
-    ...local,
-    embedMany: (texts) =>
-      ++batches === Number(pauseAfter)
-        ? Console.log("paused").pipe(Effect.andThen(told), Effect.andThen(local.embedMany(texts)))
-        : local.embedMany(texts)
+const PausingEmbedder = Layer.effect(
+  Embedder,
+  Effect.gen(function* () {
+    const local = yield* Embedder
+    return Embedder.of({
+      ...local,
+      embedMany: (texts) =>
+        ++batches === Number(pauseAfter)
+          ? Console.log("paused").pipe(Effect.andThen(told), Effect.andThen(local.embedMany(texts)))
+          : local.embedMany(texts)
+    })
   })
-})).pipe(Layer.provide(Embedder.layerLocalSha256))
+).pipe(Layer.provide(Embedder.layerLocalSha256))
 
-const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(Number(chunkSize)), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+const chunker = new ChunkerConfig({
+  chunkSize: ChunkSize.make(Number(chunkSize)),
+  overlap: Overlap.make(0),
+  tailPolicy: "emit_short"
+})
 
 indexPaths([corpus], { chunker, rebuild: rebuild === "1" }).pipe(
   Effect.andThen(Console.log("done")),

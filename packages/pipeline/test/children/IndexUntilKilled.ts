@@ -5,28 +5,35 @@
  * Usage: node IndexUntilKilled.ts <index-file-or-url> <corpus-path> <stop-after-batches>
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Console, Effect, Layer } from "effect"
 import { indexPaths } from "../../src/programs/IndexRun.ts"
 import { DocumentSource } from "../../src/services/DocumentSource.ts"
 import { Embedder } from "../../src/services/Embedder.ts"
 import { layerIndexStore } from "../../src/services/IndexLocation.ts"
-import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 
 const [indexFile, corpus, stopAfter] = process.argv.slice(2) as [string, string, string]
 
 let batches = 0
-const StallingEmbedder = Layer.effect(Embedder, Effect.gen(function*() {
-  const local = yield* Embedder
-  return Embedder.of({
-    ...local,
-    embedMany: (texts) =>
-      ++batches > Number(stopAfter)
-        ? Console.log("mid-run").pipe(Effect.andThen(Effect.never))
-        : local.embedMany(texts)
+const StallingEmbedder = Layer.effect(
+  Embedder,
+  Effect.gen(function* () {
+    const local = yield* Embedder
+    return Embedder.of({
+      ...local,
+      embedMany: (texts) =>
+        ++batches > Number(stopAfter)
+          ? Console.log("mid-run").pipe(Effect.andThen(Effect.never))
+          : local.embedMany(texts)
+    })
   })
-})).pipe(Layer.provide(Embedder.layerLocalSha256))
+).pipe(Layer.provide(Embedder.layerLocalSha256))
 
-const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(120), overlap: Overlap.make(0), tailPolicy: "emit_short" })
+const chunker = new ChunkerConfig({
+  chunkSize: ChunkSize.make(120),
+  overlap: Overlap.make(0),
+  tailPolicy: "emit_short"
+})
 
 indexPaths([corpus], { chunker }).pipe(
   Effect.provide(Layer.mergeAll(layerIndexStore(indexFile), DocumentSource.layer, StallingEmbedder)),

@@ -9,14 +9,16 @@ import { layerRunner } from "../../src/Cluster.ts"
 
 const [index, port, expiration, weight = "1"] = process.argv.slice(2) as [string, string, string, string?]
 
-Effect.gen(function*() {
-  yield* Layer.build(layerRunner({
-    index,
-    host: "127.0.0.1",
-    port: Number(port),
-    lockExpiration: Duration.seconds(Number(expiration)),
-    shardWeight: Number(weight)
-  }))
+Effect.gen(function* () {
+  yield* Layer.build(
+    layerRunner({
+      index,
+      host: "127.0.0.1",
+      port: Number(port),
+      lockExpiration: Duration.seconds(Number(expiration)),
+      shardWeight: Number(weight)
+    })
+  )
   yield* Console.log("ready")
   return yield* Effect.never
 }).pipe(Effect.scoped, NodeRuntime.runMain)

@@ -1,0 +1,166 @@
+/** An index segment under construction: chunks appended in order, with typed-array columns and per-term postings. */
+
+const grow = <A extends Float64Array | Uint32Array>(array: A, needed: number, make: (n: number) => A): A => {
+  if (needed <= array.length) return array
+  const next = make(Math.max(needed, array.length * 2))
+  next.set(array)
+  return next
+}
+
+const BLOCK_BITS = 16
+const BLOCK = 1 << BLOCK_BITS
+const BLOCK_MASK = BLOCK - 1
+
+const growInt = (array: Int32Array, needed: number): Int32Array => {
+  if (needed <= array.length) return array
+  const next = new Int32Array(Math.max(needed, array.length * 2)).fill(-1)
+  next.set(array)
+  return next
+}
+
+/**
+ * Accumulates chunks for one segment. Ordinals count from 0 in the order chunks are added; the segment's first chunk
+ * id is `base`, so chunk `ordinal` has id `base + ordinal`. Postings are appended to flat typed arrays as (term number,
+ * ordinal, tf) and grouped by term only when the segment is written, so adding a chunk allocates almost nothing.
+ * `byteLength` tracks memory for the writer's budget.
+ */
+export class SegmentBuilder {
+  count = 0
+  totalLength = 0
+  lengths = new Uint32Array(1024)
+  magnitudes = new Float64Array(1024)
+  vectors: Float64Array
+  /** The segment's terms, numbered in order of first use. */
+  readonly vocabulary = new Map<string, number>()
+  private termBytes = 0
+  private postingCount = 0
+  /**
+   * Postings in fixed blocks of `BLOCK` (never copied as they grow): term number and tf, in step, chunk after chunk;
+   * chunk `o`'s postings start at `postingStart[o]`, so the ordinal need not be stored.
+   */
+  private readonly termBlocks: Array<Uint32Array> = []
+  private readonly tfBlocks: Array<Uint32Array> = []
+  private postingStart = new Uint32Array(1025)
+  /** Per term number: the last chunk it occurred in and where that posting is, to count repeats in one chunk. */
+  private lastOrdinal: Int32Array = new Int32Array(1024).fill(-1)
+  private lastPosting: Int32Array = new Int32Array(1024).fill(-1)
+  readonly base: number
+  readonly dimensions: number
+
+  constructor(base: number, dimensions: number) {
+    this.base = base
+    this.dimensions = dimensions
+    this.vectors = new Float64Array(1024 * dimensions)
+  }
+
+  /** The segment's number for `term`, numbering it if it is new. */
+  termId(term: string): number {
+    let id = this.vocabulary.get(term)
+    if (id === undefined) {
+      id = this.vocabulary.size
+      this.vocabulary.set(term, id)
+      this.termBytes += 64 + 2 * term.length
+      if (id >= this.lastOrdinal.length) {
+        this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
+        this.lastPosting = growInt(this.lastPosting, id + 1)
+      }
+    }
+    return id
+  }
+
+  /**
+   * Appends one chunk: its terms in order (`ids[from … to)`, mapped to segment term numbers by `numberOf`) and its
+   * vector (`dimensions` components of `vectors` from `at`). Returns the chunk's ordinal.
+   */
+  add(
+    ids: ArrayLike<number>,
+    from: number,
+    to: number,
+    numberOf: (id: number) => number,
+    vectors: Float64Array,
+    at: number
+  ): number {
+    const ordinal = this.count++
+    if (this.count > this.lengths.length) {
+      this.postingStart = grow(this.postingStart, 2 * this.count + 1, (n) => new Uint32Array(n))
+      this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
+      this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
+      this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
+    }
+    const length = to - from
+    this.lengths[ordinal] = length
+    this.totalLength += length
+    let sum = 0
+    const row = ordinal * this.dimensions
+    for (let j = 0; j < this.dimensions; j++) {
+      const x = vectors[at + j]!
+      this.vectors[row + j] = x
+      sum += x * x
+    }
+    this.magnitudes[ordinal] = Math.sqrt(sum)
+    for (let i = from; i < to; i++) {
+      const id = numberOf(ids[i]!)
+      if (this.lastOrdinal[id] === ordinal) {
+        const at = this.lastPosting[id]!
+        this.tfBlocks[at >>> BLOCK_BITS]![at & BLOCK_MASK]!++
+        continue
+      }
+      const n = this.postingCount++
+      const block = n >>> BLOCK_BITS
+      if (block === this.termBlocks.length) {
+        this.termBlocks.push(new Uint32Array(BLOCK))
+        this.tfBlocks.push(new Uint32Array(BLOCK))
+      }
+      const slot = n & BLOCK_MASK
+      this.termBlocks[block]![slot] = id
+      this.tfBlocks[block]![slot] = 1
+      this.lastOrdinal[id] = ordinal
+      this.lastPosting[id] = n
+    }
+    this.postingStart[ordinal + 1] = this.postingCount
+    return ordinal
+  }
+
+  /** Approximate memory held, in bytes. */
+  get byteLength(): number {
+    return this.termBytes + this.termBlocks.length * BLOCK * 8 + this.lengths.length * (16 + 8 * this.dimensions)
+  }
+
+  /**
+   * Each term with its postings as `[ordinal, tf, …]` pairs in increasing ordinal order, in code-unit order of the
+   * terms (the order a B-tree takes them fastest). Groups the flat postings with one counting sort and hands out views
+   * of one array, so the memory it adds is about that of the postings once.
+   */
+  *termPostings(): Generator<readonly [term: string, pairs: Uint32Array]> {
+    const terms = [...this.vocabulary.keys()]
+    const starts = new Uint32Array(terms.length + 1)
+    const at = (blocks: Array<Uint32Array>, n: number) => blocks[n >>> BLOCK_BITS]![n & BLOCK_MASK]!
+    for (let i = 0; i < this.postingCount; i++) starts[at(this.termBlocks, i) + 1]!++
+    for (let t = 0; t < terms.length; t++) starts[t + 1] = starts[t + 1]! + starts[t]!
+    const pairs = new Uint32Array(this.postingCount * 2)
+    const next = starts.slice(0, terms.length)
+    for (let ordinal = 0; ordinal < this.count; ordinal++) {
+      for (let i = this.postingStart[ordinal]!; i < this.postingStart[ordinal + 1]!; i++) {
+        const to = next[at(this.termBlocks, i)]!++
+        pairs[2 * to] = ordinal
+        pairs[2 * to + 1] = at(this.tfBlocks, i)
+      }
+    }
+    // The default sort compares strings by code unit without calling back into JavaScript.
+    terms.sort()
+    for (const term of terms) {
+      const id = this.vocabulary.get(term)!
+      yield [term, pairs.subarray(2 * starts[id]!, 2 * starts[id + 1]!)] as const
+    }
+  }
+
+  /** The finished columns, trimmed to `count`, as bytes for storage. */
+  columns(): { readonly lengths: Uint8Array; readonly magnitudes: Uint8Array; readonly vectors: Uint8Array } {
+    const bytes = (a: Float64Array | Uint32Array, n: number) => new Uint8Array(a.buffer, 0, n * a.BYTES_PER_ELEMENT)
+    return {
+      lengths: bytes(this.lengths, this.count),
+      magnitudes: bytes(this.magnitudes, this.count),
+      vectors: bytes(this.vectors, this.count * this.dimensions)
+    }
+  }
+}

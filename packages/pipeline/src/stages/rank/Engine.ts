@@ -1,0 +1,631 @@
+/**
+ * The query engine: scores a query against an index view (segments of typed arrays and lazily read postings) in
+ * every retrieval mode, touching only what the mode needs, and selects the top k in the ranking order.
+ */
+import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import type { ScoreKind } from "@funcpipe/domain/Ranking"
+import { LOCAL_SHA256 } from "../embed/Embed.ts"
+import { idf, type TermExplanation, termScore } from "./Bm25.ts"
+import {
+  type Candidates,
+  fuseLinear,
+  fuseWeightedRanks,
+  fusionShares,
+  type KeyOf,
+  keyTies,
+  positiveScore,
+  type Top,
+  TopK,
+  topDocumentsOf,
+  topOf
+} from "./Ranker.ts"
+
+/** How deep each ranking goes before hybrid fusion: enough for document-level evaluation at depth 1000. */
+export const FUSION_DEPTH = 1000
+
+/**
+ * One segment's vectors: `count` rows of `dimensions` float64 components starting at position `offset`, and each
+ * row's magnitude `sqrt(Σ x·x)` (summed left to right; 0 for an all-zero row).
+ */
+export interface VectorBlock {
+  readonly offset: number
+  readonly count: number
+  readonly vectors: Float64Array
+  readonly magnitudes: Float64Array
+}
+
+/** The postings of one term in one segment: positions are `offset + ordinals[i]`, ascending. */
+export interface TermBlock {
+  readonly offset: number
+  readonly ordinals: Uint32Array
+  readonly tfs: Uint32Array
+}
+
+/**
+ * What the engine reads from an index. Positions number every stored chunk, deleted ones included (`deleted[p]` is
+ * 1 for those); BM25 statistics count live chunks only, so an index updated in place scores exactly like one built
+ * from scratch. The functions may read from storage; they throw the store's typed errors, never anything else.
+ */
+export interface IndexView {
+  readonly dimensions: number
+  /** Stored positions, deleted ones included. */
+  readonly positions: number
+  /** Live chunks: the N of BM25's idf. */
+  readonly liveChunks: number
+  /** Mean length in terms of the live chunks (0 without chunks). */
+  readonly averageLength: number
+  /** Each position's length in terms. */
+  readonly lengths: Uint32Array
+  /** 1 for a deleted position, or `undefined` when none is. */
+  readonly deleted: Uint8Array | undefined
+  /** The postings of a term, one block per segment that holds it (deleted positions included). */
+  readonly postings: (term: string) => ReadonlyArray<TermBlock>
+  /** Every segment's vectors. */
+  readonly vectorBlocks: () => ReadonlyArray<VectorBlock>
+  /** The ranking key of a position. */
+  readonly keyOf: KeyOf
+  /**
+   * Numbers each position's document (0 … documents - 1), for document-level ranking, with each document's rank in
+   * doc id order (`order`). Within one document, positions must be in (start, end) order, so `order` and the position
+   * decide ties without reading keys.
+   */
+  readonly documents: () => { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array }
+  /**
+   * A term's live document frequency when it is not that of `postings` (a shard scores its part of an index with the
+   * whole index's statistics, as `liveChunks` and `averageLength` are then too); absent, it is counted from `postings`.
+   */
+  readonly documentFrequency?: ((term: string) => number) | undefined
+}
+
+/**
+ * The positions a filtered query may return (a `--where` rule, evaluated per document by the store): `allowed[p]` is 1
+ * for a live position whose document passes. `listed` holds those positions in ascending order when they are few
+ * enough that visiting them alone beats a pass over every position; `count` is how many there are.
+ */
+export interface PositionFilter {
+  readonly allowed: Uint8Array
+  readonly count: number
+  readonly listed: Int32Array | undefined
+}
+
+/** A query as the engine takes it: its analyzed terms and, for the vector and hybrid modes, its vector. */
+export interface EngineQuery {
+  readonly terms: ReadonlyArray<string>
+  readonly vector: ReadonlyArray<number> | undefined
+}
+
+/** Why a result scored what it did, as far as the mode used each part. */
+export interface Explanation {
+  readonly cosine: number | null
+  readonly bm25: { readonly score: number; readonly terms: ReadonlyArray<TermExplanation> } | null
+  readonly vectorRank: number | null
+  readonly lexicalRank: number | null
+  /** In hybrid mode: how the fused score was made and what each ranking added to it. */
+  readonly fusion: {
+    readonly method: "linear" | "rrf"
+    readonly alpha: number
+    readonly lexical: number
+    readonly vector: number
+  } | null
+}
+
+/** A query scored in one mode: its candidates, what kind of score they carry, and explanations on demand. */
+export interface Scored {
+  readonly mode: RetrievalMode
+  readonly kind: ScoreKind
+  readonly candidates: Candidates
+  readonly explain: (position: number) => Explanation
+  /** The exact top `k` found without visiting every candidate, or `undefined` where no shortcut applies. */
+  readonly shortcut?: (k: number) => Array<Top> | undefined
+  /** The filter the candidates were restricted to, if any. */
+  readonly filter?: PositionFilter | undefined
+}
+
+/** Clamps rounding overshoot of a cosine into [-1, 1]. */
+// biome-ignore lint/complexity/useMathMinMax: the reference's clamp, written as its comparisons (as clampScore)
+const clamp = (raw: number): number => (raw > 1 ? 1 : raw < -1 ? -1 : raw)
+
+/** Sums `Σ x·x` left to right, as the reference's cosine does. */
+const magnitudeOf = (v: ArrayLike<number>): number => {
+  let sum = 0
+  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!
+  return Math.sqrt(sum)
+}
+
+/**
+ * Visits every live row with its clamped cosine similarity to `query` (rows of magnitude 0 are passed over: their
+ * cosine is undefined). Same sums in the same order as `cosineSimilarity`, so the scores are bit-identical. `floor`
+ * lets a top-k caller skip rows that cannot enter; it is read before each visit. With a `filter`, only its positions
+ * are visited.
+ */
+export const scanVectors = (
+  view: IndexView,
+  query: ArrayLike<number>,
+  visit: (position: number, score: number) => void,
+  floor: () => number = () => -Infinity,
+  filter?: PositionFilter
+): void => {
+  if (filter !== undefined) {
+    scanFiltered(view, query, visit, floor, filter)
+    return
+  }
+  const d = view.dimensions
+  const qLength = magnitudeOf(query)
+  const q = Float64Array.from(query as ArrayLike<number>)
+  const deleted = view.deleted
+  for (const block of view.vectorBlocks()) {
+    const { count, magnitudes, offset, vectors } = block
+    for (let row = 0; row < count; row++) {
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
+      if (deleted !== undefined && deleted[offset + row] === 1) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(offset + row, score)
+    }
+  }
+}
+
+/**
+ * `scanVectors` restricted to a filter's positions: the listed ones alone (walking the blocks alongside, as both
+ * ascend), or every row whose `allowed` byte is set. The filter holds live positions only.
+ */
+const scanFiltered = (
+  view: IndexView,
+  query: ArrayLike<number>,
+  visit: (position: number, score: number) => void,
+  floor: () => number,
+  filter: PositionFilter
+): void => {
+  const d = view.dimensions
+  const qLength = magnitudeOf(query)
+  const q = Float64Array.from(query as ArrayLike<number>)
+  const blocks = view.vectorBlocks()
+  const { allowed, listed } = filter
+  // The loops are those of `scanVectors`, written out again so the hot path stays one tight loop.
+  if (listed !== undefined) {
+    let b = 0
+    for (let i = 0; i < listed.length; i++) {
+      const position = listed[i]!
+      while (b < blocks.length && position >= blocks[b]!.offset + blocks[b]!.count) b++
+      if (b === blocks.length) return
+      const { magnitudes, offset, vectors } = blocks[b]!
+      const row = position - offset
+      const magnitude = magnitudes[row]!
+      if (row < 0 || magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(position, score)
+    }
+    return
+  }
+  for (const block of blocks) {
+    const { count, magnitudes, offset, vectors } = block
+    for (let row = 0; row < count; row++) {
+      if (allowed[offset + row] !== 1) continue
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= floor()) visit(offset + row, score)
+    }
+  }
+}
+
+/** The cosine of one position with the query, or null where undefined (zero vector). */
+const cosineAt = (view: IndexView, query: ArrayLike<number>, position: number): number | null => {
+  for (const block of view.vectorBlocks()) {
+    if (position < block.offset || position >= block.offset + block.count) continue
+    const row = position - block.offset
+    const magnitude = block.magnitudes[row]!
+    if (magnitude === 0) return null
+    let dot = 0
+    for (let j = 0; j < view.dimensions; j++) dot += query[j]! * block.vectors[row * view.dimensions + j]!
+    return clamp(dot / (magnitudeOf(query) * magnitude))
+  }
+  return null
+}
+
+/** One query term's postings with its live document frequency. */
+interface LoadedTerm {
+  readonly term: string
+  readonly blocks: ReadonlyArray<TermBlock>
+  readonly df: number
+}
+
+const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<string, LoadedTerm> => {
+  const loaded = new Map<string, LoadedTerm>()
+  const deleted = view.deleted
+  for (const term of terms) {
+    if (loaded.has(term)) continue
+    const blocks = view.postings(term)
+    let df = 0
+    if (view.documentFrequency !== undefined) df = view.documentFrequency(term)
+    else
+      for (const block of blocks) {
+        if (deleted === undefined) df += block.ordinals.length
+        else for (let i = 0; i < block.ordinals.length; i++) if (deleted[block.offset + block.ordinals[i]!] !== 1) df++
+      }
+    loaded.set(term, { term, blocks, df })
+  }
+  return loaded
+}
+
+/**
+ * A zeroed array with a slot per position, reused by every `bm25` call (which leaves it zeroed again): a query then
+ * costs in proportion to its postings, not to the size of the index, and a server answering many queries does not
+ * allocate and clear an array of the whole index for each.
+ */
+let scratch = new Float64Array(0)
+
+/**
+ * BM25 over the postings of the query terms only: a repeated term counts each time (as in Lucene), shares are summed
+ * in query-term order (so every store and layout gets the same bits), deleted positions are skipped. Returns the
+ * touched positions with their scores (all above 0), in the order they were first touched.
+ */
+const bm25 = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  params: Bm25Params,
+  filter?: PositionFilter
+) => {
+  if (scratch.length < view.positions) scratch = new Float64Array(view.positions)
+  const scores = scratch
+  let touched = new Int32Array(64)
+  let touchedCount = 0
+  // A filter holds live positions only, so it stands in for the deletions.
+  const allowed = filter?.allowed
+  const deleted = allowed === undefined ? view.deleted : undefined
+  const { averageLength, lengths, liveChunks } = view
+  // `termScore` inlined with the same operations in the same order, so the sums keep their bits.
+  const { b, k1 } = params
+  const k1Plus1 = k1 + 1
+  const oneMinusB = 1 - b
+  const values = (() => {
+    try {
+      for (const term of terms) {
+        const entry = loaded.get(term)!
+        if (entry.df === 0) continue
+        const weight = idf(liveChunks, entry.df)
+        for (const block of entry.blocks) {
+          const { offset, ordinals, tfs } = block
+          for (let i = 0; i < ordinals.length; i++) {
+            const position = offset + ordinals[i]!
+            if (deleted !== undefined && deleted[position] === 1) continue
+            if (allowed !== undefined && allowed[position] !== 1) continue
+            const before = scores[position]!
+            if (before === 0) {
+              if (touchedCount === touched.length) {
+                const grown = new Int32Array(touched.length * 2)
+                grown.set(touched)
+                touched = grown
+              }
+              touched[touchedCount++] = position
+            }
+            const tf = tfs[i]!
+            const norm = averageLength === 0 ? 1 : oneMinusB + b * (lengths[position]! / averageLength)
+            scores[position] = before + (weight * (tf * k1Plus1)) / (tf + k1 * norm)
+          }
+        }
+      }
+      const values = new Float64Array(touchedCount)
+      for (let i = 0; i < touchedCount; i++) values[i] = scores[touched[i]!]!
+      return values
+    } finally {
+      for (let i = 0; i < touchedCount; i++) scores[touched[i]!] = 0
+    }
+  })()
+  const candidates: Candidates = (visit) => {
+    for (let i = 0; i < touchedCount; i++) {
+      const score = values[i]!
+      if (score > 0) visit(touched[i]!, score)
+    }
+  }
+  return { candidates }
+}
+
+const tfAt = (block: TermBlock, ordinal: number): number => {
+  let lo = 0
+  let hi = block.ordinals.length - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    const at = block.ordinals[mid]!
+    if (at === ordinal) return block.tfs[mid]!
+    if (at < ordinal) lo = mid + 1
+    else hi = mid - 1
+  }
+  return 0
+}
+
+/** A term's frequency at a position (0 where the term does not occur there). */
+const tfOf = (entry: LoadedTerm, position: number): number => {
+  let tf = 0
+  for (const block of entry.blocks) if (position >= block.offset) tf = tf || tfAt(block, position - block.offset)
+  return tf
+}
+
+/**
+ * The BM25 score of one position, with the same operations in the same order as `bm25` (shares added to 0 in
+ * query-term order), so the two agree to the bit.
+ */
+const bm25At = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  position: number,
+  params: Bm25Params
+): number => {
+  let score = 0
+  for (const term of terms) {
+    const entry = loaded.get(term)!
+    if (entry.df === 0) continue
+    const tf = tfOf(entry, position)
+    if (tf === 0) continue
+    score = score + termScore(idf(view.liveChunks, entry.df), tf, view.lengths[position]!, view.averageLength, params)
+  }
+  return score
+}
+
+/**
+ * BM25 of a filter's listed positions only, each scored in full by `bm25At` (the same bits as `bm25`): for a selective
+ * filter, far fewer lookups than the query terms' postings. Scores are computed once, on the first visit.
+ */
+const bm25Listed = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  params: Bm25Params,
+  listed: Int32Array
+): Candidates => {
+  let found: { readonly positions: Int32Array; readonly scores: Float64Array; readonly count: number } | undefined
+  const score = () => {
+    const positions = new Int32Array(listed.length)
+    const scores = new Float64Array(listed.length)
+    let count = 0
+    for (let i = 0; i < listed.length; i++) {
+      const value = bm25At(view, loaded, terms, listed[i]!, params)
+      if (value > 0) {
+        positions[count] = listed[i]!
+        scores[count++] = value
+      }
+    }
+    return { positions, scores, count }
+  }
+  return (visit) => {
+    const { count, positions, scores } = (found ??= score())
+    for (let i = 0; i < count; i++) visit(positions[i]!, scores[i]!)
+  }
+}
+
+/**
+ * Whether scoring a filter's listed positions one by one costs less than reading the query terms' postings: each
+ * position looks every term up in every block that holds it (a binary search, about ten postings read in order).
+ */
+const listPays = (
+  loaded: Map<string, LoadedTerm>,
+  filter: PositionFilter | undefined
+): filter is PositionFilter & { readonly listed: Int32Array } => {
+  if (filter?.listed === undefined) return false
+  let lookups = 0
+  let postings = 0
+  for (const entry of loaded.values()) {
+    if (entry.df === 0) continue
+    lookups += entry.blocks.length
+    for (const block of entry.blocks) postings += block.ordinals.length
+  }
+  return filter.listed.length * lookups * 10 < postings
+}
+
+/** A term is rare when at most this share of the chunks hold it: its postings are short enough to score directly. */
+const RARE_SHARE = 0.05
+
+/**
+ * The exact top `k` by BM25 without scoring every posting of the frequent terms (the idea of MaxScore): every chunk
+ * that holds one of the query's rarer terms (those in at most `RARE_SHARE` of the chunks, or else all but the most
+ * frequent term) is scored in full; a chunk holding none of them scores at most the sum of the other terms' upper
+ * bounds (`idf · (k1 + 1)` per occurrence in the query, with a margin for rounding). If that bound is below the k-th
+ * score found, no other chunk can enter and the answer is exact; otherwise `undefined`, and the caller scores every
+ * posting.
+ */
+const topLexicalShortcut = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  params: Bm25Params,
+  k: number,
+  filter?: PositionFilter
+): Array<Top> | undefined => {
+  // With a filter only its positions compete; the bound below holds for them as for all.
+  if (listPays(loaded, filter)) return undefined
+  const allowed = filter?.allowed
+  const counts = new Map<string, number>()
+  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
+  const present = [...counts.keys()]
+    .map((term) => loaded.get(term)!)
+    .filter((e) => e.df > 0)
+    .sort((a, b) => a.df - b.df)
+  if (present.length < 2) return undefined
+  let essential = present.filter((e) => e.df <= RARE_SHARE * view.liveChunks).length
+  if (essential === 0) essential = present.length - 1
+  const rare = present.slice(0, essential)
+  let otherBound = 0
+  for (const entry of present.slice(essential)) {
+    otherBound += counts.get(entry.term)! * idf(view.liveChunks, entry.df) * (params.k1 + 1) * (1 + 1e-9)
+  }
+  // Worth it only when the chunks to score are far fewer than the postings a full pass reads: scoring one chunk
+  // looks every query term up (a binary search each), which costs about ten postings read in order.
+  const toScore = rare.reduce((n, e) => n + e.df, 0)
+  if (toScore * present.length * 10 > present.reduce((n, e) => n + e.df, 0)) return undefined
+  const heap = new TopK(k, keyTies(view.keyOf))
+  const seen = new Set<number>()
+  const deleted = view.deleted
+  for (const entry of rare) {
+    for (const block of entry.blocks) {
+      for (let i = 0; i < block.ordinals.length; i++) {
+        const position = block.offset + block.ordinals[i]!
+        if ((deleted !== undefined && deleted[position] === 1) || seen.has(position)) continue
+        if (allowed !== undefined && allowed[position] !== 1) continue
+        seen.add(position)
+        const score = bm25At(view, loaded, terms, position, params)
+        if (score > 0) heap.offer(position, score)
+      }
+    }
+  }
+  return otherBound < heap.threshold ? heap.take() : undefined
+}
+
+/** Each query term's share of one position's BM25 score, in query order. */
+const explainTerms = (
+  view: IndexView,
+  loaded: Map<string, LoadedTerm>,
+  terms: ReadonlyArray<string>,
+  position: number,
+  params: Bm25Params
+): ReadonlyArray<TermExplanation> =>
+  terms.map((term) => {
+    const entry = loaded.get(term)!
+    let tf = 0
+    tf = tfOf(entry, position)
+    const weight = entry.df === 0 ? 0 : idf(view.liveChunks, entry.df)
+    const score = tf === 0 ? 0 : termScore(weight, tf, view.lengths[position]!, view.averageLength, params)
+    return { term, tf, df: entry.df, idf: weight, score }
+  })
+
+const ranksOf = (ranking: ReadonlyArray<Top>) => new Map(ranking.map((top, i) => [top.position, i + 1] as const))
+
+/**
+ * Scores `query` in `mode`: `vector` visits every live chunk with a defined cosine, `lexical` only the chunks holding
+ * a query term, `hybrid` fuses the best `depth` of each as `fusion` says. The query's vector is needed by the vector
+ * and hybrid modes only. With a `filter`, only its positions are candidates, in every mode and before any top k is
+ * taken (the hybrid's `depth` of each ranking included), so a filtered top k is exact; BM25's statistics (N, df, the
+ * mean length) stay those of the whole index, so a chunk scores the same with or without a filter.
+ */
+export const scoreQuery = (
+  view: IndexView,
+  query: EngineQuery,
+  mode: RetrievalMode,
+  params: Bm25Params,
+  depth = FUSION_DEPTH,
+  fusion: FusionConfig = FusionConfig.default,
+  filter?: PositionFilter
+): Scored => {
+  const { terms, vector } = query
+  let loaded: Map<string, LoadedTerm> | undefined
+  const terms$ = () => (loaded ??= loadTerms(view, terms))
+  let lexical: Candidates | undefined
+  const lexical$ = (): Candidates => {
+    if (lexical !== undefined) return lexical
+    const entries = terms$()
+    return (lexical = listPays(entries, filter)
+      ? bm25Listed(view, entries, terms, params, filter.listed)
+      : bm25(view, entries, terms, params, filter).candidates)
+  }
+  const explainWith =
+    (
+      vectorRanks: ReadonlyMap<number, number>,
+      lexicalRanks: ReadonlyMap<number, number>,
+      shares?: { readonly lexical: ReadonlyMap<number, number>; readonly vector: ReadonlyMap<number, number> }
+    ) =>
+    (position: number): Explanation => ({
+      cosine: vector === undefined || mode === "lexical" ? null : cosineAt(view, vector, position),
+      bm25:
+        mode === "vector"
+          ? null
+          : {
+              score: bm25At(view, terms$(), terms, position, params),
+              terms: explainTerms(view, terms$(), terms, position, params)
+            },
+      vectorRank: vectorRanks.get(position) ?? null,
+      lexicalRank: lexicalRanks.get(position) ?? null,
+      fusion:
+        shares === undefined
+          ? null
+          : {
+              method: fusion.method,
+              alpha: fusion.alpha,
+              lexical: shares.lexical.get(position) ?? 0,
+              vector: shares.vector.get(position) ?? 0
+            }
+    })
+  const none = new Map<number, number>()
+  switch (mode) {
+    case "vector":
+      return {
+        mode,
+        kind: "cosine",
+        candidates: (visit) => scanVectors(view, vector!, visit, undefined, filter),
+        explain: explainWith(none, none),
+        filter
+      }
+    case "lexical":
+      return {
+        mode,
+        kind: "bm25",
+        candidates: (visit) => lexical$()(visit),
+        explain: explainWith(none, none),
+        shortcut: (k) => topLexicalShortcut(view, terms$(), terms, params, k, filter),
+        filter
+      }
+    case "hybrid": {
+      const vectorTop = topVectors(view, vector!, depth, filter)
+      const lexicalTop =
+        topLexicalShortcut(view, terms$(), terms, params, depth, filter) ??
+        topOf(lexical$(), depth, keyTies(view.keyOf))
+      const fused =
+        fusion.method === "linear"
+          ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
+          : fuseWeightedRanks(lexicalTop, vectorTop, fusion.alpha)
+      return {
+        mode,
+        kind: fusion.method,
+        candidates: (visit) => {
+          for (const [position, score] of fused) if (positiveScore(score)) visit(position, score)
+        },
+        explain: explainWith(ranksOf(vectorTop), ranksOf(lexicalTop), {
+          lexical: fusionShares(fusion.method, fusion.alpha, lexicalTop),
+          vector: fusionShares(fusion.method, 1 - fusion.alpha, vectorTop)
+        }),
+        filter
+      }
+    }
+  }
+}
+
+/** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
+const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number, filter?: PositionFilter): Array<Top> => {
+  const heap = new TopK(k, keyTies(view.keyOf))
+  scanVectors(
+    view,
+    vector,
+    (position, score) => heap.offer(position, score),
+    () => heap.threshold,
+    filter
+  )
+  return heap.take()
+}
+
+/** The best `k` chunks of a scored query, in the ranking order. */
+export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
+  scored.mode === "vector" && query?.vector !== undefined
+    ? topVectors(view, query.vector, k, scored.filter)
+    : (scored.shortcut?.(k) ?? topOf(scored.candidates, k, keyTies(view.keyOf)))
+
+/** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */
+export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): Array<Top> => {
+  const { count, docOf, order } = view.documents()
+  const tie = (a: number, b: number) => order[docOf[a]!]! - order[docOf[b]!]! || a - b
+  return topDocumentsOf(scored.candidates, k, tie, (p) => docOf[p]!, count)
+}
+
+/**
+ * The best mode for an index's model: `local-sha256` vectors only match identical text, so its indexes answer
+ * lexically (BM25); a real embedding model's indexes fuse both rankings.
+ */
+export const defaultMode = (model: string): RetrievalMode => (model === LOCAL_SHA256 ? "lexical" : "hybrid")

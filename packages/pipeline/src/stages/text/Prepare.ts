@@ -1,0 +1,198 @@
+/**
+ * The per-document stage of indexing: clean → chunk → analyze, the cleaned body compressed for storage and, for the
+ * `local-sha256` model (a pure function), the chunk vectors.
+ */
+import { deflateRawSync } from "node:zlib"
+import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../embed/Embed.ts"
+import { analyzeWords, termOf } from "./Analyzer.ts"
+import { chunkSpans } from "./Chunker.ts"
+import { cleanText } from "./Clean.ts"
+
+/** A word that is a stop word: it makes no term. */
+const STOP = -1
+
+/** How documents are prepared: the index's clean rules, chunker and analyzer (plain values, so workers can take them). */
+export interface PrepareSettings {
+  readonly cleaner: Pick<CleanerConfig, "rules">
+  readonly chunker: Pick<ChunkerConfig, "chunkSize" | "overlap" | "tailPolicy">
+  readonly analyzer: Pick<AnalyzerConfig, "stopWords" | "stemmer">
+  /**
+   * Embed the chunks with `local-sha256` here: the model is a pure function, so the preparing threads can run it and
+   * send vectors instead of chunk texts. For any other model the texts are sent and the caller embeds them.
+   */
+  readonly localVectors?: boolean
+}
+
+/** What a document brings to the stage: its title (searchable in every chunk) and its raw body. */
+export interface DocText {
+  readonly title: string
+  readonly body: string
+}
+
+/**
+ * One prepared document: its chunks' spans (code points) and either their texts, to embed, or (with `localVectors`)
+ * their `local-sha256` vectors, chunk after chunk; and its cleaned body, deflated.
+ */
+export interface PreparedDoc {
+  readonly starts: ReadonlyArray<number>
+  readonly ends: ReadonlyArray<number>
+  readonly texts: ReadonlyArray<string>
+  readonly vectors: Float64Array | undefined
+  readonly deflatedBody: Uint8Array
+}
+
+/** The `local-sha256` vectors of the chunks, in one array. */
+const localVectors = (spans: ReadonlyArray<{ readonly text: string }>): Float64Array => {
+  const vectors = new Float64Array(spans.length * LOCAL_SHA256_DIMENSIONS)
+  spans.forEach((span, c) => {
+    embedTextInto(span.text, vectors, c * LOCAL_SHA256_DIMENSIONS)
+  })
+  return vectors
+}
+
+/**
+ * A prepared batch. `vocabulary[id]` is the term numbered `id`, and every chunk's terms (title and text, in order) are
+ * `termIds`, chunk after chunk, `termCounts[c]` of them for the batch's `c`-th chunk. Batches prepared with one
+ * `TermNumbering` share one vocabulary, which grows from batch to batch.
+ */
+export interface PreparedBatch {
+  readonly docs: ReadonlyArray<PreparedDoc>
+  readonly vocabulary: ReadonlyArray<string>
+  readonly termIds: Uint32Array
+  readonly termCounts: Uint32Array
+}
+
+/**
+ * Term numbers shared by the batches of one run on one thread: each distinct word goes through the term rules (stop
+ * words, stemming) once, not once per batch, and the batches' vocabulary only grows, so a writer can learn just the
+ * new terms of each batch. Past `limit` words it starts over with a new, empty vocabulary (and the next `generation`),
+ * so its memory stays bounded on a corpus of any size.
+ */
+export class TermNumbering {
+  generation = 0
+  /** Every word seen, with its term number, or `STOP`. */
+  words = new Map<string, number>()
+  numbers = new Map<string, number>()
+  vocabulary: Array<string> = []
+  readonly limit: number
+  constructor(limit = 1 << 18) {
+    this.limit = limit
+  }
+
+  /** Starts a batch: when the vocabulary is full, begins a new one, so a batch's numbers are all of one generation. */
+  startBatch(): void {
+    if (this.words.size < this.limit) return
+    this.generation++
+    this.words = new Map()
+    this.numbers = new Map()
+    this.vocabulary = []
+  }
+}
+
+/**
+ * Prepares a batch of documents for the index: each body is cleaned with the index's rules and cut into chunks; each
+ * chunk's searchable text (the title, a line break, the chunk) is analyzed into terms, numbered by `numbering` (a new
+ * one by default: the batch alone). Deterministic: the same documents and numbering state give the same batch.
+ */
+export const prepareBatch = (
+  docs: ReadonlyArray<DocText>,
+  settings: PrepareSettings,
+  numbering: TermNumbering = new TermNumbering()
+): PreparedBatch => {
+  const analyzer = settings.analyzer as AnalyzerConfig
+  numbering.startBatch()
+  const { numbers, vocabulary, words } = numbering
+  let ids = new Uint32Array(1 << 14)
+  let size = 0
+  const counts: Array<number> = []
+  const prepared = docs.map((doc): PreparedDoc => {
+    const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
+    const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
+    for (const span of spans) {
+      const before = size
+      analyzeWords(`${doc.title}\n${span.text}`, (word) => {
+        let id = words.get(word)
+        if (id === undefined) {
+          const term = termOf(word, analyzer)
+          id = STOP
+          if (term !== undefined) {
+            id = numbers.get(term)
+            if (id === undefined) {
+              id = vocabulary.length
+              numbers.set(term, id)
+              vocabulary.push(term)
+            }
+          }
+          words.set(word, id)
+        }
+        if (id === STOP) return
+        if (size === ids.length) {
+          const grown = new Uint32Array(ids.length * 2)
+          grown.set(ids)
+          ids = grown
+        }
+        ids[size++] = id
+      })
+      counts.push(size - before)
+    }
+    return {
+      starts: spans.map((s) => s.start),
+      ends: spans.map((s) => s.end),
+      texts: settings.localVectors === true ? [] : spans.map((s) => s.text),
+      vectors: settings.localVectors === true ? localVectors(spans) : undefined,
+      // A copy with a buffer of its own, so a worker can transfer it (a Buffer may share a pooled one).
+      deflatedBody: new Uint8Array(deflateRawSync(body, { level: 1 }))
+    }
+  })
+  return { docs: prepared, vocabulary, termIds: ids.slice(0, size), termCounts: Uint32Array.from(counts) }
+}
+
+/**
+ * A prepared batch as it crosses from a preparing thread to the writer: only the terms new since that thread's
+ * previous batch, numbered from `firstTerm` in the thread's vocabulary `generation`.
+ */
+export interface PreparedDelta {
+  readonly docs: ReadonlyArray<PreparedDoc>
+  readonly generation: number
+  readonly firstTerm: number
+  readonly newTerms: ReadonlyArray<string>
+  readonly termIds: Uint32Array
+  readonly termCounts: Uint32Array
+}
+
+/** The sending side, one per thread: prepares batches with one numbering and sends each term once. */
+export const deltaPreparer = () => {
+  const numbering = new TermNumbering()
+  let generation = 0
+  let sent = 0
+  return (docs: ReadonlyArray<DocText>, settings: PrepareSettings): PreparedDelta => {
+    const batch = prepareBatch(docs, settings, numbering)
+    if (numbering.generation !== generation) {
+      generation = numbering.generation
+      sent = 0
+    }
+    const firstTerm = sent
+    sent = batch.vocabulary.length
+    return { ...batch, generation, firstTerm, newTerms: batch.vocabulary.slice(firstTerm) }
+  }
+}
+
+/**
+ * The receiving side, one per thread: rebuilds each batch's vocabulary from the deltas, which must be given every
+ * delta the thread sends, in order. A new generation starts a new vocabulary array, so a writer that remembers
+ * mappings by vocabulary sees it as another vocabulary. Returns `undefined` on a gap in the numbering (a bug).
+ */
+export const deltaReceiver = () => {
+  let generation = 0
+  let vocabulary: Array<string> = []
+  return (delta: PreparedDelta): PreparedBatch | undefined => {
+    if (delta.generation !== generation) {
+      generation = delta.generation
+      vocabulary = []
+    }
+    if (delta.firstTerm !== vocabulary.length) return undefined
+    for (const term of delta.newTerms) vocabulary.push(term)
+    return { docs: delta.docs, vocabulary, termIds: delta.termIds, termCounts: delta.termCounts }
+  }
+}
