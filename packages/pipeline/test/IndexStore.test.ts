@@ -5,34 +5,17 @@ import { deflateRawSync } from "node:zlib"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
-import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Stream } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { scoreQuery, topChunksOf } from "../src/stages/rank/Engine.ts"
+import { bodiesSource } from "./Sources.ts"
 
-const docs = (...bodies: ReadonlyArray<string>) =>
-  Layer.succeed(
-    DocumentSource,
-    DocumentSource.of({
-      read: () =>
-        Stream.fromIterable(
-          bodies.map((body, i) =>
-            Result.succeed({
-              source: "mem",
-              line: 0,
-              doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null })
-            })
-          )
-        ),
-      size: () => Effect.succeed(0)
-    })
-  )
+const docs = bodiesSource
 
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
 

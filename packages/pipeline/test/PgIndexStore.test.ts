@@ -8,36 +8,19 @@ import { deflateRawSync } from "node:zlib"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
-import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { ModelLabel } from "@funcpipe/domain/Embedding"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Redacted, Result, Stream } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Redacted, Result } from "effect"
 import { deleteDocuments, indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres, parsePgUrl, scrubUrl } from "../src/services/PgIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
+import { bodiesSource } from "./Sources.ts"
 
-const docs = (...bodies: ReadonlyArray<string>) =>
-  Layer.succeed(
-    DocumentSource,
-    DocumentSource.of({
-      read: () =>
-        Stream.fromIterable(
-          bodies.map((body, i) =>
-            Result.succeed({
-              source: "mem",
-              line: 0,
-              doc: new RawDoc({ docId: DocId.make(`d${i}`), title: "", body, categories: null })
-            })
-          )
-        ),
-      size: () => Effect.succeed(0)
-    })
-  )
+const docs = bodiesSource
 
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
 
