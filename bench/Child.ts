@@ -97,11 +97,16 @@ export const runNode = (args: ReadonlyArray<string>, rssFile: string): Promise<C
     let exited = Number.NaN
     const started = performance.now()
     const launcher = shebang(args[0] ?? "")
-    const child = spawn(process.execPath, [...launcher.flags, "--import", PRELOAD, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...launcher.env, FUNCPIPE_BENCH_RSS_FILE: rssFile },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
+    // The workspace's sources, whatever the parent was started with (a stale dist/ after a pack must not answer).
+    const child = spawn(
+      process.execPath,
+      [...launcher.flags, "--conditions=@funcpipe/source", "--import", PRELOAD, ...args],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, ...launcher.env, FUNCPIPE_BENCH_RSS_FILE: rssFile },
+        stdio: ["ignore", "pipe", "pipe"]
+      }
+    )
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
     child.stderr.on("data", (chunk: Buffer) => err.push(chunk))
     child.on("error", reject)
