@@ -190,3 +190,19 @@ export const writeJsonlCorpus = async (
   await finished(stream)
   return { docs, bytes: written }
 }
+
+/**
+ * `count` word queries from the bodies of the corpus of `seed`: three to five consecutive words of spread-out
+ * documents, so each query has answers.
+ */
+export const phraseQueries = (seed: number, count: number): Array<string> => {
+  const out: Array<string> = []
+  let n = 0
+  for (const doc of syntheticDocs(seed, Infinity)) {
+    if (out.length >= count) break
+    if (n++ % 7 !== 0) continue
+    const words = doc.body.split(/\s+/).filter((w) => /^[a-z]{4,}$/.test(w))
+    if (words.length >= 6) out.push(words.slice(2, 3 + (out.length % 3) + 1).join(" "))
+  }
+  return out
+}

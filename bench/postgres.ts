@@ -18,7 +18,7 @@ import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { Effect, Layer, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { cliEntry, runNode } from "./Child.ts"
-import { syntheticDocs, writeJsonlCorpus } from "./Corpus.ts"
+import { phraseQueries, writeJsonlCorpus } from "./Corpus.ts"
 
 const { values } = parseArgs({
   options: {
@@ -50,18 +50,7 @@ const stores = [
 ] as const
 const modes = ["lexical", "vector", "hybrid"] as const
 
-/** Word queries from the corpus's own bodies: three to five consecutive words of spread-out documents. */
-const queries = (() => {
-  const out: Array<string> = []
-  let n = 0
-  for (const doc of syntheticDocs(seed + 1, Infinity)) {
-    if (out.length >= Number(values.queries)) break
-    if (n++ % 7 !== 0) continue
-    const words = doc.body.split(/\s+/).filter((w) => /^[a-z]{4,}$/.test(w))
-    if (words.length >= 6) out.push(words.slice(2, 3 + (out.length % 3) + 1).join(" "))
-  }
-  return out
-})()
+const queries = phraseQueries(seed + 1, Number(values.queries))
 
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`

@@ -23,7 +23,7 @@ import { clusterPrefix, layerEntry } from "@funcpipe/server/Cluster"
 import { Effect, Layer, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { CLI_SOURCE, REPO_ROOT, runNode } from "./Child.ts"
-import { syntheticDocs, writeJsonlCorpus } from "./Corpus.ts"
+import { phraseQueries, writeJsonlCorpus } from "./Corpus.ts"
 import { markdownTable, median, ms, p95 } from "./Table.ts"
 
 const { values } = parseArgs({
@@ -51,18 +51,7 @@ const url = (() => {
 })()
 const modes = ["lexical", "vector", "hybrid"] as const
 
-/** Word queries from the corpus's own bodies: three to five consecutive words of spread-out documents. */
-const queries = (() => {
-  const out: Array<string> = []
-  let n = 0
-  for (const doc of syntheticDocs(seed + 1, Infinity)) {
-    if (out.length >= Number(values.queries)) break
-    if (n++ % 7 !== 0) continue
-    const words = doc.body.split(/\s+/).filter((w) => /^[a-z]{4,}$/.test(w))
-    if (words.length >= 6) out.push(words.slice(2, 3 + (out.length % 3) + 1).join(" "))
-  }
-  return out
-})()
+const queries = phraseQueries(seed + 1, Number(values.queries))
 
 const onServer = <A>(f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
   Effect.runPromise(

@@ -322,6 +322,27 @@ const APPLICATION_ID = 0x46504950
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
 /** How many filters' positions a store keeps for repeated queries. */
 const FILTER_CACHE_ENTRIES = 16
+
+/**
+ * The positions `rule` keeps, from `results` (by the rule's JSON, least recently used first) or made by `positions`
+ * and remembered, keeping the last `FILTER_CACHE_ENTRIES`: the filter cache of every store's snapshots.
+ */
+export const cachedPositions = (
+  results: Map<string, PositionFilter>,
+  rule: Rule,
+  positions: (rule: Rule) => PositionFilter
+): PositionFilter => {
+  const key = ruleJson(rule)
+  let found = results.get(key)
+  if (found !== undefined) results.delete(key)
+  else found = positions(rule)
+  results.set(key, found)
+  for (const old of results.keys()) {
+    if (results.size <= FILTER_CACHE_ENTRIES) break
+    results.delete(old)
+  }
+  return found
+}
 /** How much decoded postings a store keeps for warm queries. */
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
@@ -1135,17 +1156,7 @@ const make = (file: string) => {
     }
     const filter = (rule: Rule): PositionFilter => {
       const table = tableFilter()
-      const results = caches.filters!.results
-      const key = ruleJson(rule)
-      let found = results.get(key)
-      if (found !== undefined) results.delete(key)
-      else found = table.positions(rule, readColumn)
-      results.set(key, found)
-      for (const old of results.keys()) {
-        if (results.size <= FILTER_CACHE_ENTRIES) break
-        results.delete(old)
-      }
-      return found
+      return cachedPositions(caches.filters!.results, rule, (r) => table.positions(r, readColumn))
     }
 
     return {

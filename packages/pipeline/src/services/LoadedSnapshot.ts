@@ -8,12 +8,12 @@ import { inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
-import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { PositionFilter, TermBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
-import { IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
+import { cachedPositions, IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
 
 /**
  * A document as a store loads it: its fields, its cleaned body (raw DEFLATE of the UTF-8), and its chunks' search
@@ -37,8 +37,6 @@ export interface LoadedDoc {
 
 /** How much decompressed document text one loaded snapshot keeps, in UTF-16 units (about 16 MB). */
 const BODY_CACHE_CHARS = 8 * 1024 * 1024
-/** How many filters' positions a snapshot keeps for repeated queries. */
-const FILTER_CACHE_ENTRIES = 16
 /** How many terms' split postings a snapshot keeps for warm queries. */
 const POSTINGS_CACHE_ENTRIES = 4096
 
@@ -260,16 +258,8 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
       chunks: Int32Array.from(withChunks, (i) => docs[i]!.chunks),
       positions
     })
-    const key = ruleJson(rule)
-    let found = filters.get(key)
-    if (found !== undefined) filters.delete(key)
-    else found = table.positions(rule, column)
-    filters.set(key, found)
-    for (const old of filters.keys()) {
-      if (filters.size <= FILTER_CACHE_ENTRIES) break
-      filters.delete(old)
-    }
-    return found
+    const built = table
+    return cachedPositions(filters, rule, (r) => built.positions(r, column))
   }
 
   return {
