@@ -16,7 +16,9 @@ import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres, parsePgUrl, scrubUrl } from "../src/services/PgIndexStore.ts"
+import { makePartitionReader } from "../src/services/PgPartition.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
+import { shardOf } from "../src/stages/rank/Shards.ts"
 import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
 import { bodiesSource } from "./Sources.ts"
 
@@ -450,6 +452,49 @@ describePg("the PostgreSQL index", () => {
         assert.strictEqual(expected[0]!.length, 1)
       }).pipe(Effect.provide(Base)),
     30_000
+  )
+
+  it.effect(
+    "loads an index of more rows than one page, and each shard's partition of it, answering as the SQLite file does",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-pg-" })
+        const { url } = yield* freshSchema
+        // 2,300 documents: a load reads them in pages of 1,000 rows, so three pages, the last one short.
+        const bodies = Array.from({ length: 2300 }, (_, i) => `entry ${i} word${i % 37} and word${i % 101} together`)
+        const build = indexPaths(["x"]).pipe(Effect.provide(docs(...bodies)))
+        const answers = Effect.forEach(
+          [
+            ["word5 word7", "lexical"],
+            ["entry 2299 word5 and word77 together", "vector"],
+            ["entry 0 word0 and word0 together", "hybrid"]
+          ] as const,
+          ([q, mode]) =>
+            Effect.map(queryIndex(q, 10, { mode }), ({ results }) =>
+              results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text])
+            )
+        )
+        const expected = yield* Effect.andThen(build, answers).pipe(
+          Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`))
+        )
+        const got = yield* Effect.andThen(build, answers).pipe(Effect.provide(layerPostgres(url)))
+        assert.deepStrictEqual(got, expected)
+        assert.strictEqual(expected[0]!.length, 10)
+
+        // The two partitions hold every document once, each where `shardOf` puts it, with its text.
+        const reader = yield* makePartitionReader(url)
+        const partitions = yield* Effect.forEach([0, 1], (shard) => reader.load(shard, 2))
+        const held = partitions.map((p) => Option.getOrThrow(p).snapshot)
+        assert.strictEqual(held[0]!.positions + held[1]!.positions, bodies.length)
+        for (const i of [0, 999, 1000, 1001, 2299]) {
+          const docId = `d${i}`
+          const home = held[shardOf(docId, 2)]!.document(docId)
+          assert.strictEqual(home?.chunks[0]?.text, bodies[i])
+          assert.isUndefined(held[1 - shardOf(docId, 2)]!.document(docId))
+        }
+      }).pipe(Effect.provide(Base)),
+    60_000
   )
 
   it.effect("keeps indexes in different schemas of one database apart", () =>

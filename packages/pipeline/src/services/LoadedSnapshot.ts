@@ -63,23 +63,33 @@ export const storedDocOf = (
   return decoded.success
 }
 
+/** What a snapshot keeps of a loaded document once its chunks are in the segment: its fields and compressed body. */
+type KeptDoc = Pick<LoadedDoc, "docId" | "source" | "title" | "categories" | "hash" | "chunks" | "body">
+
 /**
- * Builds the snapshot of `docs` (positions numbered document after document, in the given order, each document's
- * chunks in body order). Everything is checked here (sizes, term numbers, finite vectors), so scoring reads nothing
- * that can fail; a document's text is decompressed when a result or a tie first needs it. Throws `IndexCorrupt`.
- * Chunks go through the same `SegmentBuilder` as an index run's, so lengths, magnitudes and postings are the ones the
- * SQLite store computes.
+ * Builds a snapshot from documents given one at a time (positions numbered document after document, in the order
+ * given, each document's chunks in body order), so a store can load an index page by page: a document's search data
+ * goes into the segment as it is added and is not kept, only its fields and compressed body are. Everything is
+ * checked on the way in (sizes, term numbers, finite vectors), so scoring reads nothing that can fail; a document's
+ * text is decompressed when a result or a tie first needs it. `add` and `finish` throw `IndexCorrupt`. Chunks go
+ * through the same `SegmentBuilder` as an index run's, so lengths, magnitudes and postings are the ones the SQLite
+ * store computes.
  */
-export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: ReadonlyArray<LoadedDoc>): Snapshot => {
+export const snapshotLoader = (location: string, manifest: IndexManifest) => {
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
   const d = manifest.dimensions
-  const segment = new SegmentBuilder(0, d)
-  /** Per position: its document's number in `docs`, and its span. */
+  let segment: SegmentBuilder | undefined = new SegmentBuilder(0, d)
+  const docs: Array<KeptDoc> = []
+  /** Per position: its document's number in `docs`, and its span; per document, its first position. */
   let docAt = new Int32Array(1024)
   let starts = new Uint32Array(1024)
   let ends = new Uint32Array(1024)
-  const first = new Int32Array(docs.length)
-  docs.forEach((doc, i) => {
+  let first = new Int32Array(1024)
+
+  const add = (doc: LoadedDoc): void => {
+    if (segment === undefined) throw new Error("snapshotLoader: a document was added after finish")
+    const built = segment
+    const i = docs.length
     const name = JSON.stringify(doc.docId)
     const { chunks, lengths, spans, termIds, terms, vectors } = doc
     if (spans.length !== 2 * chunks || lengths.length !== chunks || vectors.length !== chunks * d) {
@@ -93,12 +103,13 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
     const numberOf = (id: number): number => {
       if (id >= terms.length) throw corrupt(`the terms of ${name} are damaged`)
       let n = numbers[id]!
-      if (n < 0) numbers[id] = n = segment.termId(terms[id]!)
+      if (n < 0) numbers[id] = n = built.termId(terms[id]!)
       return n
     }
-    first[i] = segment.count
-    if (segment.count + chunks > docAt.length) {
-      const size = Math.max(segment.count + chunks, docAt.length * 2)
+    if (i === first.length) first = grow(first, 2 * i)
+    first[i] = built.count
+    if (built.count + chunks > docAt.length) {
+      const size = Math.max(built.count + chunks, docAt.length * 2)
       docAt = grow(docAt, size)
       starts = grow(starts, size)
       ends = grow(ends, size)
@@ -113,18 +124,58 @@ export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: 
       if (start > end || before) {
         throw corrupt(`the chunks of ${name} are out of order`)
       }
-      const position = segment.add(termIds, from, to, numberOf, vectors, c * d)
+      const position = built.add(termIds, from, to, numberOf, vectors, c * d)
       docAt[position] = i
       starts[position] = start
       ends[position] = end
       from = to
     }
     if (from !== termIds.length) throw corrupt(`the terms of ${name} are damaged`)
-  })
+    const { body, categories, docId, hash, source, title } = doc
+    // A copy of its own: a database client may hand out the bytes as a view of a much larger receive buffer.
+    docs.push({ docId, source, title, categories, hash, chunks, body: body.slice() })
+  }
+
+  /** The snapshot of the documents added; the loader takes no more after it. */
+  const finish = (): Snapshot => {
+    if (segment === undefined) throw new Error("snapshotLoader: finish was called twice")
+    const built = segment
+    // The builder's postings blocks are not needed once grouped by term: let them go with it.
+    segment = undefined
+    return snapshotOf(location, manifest, built, docs, { docAt, starts, ends, first })
+  }
+
+  return { add, finish }
+}
+
+/** The snapshot of `docs` at once (see `snapshotLoader`). */
+export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: ReadonlyArray<LoadedDoc>): Snapshot => {
+  const loader = snapshotLoader(location, manifest)
+  for (const doc of docs) loader.add(doc)
+  return loader.finish()
+}
+
+/** The snapshot over a filled segment and the documents kept, with each position's document and span. */
+const snapshotOf = (
+  location: string,
+  manifest: IndexManifest,
+  segment: SegmentBuilder,
+  docs: ReadonlyArray<KeptDoc>,
+  layout: {
+    readonly docAt: Int32Array
+    readonly starts: Uint32Array
+    readonly ends: Uint32Array
+    readonly first: Int32Array
+  }
+): Snapshot => {
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const d = manifest.dimensions
+  const { docAt, ends, first, starts } = layout
   const positions = segment.count
-  const lengths = segment.lengths.subarray(0, positions)
-  const vectors = segment.vectors.subarray(0, positions * d)
-  const magnitudes = segment.magnitudes.subarray(0, positions)
+  // Copies, trimmed: a grown array holds up to twice what it needs.
+  const lengths = segment.lengths.slice(0, positions)
+  const vectors = segment.vectors.slice(0, positions * d)
+  const magnitudes = segment.magnitudes.slice(0, positions)
   const pairsOf = new Map<string, Uint32Array>(segment.termPostings())
 
   const split = new Map<string, ReadonlyArray<TermBlock>>()

@@ -1,6 +1,7 @@
 /**
  * The index in a PostgreSQL schema, for teams: one row per document holding its fields and its search data as
- * typed-array `bytea`s, read whole into a `LoadedSnapshot` and scored in Node by the same engine as the SQLite file.
+ * typed-array `bytea`s, read page by page into a `LoadedSnapshot` and scored in Node by the same engine as the SQLite
+ * file.
  */
 
 import { randomUUID } from "node:crypto"
@@ -9,7 +10,7 @@ import { oneLine } from "@funcpipe/domain/Decode"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import {
   type ChunkRecord,
   type DocRecord,
@@ -28,7 +29,7 @@ import {
   type TransactionOptions,
   view
 } from "./IndexStore.ts"
-import { type LoadedDoc, loadedSnapshot, storedDocOf } from "./LoadedSnapshot.ts"
+import { type LoadedDoc, snapshotLoader, storedDocOf } from "./LoadedSnapshot.ts"
 import { type PgTarget, parsePgUrl, scrubUrl } from "./PgUrl.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 
@@ -205,6 +206,44 @@ const rowOf = (doc: DocRecord, chunks: ReadonlyArray<ChunkRecord>, terms: TermTa
     vectors: bytesOf(vectors.slice())
   }
 }
+
+/** Documents read per statement when a snapshot loads: one page of rows is held at a time, never the whole index. */
+const LOAD_PAGE = 1000
+
+/**
+ * Loads the documents of `documents` that `where` selects into a snapshot, a page of rows at a time in id order, each
+ * row's search data going into the snapshot's segment and then let go. Run it inside one repeatable-read
+ * transaction, so every page comes from one committed state. The fiber yields between pages, so a process that
+ * loads a large index keeps serving its other work (a cluster runner its heartbeats).
+ */
+export const loadSnapshot = Effect.fnUntraced(function* (
+  sql: SqlClient.SqlClient,
+  documents: Statement.Identifier,
+  location: string,
+  manifest: IndexManifest,
+  where: Statement.Fragment
+) {
+  const loader = snapshotLoader(location, manifest)
+  const corrupt = (error: unknown) =>
+    error instanceof IndexCorrupt ? error : new IndexCorrupt({ location, detail: String(error) })
+  let after = 0n
+  for (;;) {
+    const rows = yield* sql<Record<string, unknown>>`
+      SELECT id, ${sql.literal(COLUMNS)} FROM ${documents} WHERE id > ${after} AND ${where} ORDER BY id
+      LIMIT ${LOAD_PAGE}`
+    yield* Effect.try({
+      try: () => {
+        for (const row of rows) loader.add(loadedDoc(location, row))
+      },
+      catch: corrupt
+    })
+    if (rows.length < LOAD_PAGE) break
+    const last = rows[rows.length - 1]!["id"]
+    if (typeof last !== "bigint") return yield* new IndexCorrupt({ location, detail: "a document's row id is damaged" })
+    after = last
+  }
+  return yield* Effect.try({ try: loader.finish, catch: corrupt })
+})
 
 /** A typed array over a `bytea` (see `view`); `undefined` for anything else or a length that does not divide. */
 const typed = <A>(value: unknown, size: number, make: (buffer: ArrayBuffer, offset: number, length: number) => A) =>
@@ -383,17 +422,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       const found = yield* manifestOf(state.manifest)
       if (Option.isNone(found)) return Option.none<Snapshot>()
       if (cached?.token === state.token) return Option.some(cached.snapshot)
-      const rows = yield* sql<Record<string, unknown>>`
-        SELECT ${sql.literal(COLUMNS)} FROM ${documentsTable} ORDER BY id`
-      const loaded = yield* Effect.try({
-        try: () =>
-          loadedSnapshot(
-            location,
-            found.value,
-            rows.map((row) => loadedDoc(location, row))
-          ),
-        catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
-      })
+      const loaded = yield* loadSnapshot(sql, documentsTable, location, found.value, sql.literal("TRUE"))
       cached = { token: state.token, snapshot: loaded }
       return Option.some(loaded)
     })

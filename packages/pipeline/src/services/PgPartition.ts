@@ -9,8 +9,7 @@ import { Effect, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
 import { IndexCorrupt, type Snapshot, type StoreError, StoreFailure } from "./IndexStore.ts"
-import { loadedSnapshot } from "./LoadedSnapshot.ts"
-import { COLUMNS, decodeManifest, loadedDoc, PG_LAYOUT, parsePgUrl, scrubUrl, storeError } from "./PgIndexStore.ts"
+import { decodeManifest, loadSnapshot, PG_LAYOUT, parsePgUrl, scrubUrl, storeError } from "./PgIndexStore.ts"
 
 /** A committed state of the index: its token (generation and version, changed by every commit) and manifest. */
 export interface Pin {
@@ -90,19 +89,8 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function* (u
         const found = yield* readPin
         if (Option.isNone(found)) return Option.none<Partition>()
         // The shard of each row as `shardOf` computes it (see stages/rank/Shards.ts).
-        const rows = yield* sql<Record<string, unknown>>`
-          SELECT ${sql.literal(COLUMNS)} FROM ${documents}
-          WHERE ('x' || lpad(substr(md5(doc_id), 1, 8), 16, '0'))::bit(64)::bigint % ${shards} = ${shard}
-          ORDER BY id`
-        const snapshot = yield* Effect.try({
-          try: () =>
-            loadedSnapshot(
-              location,
-              found.value.manifest,
-              rows.map((row) => loadedDoc(location, row))
-            ),
-          catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
-        })
+        const inShard = sql`('x' || lpad(substr(md5(doc_id), 1, 8), 16, '0'))::bit(64)::bigint % ${shards} = ${shard}`
+        const snapshot = yield* loadSnapshot(sql, documents, location, found.value.manifest, inShard)
         return Option.some({ ...found.value, snapshot })
       })
     )
