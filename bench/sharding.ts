@@ -8,7 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -190,6 +190,14 @@ try {
       `latency median / p95 in ms, sequential; throughput all modes, ${concurrency} at a time\n`
   )
   console.log(markdownTable(["serving", "load (first query)", "lexical", "vector", "hybrid", "queries/s"], rows))
+  // Each runner's peak resident memory so far (Linux), and this process's (the single node's snapshot was held here).
+  const peaks = runners.map((proc) => {
+    const status = existsSync(`/proc/${proc.pid}/status`) ? readFileSync(`/proc/${proc.pid}/status`, "utf8") : ""
+    const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1]
+    return kb === undefined ? "?" : `${Math.round(Number(kb) / 1024)} MB`
+  })
+  const own = Math.round(process.resourceUsage().maxRSS / 1024)
+  console.log(`\npeak RSS: runners ${peaks.join(", ")}; this process (single node and entry point) ${own} MB`)
   const total = (1 + sharded.length) * queries.length * modes.length
   console.log(`\nidentical to the single node, to the bit: ${total - differ} of ${total} answers`)
   await cleanUp()
