@@ -1,6 +1,7 @@
 /** The query engine's shortcut for lexical top-k: exactly the exhaustive ranking, however the words are spread. */
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
+import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import fc from "fast-check"
 import {
   type EngineQuery,
@@ -11,7 +12,15 @@ import {
   type TermBlock,
   topChunksOf
 } from "../src/stages/rank/Engine.ts"
-import { fuseLinear, fuseRankings, fuseWeightedRanks, keyTies, LINEAR_FLOOR, topOf } from "../src/stages/rank/Ranker.ts"
+import {
+  documentTies,
+  fuseLinear,
+  fuseRankings,
+  fuseWeightedRanks,
+  keyTies,
+  LINEAR_FLOOR,
+  topOf
+} from "../src/stages/rank/Ranker.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:
@@ -115,6 +124,56 @@ describe("lexical top-k", () => {
       { numRuns: 400, seed: 20261130 }
     )
     assert.isAbove(shortcuts, 40, "the shortcut is taken for a fair share of the queries")
+  })
+})
+
+describe("the documents' tie order", () => {
+  // Doc ids whose code-point order differs from their UTF-16 order (an astral character against U+FFFF).
+  const docId = fc.constantFrom("a", "b", "ab", "\uFFFF", "\u{1F600}", "z\u{1F600}", "zz", "é")
+  const documents = fc.uniqueArray(fc.tuple(docId, fc.integer({ min: 1, max: 6 })), {
+    selector: ([id]) => id,
+    minLength: 1,
+    maxLength: 8
+  })
+
+  it("orders equal scores as the keys do, so a view may use it instead of reading keys", () => {
+    fc.assert(
+      fc.property(documents, fc.integer({ min: 1, max: 12 }), (docs, k) => {
+        // Each document's chunks lie at consecutive positions in (start, end) order, as every store lays them out.
+        const keys: Array<{ docId: string; start: number; end: number }> = []
+        const docOf: Array<number> = []
+        docs.forEach(([id, chunks], d) => {
+          for (let c = 0; c < chunks; c++) {
+            keys.push({ docId: id, start: 10 * c, end: 10 * c + 15 })
+            docOf.push(d)
+          }
+        })
+        const byId = docs.map((_, d) => d).sort((a, b) => compareCodePoints(docs[a]![0], docs[b]![0]))
+        const order = new Int32Array(docs.length)
+        byId.forEach((d, rank) => {
+          order[d] = rank
+        })
+        const view: IndexView = {
+          ...viewOf(
+            keys.map(() => ["same"]),
+            0
+          ),
+          keyOf: (p) => ({ score: 0, text: "", ...keys[p]! }),
+          documents: () => ({ docOf: Int32Array.from(docOf), count: docs.length, order }),
+          tieOrder: () => documentTies({ docOf: Int32Array.from(docOf), order })
+        }
+        const byKeys = keyTies(view.keyOf)
+        const byDocuments = view.tieOrder!()!
+        for (let a = 0; a < keys.length; a++) {
+          for (let b = 0; b < keys.length; b++)
+            assert.strictEqual(Math.sign(byDocuments(a, b)), Math.sign(byKeys(a, b)))
+        }
+        // Every chunk ties on the one word, so the whole top k is decided by the tie order.
+        const scored = scoreQuery(view, { terms: ["same"], vector: undefined }, "lexical", Bm25Params.default)
+        assert.deepStrictEqual(topChunksOf(view, scored, k), topOf(scored.candidates, k, byKeys))
+      }),
+      { numRuns: 200, seed: 20261130 }
+    )
   })
 })
 

@@ -5,7 +5,7 @@
 
 import { IndexMissing, openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore, type Snapshot, type StoreError } from "@funcpipe/pipeline/services/IndexStore"
+import { IndexStore, readSnapshot, type Snapshot, type StoreError } from "@funcpipe/pipeline/services/IndexStore"
 import type { ModelMismatch } from "@funcpipe/pipeline/stages/rank/Retrieve"
 import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
 
@@ -133,6 +133,9 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
     const scope = yield* Scope.make()
     const opened = yield* Effect.exit(
       openSnapshot().pipe(
+        // The documents' order, read once per snapshot, lets every query order equal scores by comparing numbers
+        // instead of reading chunk keys (see `IndexView.tieOrder`): many chunks tie on common words.
+        Effect.tap((snapshot) => readSnapshot(store.location, () => snapshot.documents())),
         Scope.provide(scope),
         Effect.provideService(IndexStore, store),
         Effect.provideService(Embedder, embedder)

@@ -20,6 +20,7 @@ import { type DecodedPostings, decodePostings, encodePostings } from "../stages/
 import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
+import { documentTies } from "../stages/rank/Ranker.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 import { pathProblem, systemReason } from "./SystemReason.ts"
 
@@ -603,7 +604,7 @@ interface Caches {
    * generation, and a segment's chunks never change), up to `ROW_CACHE_ENTRIES`: a server answering similar queries
    * reads each row once instead of once per query.
    */
-  readonly rows: Map<string, ChunkRow>
+  readonly rows: Map<number, ChunkRow>
   /**
    * Decompressed bodies by segment id and document row, oldest first, up to `BODY_CACHE_CHARS`. A document's chunks
    * live in one segment and a new version of it goes to a new segment, so within a segment a document row always
@@ -1011,7 +1012,8 @@ const make = (file: string) => {
     }
     const rowAt = (position: number) => {
       const s = segmentAt(position)
-      const key = `${segments[s]!.id}:${position - offsets[s]!}`
+      // A number, not a string: no allocation per lookup (a segment holds far fewer than 2^32 chunks).
+      const key = segments[s]!.id * 2 ** 32 + position - offsets[s]!
       const cached = caches.rows.get(key)
       if (cached !== undefined) {
         const { doc, docId, end, start, title } = cached
@@ -1173,6 +1175,7 @@ const make = (file: string) => {
       chunkAt,
       document,
       documents: documentsOf,
+      tieOrder: () => (docs === undefined ? undefined : documentTies(docs)),
       filter
     }
   }

@@ -12,6 +12,7 @@ import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { PositionFilter, TermBlock } from "../stages/rank/Engine.ts"
+import { documentTies } from "../stages/rank/Ranker.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { cachedPositions, IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
 
@@ -327,6 +328,8 @@ const snapshotOf = (
     chunkAt,
     document,
     documents,
+    // The documents are in memory, so their order is always at hand.
+    tieOrder: () => documentTies(documents()),
     filter
   }
 }

@@ -8,12 +8,14 @@ import { LOCAL_SHA256 } from "../embed/Embed.ts"
 import { idf, type TermExplanation, termScore } from "./Bm25.ts"
 import {
   type Candidates,
+  documentTies,
   fuseLinear,
   fuseWeightedRanks,
   fusionShares,
   type KeyOf,
   keyTies,
   positiveScore,
+  type TieOrder,
   type Top,
   TopK,
   topDocumentsOf,
@@ -70,6 +72,12 @@ export interface IndexView {
    * decide ties without reading keys.
    */
   readonly documents: () => { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array }
+  /**
+   * The tie order of `documents` (`documentTies`) when the view has it at hand; `undefined` (or absent) when it would
+   * first have to read every document, so equal scores are told apart by reading their keys instead. Where many
+   * chunks tie (common words in equally long chunks), comparing two numbers beats reading two keys by far.
+   */
+  readonly tieOrder?: (() => TieOrder | undefined) | undefined
   /**
    * A term's live document frequency when it is not that of `postings` (a shard scores its part of an index with the
    * whole index's statistics, as `liveChunks` and `averageLength` are then too); absent, it is counted from `postings`.
@@ -463,7 +471,7 @@ const topLexicalShortcut = (
   // looks every query term up (a binary search each), which costs about ten postings read in order.
   const toScore = rare.reduce((n, e) => n + e.df, 0)
   if (toScore * present.length * 10 > present.reduce((n, e) => n + e.df, 0)) return undefined
-  const heap = new TopK(k, keyTies(view.keyOf))
+  const heap = new TopK(k, tiesOf(view))
   const seen = new Set<number>()
   const deleted = view.deleted
   for (const entry of rare) {
@@ -577,7 +585,7 @@ export const scoreQuery = (
       const vectorTop = topVectors(view, vector!, depth, filter)
       const lexicalTop =
         topLexicalShortcut(view, terms$(), terms, params, depth, filter) ??
-        topOf(lexical$(), depth, keyTies(view.keyOf))
+        topOf(lexical$(), depth, tiesOf(view))
       const fused =
         fusion.method === "linear"
           ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
@@ -598,9 +606,12 @@ export const scoreQuery = (
   }
 }
 
+/** How a view's equal scores are ordered: by its documents' order when it has that at hand, else by reading keys. */
+const tiesOf = (view: IndexView): TieOrder => view.tieOrder?.() ?? keyTies(view.keyOf)
+
 /** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
 const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number, filter?: PositionFilter): Array<Top> => {
-  const heap = new TopK(k, keyTies(view.keyOf))
+  const heap = new TopK(k, tiesOf(view))
   scanVectors(
     view,
     vector,
@@ -615,13 +626,13 @@ const topVectors = (view: IndexView, vector: ArrayLike<number>, k: number, filte
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
   scored.mode === "vector" && query?.vector !== undefined
     ? topVectors(view, query.vector, k, scored.filter)
-    : (scored.shortcut?.(k) ?? topOf(scored.candidates, k, keyTies(view.keyOf)))
+    : (scored.shortcut?.(k) ?? topOf(scored.candidates, k, tiesOf(view)))
 
 /** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */
 export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): Array<Top> => {
-  const { count, docOf, order } = view.documents()
-  const tie = (a: number, b: number) => order[docOf[a]!]! - order[docOf[b]!]! || a - b
-  return topDocumentsOf(scored.candidates, k, tie, (p) => docOf[p]!, count)
+  const documents = view.documents()
+  const { count, docOf } = documents
+  return topDocumentsOf(scored.candidates, k, documentTies(documents), (p) => docOf[p]!, count)
 }
 
 /**

@@ -36,6 +36,15 @@ export const keyTies = (keyOf: KeyOf): TieOrder => {
   return (a, b) => keyOrder(cached(a), cached(b))
 }
 
+/**
+ * The tie order of an index view's positions from its documents (see `IndexView.documents`): the documents' rank in
+ * doc id order, then the position, which within one document follows (start, end). Agrees with `keyOrder` on the keys.
+ */
+export const documentTies =
+  (documents: { readonly docOf: Int32Array; readonly order: Int32Array }): TieOrder =>
+  (a, b) =>
+    documents.order[documents.docOf[a]!]! - documents.order[documents.docOf[b]!]! || a - b
+
 /** The ranking order of two scored positions: score descending, then their tie order. Negative when `a` ranks first. */
 const compare = (tie: TieOrder, pa: number, sa: number, pb: number, sb: number): number => {
   if (sa !== sb) return sa > sb ? -1 : 1
