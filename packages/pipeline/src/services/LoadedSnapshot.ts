@@ -12,8 +12,8 @@ import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { PositionFilter, TermBlock } from "../stages/rank/Engine.ts"
-import { documentTies } from "../stages/rank/Ranker.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
+import { documentTies } from "../stages/rank/Ranker.ts"
 import { cachedPositions, IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
 
 /**

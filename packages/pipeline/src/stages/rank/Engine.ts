@@ -584,8 +584,7 @@ export const scoreQuery = (
     case "hybrid": {
       const vectorTop = topVectors(view, vector!, depth, filter)
       const lexicalTop =
-        topLexicalShortcut(view, terms$(), terms, params, depth, filter) ??
-        topOf(lexical$(), depth, tiesOf(view))
+        topLexicalShortcut(view, terms$(), terms, params, depth, filter) ?? topOf(lexical$(), depth, tiesOf(view))
       const fused =
         fusion.method === "linear"
           ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
