@@ -92,6 +92,32 @@ describe("the SQLite index file", () => {
     }).pipe(Effect.provide(Base))
   )
 
+  it.effect("keeps what SQLite or the system reported as the error's cause, out of its message", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+      yield* fs.writeFileString(`${dir}/notes.db`, "these are notes, not an index\n".repeat(200))
+      const read = yield* Effect.flip(
+        IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/notes.db`)))
+      )
+      assert.strictEqual(read._tag, "NotAnIndex")
+      assert.strictEqual((read.cause as { readonly errcode?: unknown }).errcode, 26, "SQLITE_NOTADB")
+      assert.strictEqual(
+        read.message,
+        `${dir}/notes.db is not a FuncPipe index; pass another --index path or move the file away`
+      )
+      yield* fs.writeFileString(`${dir}/in-the-way`, "")
+      const written = yield* Effect.flip(
+        IndexStore.use((s) => s.transaction(() => Effect.void)).pipe(
+          Effect.provide(IndexStore.layerSqlite(`${dir}/in-the-way/index.db`))
+        )
+      )
+      assert.strictEqual(written._tag, "StoreFailure")
+      assert.include(written.message, "cannot create its folder")
+      assert.typeOf((written.cause as { readonly code?: unknown }).code, "string", "the system's error code")
+    }).pipe(Effect.provide(Base))
+  )
+
   it.effect("rejects an index from a newer format version", () =>
     Effect.gen(function* () {
       const file = yield* builtIndex

@@ -85,9 +85,16 @@ export interface StoredChunk {
   readonly vector: ReadonlyArray<number>
 }
 
+/**
+ * What the store was told by the layer below it (SQLite's or the system's error), kept for logs and debugging: a
+ * store error's message never shows it, and it is left out wherever the error is shown to people.
+ */
+const UnderlyingCause = Schema.optionalKey(Schema.Defect())
+
 /** The file is not a FuncPipe index (another SQLite database, or not a database at all). */
 export class NotAnIndex extends Schema.TaggedError<NotAnIndex>()("NotAnIndex", {
-  location: Schema.String
+  location: Schema.String,
+  cause: UnderlyingCause
 }) {
   override get message(): string {
     return `${this.location} is not a FuncPipe index; pass another --index path or move the file away`
@@ -97,7 +104,8 @@ export class NotAnIndex extends Schema.TaggedError<NotAnIndex>()("NotAnIndex", {
 /** The index file is damaged (truncated, overwritten) or holds values that break the index's rules. */
 export class IndexCorrupt extends Schema.TaggedError<IndexCorrupt>()("IndexCorrupt", {
   location: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  cause: UnderlyingCause
 }) {
   override get message(): string {
     return `the index at ${this.location} is damaged (${this.detail}); delete it and index again`
@@ -134,7 +142,8 @@ export class IndexTooOld extends Schema.TaggedError<IndexTooOld>()("IndexTooOld"
 
 /** Another process is writing the index right now. */
 export class IndexBusy extends Schema.TaggedError<IndexBusy>()("IndexBusy", {
-  location: Schema.String
+  location: Schema.String,
+  cause: UnderlyingCause
 }) {
   override get message(): string {
     return `another FuncPipe run is writing the index at ${this.location}; try again when it has finished`
@@ -144,7 +153,8 @@ export class IndexBusy extends Schema.TaggedError<IndexBusy>()("IndexBusy", {
 /** The index could not be read or written for a reason outside FuncPipe (disk full, permissions, …). */
 export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
   location: Schema.String,
-  reason: Schema.String
+  reason: Schema.String,
+  cause: UnderlyingCause
 }) {
   override get message(): string {
     return `cannot use the index at ${this.location}: ${this.reason}`
@@ -303,7 +313,7 @@ export class IndexStore extends Context.Service<
             const dir = mkdtempSync(join(tmpdir(), "funcpipe-memory-"))
             return { dir, store: make(join(dir, "index.db")) }
           },
-          catch: (error) => new StoreFailure({ location: "memory", reason: String(error) })
+          catch: (error) => new StoreFailure({ location: "memory", reason: String(error), cause: error })
         }),
         ({ dir, store }) =>
           Effect.andThen(
@@ -367,20 +377,21 @@ const sqliteCode = (error: unknown): number | undefined =>
 
 const storeError = (location: string, what: string, error: unknown): StoreError => {
   if (isStoreError(error)) return error
+  const cause = error
   switch (sqliteCode(error)) {
     case 5: // SQLITE_BUSY
     case 6: // SQLITE_LOCKED
-      return new IndexBusy({ location })
+      return new IndexBusy({ location, cause })
     case 11: // SQLITE_CORRUPT
-      return new IndexCorrupt({ location, detail: `SQLite reports the file is malformed while ${what}` })
+      return new IndexCorrupt({ location, detail: `SQLite reports the file is malformed while ${what}`, cause })
     case 26: // SQLITE_NOTADB
-      return new NotAnIndex({ location })
+      return new NotAnIndex({ location, cause })
     case 13: // SQLITE_FULL
-      return new StoreFailure({ location, reason: "no space left on device; nothing was changed" })
+      return new StoreFailure({ location, reason: "no space left on device; nothing was changed", cause })
     case 3: // SQLITE_PERM
     case 8: // SQLITE_READONLY
     case 23: // SQLITE_AUTH
-      return new StoreFailure({ location, reason: "permission denied (the file or its folder is read-only)" })
+      return new StoreFailure({ location, reason: "permission denied (the file or its folder is read-only)", cause })
     case 10: // SQLITE_IOERR
     case 14: // SQLITE_CANTOPEN
       // SQLite does not say why; the path usually does (a directory, a missing folder, a file in the way).
@@ -388,12 +399,14 @@ const storeError = (location: string, what: string, error: unknown): StoreError 
         location,
         reason:
           pathProblem(location) ??
-          (sqliteCode(error) === 14 ? "the file cannot be opened" : "the disk reported an input/output error")
+          (sqliteCode(error) === 14 ? "the file cannot be opened" : "the disk reported an input/output error"),
+        cause
       })
     default:
       return new StoreFailure({
         location,
-        reason: `${what}: ${error instanceof Error ? error.message : String(error)}`
+        reason: `${what}: ${error instanceof Error ? error.message : String(error)}`,
+        cause
       })
   }
 }
@@ -1205,7 +1218,8 @@ const make = (file: string) => {
             catch: (error) =>
               new StoreFailure({
                 location,
-                reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`
+                reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`,
+                cause: error
               })
           })
         }
