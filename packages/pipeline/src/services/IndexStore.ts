@@ -186,7 +186,7 @@ const isStoreError = (error: unknown): error is StoreError =>
 /**
  * One consistent, read-only view of the index (a read transaction): what the engine scores, plus the manifest and
  * the stored chunks of results. Writers that commit meanwhile are not seen. The view's functions read lazily and throw
- * `StoreError`s; `readSnapshot` turns those into typed failures.
+ * `StoreError`s (nothing else, bugs aside); `readSnapshot` turns those into typed failures.
  */
 export interface Snapshot extends IndexView {
   readonly manifest: IndexManifest
@@ -208,9 +208,22 @@ export interface StoredDocument {
   readonly chunks: ReadonlyArray<{ readonly start: number; readonly end: number; readonly text: string }>
 }
 
-/** Runs synchronous snapshot reads, turning what they throw into the store's typed errors. */
+/**
+ * Runs synchronous snapshot reads: the one place where what they throw becomes a typed failure. A `StoreError` fails
+ * as it is; anything else (a bug: snapshots throw only store errors) is a `StoreFailure` that keeps it as its cause.
+ */
 export const readSnapshot = <A>(location: string, f: () => A): Effect.Effect<A, StoreError> =>
-  Effect.try({ try: f, catch: (error) => (isStoreError(error) ? error : storeError(location, "reading", error)) })
+  Effect.try({
+    try: f,
+    catch: (error) =>
+      isStoreError(error)
+        ? error
+        : new StoreFailure({
+            location,
+            reason: `reading: ${error instanceof Error ? error.message : String(error)}`,
+            cause: error
+          })
+  })
 
 /** Changes made inside one `transaction`; none is visible to readers until the transaction commits. */
 export interface IndexWriter {
@@ -909,6 +922,22 @@ const make = (file: string) => {
     return bits
   }
 
+  /**
+   * `f`, with what SQLite throws while it runs turned into the store's errors, as the `Snapshot` contract asks (the
+   * store's own errors pass as they are): one try per call of a snapshot function, none per row read.
+   */
+  const sqliteReads =
+    <I extends ReadonlyArray<unknown>, A>(f: (...input: I) => A) =>
+    (...input: I): A => {
+      try {
+        return f(...input)
+      } catch (error) {
+        throw sqliteCode(error) === undefined ? error : storeError(location, "reading", error)
+      }
+    }
+  /** Reads the text of a `keyOf` key, when a comparison first needs it. */
+  const keyText = sqliteReads((read: () => string) => read())
+
   /** Builds the snapshot's view over the segments of one read transaction on `db`. */
   const snapshotOf = (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
     // Segment ids are unique within one build of the file; a rebuild (here or by another process) starts a new
@@ -1062,7 +1091,7 @@ const make = (file: string) => {
         start,
         end,
         get text() {
-          return (cached ??= text())
+          return (cached ??= keyText(text))
         }
       }
     }
@@ -1182,14 +1211,14 @@ const make = (file: string) => {
       averageLength: liveChunks === 0 ? 0 : liveLength / liveChunks,
       lengths,
       deleted,
-      postings,
-      vectorBlocks,
-      keyOf,
-      chunkAt,
-      document,
-      documents: documentsOf,
+      postings: sqliteReads(postings),
+      vectorBlocks: sqliteReads(vectorBlocks),
+      keyOf: sqliteReads(keyOf),
+      chunkAt: sqliteReads(chunkAt),
+      document: sqliteReads(document),
+      documents: sqliteReads(documentsOf),
       tieOrder: () => (docs === undefined ? undefined : documentTies(docs)),
-      filter
+      filter: sqliteReads(filter)
     }
   }
 
@@ -1199,7 +1228,10 @@ const make = (file: string) => {
       Effect.try({ try: acquireReader, catch: (error) => storeError(location, "opening", error) }),
       (db) => Effect.sync(() => releaseReader(db))
     )
-    return yield* readSnapshot(location, () => Option.map(manifestIn(location, db), (m) => snapshotOf(db, m)))
+    return yield* readSnapshot(
+      location,
+      sqliteReads(() => Option.map(manifestIn(location, db), (m) => snapshotOf(db, m)))
+    )
   })
 
   const transaction = <A, E, R>(
