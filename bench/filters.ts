@@ -14,8 +14,8 @@ import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { openSnapshot, queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { embedText } from "@funcpipe/pipeline/stages/embed/Embed"
 import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/rank/Engine"
 import { keyTies, topOf } from "@funcpipe/pipeline/stages/rank/Ranker"
@@ -93,7 +93,7 @@ if (!existsSync(corpusFile)) {
 for (const suffix of ["", "-wal", "-shm"]) rmSync(`${indexFile}${suffix}`, { force: true })
 const runtime = ManagedRuntime.make(
   Layer.mergeAll(
-    IndexStore.layerSqlite(indexFile),
+    layerSqlite(indexFile),
     Embedder.layerLocalSha256,
     DocumentSource.layer,
     layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker")))

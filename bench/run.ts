@@ -8,7 +8,7 @@ import type { RetrievalMode } from "@funcpipe/domain/Config"
 import type { RankKey } from "@funcpipe/domain/Ranking"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { Layer, ManagedRuntime } from "effect"
 import MiniSearch from "minisearch"
 import { CLI_SOURCE, cliBundle, cliEntry, REPO_ROOT, runNode } from "./Child.ts"
@@ -317,9 +317,7 @@ cliRows.unshift(
 // 5. Warm queries in process: one runtime (one store, its caches warm), each query once to warm, then timed.
 log("timing warm queries in process")
 const runtime = ManagedRuntime.make(
-  Layer.mergeAll(IndexStore.layerSqlite(indexFile), Embedder.layerLocalSha256).pipe(
-    Layer.provideMerge(NodeServices.layer)
-  )
+  Layer.mergeAll(layerSqlite(indexFile), Embedder.layerLocalSha256).pipe(Layer.provideMerge(NodeServices.layer))
 )
 const ask = async (text: string, mode: RetrievalMode): Promise<Array<RankKey>> => {
   const answer = await runtime.runPromise(queryIndex(text, TOP_K, { mode }))

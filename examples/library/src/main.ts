@@ -4,8 +4,8 @@ import { RawDoc } from "@funcpipe/domain/Document"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { chunkDoc } from "@funcpipe/pipeline/stages/text/Chunker"
 import { cleanDoc } from "@funcpipe/pipeline/stages/text/Clean"
 import { Console, Effect, FileSystem, Layer, Path, Schema } from "effect"
@@ -50,7 +50,7 @@ const main = Effect.gen(function* () {
   const path = yield* Path.Path
   const folder = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-example-" })
   const services = Layer.mergeAll(
-    IndexStore.layerSqlite(path.join(folder, "index.db")),
+    layerSqlite(path.join(folder, "index.db")),
     Embedder.layerLocalSha256,
     layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker")), 1)
   )

@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { Models } from "@funcpipe/pipeline/services/Models"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Path } from "effect"
 import { Command } from "effect/cli"
 import { cli, version } from "../src/Cli.ts"
@@ -51,7 +52,7 @@ const contents = (index: string) =>
   Effect.gen(function* () {
     const store = yield* IndexStore
     return { manifest: yield* store.manifest, documents: yield* store.documents }
-  }).pipe(Effect.provide(IndexStore.layerSqlite(index)))
+  }).pipe(Effect.provide(layerSqlite(index)))
 
 describe("funcpipe index interrupted", () => {
   it.effect(

@@ -13,6 +13,7 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 
 const child = fileURLToPath(new URL("./children/IndexPaused.ts", import.meta.url))
 
@@ -70,7 +71,7 @@ describe("two index runs at once", () => {
         const indexFile = `${dir}/index.db`
         const corpusFile = `${dir}/corpus.jsonl`
         yield* fs.writeFileString(corpusFile, corpus(400))
-        yield* indexPaths([corpusFile]).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+        yield* indexPaths([corpusFile]).pipe(Effect.provide(layerSqlite(indexFile)))
 
         // A rebuilds with 256-code-point chunks and stops inside its write transaction.
         const a = start([indexFile, corpusFile, "256", "1", "2"])
@@ -88,7 +89,7 @@ describe("two index runs at once", () => {
         // The index is A's, labelled as A's, and consistent: nothing is left to repair.
         const { documents, manifest } = yield* IndexStore.use((store) =>
           Effect.all({ manifest: Effect.map(store.manifest, Option.getOrThrow), documents: store.documents })
-        ).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+        ).pipe(Effect.provide(layerSqlite(indexFile)))
         assert.strictEqual(manifest.chunker.chunkSize, 256)
         assert.strictEqual(
           manifest.chunks,
@@ -101,7 +102,7 @@ describe("two index runs at once", () => {
             overlap: Overlap.make(0),
             tailPolicy: "emit_short"
           })
-        }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+        }).pipe(Effect.provide(layerSqlite(indexFile)))
         assert.deepStrictEqual(
           [again.plan.added.length, again.plan.updated.length, again.plan.unchanged.length],
           [0, 0, 400]

@@ -14,6 +14,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres } from "../src/services/PgIndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { freshSchema, PG_URL } from "./PgFixture.ts"
 
 // Ties, code points outside the BMP, titles and categories, a document of stop words only.
@@ -85,11 +86,10 @@ describe("funcpipe copy", () => {
           overlap: Overlap.make(tail === "drop" ? 0 : 1),
           tailPolicy: tail
         })
-        const original = IndexStore.layerSqlite(`${dir}/original.db`)
+        const original = layerSqlite(`${dir}/original.db`)
         // Through PostgreSQL where a server is configured, else through a second file: the program is the same.
-        const middle =
-          PG_URL === undefined ? IndexStore.layerSqlite(`${dir}/middle.db`) : layerPostgres((yield* freshSchema).url)
-        const back = IndexStore.layerSqlite(`${dir}/back.db`)
+        const middle = PG_URL === undefined ? layerSqlite(`${dir}/middle.db`) : layerPostgres((yield* freshSchema).url)
+        const back = layerSqlite(`${dir}/back.db`)
         yield* indexPaths(["corpus"], { chunker }).pipe(Effect.provide(Layer.mergeAll(original, source)))
         const expected = yield* answers.pipe(Effect.provide(original))
 
@@ -114,8 +114,8 @@ describe("funcpipe copy", () => {
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-copy-" })
-      const one = IndexStore.layerSqlite(`${dir}/one.db`)
-      const two = IndexStore.layerSqlite(`${dir}/two.db`)
+      const one = layerSqlite(`${dir}/one.db`)
+      const two = layerSqlite(`${dir}/two.db`)
       const missing = yield* Effect.flip(copyIndex(yield* open(one), yield* open(two)))
       assert.strictEqual(missing._tag, "IndexMissing")
       yield* indexPaths(["corpus"]).pipe(Effect.provide(Layer.mergeAll(one, source)))

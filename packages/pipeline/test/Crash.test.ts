@@ -15,6 +15,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { layerIndexStore } from "../src/services/IndexLocation.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { describePg, freshSchema, writeLocks } from "./PgFixture.ts"
 
 const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
@@ -80,7 +81,7 @@ describe("crash safety", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
         const indexFile = `${dir}/index.db`
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(300, "v1"))
-        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(IndexStore.layerSqlite(indexFile)))
+        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerSqlite(indexFile)))
         const before = yield* snapshot(indexFile)
         assert.strictEqual(before.documents.length, 300)
 
@@ -97,7 +98,7 @@ describe("crash safety", () => {
 
         // And the index still takes the next run normally.
         const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(
-          Effect.provide(IndexStore.layerSqlite(indexFile))
+          Effect.provide(layerSqlite(indexFile))
         )
         assert.deepStrictEqual([report.plan.added.length, report.plan.updated.length], [100, 300])
       }).pipe(Effect.provide(Base)),
@@ -112,9 +113,7 @@ describe("crash safety", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(500, "v1"))
         yield* runUntilKilled(`${dir}/index.db`, `${dir}/corpus.jsonl`, 3)
-        const error = yield* Effect.flip(
-          queryIndex("anything", 3).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`)))
-        )
+        const error = yield* Effect.flip(queryIndex("anything", 3).pipe(Effect.provide(layerSqlite(`${dir}/index.db`))))
         assert.strictEqual(error._tag, "IndexMissing")
       }).pipe(Effect.provide(Base)),
     60_000

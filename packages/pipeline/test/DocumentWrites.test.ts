@@ -8,6 +8,7 @@ import { deleteDocuments, putDocuments } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 
 const doc = (docId: string, body: string, title = "") =>
   new RawDoc({ docId: DocId.make(docId), title, body, categories: null })
@@ -74,7 +75,7 @@ describe("putDocuments and deleteDocuments", () => {
         )
         assert.strictEqual(Option.getOrThrow(yield* store.manifest).documents, 1)
         assert.notStrictEqual(yield* store.version, v2)
-      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      }).pipe(Effect.provide(layerSqlite(file)))
     }).pipe(Effect.provide(Base))
   )
 
@@ -96,14 +97,14 @@ describe("putDocuments and deleteDocuments", () => {
           found?.chunks.map((c) => c.text),
           ["alpha gamma delta"]
         )
-      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      }).pipe(Effect.provide(layerSqlite(file)))
     }).pipe(Effect.provide(Base))
   )
 
   it.effect("a document with nothing left after cleaning is skipped, and its stored version deleted", () =>
     Effect.gen(function* () {
       const file = yield* withStore
-      const run = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      const run = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.provide(layerSqlite(file)))
       yield* run(putDocuments([doc("a", "alpha"), doc("b", "beta")], "api"))
       const report = yield* run(putDocuments([doc("a", "   ")], "api"))
       assert.deepStrictEqual(
@@ -117,7 +118,7 @@ describe("putDocuments and deleteDocuments", () => {
   it.effect("an index of another model is refused with the query's message", () =>
     Effect.gen(function* () {
       const file = yield* withStore
-      yield* putDocuments([doc("a", "alpha")], "api").pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      yield* putDocuments([doc("a", "alpha")], "api").pipe(Effect.provide(layerSqlite(file)))
       const other = Layer.succeed(
         Embedder,
         Embedder.of({
@@ -129,9 +130,7 @@ describe("putDocuments and deleteDocuments", () => {
         })
       )
       const error = yield* Effect.flip(
-        putDocuments([doc("b", "beta")], "api").pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), other))
-        )
+        putDocuments([doc("b", "beta")], "api").pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), other)))
       )
       assert.strictEqual(error._tag, "ModelMismatch")
     }).pipe(Effect.provide(Base))

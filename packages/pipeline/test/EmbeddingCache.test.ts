@@ -8,6 +8,7 @@ import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder, EmbedFailure } from "../src/services/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../src/services/EmbeddingCache.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 
 const corpus = Array.from(
   { length: 40 },
@@ -64,7 +65,7 @@ const contents = (index: string) =>
         .map((c) => `${c.docId} ${c.start} ${c.end} ${c.vector.join(",")}`)
         .sort()
     })
-  ).pipe(Effect.provide(IndexStore.layerSqlite(index)))
+  ).pipe(Effect.provide(layerSqlite(index)))
 
 describe("a costly model", () => {
   it.effect(
@@ -74,9 +75,7 @@ describe("a costly model", () => {
         const { cache, index } = yield* files
         const run = (embedder: Layer.Layer<Embedder>) =>
           indexPaths(["/corpus"], { batchSize: 8 }).pipe(
-            Effect.provide(
-              Layer.mergeAll(IndexStore.layerSqlite(index), source, embedder, EmbeddingCache.layerSqlite(cache))
-            )
+            Effect.provide(Layer.mergeAll(layerSqlite(index), source, embedder, EmbeddingCache.layerSqlite(cache)))
           )
         const first: Array<string> = []
         const failed = yield* Effect.flip(run(costly(first, 3)))
@@ -92,7 +91,7 @@ describe("a costly model", () => {
 
         const { index: plain } = yield* files
         yield* indexPaths(["/corpus"]).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(plain), source, Embedder.layerLocalSha256))
+          Effect.provide(Layer.mergeAll(layerSqlite(plain), source, Embedder.layerLocalSha256))
         )
         assert.deepStrictEqual(yield* contents(index), yield* contents(plain))
       }).pipe(Effect.provide(NodeServices.layer))
@@ -120,13 +119,11 @@ describe("a costly model", () => {
             })
         })
       )
-      const layers = Layer.mergeAll(IndexStore.layerSqlite(index), source, slow, EmbeddingCache.layerSqlite(cache))
+      const layers = Layer.mergeAll(layerSqlite(index), source, slow, EmbeddingCache.layerSqlite(cache))
       const run = yield* Effect.forkChild(indexPaths(["/corpus"]).pipe(Effect.provide(layers)))
       yield* Deferred.await(embedding)
       // Another writer gets the lock at once while the model works.
-      yield* IndexStore.use((store) => store.transaction(() => Effect.void)).pipe(
-        Effect.provide(IndexStore.layerSqlite(index))
-      )
+      yield* IndexStore.use((store) => store.transaction(() => Effect.void)).pipe(Effect.provide(layerSqlite(index)))
       yield* Deferred.succeed(release, undefined)
       const report = yield* Fiber.join(run)
       assert.strictEqual(report.documents, 40)

@@ -15,7 +15,9 @@ import { searchPaths } from "../src/programs/Search.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, readSnapshot } from "../src/services/IndexStore.ts"
+import { layerMemory } from "../src/services/MemoryIndexStore.ts"
 import { layerPostgres } from "../src/services/PgIndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { bm25Scores, lexicalIndex } from "../src/stages/rank/Bm25.ts"
 import { cosineSimilarity } from "../src/stages/rank/Cosine.ts"
@@ -138,12 +140,12 @@ const allAnswers = Effect.forEach(cases, ([q, k, mode]) => answer(q, k, mode))
 
 /** The stores under test, each with a fresh location. */
 const backends = {
-  memory: () => Effect.succeed(IndexStore.layerMemory),
+  memory: () => Effect.succeed(layerMemory),
   sqlite: () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-conformance-" })
-      return IndexStore.layerSqlite(`${dir}/nested/index.db`)
+      return layerSqlite(`${dir}/nested/index.db`)
     }),
   // Each store in a schema of its own, dropped when the test ends.
   ...(PG_URL === undefined ? {} : { postgres: () => Effect.map(freshSchema, ({ url }) => layerPostgres(url)) })

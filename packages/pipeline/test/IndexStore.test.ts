@@ -11,6 +11,7 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { scoreQuery, topChunksOf } from "../src/stages/rank/Engine.ts"
 import { bodiesSource } from "./Sources.ts"
@@ -24,14 +25,12 @@ const builtIndex = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
   const file = `${dir}/index.db`
-  yield* indexPaths(["x"]).pipe(
-    Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
-  )
+  yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha beta", "gamma"))))
   return file
 })
 
 const queryFile = (file: string, text = "gamma") =>
-  queryIndex(text, 5, { mode: "vector" }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+  queryIndex(text, 5, { mode: "vector" }).pipe(Effect.provide(layerSqlite(file)))
 
 /** Runs SQL against the file behind FuncPipe's back. */
 const tamper = (file: string, sql: string) =>
@@ -86,7 +85,7 @@ describe("the SQLite index file", () => {
       const error = yield* Effect.flip(queryFile(`${dir}/other.db`))
       assert.strictEqual(error._tag, "NotAnIndex")
       const writing = yield* Effect.flip(
-        indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(`${dir}/other.db`), docs("a"))))
+        indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(`${dir}/other.db`), docs("a"))))
       )
       assert.strictEqual(writing._tag, "NotAnIndex")
     }).pipe(Effect.provide(Base))
@@ -98,7 +97,7 @@ describe("the SQLite index file", () => {
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
       yield* fs.writeFileString(`${dir}/notes.db`, "these are notes, not an index\n".repeat(200))
       const read = yield* Effect.flip(
-        IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(`${dir}/notes.db`)))
+        IndexStore.use((s) => s.manifest).pipe(Effect.provide(layerSqlite(`${dir}/notes.db`)))
       )
       assert.strictEqual(read._tag, "NotAnIndex")
       assert.strictEqual((read.cause as { readonly errcode?: unknown }).errcode, 26, "SQLITE_NOTADB")
@@ -109,7 +108,7 @@ describe("the SQLite index file", () => {
       yield* fs.writeFileString(`${dir}/in-the-way`, "")
       const written = yield* Effect.flip(
         IndexStore.use((s) => s.transaction(() => Effect.void)).pipe(
-          Effect.provide(IndexStore.layerSqlite(`${dir}/in-the-way/index.db`))
+          Effect.provide(layerSqlite(`${dir}/in-the-way/index.db`))
         )
       )
       assert.strictEqual(written._tag, "StoreFailure")
@@ -154,7 +153,7 @@ describe("the SQLite index file", () => {
           yield* queryIndex("gamma alpha", 5, { mode: "lexical" })
           const store = yield* IndexStore
           yield* store.documents
-        }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+        }).pipe(Effect.provide(layerSqlite(file)))
       )
       assert.strictEqual(error._tag, "IndexCorrupt")
     }).pipe(Effect.provide(Base))
@@ -175,7 +174,7 @@ describe("the SQLite index file", () => {
               yield* Deferred.await(release)
             })
           )
-        }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+        }).pipe(Effect.provide(layerSqlite(file)))
       )
       yield* Deferred.await(writing)
       const during = yield* queryFile(file)
@@ -203,11 +202,11 @@ describe("the SQLite index file", () => {
         const first = yield* Effect.forkChild(
           IndexStore.use((store) =>
             store.transaction(() => Effect.andThen(Deferred.succeed(writing, undefined), Deferred.await(release)))
-          ).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+          ).pipe(Effect.provide(layerSqlite(file)))
         )
         yield* Deferred.await(writing)
         const error = yield* Effect.flip(
-          indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other"))))
+          indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("other"))))
         )
         assert.strictEqual(error._tag, "IndexBusy")
         yield* Deferred.succeed(release, undefined)
@@ -234,7 +233,7 @@ describe("the SQLite index file", () => {
       )
       const exit = yield* Effect.exit(
         indexPaths(["x"], { batchSize: 1 }).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("new one", "new two", "new three"), failing))
+          Effect.provide(Layer.mergeAll(layerSqlite(file), docs("new one", "new two", "new three"), failing))
         )
       )
       assert.isTrue(exit._tag === "Failure")
@@ -251,14 +250,14 @@ describe("index and query workflows", () => {
       const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(4), overlap: Overlap.make(0), tailPolicy: "drop" })
       const run = (rebuild: boolean) =>
         indexPaths(["x"], { chunker, rebuild }).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+          Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha beta", "gamma")))
         )
       const error = yield* Effect.flip(run(false))
       assert.strictEqual(error._tag, "SettingsChanged")
       assert.include(error.message, "--rebuild")
       const report = yield* run(true)
       assert.deepStrictEqual([report.rebuilt, report.plan.added.length, report.chunks], [true, 2, 3])
-      const manifest = yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      const manifest = yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(layerSqlite(file)))
       assert.strictEqual(Option.getOrThrow(manifest).chunker.chunkSize, 4)
     }).pipe(Effect.provide(Base))
   )
@@ -267,7 +266,7 @@ describe("index and query workflows", () => {
     Effect.gen(function* () {
       const file = yield* builtIndex
       const report = yield* indexPaths(["x"], { dryRun: true }).pipe(
-        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("other")))
+        Effect.provide(Layer.mergeAll(layerSqlite(file), docs("other")))
       )
       assert.deepStrictEqual(report.plan, { added: [], updated: ["d0"], unchanged: [], deleted: ["d1"] })
       assert.strictEqual((yield* queryFile(file)).results.length, 2)
@@ -353,10 +352,10 @@ describe("an index written by an older FuncPipe", () => {
         assert.include(query.message, "--rebuild")
         const update = (rebuild: boolean) =>
           indexPaths(["x"], { rebuild }).pipe(
-            Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+            Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha beta", "gamma")))
           )
         const planned = yield* indexPaths(["x"], { rebuild: true, dryRun: true }).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("alpha beta", "gamma")))
+          Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha beta", "gamma")))
         )
         assert.deepStrictEqual(planned.plan.added, ["d0", "d1"], "a dry run of the rebuild plans it")
         const refused = yield* Effect.flip(update(false))
@@ -395,7 +394,7 @@ describe("segment merges", () => {
                 )
               )
             ),
-            Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs(...bodies(run))))
+            Effect.provide(Layer.mergeAll(layerSqlite(file), docs(...bodies(run))))
           )
         let maxSegments = 0
         for (let run = 0; run < 10; run++) {
@@ -423,11 +422,11 @@ describe("a long-lived reader", () => {
       yield* Effect.gen(function* () {
         assert.deepStrictEqual(yield* answer("gamma"), [["d1", "gamma"]])
         yield* indexPaths(["x"], { rebuild: true }).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("delta gamma", "epsilon")))
+          Effect.provide(Layer.mergeAll(layerSqlite(file), docs("delta gamma", "epsilon")))
         )
         assert.deepStrictEqual(yield* answer("gamma"), [["d0", "delta gamma"]])
         assert.deepStrictEqual(yield* answer("epsilon"), [["d1", "epsilon"]])
-      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      }).pipe(Effect.provide(layerSqlite(file)))
     }).pipe(Effect.provide(Base))
   )
 })
@@ -448,13 +447,13 @@ describe("readers and writers over time", () => {
           const store = yield* IndexStore
           const old = Option.getOrThrow(yield* store.snapshot)
           yield* indexPaths(["x"], { rebuild: true }).pipe(
-            Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("gamma gamma delta", "alpha")))
+            Effect.provide(Layer.mergeAll(layerSqlite(file), docs("gamma gamma delta", "alpha")))
           )
           const fresh = Option.getOrThrow(yield* store.snapshot)
           assert.deepStrictEqual(lexical(old, "alpha"), ["d0"])
           assert.deepStrictEqual(lexical(fresh, "alpha"), ["d1"])
         })
-      ).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      ).pipe(Effect.provide(layerSqlite(file)))
     }).pipe(Effect.provide(Base))
   )
 
@@ -466,9 +465,9 @@ describe("readers and writers over time", () => {
       yield* Effect.gen(function* () {
         assert.deepStrictEqual(yield* answer, ["gamma"])
         for (const suffix of ["", "-wal", "-shm"]) yield* fs.remove(`${file}${suffix}`, { force: true })
-        yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), docs("new gamma"))))
+        yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("new gamma"))))
         assert.deepStrictEqual(yield* answer, ["new gamma"])
-      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      }).pipe(Effect.provide(layerSqlite(file)))
     }).pipe(Effect.provide(Base))
   )
 
@@ -478,7 +477,7 @@ describe("readers and writers over time", () => {
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
       yield* tamper(`${dir}/index.db`, "PRAGMA user_version = 0")
       const report = yield* indexPaths(["x"], { dryRun: true }).pipe(
-        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(`${dir}/index.db`), docs("a", "b")))
+        Effect.provide(Layer.mergeAll(layerSqlite(`${dir}/index.db`), docs("a", "b")))
       )
       assert.deepStrictEqual(report.plan, { added: ["d0", "d1"], updated: [], unchanged: [], deleted: [] })
     }).pipe(Effect.provide(Base))
@@ -491,7 +490,7 @@ describe("readers and writers over time", () => {
       const file = `${dir}/index.db`
       const built = yield* builtIndex
       const manifest = Option.getOrThrow(
-        yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(IndexStore.layerSqlite(built)))
+        yield* IndexStore.use((s) => s.manifest).pipe(Effect.provide(layerSqlite(built)))
       )
       const doc = (body: string) => ({
         docId: "d",
@@ -530,7 +529,7 @@ describe("readers and writers over time", () => {
           (yield* queryIndex("second", 5, { mode: "lexical" })).results.map((r) => r.chunk.text),
           ["second"]
         )
-      }).pipe(Effect.provide(IndexStore.layerSqlite(file)))
+      }).pipe(Effect.provide(layerSqlite(file)))
     }).pipe(Effect.provide(Base))
   )
 })

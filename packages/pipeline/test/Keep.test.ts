@@ -9,6 +9,7 @@ import { indexStatus } from "../src/programs/IndexStatus.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 
 /** A document: id, file it was read from, categories text, title. */
 type Row = readonly [docId: string, source: string, categories: string | null, title: string]
@@ -66,19 +67,19 @@ const tempIndex = Effect.gen(function* () {
 
 const run = (file: string, keep: Rule | undefined, options: IndexOptions = {}, docs = rows) =>
   indexPaths(["/data"], { ...options, ...(keep === undefined ? {} : { keep }) }).pipe(
-    Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), sourceOf(docs)))
+    Effect.provide(Layer.mergeAll(layerSqlite(file), sourceOf(docs)))
   )
 
 const storedIds = (file: string) =>
   IndexStore.use((s) => s.documents).pipe(
     Effect.map((docs) => docs.map((d) => d.docId).sort()),
-    Effect.provide(IndexStore.layerSqlite(file))
+    Effect.provide(layerSqlite(file))
   )
 
 const manifestKeep = (file: string) =>
   IndexStore.use((s) => s.manifest).pipe(
     Effect.map((m) => Option.getOrUndefined(m)?.keep),
-    Effect.provide(IndexStore.layerSqlite(file))
+    Effect.provide(layerSqlite(file))
   )
 
 describe("keep rules at ingest", () => {
@@ -188,9 +189,7 @@ describe("keep rules at ingest", () => {
     Effect.gen(function* () {
       const file = yield* tempIndex
       yield* run(file, eq("categories", "math.NT"))
-      const status = yield* indexStatus().pipe(
-        Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), sourceOf(rows)))
-      )
+      const status = yield* indexStatus().pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), sourceOf(rows))))
       assert.deepStrictEqual([status.documents, status.changed], [2, []])
       assert.deepStrictEqual(status.manifest.keep, eq("categories", "math.NT"))
     }).pipe(Effect.provide(Base))

@@ -11,7 +11,7 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerMemory } from "../src/services/MemoryIndexStore.ts"
 import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/embed/Embed.ts"
 import { cosineSimilarity, rawCosine } from "../src/stages/rank/Cosine.ts"
 import { dedupChunks } from "../src/stages/rank/Dedup.ts"
@@ -241,7 +241,7 @@ describe("parity: retrieval through the index, as the CLI and the server run it"
       size: () => Effect.succeed(0)
     })
   )
-  const indexed = Layer.mergeAll(IndexStore.layerMemory, source, Embedder.layerLocalSha256, NodeServices.layer)
+  const indexed = Layer.mergeAll(layerMemory, source, Embedder.layerLocalSha256, NodeServices.layer)
   // The index cleans a query before embedding it, as it cleans bodies; the spec ranks by the raw text's vector, so a
   // query is compared with the spec's ranking of its cleaned text ("  Graph NE  " with that of "graph ne").
   const byText = new Map(r.queries.map((q) => [q.query_text, q] as const))

@@ -17,6 +17,7 @@ import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerPostgres, parsePgUrl, scrubUrl } from "../src/services/PgIndexStore.ts"
 import { makePartitionReader } from "../src/services/PgPartition.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { shardOf } from "../src/stages/rank/Shards.ts"
 import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
@@ -445,7 +446,7 @@ describePg("the PostgreSQL index", () => {
             results.map((r) => [r.score, r.chunk.start, r.chunk.end])
           )
         )
-        const sqlite = IndexStore.layerSqlite(`${dir}/index.db`)
+        const sqlite = layerSqlite(`${dir}/index.db`)
         const expected = yield* Effect.andThen(write, answers).pipe(Effect.provide(sqlite))
         const got = yield* Effect.andThen(write, answers).pipe(Effect.provide(layerPostgres(url)))
         assert.deepStrictEqual(got, expected)
@@ -475,9 +476,7 @@ describePg("the PostgreSQL index", () => {
               results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text])
             )
         )
-        const expected = yield* Effect.andThen(build, answers).pipe(
-          Effect.provide(IndexStore.layerSqlite(`${dir}/index.db`))
-        )
+        const expected = yield* Effect.andThen(build, answers).pipe(Effect.provide(layerSqlite(`${dir}/index.db`)))
         const got = yield* Effect.andThen(build, answers).pipe(Effect.provide(layerPostgres(url)))
         assert.deepStrictEqual(got, expected)
         assert.strictEqual(expected[0]!.length, 10)

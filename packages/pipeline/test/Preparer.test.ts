@@ -8,7 +8,7 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerMemory } from "../src/services/MemoryIndexStore.ts"
 import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import {
@@ -159,7 +159,7 @@ layer(layerWorkers(script, 2), { timeout: 60_000 })("a shared worker pool", (it)
             return yield* Effect.forEach(["running fox", "stars 😀", "深"], (q) =>
               Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations])
             )
-          }).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerMemory, source, preparer)))
+          }).pipe(Effect.provide(Layer.mergeAll(layerMemory, source, preparer)))
         const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
         const pooled = yield* answers(Layer.succeed(Preparer, yield* Preparer))
         assert.deepStrictEqual(pooled, inline)

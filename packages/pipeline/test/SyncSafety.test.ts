@@ -8,6 +8,7 @@ import { indexPaths } from "../src/programs/IndexRun.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
+import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { PRUNE_FREE_DOCUMENTS, pruneReason } from "../src/stages/index/Sync.ts"
 
 /** A source of documents `[docId, body]`, each on its own line of `file`. */
@@ -43,13 +44,12 @@ const run = (
   paths: ReadonlyArray<string>,
   docs: ReadonlyArray<readonly [string, string]>,
   options: { readonly prune?: boolean; readonly dryRun?: boolean } = {}
-) =>
-  indexPaths(paths, options).pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), lines("in.jsonl", docs))))
+) => indexPaths(paths, options).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), lines("in.jsonl", docs))))
 
 const storedIds = (file: string) =>
   IndexStore.use((s) => s.documents).pipe(
     Effect.map((docs) => docs.map((d) => d.docId).sort()),
-    Effect.provide(IndexStore.layerSqlite(file))
+    Effect.provide(layerSqlite(file))
   )
 
 describe("deleting documents", () => {
@@ -165,9 +165,7 @@ describe("documents an index run cannot index", () => {
       yield* run(file, [dir], [["a", "kept"]])
       const tiny = DocumentSource.layerWith({ maxTextFileBytes: 16 })
       const error = yield* Effect.flip(
-        indexPaths([`${dir}/big.md`], { prune: true }).pipe(
-          Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), tiny))
-        )
+        indexPaths([`${dir}/big.md`], { prune: true }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), tiny)))
       )
       assert.strictEqual(error._tag, "NothingToIndex")
       assert.strictEqual(

@@ -6,7 +6,7 @@ import { Alpha } from "@funcpipe/domain/Config"
 import { parseRule } from "@funcpipe/domain/Rule"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { Effect, Layer, Result } from "effect"
 import { HttpServer } from "effect/http"
 import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
@@ -18,7 +18,7 @@ import { baseUrl, fixtureIndex, send, serverOver } from "./Fixture.ts"
 const inProcess = (file: string, writable = false) =>
   Layer.mergeAll(handlersLayer({ writable }), HttpServer.layerServices).pipe(
     Layer.provideMerge(LiveIndex.layer({ pollMillis: 0 })),
-    Layer.provideMerge(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256, NodeServices.layer))
+    Layer.provideMerge(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, NodeServices.layer))
   )
 
 describe("the API in process", () => {

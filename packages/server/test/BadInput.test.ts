@@ -7,7 +7,7 @@ import { MAX_BATCH } from "@funcpipe/domain/Api"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { Effect, Layer, Redacted } from "effect"
 import { bearsToken } from "../src/Guard.ts"
 import { baseUrl, DOCS, fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
@@ -135,7 +135,7 @@ describe("bad input", () => {
             )
         })
       )
-      yield* putDocuments(DOCS, "test").pipe(Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), other)))
+      yield* putDocuments(DOCS, "test").pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), other)))
       yield* Effect.gen(function* () {
         const answer = yield* post({ text: "moon" })
         assert.deepStrictEqual(

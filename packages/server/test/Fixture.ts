@@ -3,7 +3,7 @@ import { NodeServices } from "@effect/platform-node"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { DEFAULT_MAX_BODY_BYTES, layer, type ServerOptions } from "../src/Server.ts"
@@ -33,9 +33,7 @@ export const DOCS = [
 
 /** Writes `docs` into the index at `file` (as another process would: through its own store). */
 export const writeDocs = (file: string, docs: ReadonlyArray<RawDoc>) =>
-  putDocuments(docs, "test").pipe(
-    Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256))
-  )
+  putDocuments(docs, "test").pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256)))
 
 /** A temporary folder's index file holding `DOCS`; the folder goes with the scope. */
 export const fixtureIndex = Effect.gen(function* () {
@@ -61,7 +59,7 @@ export const testOptions = (overrides: Partial<ServerOptions> = {}): ServerOptio
 /** The server over `file`, with the fetch client for callers. */
 export const serverOver = (file: string, overrides: Partial<ServerOptions> = {}) =>
   Layer.mergeAll(layer(testOptions(overrides)), FetchHttpClient.layer).pipe(
-    Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256, NodeServices.layer))
+    Layer.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, NodeServices.layer))
   )
 
 export const TOKEN = Redacted.make("s3cret-token")

@@ -5,7 +5,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/stages/embed/Embed"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
@@ -107,7 +107,7 @@ describe("shutting down", () => {
         })
       )
       const server = Layer.mergeAll(layer(testOptions()), FetchHttpClient.layer).pipe(
-        Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), slowEmbedder, NodeServices.layer))
+        Layer.provide(Layer.mergeAll(layerSqlite(file), slowEmbedder, NodeServices.layer))
       )
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(server, scope)
@@ -164,7 +164,7 @@ describe("shutting down", () => {
       }).pipe(
         Effect.provide(
           LiveIndex.layer({ pollMillis: 0 }).pipe(
-            Layer.provide(Layer.mergeAll(IndexStore.layerSqlite(file), Embedder.layerLocalSha256))
+            Layer.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256))
           )
         )
       )

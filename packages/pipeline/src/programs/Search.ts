@@ -4,7 +4,7 @@ import type { AnalyzerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
 import { CleanerConfig } from "@funcpipe/domain/Config"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Effect } from "effect"
-import { IndexStore } from "../services/IndexStore.ts"
+import { layerMemory } from "../services/MemoryIndexStore.ts"
 import { prepareQuery } from "../stages/rank/Query.ts"
 import { indexPaths } from "./IndexRun.ts"
 import { type QueryOptions, queryIndex } from "./QueryIndex.ts"
@@ -29,5 +29,5 @@ export const searchPaths = Effect.fn("searchPaths")(function* (
     const report = yield* indexPaths(paths, options)
     const answer = yield* queryIndex(query, topK, options)
     return { ...answer, report } as const
-  }).pipe(Effect.provide(IndexStore.layerMemory))
+  }).pipe(Effect.provide(layerMemory))
 })

@@ -6,8 +6,8 @@ import { createHash } from "node:crypto"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { cacheFileFor } from "./EmbeddingCache.ts"
-import { IndexStore } from "./IndexStore.ts"
 import { isPostgresUrl, scrubUrl } from "./PgUrl.ts"
+import { layerSqlite } from "./SqliteIndexStore.ts"
 
 /**
  * The store of the index at `index`: PostgreSQL for a `postgres://` (or `postgresql://`) URL, else a SQLite file. The
@@ -16,7 +16,7 @@ import { isPostgresUrl, scrubUrl } from "./PgUrl.ts"
 export const layerIndexStore = (index: string) =>
   isPostgresUrl(index)
     ? Layer.unwrap(Effect.promise(() => import("./PgIndexStore.ts")).pipe(Effect.map((pg) => pg.layerPostgres(index))))
-    : IndexStore.layerSqlite(index)
+    : layerSqlite(index)
 
 /** `index` as it may be printed: a URL loses its password. */
 export const showIndex = (index: string): string => (isPostgresUrl(index) ? scrubUrl(index) : index)

@@ -9,7 +9,7 @@ import { Console, Effect, Layer } from "effect"
 import { indexPaths } from "../../src/programs/IndexRun.ts"
 import { DocumentSource } from "../../src/services/DocumentSource.ts"
 import { Embedder } from "../../src/services/Embedder.ts"
-import { IndexStore } from "../../src/services/IndexStore.ts"
+import { layerSqlite } from "../../src/services/SqliteIndexStore.ts"
 
 const [indexFile, corpus, chunkSize, rebuild, pauseAfter] = process.argv.slice(2) as [
   string,
@@ -50,7 +50,7 @@ const chunker = new ChunkerConfig({
 
 indexPaths([corpus], { chunker, rebuild: rebuild === "1" }).pipe(
   Effect.andThen(Console.log("done")),
-  Effect.provide(Layer.mergeAll(IndexStore.layerSqlite(indexFile), DocumentSource.layer, PausingEmbedder)),
+  Effect.provide(Layer.mergeAll(layerSqlite(indexFile), DocumentSource.layer, PausingEmbedder)),
   Effect.provide(NodeServices.layer),
   NodeRuntime.runMain
 )

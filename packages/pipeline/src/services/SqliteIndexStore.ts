@@ -1,0 +1,1373 @@
+/**
+ * The index as one SQLite file laid out for search. Documents and chunk text are rows; search data lives in immutable
+ * segments (chunk lengths as a typed-array blob, vectors and their magnitudes in blocks of typed-array blobs, and
+ * varint-encoded postings per term) with a bitmap of deleted chunks.
+ */
+
+import { randomUUID } from "node:crypto"
+import { existsSync, mkdirSync, statSync } from "node:fs"
+import { dirname } from "node:path"
+import { DatabaseSync, type StatementSync } from "node:sqlite"
+import { inflateRawSync } from "node:zlib"
+import { oneLine } from "@funcpipe/domain/Decode"
+import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
+import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
+import type { Rule } from "@funcpipe/domain/Rule"
+import { Effect, Exit, Layer, Option, Result, Schema, type Scope } from "effect"
+import { type DecodedPostings, decodePostings, encodePostings } from "../stages/index/Postings.ts"
+import { SegmentBuilder } from "../stages/index/Segment.ts"
+import type { PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
+import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
+import { documentTies } from "../stages/rank/Ranker.ts"
+import {
+  cachedPositions,
+  emptyWriter,
+  IndexBusy,
+  IndexCorrupt,
+  IndexStore,
+  IndexTooNew,
+  IndexTooOld,
+  type IndexWriter,
+  isStoreError,
+  NotAnIndex,
+  readSnapshot,
+  type Snapshot,
+  type StoredChunk,
+  StoredDoc,
+  type StoredDocument,
+  type StoredEntry,
+  type StoreError,
+  StoreFailure,
+  spanText,
+  type TermTable,
+  type TransactionOptions,
+  view
+} from "./IndexStore.ts"
+import { pathProblem, systemReason } from "./SystemReason.ts"
+
+/**
+ * The index as one SQLite file at `file` (Node's built-in `node:sqlite`, write-ahead log on). A missing file is an
+ * empty index until the first transaction creates it, with its folder. Reading opens the file read-only and checks
+ * that it is a FuncPipe index of this build's format. Segment data is immutable, so it is cached across snapshots.
+ */
+export const layerSqlite = (file: string) =>
+  Layer.effect(
+    IndexStore,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => makeSqliteStore(file)),
+        (store) => store.close
+      ),
+      (store) => store.service
+    )
+  )
+
+/** 'FPIP': marks a SQLite file as a FuncPipe index. */
+const APPLICATION_ID = 0x46504950
+
+/** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
+const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
+/** How much decoded postings a store keeps for warm queries. */
+const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
+/** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
+const MAX_SMALL_SEGMENTS = 4
+/** How much decompressed document text a generation's caches keep, in UTF-16 units (about 16 MB). */
+const BODY_CACHE_CHARS = 8 * 1024 * 1024
+/** A run flushes its segment once it holds this much, bounding the writer's memory. */
+const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
+
+const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
+  Result.mapError(Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))(json), (error) =>
+    oneLine(error.message)
+  )
+
+const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
+
+const sqliteCode = (error: unknown): number | undefined =>
+  typeof error === "object" && error !== null && "errcode" in error && typeof error.errcode === "number"
+    ? error.errcode & 0xff
+    : undefined
+
+const storeError = (location: string, what: string, error: unknown): StoreError => {
+  if (isStoreError(error)) return error
+  const cause = error
+  switch (sqliteCode(error)) {
+    case 5: // SQLITE_BUSY
+    case 6: // SQLITE_LOCKED
+      return new IndexBusy({ location, cause })
+    case 11: // SQLITE_CORRUPT
+      return new IndexCorrupt({ location, detail: `SQLite reports the file is malformed while ${what}`, cause })
+    case 26: // SQLITE_NOTADB
+      return new NotAnIndex({ location, cause })
+    case 13: // SQLITE_FULL
+      return new StoreFailure({ location, reason: "no space left on device; nothing was changed", cause })
+    case 3: // SQLITE_PERM
+    case 8: // SQLITE_READONLY
+    case 23: // SQLITE_AUTH
+      return new StoreFailure({ location, reason: "permission denied (the file or its folder is read-only)", cause })
+    case 10: // SQLITE_IOERR
+    case 14: // SQLITE_CANTOPEN
+      // SQLite does not say why; the path usually does (a directory, a missing folder, a file in the way).
+      return new StoreFailure({
+        location,
+        reason:
+          pathProblem(location) ??
+          (sqliteCode(error) === 14 ? "the file cannot be opened" : "the disk reported an input/output error"),
+        cause
+      })
+    default:
+      return new StoreFailure({
+        location,
+        reason: `${what}: ${error instanceof Error ? error.message : String(error)}`,
+        cause
+      })
+  }
+}
+
+/** The file's layout version, or 0 for an empty file; fails for another program's database or a newer layout. */
+const checkFile = (location: string, db: DatabaseSync): number => {
+  const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n
+  const appId = (db.prepare("PRAGMA application_id").get() as { application_id: number }).application_id
+  const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
+  if (tables > 0 && appId !== APPLICATION_ID) throw new NotAnIndex({ location })
+  if (version > FORMAT_VERSION) throw new IndexTooNew({ location, found: version, supported: FORMAT_VERSION })
+  return tables === 0 ? 0 : version
+}
+
+/**
+ * Opens the file read-only. In a folder this process may not write (where SQLite cannot make its shared-memory file)
+ * the file is opened as immutable, which is right for an index nobody is writing. An older layout is refused with
+ * `IndexTooOld` unless `olderLayout` allows it (a dry run reads only its manifest).
+ */
+const openReader = (location: string, olderLayout = false): DatabaseSync => {
+  let db: DatabaseSync
+  try {
+    db = new DatabaseSync(location, { readOnly: true, timeout: 2000 })
+    db.prepare("SELECT count(*) FROM sqlite_master").get()
+  } catch (error) {
+    const code = sqliteCode(error)
+    if (code !== 8 && code !== 14) throw error // SQLITE_READONLY, SQLITE_CANTOPEN
+    db = new DatabaseSync(`file:${encodeURI(location).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, {
+      readOnly: true
+    })
+  }
+  try {
+    const version = checkFile(location, db)
+    if (version > 0 && version < FORMAT_VERSION && !olderLayout) {
+      throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
+    }
+    return db
+  } catch (error) {
+    db.close()
+    throw error
+  }
+}
+
+/**
+ * The statements of the read path, prepared once per connection: a warm query runs a dozen small statements, and
+ * compiling them again for every query cost about as much as running them.
+ */
+const statements = new WeakMap<DatabaseSync, Map<string, StatementSync>>()
+const statement = (db: DatabaseSync, sql: string): StatementSync => {
+  let known = statements.get(db)
+  if (known === undefined) statements.set(db, (known = new Map()))
+  let prepared = known.get(sql)
+  if (prepared === undefined) known.set(sql, (prepared = db.prepare(sql)))
+  return prepared
+}
+
+const hasTables = (db: DatabaseSync) =>
+  (statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'meta'").get() as { n: number }).n > 0
+
+/** A value of the `meta` table, or `undefined` (also for a file with no tables yet). */
+const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
+  if (!hasTables(db)) return undefined
+  const row = statement(db, "SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined
+  return row?.value
+}
+
+/** The stored manifest, `None` before the first run; one that does not decode is `IndexCorrupt` (thrown). */
+const manifestIn = (location: string, db: DatabaseSync): Option.Option<IndexManifest> => {
+  const json = readMetaIn(db, "manifest")
+  if (json === undefined) return Option.none()
+  const decoded = decodeManifest(json)
+  if (Result.isFailure(decoded)) throw new IndexCorrupt({ location, detail: `manifest: ${decoded.failure}` })
+  return Option.some(decoded.success)
+}
+
+const createTables = (db: DatabaseSync): void => {
+  db.exec(`
+    PRAGMA application_id = ${APPLICATION_ID};
+    PRAGMA user_version = ${FORMAT_VERSION};
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta (key, value) VALUES ('generation', '${randomUUID()}');
+    CREATE TABLE documents (
+      id INTEGER PRIMARY KEY,
+      doc_id TEXT NOT NULL UNIQUE,
+      source TEXT NOT NULL,
+      title TEXT NOT NULL,
+      categories TEXT,
+      hash TEXT NOT NULL,
+      first INTEGER NOT NULL,
+      chunks INTEGER NOT NULL
+    );
+    CREATE TABLE bodies (doc INTEGER PRIMARY KEY, body BLOB NOT NULL);
+    CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL);
+    CREATE TABLE segments (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      base INTEGER NOT NULL,
+      count INTEGER NOT NULL,
+      live INTEGER NOT NULL,
+      live_length INTEGER NOT NULL,
+      version INTEGER NOT NULL,
+      lengths BLOB NOT NULL,
+      block_rows INTEGER NOT NULL,
+      deleted BLOB
+    );
+    CREATE TABLE vectors (id INTEGER PRIMARY KEY, magnitudes BLOB NOT NULL, data BLOB NOT NULL);
+    CREATE TABLE postings (
+      segment INTEGER NOT NULL,
+      term TEXT NOT NULL,
+      df INTEGER NOT NULL,
+      data BLOB NOT NULL,
+      PRIMARY KEY (segment, term)
+    ) WITHOUT ROWID;
+  `)
+}
+
+const dropTables = (db: DatabaseSync): void => {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all()
+  for (const row of tables) db.exec(`DROP TABLE IF EXISTS "${String((row as { name: string }).name)}"`)
+}
+
+/** A segment's row without its blobs. */
+interface SegmentRow {
+  readonly id: number
+  readonly base: number
+  readonly count: number
+  readonly live: number
+  readonly liveLength: number
+  readonly version: number
+  /** Rows per vector block. */
+  readonly blockRows: number
+}
+
+/** A segment's immutable columns, decoded once (vector blocks only when a query needs them) and cached by segment id. */
+interface SegmentColumns {
+  readonly lengths: Uint32Array
+  readonly blocks: Map<number, { readonly vectors: Float64Array; readonly magnitudes: Float64Array }>
+}
+
+/**
+ * Vectors are stored in blocks of about 512 KiB: a vector query reads every block, a result reads the one block that
+ * holds its row. Block `b` of segment `s` is row `s · 2^20 + b` of the `vectors` table.
+ */
+const VECTOR_BLOCK_BYTES = 512 * 1024
+const blockRowsFor = (dimensions: number) => Math.max(1, Math.floor(VECTOR_BLOCK_BYTES / (8 * dimensions)))
+const BLOCKS_PER_SEGMENT = 2 ** 20
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** Whether bit `i` of a deleted-chunks bitmap is set (chunk `i` of its segment is deleted). */
+const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
+
+/** A reader's caches for one generation of the file (see `makeSqliteStore`). */
+interface Caches {
+  readonly generation: string
+  readonly columns: Map<number, SegmentColumns>
+  readonly deleted: Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>
+  layout:
+    | { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined }
+    | undefined
+  /**
+   * Decoded postings by segment and term (`null`: the segment lacks the term), least recently used first, up to
+   * `POSTINGS_CACHE_BYTES`: a warm query for frequent terms skips reading and decoding them.
+   */
+  readonly postings: Map<string, DecodedPostings | null>
+  postingBytes: number
+  /**
+   * The documents as query filters read them, for one layout (the same segments and deletions mean the same documents
+   * at the same positions), with the positions of recently used rules by their JSON form, least recently used first.
+   */
+  filters:
+    | { readonly signature: string; readonly table: TableFilter; readonly results: Map<string, PositionFilter> }
+    | undefined
+  /**
+   * Chunk rows as results and ties read them, by segment id and ordinal (segment ids are never reused within a
+   * generation, and a segment's chunks never change), up to `ROW_CACHE_ENTRIES`: a server answering similar queries
+   * reads each row once instead of once per query.
+   */
+  readonly rows: Map<number, ChunkRow>
+  /**
+   * Decompressed bodies by segment id and document row, oldest first, up to `BODY_CACHE_CHARS`. A document's chunks
+   * live in one segment and a new version of it goes to a new segment, so within a segment a document row always
+   * names the same text. Results of successive queries often share documents, and inflating a body costs more than
+   * scoring a query's postings.
+   */
+  readonly bodies: Map<string, string>
+  bodyChars: number
+}
+
+/** A chunk's row: its document's id, title and row number, and its span. */
+interface ChunkRow {
+  readonly docId: string
+  readonly title: string
+  readonly doc: number
+  readonly start: number
+  readonly end: number
+}
+
+/** How many chunk rows a generation's cache keeps (about 100 bytes each); it starts over when full. */
+const ROW_CACHE_ENTRIES = 100_000
+
+/** The SQLite store over `file` and what closes its connections (see `layerSqlite`). */
+export const makeSqliteStore = (file: string) => {
+  const location = file
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  /**
+   * What readers cache of one build (generation) of the file. Segment ids are unique within a generation and
+   * segments never change, so cached columns stay valid; a snapshot keeps the caches of its own generation, so an
+   * old snapshot still open across a rebuild cannot fill the new generation's caches with old data.
+   */
+  let current: Caches | undefined
+  const cachesFor = (generation: string): Caches =>
+    current?.generation === generation
+      ? current
+      : (current = {
+          generation,
+          columns: new Map(),
+          deleted: new Map(),
+          layout: undefined,
+          postings: new Map(),
+          postingBytes: 0,
+          bodies: new Map(),
+          bodyChars: 0,
+          filters: undefined,
+          rows: new Map()
+        })
+  const cachePostings = (caches: Caches, key: string, decoded: DecodedPostings | null) => {
+    caches.postings.set(key, decoded)
+    caches.postingBytes += 64 + (decoded === null ? 0 : decoded.ordinals.byteLength * 2)
+    for (const [old, value] of caches.postings) {
+      if (caches.postingBytes <= POSTINGS_CACHE_BYTES) break
+      caches.postings.delete(old)
+      caches.postingBytes -= 64 + (value === null ? 0 : value.ordinals.byteLength * 2)
+    }
+  }
+
+  const exists = Effect.sync(() => existsSync(file))
+
+  /**
+   * Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction), with the
+   * file they opened: a file deleted and made again is another file, which an old connection would never see.
+   */
+  const idle: Array<DatabaseSync> = []
+  const identityOf = () => {
+    const info = statSync(file, { throwIfNoEntry: false })
+    return info === undefined ? "" : `${info.dev}:${info.ino}`
+  }
+  const identities = new WeakMap<DatabaseSync, string>()
+  const acquireReader = (): DatabaseSync => {
+    const identity = identityOf()
+    let db: DatabaseSync | undefined
+    for (let next = idle.pop(); next !== undefined; next = idle.pop()) {
+      if (identities.get(next) === identity) {
+        db = next
+        break
+      }
+      next.close()
+    }
+    if (db === undefined) {
+      db = openReader(location)
+      identities.set(db, identity)
+    }
+    try {
+      db.exec("BEGIN")
+      return db
+    } catch (error) {
+      db.close()
+      throw error
+    }
+  }
+  const releaseReader = (db: DatabaseSync): void => {
+    if (!db.isOpen) return
+    try {
+      if (db.isTransaction) db.exec("COMMIT")
+      idle.push(db)
+    } catch {
+      db.close()
+    }
+  }
+  /** The connection `version` polls, outside any transaction, with the file it opened. */
+  let watcher: { readonly db: DatabaseSync; readonly identity: string } | undefined
+  const closeReaders = Effect.sync(() => {
+    for (const db of idle.splice(0)) if (db.isOpen) db.close()
+    if (watcher?.db.isOpen === true) watcher.db.close()
+    watcher = undefined
+  })
+
+  // SQLite's data_version changes when another connection (in any process) commits to the file; a file made again
+  // is another file, which the old connection would never see, so the file's identity is part of the token.
+  const version = Effect.try({
+    try: () => {
+      const identity = identityOf()
+      if (identity === "") return "none"
+      if (watcher?.identity !== identity) {
+        if (watcher?.db.isOpen === true) watcher.db.close()
+        watcher = undefined
+        watcher = { db: openReader(location), identity }
+      }
+      const row = watcher.db.prepare("PRAGMA data_version").get() as { data_version: number }
+      return `${identity}:${row.data_version}`
+    },
+    catch: (error) => storeError(location, "checking for changes", error)
+  })
+
+  const checkpoint = Effect.sync(() => {
+    if (identityOf() === "") return
+    let db: DatabaseSync | undefined
+    try {
+      db = new DatabaseSync(location, { timeout: 0 })
+      db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(PASSIVE)")
+    } catch {
+      // A read-only file or folder, or a writer at work: the next chance will do.
+    } finally {
+      if (db?.isOpen === true) db.close()
+    }
+  })
+
+  /** Runs `f` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
+  const reading = <A>(what: string, f: (db: DatabaseSync) => A): Effect.Effect<Option.Option<A>, StoreError> =>
+    Effect.flatMap(exists, (present) =>
+      !present
+        ? Effect.succeedNone
+        : Effect.try({
+            try: () => {
+              const db = acquireReader()
+              try {
+                return Option.some(f(db))
+              } finally {
+                releaseReader(db)
+              }
+            },
+            catch: (error) => storeError(location, what, error)
+          })
+    )
+
+  const manifest = Effect.map(
+    reading("reading the manifest", (db) => manifestIn(location, db)),
+    Option.flatten
+  )
+
+  const roots = Effect.map(
+    reading("reading the indexed paths", (db) => rootsIn(location, db)),
+    Option.getOrElse((): ReadonlyArray<string> => [])
+  )
+
+  const documents = Effect.map(
+    reading("reading documents", (db) => {
+      if (!hasTables(db)) return []
+      const rows = db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all()
+      const decode = Schema.decodeUnknownResult(StoredDoc)
+      return rows.map((row) => {
+        const r = row as Record<string, unknown>
+        const decoded = decode({
+          docId: r["doc_id"],
+          source: r["source"],
+          title: r["title"],
+          categories: r["categories"],
+          hash: r["hash"],
+          chunks: r["chunks"]
+        })
+        if (Result.isFailure(decoded))
+          throw corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
+        return decoded.success
+      })
+    }),
+    Option.getOrElse((): ReadonlyArray<StoredDoc> => [])
+  )
+
+  const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
+    statement(db, "SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base")
+      .all()
+      .map((row) => {
+        const r = row as Record<string, unknown>
+        const [id, base, count, live, liveLength, version, blockRows] = [
+          r["id"],
+          r["base"],
+          r["count"],
+          r["live"],
+          r["live_length"],
+          r["version"],
+          r["block_rows"]
+        ]
+        if (
+          typeof id !== "number" ||
+          typeof base !== "number" ||
+          typeof count !== "number" ||
+          typeof live !== "number" ||
+          typeof liveLength !== "number" ||
+          typeof version !== "number" ||
+          typeof blockRows !== "number" ||
+          count < 1 ||
+          live < 0 ||
+          live > count ||
+          blockRows < 1
+        )
+          throw corrupt(`segment ${String(id)} has invalid counts`)
+        return { id, base, count, live, liveLength, version, blockRows }
+      })
+
+  const columnsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
+    const cached = caches.columns.get(segment.id)
+    if (cached !== undefined) return cached
+    const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as
+      | { lengths: unknown }
+      | undefined
+    const lengths = row?.lengths
+    if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
+      throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
+    }
+    const columns: SegmentColumns = {
+      lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)),
+      blocks: new Map()
+    }
+    caches.columns.set(segment.id, columns)
+    return columns
+  }
+
+  /** Block `block` of a segment's vectors and magnitudes, read and checked once. */
+  const vectorBlock = (
+    db: DatabaseSync,
+    segment: SegmentRow,
+    dimensions: number,
+    columns: SegmentColumns,
+    block: number
+  ) => {
+    const cached = columns.blocks.get(block)
+    if (cached !== undefined) return cached
+    const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
+    const row = statement(db, "SELECT magnitudes, data FROM vectors WHERE id = ?").get(
+      segment.id * BLOCKS_PER_SEGMENT + block
+    ) as { magnitudes: unknown; data: unknown } | undefined
+    if (!(row?.data instanceof Uint8Array) || row.data.byteLength !== rows * dimensions * 8) {
+      throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+    }
+    if (!(row.magnitudes instanceof Uint8Array) || row.magnitudes.byteLength !== rows * 8) {
+      throw corrupt(`segment ${segment.id} has vector magnitudes of the wrong size`)
+    }
+    const vectors = view(row.data, 8, (b, o, n) => new Float64Array(b, o, n))
+    const magnitudes = view(row.magnitudes, 8, (b, o, n) => new Float64Array(b, o, n))
+    // Integrity checks once per block, so the scan itself needs none.
+    // x · 0 is 0 for every finite x and NaN for NaN and ±Infinity, so one sum checks the whole block.
+    let check = 0
+    for (let i = 0; i < vectors.length; i++) check += vectors[i]! * 0
+    if (check !== 0) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    for (let i = 0; i < magnitudes.length; i++) {
+      if (!(magnitudes[i]! >= 0 && magnitudes[i]! < Infinity))
+        throw corrupt(`segment ${segment.id} has a vector magnitude that is not finite`)
+    }
+    const loaded = { vectors, magnitudes }
+    columns.blocks.set(block, loaded)
+    return loaded
+  }
+
+  const deletedOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
+    if (segment.live === segment.count) return undefined
+    const cached = caches.deleted.get(segment.id)
+    if (cached !== undefined && cached.version === segment.version) return cached.bits
+    const row = statement(db, "SELECT deleted FROM segments WHERE id = ?").get(segment.id) as
+      | { deleted: unknown }
+      | undefined
+    const bits = row?.deleted
+    if (!(bits instanceof Uint8Array) || bits.byteLength !== Math.ceil(segment.count / 8)) {
+      throw corrupt(`segment ${segment.id} has a damaged list of deleted chunks`)
+    }
+    let live = 0
+    for (let i = 0; i < segment.count; i++) if (!isDeleted(bits, i)) live++
+    if (live !== segment.live) throw corrupt(`segment ${segment.id} counts ${segment.live} live chunks but has ${live}`)
+    caches.deleted.set(segment.id, { version: segment.version, bits })
+    return bits
+  }
+
+  /**
+   * `f`, with what SQLite throws while it runs turned into the store's errors, as the `Snapshot` contract asks (the
+   * store's own errors pass as they are): one try per call of a snapshot function, none per row read.
+   */
+  const sqliteReads =
+    <I extends ReadonlyArray<unknown>, A>(f: (...input: I) => A) =>
+    (...input: I): A => {
+      try {
+        return f(...input)
+      } catch (error) {
+        throw sqliteCode(error) === undefined ? error : storeError(location, "reading", error)
+      }
+    }
+  /** Reads the text of a `keyOf` key, when a comparison first needs it. */
+  const keyText = sqliteReads((read: () => string) => read())
+
+  /** Builds the snapshot's view over the segments of one read transaction on `db`. */
+  const snapshotOf = (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
+    // Segment ids are unique within one build of the file; a rebuild (here or by another process) starts a new
+    // generation whose ids may repeat, so the caches start afresh.
+    const caches = cachesFor(readMetaIn(db, "generation") ?? "")
+    const dimensions = manifestValue.dimensions
+    const segments = segmentRows(db)
+    const offsets: Array<number> = []
+    let positions = 0
+    let liveChunks = 0
+    let liveLength = 0
+    for (const segment of segments) {
+      offsets.push(positions)
+      positions += segment.count
+      liveChunks += segment.live
+      liveLength += segment.liveLength
+    }
+    // The concatenated lengths and deletions depend only on the segments and their versions: reuse them while those
+    // stay the same, so a warm query does not copy them again.
+    const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
+    if (caches.layout?.signature !== signature) {
+      const lengths = new Uint32Array(positions)
+      let deleted: Uint8Array | undefined
+      segments.forEach((segment, s) => {
+        const columns = columnsOf(caches, db, segment)
+        lengths.set(columns.lengths, offsets[s]!)
+        const bits = deletedOf(caches, db, segment)
+        if (bits === undefined) return
+        deleted ??= new Uint8Array(positions)
+        for (let i = 0; i < segment.count; i++) if (isDeleted(bits, i)) deleted[offsets[s]! + i] = 1
+      })
+      caches.layout = { signature, lengths, deleted }
+      // Segments merged away or deleted since are no longer needed.
+      const listed = new Set(segments.map((g) => g.id))
+      for (const id of caches.columns.keys()) if (!listed.has(id)) caches.columns.delete(id)
+      for (const id of caches.deleted.keys()) if (!listed.has(id)) caches.deleted.delete(id)
+    }
+    const { deleted, lengths } = caches.layout
+
+    const segmentAt = (position: number): number => {
+      let lo = 0
+      let hi = segments.length - 1
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1
+        if (offsets[mid]! <= position) lo = mid
+        else hi = mid - 1
+      }
+      if (segments.length === 0 || position < 0 || position >= positions)
+        throw corrupt(`no chunk at position ${position}`)
+      return lo
+    }
+
+    const postingsStatement = statement(db, "SELECT df, data FROM postings WHERE segment = ? AND term = ?")
+    const postings = (term: string): ReadonlyArray<TermBlock> => {
+      const blocks: Array<TermBlock> = []
+      segments.forEach((segment, s) => {
+        const key = `${segment.id} ${term}`
+        let decoded = caches.postings.get(key)
+        if (decoded === undefined) {
+          const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
+          decoded =
+            row === undefined
+              ? null
+              : typeof row.df === "number" && row.data instanceof Uint8Array
+                ? (decodePostings(row.data, row.df, segment.count) ?? undefined)
+                : undefined
+          if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+          cachePostings(caches, key, decoded)
+        } else {
+          // Most recently used last, so eviction takes the least recently used first.
+          caches.postings.delete(key)
+          caches.postings.set(key, decoded)
+        }
+        if (decoded !== null) blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
+      })
+      return blocks
+    }
+
+    let blocks: ReadonlyArray<VectorBlock> | undefined
+    const vectorBlocks = () =>
+      (blocks ??= segments.flatMap((segment, s) => {
+        const columns = columnsOf(caches, db, segment)
+        return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
+          const { magnitudes, vectors } = vectorBlock(db, segment, dimensions, columns, b)
+          return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
+        })
+      }))
+
+    const chunkStatement = statement(
+      db,
+      'SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c."end" AS "end" ' +
+        "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
+    )
+    const bodyStatement = statement(db, "SELECT body FROM bodies WHERE doc = ?")
+    const bodyOf = (segment: number, doc: number): string => {
+      const key = `${segment}:${doc}`
+      let body = caches.bodies.get(key)
+      if (body !== undefined) return body
+      const blob = (bodyStatement.get(doc) as { body: unknown } | undefined)?.body
+      if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
+      try {
+        body = utf8.decode(inflateRawSync(blob))
+      } catch {
+        throw corrupt(`the text of document ${doc} does not decompress`)
+      }
+      caches.bodies.set(key, body)
+      caches.bodyChars += body.length
+      for (const [old, text] of caches.bodies) {
+        if (caches.bodyChars <= BODY_CACHE_CHARS) break
+        caches.bodies.delete(old)
+        caches.bodyChars -= text.length
+      }
+      return body
+    }
+    const rowAt = (position: number) => {
+      const s = segmentAt(position)
+      // A number, not a string: no allocation per lookup (a segment holds far fewer than 2^32 chunks).
+      const key = segments[s]!.id * 2 ** 32 + position - offsets[s]!
+      const cached = caches.rows.get(key)
+      if (cached !== undefined) {
+        const { doc, docId, end, start, title } = cached
+        return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
+      }
+      const id = segments[s]!.base + position - offsets[s]!
+      const row = chunkStatement.get(id) as Record<string, unknown> | undefined
+      const docId = row?.["doc_id"]
+      const title = row?.["title"]
+      const doc = row?.["doc"]
+      const start = row?.["start"]
+      const end = row?.["end"]
+      if (
+        typeof docId !== "string" ||
+        typeof title !== "string" ||
+        typeof doc !== "number" ||
+        typeof start !== "number" ||
+        typeof end !== "number"
+      ) {
+        throw corrupt(`chunk ${id} is missing or unreadable`)
+      }
+      if (caches.rows.size >= ROW_CACHE_ENTRIES) caches.rows.clear()
+      caches.rows.set(key, { docId, title, doc, start, end })
+      return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
+    }
+    const keyOf = (position: number): RankKey => {
+      const { docId, end, start, text } = rowAt(position)
+      // Doc id, start and end already tell chunks apart; the text is only read if a comparison ever gets to it.
+      let cached: string | undefined
+      return {
+        score: 0,
+        docId,
+        start,
+        end,
+        get text() {
+          return (cached ??= keyText(text))
+        }
+      }
+    }
+    const chunkAt = (position: number): StoredChunk => {
+      const { docId, end, s, start, text: textOf, title } = rowAt(position)
+      const text = textOf()
+      const row = position - offsets[s]!
+      const segment = segments[s]!
+      const { vectors } = vectorBlock(
+        db,
+        segment,
+        dimensions,
+        columnsOf(caches, db, segment),
+        Math.floor(row / segment.blockRows)
+      )
+      const at = (row % segment.blockRows) * dimensions
+      return { docId, title, start, end, text, vector: Array.from(vectors.subarray(at, at + dimensions)) }
+    }
+
+    const documentStatement = statement(
+      db,
+      "SELECT id, doc_id, source, title, categories, hash, first, chunks FROM documents WHERE doc_id = ?"
+    )
+    const spansStatement = statement(db, 'SELECT start, "end" AS "end" FROM chunks WHERE doc = ? ORDER BY id')
+    const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
+    const document = (docId: string): StoredDocument | undefined => {
+      const row = documentStatement.get(docId) as Record<string, unknown> | undefined
+      if (row === undefined) return undefined
+      const decoded = decodeDoc({
+        docId: row["doc_id"],
+        source: row["source"],
+        title: row["title"],
+        categories: row["categories"],
+        hash: row["hash"],
+        chunks: row["chunks"]
+      })
+      if (Result.isFailure(decoded))
+        throw corrupt(`document ${JSON.stringify(docId)}: ${oneLine(decoded.failure.message)}`)
+      const id = row["id"] as number
+      const spans = spansStatement.all(id) as Array<{ start: number; end: number }>
+      if (spans.length !== decoded.success.chunks)
+        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const first = row["first"] as number
+      const segment = segments.find((g) => first >= g.base && first < g.base + g.count)
+      if (spans.length > 0 && segment === undefined)
+        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const body = spans.length === 0 ? "" : bodyOf(segment!.id, id)
+      return {
+        doc: decoded.success,
+        chunks: spans.map(({ end, start }) => ({ start, end, text: spanText(body, start, end) }))
+      }
+    }
+
+    let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
+    const documentsOf = () => {
+      if (docs !== undefined) return docs
+      const docOf = new Int32Array(positions).fill(-1)
+      const ids: Array<string> = []
+      for (const row of db.prepare("SELECT doc_id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
+        const { chunks, doc_id, first } = row as { doc_id: string; first: number; chunks: number }
+        const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
+        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count)
+          throw corrupt("a document's chunks are not in the index")
+        const from = offsets[s]! + first - segments[s]!.base
+        docOf.fill(ids.length, from, from + chunks)
+        ids.push(doc_id)
+      }
+      const byId = ids.map((_, i) => i).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
+      const order = new Int32Array(ids.length)
+      byId.forEach((doc, rank) => {
+        order[doc] = rank
+      })
+      return (docs = { docOf, count: ids.length, order })
+    }
+
+    // The documents with chunks, in id order, as query filters read them: their positions now, a column when a rule
+    // first needs it (read in this snapshot's transaction, which sees the documents the table was made from).
+    const DOCUMENTS_WITH_CHUNKS = "FROM documents WHERE chunks > 0 ORDER BY id"
+    const tableFilter = (): TableFilter => {
+      if (caches.filters?.signature === signature) return caches.filters.table
+      const statement = db.prepare(`SELECT first, chunks ${DOCUMENTS_WITH_CHUNKS}`)
+      statement.setReturnArrays(true)
+      const rows = statement.all() as unknown as Array<Array<unknown>>
+      const first = new Int32Array(rows.length)
+      const chunks = new Int32Array(rows.length)
+      rows.forEach(([at, count], doc) => {
+        if (typeof at !== "number" || typeof count !== "number") throw corrupt("a document's chunks are unreadable")
+        const s = segments.findIndex((g) => at >= g.base && at < g.base + g.count)
+        if (s < 0 || at + count > segments[s]!.base + segments[s]!.count) {
+          throw corrupt("a document's chunks are not in the index")
+        }
+        first[doc] = offsets[s]! + at - segments[s]!.base
+        chunks[doc] = count
+      })
+      const table = new TableFilter({ first, chunks, positions })
+      caches.filters = { signature, table, results: new Map() }
+      return table
+    }
+    const readColumn = (column: TableColumn): ReadonlyArray<string | null> => {
+      const statement = db.prepare(`SELECT ${column} ${DOCUMENTS_WITH_CHUNKS}`)
+      statement.setReturnArrays(true)
+      return (statement.all() as unknown as Array<Array<unknown>>).map(([value]) => {
+        if (typeof value === "string" || (value === null && column === "categories")) return value
+        throw corrupt(`a document's ${column} is unreadable`)
+      })
+    }
+    const filter = (rule: Rule): PositionFilter => {
+      const table = tableFilter()
+      return cachedPositions(caches.filters!.results, rule, (r) => table.positions(r, readColumn))
+    }
+
+    return {
+      manifest: manifestValue,
+      dimensions,
+      positions,
+      liveChunks,
+      averageLength: liveChunks === 0 ? 0 : liveLength / liveChunks,
+      lengths,
+      deleted,
+      postings: sqliteReads(postings),
+      vectorBlocks: sqliteReads(vectorBlocks),
+      keyOf: sqliteReads(keyOf),
+      chunkAt: sqliteReads(chunkAt),
+      document: sqliteReads(document),
+      documents: sqliteReads(documentsOf),
+      tieOrder: () => (docs === undefined ? undefined : documentTies(docs)),
+      filter: sqliteReads(filter)
+    }
+  }
+
+  const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function* () {
+    if (!(yield* exists)) return Option.none()
+    const db = yield* Effect.acquireRelease(
+      Effect.try({ try: acquireReader, catch: (error) => storeError(location, "opening", error) }),
+      (db) => Effect.sync(() => releaseReader(db))
+    )
+    return yield* readSnapshot(
+      location,
+      sqliteReads(() => Option.map(manifestIn(location, db), (m) => snapshotOf(db, m)))
+    )
+  })
+
+  const transaction = <A, E, R>(
+    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+    options: TransactionOptions = {}
+  ) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function* () {
+        const readOnly = options.readOnly === true
+        if (readOnly && !(yield* exists)) {
+          return yield* restore(body(emptyWriter(location)))
+        }
+        if (!readOnly) {
+          yield* Effect.try({
+            try: () => mkdirSync(dirname(file), { recursive: true }),
+            catch: (error) =>
+              new StoreFailure({
+                location,
+                reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`,
+                cause: error
+              })
+          })
+        }
+        const db = yield* Effect.try({
+          try: () => {
+            // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
+            if (readOnly) return openReader(location, true)
+            const db = new DatabaseSync(location, { timeout: 2000 })
+            try {
+              checkFile(location, db)
+              db.exec("PRAGMA journal_mode = WAL")
+              return db
+            } catch (error) {
+              db.close()
+              throw error
+            }
+          },
+          catch: (error) => storeError(location, "opening", error)
+        })
+        const run = <B>(what: string, f: () => B): Effect.Effect<B, StoreError> =>
+          Effect.try({ try: f, catch: (error) => storeError(location, what, error) })
+        const close = Effect.sync(() => {
+          if (!db.isOpen) return
+          if (db.isTransaction) db.exec("ROLLBACK")
+          db.close()
+        })
+        return yield* Effect.gen(function* () {
+          yield* run("starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
+          const version = yield* run("opening", () => checkFile(location, db))
+          if (version === 0 && !readOnly) yield* run("creating the tables", () => createTables(db))
+          const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
+          // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
+          const exit = yield* Effect.exit(
+            restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
+          )
+          if (Exit.isFailure(exit) || readOnly) {
+            yield* close
+            return yield* exit
+          }
+          yield* run("writing the index", writer.finish)
+          yield* run("committing", () => db.exec("COMMIT"))
+          // Fold the write-ahead log into the file, so the file alone is the index (and the log stays small).
+          // Without waiting for readers: one still reading keeps the log until a later checkpoint.
+          yield* Effect.ignore(
+            run("checkpointing", () => db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE)"))
+          )
+          yield* close
+          return exit.value
+        }).pipe(Effect.onError(() => close))
+      })
+    )
+
+  return {
+    service: IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, transaction }),
+    close: closeReaders
+  }
+}
+
+const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
+
+/** The paths the last run read, as stored in `db` (none before the first run). */
+const rootsIn = (location: string, db: DatabaseSync): ReadonlyArray<string> => {
+  const json = readMetaIn(db, "roots")
+  if (json === undefined) return []
+  const parsed = decodeRoots(json)
+  if (Result.isFailure(parsed)) throw new IndexCorrupt({ location, detail: "the list of indexed paths is unreadable" })
+  return parsed.success
+}
+
+/**
+ * Writes inside one SQLite transaction: document and chunk rows as they come, search data into a segment that is
+ * flushed whenever it reaches the memory budget, and deletions as tombstones applied by `finish`. `current` is false
+ * for a file of an older layout, which only `clear` may touch.
+ */
+const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
+  let layoutCurrent = current
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const run = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
+    Effect.try({
+      try: () => {
+        if (!layoutCurrent) {
+          const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
+          throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
+        }
+        return f()
+      },
+      catch: (error) => storeError(location, what, error)
+    })
+
+  let manifestValue: Option.Option<IndexManifest> | undefined
+  let pending: SegmentBuilder | undefined
+  /** True while the index holds no document from before this transaction, so nothing can need replacing. */
+  let fresh: boolean | undefined
+  const statements = new Map<string, StatementSync>()
+  const prepared = (sql: string): StatementSync => {
+    let statement = statements.get(sql)
+    if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)))
+    return statement
+  }
+  /** Deleted chunk ranges per segment id: [first ordinal, count] pairs. */
+  const tombstones = new Map<number, Array<number>>()
+
+  const nextBase = (): number => {
+    const row = db.prepare("SELECT max(base + count) AS next FROM segments").get() as { next: number | null }
+    return row.next ?? 0
+  }
+
+  /**
+   * Writes a new segment's row and vector blocks (`lengths`, `magnitudes` and `vectors` as bytes, `count` chunks of
+   * `dimensions` components, none deleted) and returns its id; the caller writes its postings.
+   */
+  const insertSegment = (
+    base: number,
+    count: number,
+    totalLength: number,
+    dimensions: number,
+    columns: { readonly lengths: Uint8Array; readonly magnitudes: Uint8Array; readonly vectors: Uint8Array }
+  ): number => {
+    const blockRows = blockRowsFor(dimensions)
+    const id = Number(
+      prepared(
+        "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
+      ).run(base, count, count, totalLength, blockRows, columns.lengths).lastInsertRowid
+    )
+    const rowBytes = 8 * dimensions
+    for (let b = 0; b * blockRows < count; b++) {
+      const from = b * blockRows
+      const to = Math.min(from + blockRows, count)
+      prepared("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)").run(
+        id * BLOCKS_PER_SEGMENT + b,
+        columns.magnitudes.subarray(from * 8, to * 8),
+        columns.vectors.subarray(from * rowBytes, to * rowBytes)
+      )
+    }
+    return id
+  }
+
+  /** Removes a segment: its row, vector blocks and postings. */
+  const dropSegment = (id: number) => {
+    prepared("DELETE FROM postings WHERE segment = ?").run(id)
+    prepared("DELETE FROM vectors WHERE id >= ? AND id < ?").run(id * BLOCKS_PER_SEGMENT, (id + 1) * BLOCKS_PER_SEGMENT)
+    prepared("DELETE FROM segments WHERE id = ?").run(id)
+  }
+
+  const insertPostings = (segment: number, term: string, pairs: ArrayLike<number>) =>
+    prepared("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)").run(
+      segment,
+      term,
+      pairs.length / 2,
+      encodePostings(pairs)
+    )
+
+  const flush = () => {
+    if (pending === undefined || pending.count === 0) return
+    const segment = pending
+    const id = insertSegment(segment.base, segment.count, segment.totalLength, segment.dimensions, segment.columns())
+    for (const [term, pairs] of segment.termPostings()) insertPostings(id, term, pairs)
+    pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
+  }
+
+  /**
+   * Maps a vocabulary's term numbers to the pending segment's. The batches of one preparing thread share one growing
+   * vocabulary, so a mapping is kept per vocabulary while the segment stays, and a term's text is looked up once per
+   * segment rather than once per batch.
+   */
+  let mappings = new WeakMap<ReadonlyArray<string>, Int32Array>()
+  let mappedSegment: SegmentBuilder | undefined
+  const termNumbers = (terms: TermTable, segment: SegmentBuilder) => {
+    if (mappedSegment !== segment) {
+      mappings = new WeakMap()
+      mappedSegment = segment
+    }
+    const { vocabulary } = terms
+    let known = mappings.get(vocabulary)
+    if (known === undefined || known.length < vocabulary.length) {
+      const grown = new Int32Array(Math.max(vocabulary.length, 2 * (known?.length ?? 0))).fill(-1)
+      if (known !== undefined) grown.set(known)
+      mappings.set(vocabulary, (known = grown))
+    }
+    const numbers = known
+    return (id: number): number => {
+      let n = numbers[id]!
+      if (n < 0) numbers[id] = n = segment.termId(vocabulary[id]!)
+      return n
+    }
+  }
+
+  const removeChunks = (docId: string, always = false) => {
+    fresh ??= db.prepare("SELECT count(*) AS n FROM documents").get()!["n"] === 0
+    if (fresh && !always) return
+    const row = prepared("SELECT id, first, chunks FROM documents WHERE doc_id = ?").get(docId) as
+      | { id: number; first: number; chunks: number }
+      | undefined
+    if (row === undefined) return
+    // Chunks written earlier in this transaction are still in memory: flush them so they can be deleted like others.
+    if (pending !== undefined && row.chunks > 0 && row.first >= pending.base) flush()
+    if (row.chunks > 0) {
+      const segment = db
+        .prepare("SELECT id, base, count FROM segments WHERE base <= ? ORDER BY base DESC LIMIT 1")
+        .get(row.first) as { id: number; base: number; count: number } | undefined
+      if (segment === undefined || row.first + row.chunks > segment.base + segment.count) {
+        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      }
+      const ranges = tombstones.get(segment.id) ?? []
+      ranges.push(row.first - segment.base, row.chunks)
+      tombstones.set(segment.id, ranges)
+      prepared("DELETE FROM chunks WHERE id >= ? AND id < ?").run(row.first, row.first + row.chunks)
+    }
+    prepared("DELETE FROM bodies WHERE doc = ?").run(row.id)
+    prepared("DELETE FROM documents WHERE id = ?").run(row.id)
+  }
+
+  const applyTombstones = () => {
+    for (const [id, ranges] of tombstones) {
+      const row = db.prepare("SELECT count, live, live_length, deleted, lengths FROM segments WHERE id = ?").get(id) as
+        | { count: number; live: number; live_length: number; deleted: Uint8Array | null; lengths: Uint8Array }
+        | undefined
+      if (row === undefined) throw corrupt(`segment ${id} is missing`)
+      const bits = row.deleted === null ? new Uint8Array(Math.ceil(row.count / 8)) : Uint8Array.from(row.deleted)
+      const lengths = view(row.lengths, 4, (b, o, n) => new Uint32Array(b, o, n))
+      let live = row.live
+      let liveLength = row.live_length
+      for (let r = 0; r < ranges.length; r += 2) {
+        for (let i = ranges[r]!; i < ranges[r]! + ranges[r + 1]!; i++) {
+          if (isDeleted(bits, i)) continue
+          bits[i >> 3] = bits[i >> 3]! | (1 << (i & 7))
+          live--
+          liveLength -= lengths[i]!
+        }
+      }
+      if (live === 0) {
+        dropSegment(id)
+      } else {
+        db.prepare(
+          "UPDATE segments SET live = ?, live_length = ?, deleted = ?, version = version + 1 WHERE id = ?"
+        ).run(live, liveLength, bits, id)
+      }
+    }
+    tombstones.clear()
+  }
+
+  /**
+   * Merges segments, as Lucene's tiered policy does in spirit: a segment more than half deleted, or more small
+   * segments than `MAX_SMALL_SEGMENTS`, makes the sparse and small ones (up to one segment's size of live chunks)
+   * merge into one new segment holding only their live chunks, so deleted chunks stop costing space and time and
+   * queries do not slow down as updates pile up. The documents' chunks get new ids, in the same order.
+   */
+  const mergeSegments = () => {
+    const manifest = manifestValue ?? Option.none()
+    if (Option.isNone(manifest)) return
+    const { dimensions } = manifest.value
+    const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
+    const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<{
+      id: number
+      base: number
+      count: number
+      live: number
+      block_rows: number
+    }>
+    const sparse = (g: (typeof all)[number]) => g.live * 2 < g.count
+    const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks
+    if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return
+    const picked: typeof all = []
+    let live = 0
+    for (const g of all) {
+      if (!(sparse(g) || small(g)) || live + g.live > maxChunks) continue
+      picked.push(g)
+      live += g.live
+    }
+    if (picked.length < 2 && !picked.some(sparse)) return
+
+    // One scan of the documents finds the live documents of every picked segment, in chunk order.
+    const docsOf = new Map<number, Array<{ id: number; first: number; chunks: number }>>(picked.map((g) => [g.id, []]))
+    for (const row of db.prepare("SELECT id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
+      const doc = row as { id: number; first: number; chunks: number }
+      const g = picked.find((g) => doc.first >= g.base && doc.first < g.base + g.count)
+      if (g !== undefined) docsOf.get(g.id)!.push(doc)
+    }
+    const base = nextBase()
+    const lengths = new Uint32Array(live)
+    const magnitudes = new Float64Array(live)
+    const vectors = new Float64Array(live * dimensions)
+    const newOrdinals = new Map<number, Int32Array>()
+    let next = 0
+    let totalLength = 0
+    for (const g of picked) {
+      const row = db.prepare("SELECT lengths, deleted FROM segments WHERE id = ?").get(g.id) as {
+        lengths: Uint8Array
+        deleted: Uint8Array | null
+      }
+      const oldLengths = view(row.lengths, 4, (b, o, n) => new Uint32Array(b, o, n))
+      const map = new Int32Array(g.count).fill(-1)
+      const docs = docsOf.get(g.id)!.sort((a, b) => a.first - b.first)
+      for (const doc of docs) {
+        const first = base + next
+        for (let c = 0; c < doc.chunks; c++) {
+          const ordinal = doc.first - g.base + c
+          if (row.deleted !== null && isDeleted(row.deleted, ordinal)) {
+            throw corrupt(`a live document has a deleted chunk in segment ${g.id}`)
+          }
+          map[ordinal] = next
+          lengths[next] = oldLengths[ordinal]!
+          totalLength += oldLengths[ordinal]!
+          next++
+        }
+        prepared("UPDATE chunks SET id = id + ? WHERE id >= ? AND id < ?").run(
+          first - doc.first,
+          doc.first,
+          doc.first + doc.chunks
+        )
+        prepared("UPDATE documents SET first = ? WHERE id = ?").run(first, doc.id)
+      }
+      for (let b = 0; b * g.block_rows < g.count; b++) {
+        const block = db
+          .prepare("SELECT magnitudes, data FROM vectors WHERE id = ?")
+          .get(g.id * BLOCKS_PER_SEGMENT + b) as { magnitudes: Uint8Array; data: Uint8Array } | undefined
+        if (block === undefined) throw corrupt(`segment ${g.id} is missing a vector block`)
+        const m = view(block.magnitudes, 8, (x, o, n) => new Float64Array(x, o, n))
+        const v = view(block.data, 8, (x, o, n) => new Float64Array(x, o, n))
+        for (let r = 0; r < m.length; r++) {
+          const to = map[b * g.block_rows + r]!
+          if (to < 0) continue
+          magnitudes[to] = m[r]!
+          vectors.set(v.subarray(r * dimensions, (r + 1) * dimensions), to * dimensions)
+        }
+      }
+      newOrdinals.set(g.id, map)
+    }
+    if (next !== live) throw corrupt("the live chunk counts of the merged segments disagree with their documents")
+
+    const id = insertSegment(base, live, totalLength, dimensions, {
+      lengths: new Uint8Array(lengths.buffer),
+      magnitudes: new Uint8Array(magnitudes.buffer),
+      vectors: new Uint8Array(vectors.buffer)
+    })
+    // Each term's postings: the source segments' in base order, remapped, so new ordinals stay increasing.
+    const parts = new Map<string, Array<readonly [segment: number, df: number, data: Uint8Array]>>()
+    for (const g of picked) {
+      for (const row of db.prepare("SELECT term, df, data FROM postings WHERE segment = ?").iterate(g.id)) {
+        const { data, df, term } = row as { term: string; df: number; data: Uint8Array }
+        let list = parts.get(term)
+        if (list === undefined) parts.set(term, (list = []))
+        list.push([g.id, df, data])
+      }
+    }
+    for (const term of [...parts.keys()].sort()) {
+      const pairs: Array<number> = []
+      for (const [segment, df, data] of parts.get(term)!) {
+        const map = newOrdinals.get(segment)!
+        const decoded = decodePostings(data, df, map.length)
+        if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+        for (let i = 0; i < decoded.ordinals.length; i++) {
+          const to = map[decoded.ordinals[i]!]!
+          if (to >= 0) pairs.push(to, decoded.tfs[i]!)
+        }
+      }
+      if (pairs.length > 0) insertPostings(id, term, pairs)
+    }
+    for (const g of picked) dropSegment(g.id)
+  }
+
+  const writer: IndexWriter = {
+    manifest: Effect.try({
+      try: () => (manifestValue ??= manifestIn(location, db)),
+      catch: (error) => storeError(location, "reading the manifest", error)
+    }),
+    // The meta table is the same in every layout, so an older file's paths are read too (for a rebuild's plan).
+    roots: Effect.try({
+      try: () => rootsIn(location, db),
+      catch: (error) => storeError(location, "reading the indexed paths", error)
+    }),
+    storedDocs: run("reading documents", () => {
+      const stored = new Map<string, StoredEntry>()
+      for (const row of db.prepare("SELECT doc_id, hash, source, chunks FROM documents").iterate()) {
+        const r = row as { doc_id: string; hash: string; source: string; chunks: number }
+        stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+      }
+      return stored
+    }),
+    clear: Effect.try({
+      try: () => {
+        dropTables(db)
+        createTables(db)
+        layoutCurrent = true
+        pending = undefined
+        tombstones.clear()
+        manifestValue = Option.none()
+        fresh = true
+        statements.clear()
+      },
+      catch: (error) => storeError(location, "clearing", error)
+    }),
+    deleteDoc: (docId) =>
+      run("deleting a document", () => {
+        fresh = false
+        removeChunks(docId)
+      }),
+    putDoc: (doc, chunks, terms, vectors) =>
+      run("writing a document", () => {
+        removeChunks(doc.docId)
+        const insertDoc = prepared(
+          "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?) " +
+            "ON CONFLICT (doc_id) DO NOTHING"
+        )
+        const insertRow = () => {
+          if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
+          const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
+          return insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, first, chunks.length)
+        }
+        let inserted = insertRow()
+        // In a fresh index the lookup is skipped; a document written twice in one transaction is replaced all the same.
+        if (inserted.changes === 0) {
+          removeChunks(doc.docId, true)
+          inserted = insertRow()
+        }
+        if (chunks.length === 0) return
+        const docRow = inserted.lastInsertRowid
+        prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
+        const insert = prepared('INSERT INTO chunks (id, doc, start, "end") VALUES (?, ?, ?, ?)')
+        const segment = pending!
+        const d = segment.dimensions
+        const numberOf = termNumbers(terms, segment)
+        chunks.forEach((chunk, i) => {
+          const ordinal = segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
+          insert.run(segment.base + ordinal, docRow, chunk.start, chunk.end)
+        })
+        const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
+        if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunks) flush()
+      }),
+    putManifest: (m) =>
+      run("writing the manifest", () => {
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)").run(encodeManifest(m))
+        manifestValue = Option.some(m)
+      }),
+    putRoots: (roots) =>
+      run("writing the indexed paths", () =>
+        db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots))
+      )
+  }
+
+  return {
+    writer,
+    /** Flushes the last segment, applies the deletions and merges segments; called once, just before the commit. */
+    finish: () => {
+      if (!layoutCurrent) return
+      flush()
+      applyTombstones()
+      mergeSegments()
+    }
+  }
+}
