@@ -15,23 +15,18 @@ import { makeSqliteStore } from "./SqliteIndexStore.ts"
  * store on a file in a temporary folder that is removed when the layer is released, so it follows the same contract
  * and keeps memory bounded however much is indexed.
  */
-export const layerMemory = Layer.effect(
+export const layerMemory: Layer.Layer<IndexStore, StoreFailure> = Layer.effect(
   IndexStore,
-  Effect.map(
-    Effect.acquireRelease(
+  Effect.gen(function* () {
+    const dir = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => {
-          const dir = mkdtempSync(join(tmpdir(), "funcpipe-memory-"))
-          return { dir, store: makeSqliteStore(join(dir, "index.db")) }
-        },
+        try: () => mkdtempSync(join(tmpdir(), "funcpipe-memory-")),
         catch: (error) => new StoreFailure({ location: "memory", reason: String(error), cause: error })
       }),
-      ({ dir, store }) =>
-        Effect.andThen(
-          store.close,
-          Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-        )
-    ),
-    ({ store }) => IndexStore.of({ ...store.service, location: "memory" })
-  )
+      // Released after the store, so its connections are closed before the folder goes.
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    )
+    const store = yield* makeSqliteStore(join(dir, "index.db"))
+    return IndexStore.of({ ...store, location: "memory" })
+  })
 )

@@ -13,14 +13,16 @@ import { oneLine } from "@funcpipe/domain/Decode"
 import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
-import { Effect, Exit, Layer, Option, Result, Schema, type Scope } from "effect"
+import { Effect, Layer, Option, Result, Schema, type Scope, ScopedRef } from "effect"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/index/Postings.ts"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { documentTies } from "../stages/rank/Ranker.ts"
 import {
+  type ChunkRecord,
   cachedPositions,
+  type DocRecord,
   emptyWriter,
   IndexBusy,
   IndexCorrupt,
@@ -28,7 +30,6 @@ import {
   IndexTooNew,
   IndexTooOld,
   type IndexWriter,
-  isStoreError,
   NotAnIndex,
   readSnapshot,
   type Snapshot,
@@ -50,17 +51,7 @@ import { pathProblem, systemReason } from "./SystemReason.ts"
  * empty index until the first transaction creates it, with its folder. Reading opens the file read-only and checks
  * that it is a FuncPipe index of this build's format. Segment data is immutable, so it is cached across snapshots.
  */
-export const layerSqlite = (file: string) =>
-  Layer.effect(
-    IndexStore,
-    Effect.map(
-      Effect.acquireRelease(
-        Effect.sync(() => makeSqliteStore(file)),
-        (store) => store.close
-      ),
-      (store) => store.service
-    )
-  )
+export const layerSqlite = (file: string): Layer.Layer<IndexStore> => Layer.effect(IndexStore, makeSqliteStore(file))
 
 /** 'FPIP': marks a SQLite file as a FuncPipe index. */
 const APPLICATION_ID = 0x46504950
@@ -83,13 +74,17 @@ const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
 
 const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
 
+/** SQLite's primary result code in what node:sqlite threw, or `undefined` for anything that is not SQLite's error. */
 const sqliteCode = (error: unknown): number | undefined =>
   typeof error === "object" && error !== null && "errcode" in error && typeof error.errcode === "number"
     ? error.errcode & 0xff
     : undefined
 
-const storeError = (location: string, what: string, error: unknown): StoreError => {
-  if (isStoreError(error)) return error
+/**
+ * The store's error for what SQLite (or the system under it) threw while the store was `what` (say "opening"), with
+ * the original kept as its cause.
+ */
+const sqliteError = (location: string, what: string, error: unknown): StoreError => {
   const cause = error
   switch (sqliteCode(error)) {
     case 5: // SQLITE_BUSY
@@ -124,44 +119,100 @@ const storeError = (location: string, what: string, error: unknown): StoreError 
   }
 }
 
-/** The file's layout version, or 0 for an empty file; fails for another program's database or a newer layout. */
-const checkFile = (location: string, db: DatabaseSync): number => {
-  const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n
-  const appId = (db.prepare("PRAGMA application_id").get() as { application_id: number }).application_id
-  const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
-  if (tables > 0 && appId !== APPLICATION_ID) throw new NotAnIndex({ location })
-  if (version > FORMAT_VERSION) throw new IndexTooNew({ location, found: version, supported: FORMAT_VERSION })
-  return tables === 0 ? 0 : version
-}
+/**
+ * Runs `f`, synchronous calls into SQLite (or the file system) that throw only what those throw, failing with the
+ * store's error for it (`sqliteError`). The store's own failures are raised outside, in Effect code.
+ */
+const sqlite = <A>(location: string, what: string, f: () => A): Effect.Effect<A, StoreError> =>
+  Effect.try({ try: f, catch: (error) => sqliteError(location, what, error) })
+
+/** What tells a FuncPipe index of a layout this build reads from anything else. */
+const fileMarks = (db: DatabaseSync) => ({
+  tables: (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n,
+  appId: (db.prepare("PRAGMA application_id").get() as { application_id: number }).application_id,
+  version: (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
+})
 
 /**
- * Opens the file read-only. In a folder this process may not write (where SQLite cannot make its shared-memory file)
- * the file is opened as immutable, which is right for an index nobody is writing. An older layout is refused with
- * `IndexTooOld` unless `olderLayout` allows it (a dry run reads only its manifest).
+ * The file's layout version, or 0 for an empty file; fails for another program's database, a newer layout and, unless
+ * `olderLayout` allows it, an older one.
  */
-const openReader = (location: string, olderLayout = false): DatabaseSync => {
-  let db: DatabaseSync
+const layoutVersion = Effect.fnUntraced(function* (
+  location: string,
+  what: string,
+  db: DatabaseSync,
+  olderLayout: boolean
+) {
+  const { appId, tables, version } = yield* sqlite(location, what, () => fileMarks(db))
+  if (tables > 0 && appId !== APPLICATION_ID) return yield* new NotAnIndex({ location })
+  if (version > FORMAT_VERSION) return yield* new IndexTooNew({ location, found: version, supported: FORMAT_VERSION })
+  if (version > 0 && version < FORMAT_VERSION && !olderLayout) {
+    return yield* new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
+  }
+  return tables === 0 ? 0 : version
+})
+
+/** Closes a connection, rolling back what it left uncommitted. */
+const closeConnection = (db: DatabaseSync) =>
+  Effect.sync(() => {
+    if (!db.isOpen) return
+    try {
+      if (db.isTransaction) db.exec("ROLLBACK")
+    } catch {
+      // Closing rolls it back all the same.
+    }
+    db.close()
+  })
+
+/** A new read-only connection to the file, or an immutable one where SQLite may not make its shared-memory file. */
+const connectReadOnly = (location: string): DatabaseSync => {
   try {
-    db = new DatabaseSync(location, { readOnly: true, timeout: 2000 })
-    db.prepare("SELECT count(*) FROM sqlite_master").get()
+    const db = new DatabaseSync(location, { readOnly: true, timeout: 2000 })
+    try {
+      db.prepare("SELECT count(*) FROM sqlite_master").get()
+      return db
+    } catch (error) {
+      db.close()
+      throw error
+    }
   } catch (error) {
     const code = sqliteCode(error)
     if (code !== 8 && code !== 14) throw error // SQLITE_READONLY, SQLITE_CANTOPEN
-    db = new DatabaseSync(`file:${encodeURI(location).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, {
+    return new DatabaseSync(`file:${encodeURI(location).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, {
       readOnly: true
     })
   }
-  try {
-    const version = checkFile(location, db)
-    if (version > 0 && version < FORMAT_VERSION && !olderLayout) {
-      throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
-    }
-    return db
-  } catch (error) {
-    db.close()
-    throw error
-  }
 }
+
+/**
+ * Opens the file read-only, for its caller to close. In a folder this process may not write (where SQLite cannot make
+ * its shared-memory file) the file is opened as immutable, which is right for an index nobody is writing. An older
+ * layout is refused with `IndexTooOld` unless `olderLayout` allows it (a dry run reads only its manifest).
+ */
+const openReader = (location: string, what: string, olderLayout = false): Effect.Effect<DatabaseSync, StoreError> =>
+  Effect.flatMap(
+    sqlite(location, what, () => connectReadOnly(location)),
+    (db) =>
+      layoutVersion(location, what, db, olderLayout).pipe(
+        Effect.as(db),
+        Effect.onError(() => closeConnection(db))
+      )
+  )
+
+/**
+ * Opens the file for writing (SQLite makes it when missing), for its caller to close, with the write-ahead log on;
+ * fails for a file that is not a FuncPipe index of a layout this build knows.
+ */
+const openWriter = (location: string): Effect.Effect<DatabaseSync, StoreError> =>
+  Effect.flatMap(
+    sqlite(location, "opening", () => new DatabaseSync(location, { timeout: 2000 })),
+    (db) =>
+      layoutVersion(location, "opening", db, true).pipe(
+        Effect.andThen(sqlite(location, "opening", () => db.exec("PRAGMA journal_mode = WAL"))),
+        Effect.as(db),
+        Effect.onError(() => closeConnection(db))
+      )
+  )
 
 /**
  * The statements of the read path, prepared once per connection: a warm query runs a dozen small statements, and
@@ -186,14 +237,43 @@ const readMetaIn = (db: DatabaseSync, key: string): string | undefined => {
   return row?.value
 }
 
-/** The stored manifest, `None` before the first run; one that does not decode is `IndexCorrupt` (thrown). */
-const manifestIn = (location: string, db: DatabaseSync): Option.Option<IndexManifest> => {
-  const json = readMetaIn(db, "manifest")
-  if (json === undefined) return Option.none()
+/** The stored manifest, `None` before the first run; one that does not decode is `IndexCorrupt`. */
+const manifestIn = Effect.fnUntraced(function* (location: string, what: string, db: DatabaseSync) {
+  const json = yield* sqlite(location, what, () => readMetaIn(db, "manifest"))
+  if (json === undefined) return Option.none<IndexManifest>()
   const decoded = decodeManifest(json)
-  if (Result.isFailure(decoded)) throw new IndexCorrupt({ location, detail: `manifest: ${decoded.failure}` })
+  if (Result.isFailure(decoded)) return yield* new IndexCorrupt({ location, detail: `manifest: ${decoded.failure}` })
   return Option.some(decoded.success)
-}
+})
+
+const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
+
+/** The paths the last run read, as stored in `db` (none before the first run). */
+const rootsIn = Effect.fnUntraced(function* (location: string, what: string, db: DatabaseSync) {
+  const json = yield* sqlite(location, what, () => readMetaIn(db, "roots"))
+  if (json === undefined) return []
+  const parsed = decodeRoots(json)
+  if (Result.isFailure(parsed)) {
+    return yield* new IndexCorrupt({ location, detail: "the list of indexed paths is unreadable" })
+  }
+  return parsed.success
+})
+
+const decodeStoredDoc = Schema.decodeUnknownResult(StoredDoc)
+
+/** A `documents` row decoded as a `StoredDoc`, or why it breaks the rules. */
+const storedDocOf = (row: Record<string, unknown>): Result.Result<StoredDoc, string> =>
+  Result.mapError(
+    decodeStoredDoc({
+      docId: row["doc_id"],
+      source: row["source"],
+      title: row["title"],
+      categories: row["categories"],
+      hash: row["hash"],
+      chunks: row["chunks"]
+    }),
+    (error) => `document ${JSON.stringify(row["doc_id"])}: ${oneLine(error.message)}`
+  )
 
 const createTables = (db: DatabaseSync): void => {
   db.exec(`
@@ -320,8 +400,29 @@ interface ChunkRow {
 /** How many chunk rows a generation's cache keeps (about 100 bytes each); it starts over when full. */
 const ROW_CACHE_ENTRIES = 100_000
 
-/** The SQLite store over `file` and what closes its connections (see `layerSqlite`). */
-export const makeSqliteStore = (file: string) => {
+/** A read-only connection and the file it opened (see `identityOf`). */
+interface Reader {
+  readonly db: DatabaseSync
+  readonly identity: string
+}
+
+/** Idle read-only connections, and whether their store has closed (after which none is kept). */
+interface ReaderPool {
+  readonly idle: Array<Reader>
+  closed: boolean
+}
+
+/** The file at `path` as the system knows it (device and inode), or "" when there is none. */
+const identityOf = (path: string): string => {
+  const info = statSync(path, { throwIfNoEntry: false })
+  return info === undefined ? "" : `${info.dev}:${info.ino}`
+}
+
+/**
+ * The SQLite store over `file` (see `layerSqlite`). Its read-only connections live in a pool that the scope closes;
+ * each read and each transaction holds its connection as a resource of its own.
+ */
+export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
   const location = file
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
   /**
@@ -355,137 +456,127 @@ export const makeSqliteStore = (file: string) => {
     }
   }
 
-  const exists = Effect.sync(() => existsSync(file))
-
   /**
    * Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction), with the
-   * file they opened: a file deleted and made again is another file, which an old connection would never see.
+   * file they opened: a file deleted and made again is another file, which an old connection would never see. Closed
+   * with the store's scope; a connection given back after that is closed instead of kept.
    */
-  const idle: Array<DatabaseSync> = []
-  const identityOf = () => {
-    const info = statSync(file, { throwIfNoEntry: false })
-    return info === undefined ? "" : `${info.dev}:${info.ino}`
+  const pool = yield* Effect.acquireRelease(
+    Effect.sync((): ReaderPool => ({ idle: [], closed: false })),
+    (pool) =>
+      Effect.sync(() => {
+        pool.closed = true
+        for (const { db } of pool.idle.splice(0)) if (db.isOpen) db.close()
+      })
+  )
+  /** An idle connection to the file `identity` names, closing those to files that are gone. */
+  const idleReader = (identity: string): Reader | undefined => {
+    for (let next = pool.idle.pop(); next !== undefined; next = pool.idle.pop()) {
+      if (next.identity === identity) return next
+      next.db.close()
+    }
+    return undefined
   }
-  const identities = new WeakMap<DatabaseSync, string>()
-  const acquireReader = (): DatabaseSync => {
-    const identity = identityOf()
-    let db: DatabaseSync | undefined
-    for (let next = idle.pop(); next !== undefined; next = idle.pop()) {
-      if (identities.get(next) === identity) {
-        db = next
-        break
+  const takeReader = (what: string) =>
+    Effect.gen(function* () {
+      const identity = yield* sqlite(location, what, () => identityOf(file))
+      const reader = idleReader(identity) ?? { db: yield* openReader(location, what), identity }
+      yield* sqlite(location, what, () => reader.db.exec("BEGIN")).pipe(
+        Effect.onError(() => closeConnection(reader.db))
+      )
+      return reader
+    })
+  const giveBack = (reader: Reader) =>
+    Effect.sync(() => {
+      const { db } = reader
+      if (!db.isOpen) return
+      try {
+        if (db.isTransaction) db.exec("COMMIT")
+      } catch {
+        db.close()
+        return
       }
-      next.close()
-    }
-    if (db === undefined) {
-      db = openReader(location)
-      identities.set(db, identity)
-    }
-    try {
-      db.exec("BEGIN")
-      return db
-    } catch (error) {
-      db.close()
-      throw error
-    }
-  }
-  const releaseReader = (db: DatabaseSync): void => {
-    if (!db.isOpen) return
-    try {
-      if (db.isTransaction) db.exec("COMMIT")
-      idle.push(db)
-    } catch {
-      db.close()
-    }
-  }
-  /** The connection `version` polls, outside any transaction, with the file it opened. */
-  let watcher: { readonly db: DatabaseSync; readonly identity: string } | undefined
-  const closeReaders = Effect.sync(() => {
-    for (const db of idle.splice(0)) if (db.isOpen) db.close()
-    if (watcher?.db.isOpen === true) watcher.db.close()
-    watcher = undefined
-  })
+      if (pool.closed) db.close()
+      else pool.idle.push(reader)
+    })
+  /** A pooled read-only connection in a read transaction of its own, given back to the pool when the scope closes. */
+  const reader = (what: string): Effect.Effect<DatabaseSync, StoreError, Scope.Scope> =>
+    Effect.map(Effect.acquireRelease(takeReader(what), giveBack), ({ db }) => db)
+
+  /** The connection `version` polls, outside any transaction, with the file it opened; none until the first poll. */
+  const watcher = yield* ScopedRef.make((): Reader | undefined => undefined)
 
   // SQLite's data_version changes when another connection (in any process) commits to the file; a file made again
   // is another file, which the old connection would never see, so the file's identity is part of the token.
-  const version = Effect.try({
-    try: () => {
-      const identity = identityOf()
-      if (identity === "") return "none"
-      if (watcher?.identity !== identity) {
-        if (watcher?.db.isOpen === true) watcher.db.close()
-        watcher = undefined
-        watcher = { db: openReader(location), identity }
-      }
-      const row = watcher.db.prepare("PRAGMA data_version").get() as { data_version: number }
-      return `${identity}:${row.data_version}`
-    },
-    catch: (error) => storeError(location, "checking for changes", error)
-  })
-
-  const checkpoint = Effect.sync(() => {
-    if (identityOf() === "") return
-    let db: DatabaseSync | undefined
-    try {
-      db = new DatabaseSync(location, { timeout: 0 })
-      db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(PASSIVE)")
-    } catch {
-      // A read-only file or folder, or a writer at work: the next chance will do.
-    } finally {
-      if (db?.isOpen === true) db.close()
+  const version = Effect.gen(function* () {
+    const what = "checking for changes"
+    const identity = yield* sqlite(location, what, () => identityOf(file))
+    if (identity === "") return "none"
+    if ((yield* ScopedRef.get(watcher))?.identity !== identity) {
+      // The old connection closes first, so a file that cannot be opened now leaves none behind.
+      yield* ScopedRef.set(watcher, Effect.succeed(undefined))
+      yield* ScopedRef.set(
+        watcher,
+        Effect.acquireRelease(
+          Effect.map(openReader(location, what), (db): Reader | undefined => ({ db, identity })),
+          (reader) => (reader === undefined ? Effect.void : closeConnection(reader.db))
+        )
+      )
     }
-  })
+    const { db } = (yield* ScopedRef.get(watcher))!
+    const row = yield* sqlite(location, what, () => db.prepare("PRAGMA data_version").get() as { data_version: number })
+    return `${identity}:${row.data_version}`
+  }).pipe(Effect.withSpan("IndexStore.version"))
 
-  /** Runs `f` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
-  const reading = <A>(what: string, f: (db: DatabaseSync) => A): Effect.Effect<Option.Option<A>, StoreError> =>
-    Effect.flatMap(exists, (present) =>
-      !present
-        ? Effect.succeedNone
-        : Effect.try({
-            try: () => {
-              const db = acquireReader()
-              try {
-                return Option.some(f(db))
-              } finally {
-                releaseReader(db)
-              }
-            },
-            catch: (error) => storeError(location, what, error)
-          })
+  const checkpoint = Effect.scoped(
+    Effect.gen(function* () {
+      const what = "checkpointing"
+      if ((yield* sqlite(location, what, () => identityOf(file))) === "") return
+      const db = yield* Effect.acquireRelease(
+        sqlite(location, what, () => new DatabaseSync(location, { timeout: 0 })),
+        closeConnection
+      )
+      yield* sqlite(location, what, () => db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(PASSIVE)"))
+    })
+  ).pipe(
+    // A read-only file or folder, or a writer at work: the next chance will do.
+    Effect.ignore,
+    Effect.withSpan("IndexStore.checkpoint")
+  )
+
+  /** Runs `read` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
+  const reading = <A>(what: string, read: (db: DatabaseSync) => Effect.Effect<A, StoreError>) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        if (!existsSync(file)) return Option.none<A>()
+        return Option.some(yield* read(yield* reader(what)))
+      })
     )
 
-  const manifest = Effect.map(
-    reading("reading the manifest", (db) => manifestIn(location, db)),
-    Option.flatten
+  const manifest = reading("reading the manifest", (db) => manifestIn(location, "reading the manifest", db)).pipe(
+    Effect.map(Option.flatten),
+    Effect.withSpan("IndexStore.manifest")
   )
 
-  const roots = Effect.map(
-    reading("reading the indexed paths", (db) => rootsIn(location, db)),
-    Option.getOrElse((): ReadonlyArray<string> => [])
+  const roots = reading("reading the indexed paths", (db) => rootsIn(location, "reading the indexed paths", db)).pipe(
+    Effect.map(Option.getOrElse((): ReadonlyArray<string> => [])),
+    Effect.withSpan("IndexStore.roots")
   )
 
-  const documents = Effect.map(
-    reading("reading documents", (db) => {
-      if (!hasTables(db)) return []
-      const rows = db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all()
-      const decode = Schema.decodeUnknownResult(StoredDoc)
-      return rows.map((row) => {
-        const r = row as Record<string, unknown>
-        const decoded = decode({
-          docId: r["doc_id"],
-          source: r["source"],
-          title: r["title"],
-          categories: r["categories"],
-          hash: r["hash"],
-          chunks: r["chunks"]
-        })
-        if (Result.isFailure(decoded))
-          throw corrupt(`document ${JSON.stringify(r["doc_id"])}: ${oneLine(decoded.failure.message)}`)
-        return decoded.success
-      })
-    }),
-    Option.getOrElse((): ReadonlyArray<StoredDoc> => [])
-  )
+  const documents = reading("reading documents", (db) =>
+    Effect.gen(function* () {
+      const rows = yield* sqlite(location, "reading documents", () =>
+        hasTables(db) ? db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all() : []
+      )
+      const docs: Array<StoredDoc> = []
+      for (const row of rows) {
+        const decoded = storedDocOf(row as Record<string, unknown>)
+        if (Result.isFailure(decoded)) return yield* corrupt(decoded.failure)
+        docs.push(decoded.success)
+      }
+      return docs
+    })
+  ).pipe(Effect.map(Option.getOrElse((): ReadonlyArray<StoredDoc> => [])), Effect.withSpan("IndexStore.documents"))
 
   const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
     statement(db, "SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base")
@@ -600,7 +691,7 @@ export const makeSqliteStore = (file: string) => {
       try {
         return f(...input)
       } catch (error) {
-        throw sqliteCode(error) === undefined ? error : storeError(location, "reading", error)
+        throw sqliteCode(error) === undefined ? error : sqliteError(location, "reading", error)
       }
     }
   /** Reads the text of a `keyOf` key, when a comparison first needs it. */
@@ -784,20 +875,11 @@ export const makeSqliteStore = (file: string) => {
       "SELECT id, doc_id, source, title, categories, hash, first, chunks FROM documents WHERE doc_id = ?"
     )
     const spansStatement = statement(db, 'SELECT start, "end" AS "end" FROM chunks WHERE doc = ? ORDER BY id')
-    const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
     const document = (docId: string): StoredDocument | undefined => {
       const row = documentStatement.get(docId) as Record<string, unknown> | undefined
       if (row === undefined) return undefined
-      const decoded = decodeDoc({
-        docId: row["doc_id"],
-        source: row["source"],
-        title: row["title"],
-        categories: row["categories"],
-        hash: row["hash"],
-        chunks: row["chunks"]
-      })
-      if (Result.isFailure(decoded))
-        throw corrupt(`document ${JSON.stringify(docId)}: ${oneLine(decoded.failure.message)}`)
+      const decoded = storedDocOf(row)
+      if (Result.isFailure(decoded)) throw corrupt(decoded.failure)
       const id = row["id"] as number
       const spans = spansStatement.all(id) as Array<{ start: number; end: number }>
       if (spans.length !== decoded.success.chunks)
@@ -891,123 +973,101 @@ export const makeSqliteStore = (file: string) => {
   }
 
   const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function* () {
-    if (!(yield* exists)) return Option.none()
-    const db = yield* Effect.acquireRelease(
-      Effect.try({ try: acquireReader, catch: (error) => storeError(location, "opening", error) }),
-      (db) => Effect.sync(() => releaseReader(db))
+    if (!existsSync(file)) return Option.none()
+    const db = yield* reader("opening")
+    const found = yield* manifestIn(location, "reading", db)
+    if (Option.isNone(found)) return Option.none()
+    // The snapshot's columns are read by synchronous code that throws what it finds damaged; this is its boundary.
+    return Option.some(
+      yield* readSnapshot(
+        location,
+        sqliteReads(() => snapshotOf(db, found.value))
+      )
     )
-    return yield* readSnapshot(
-      location,
-      sqliteReads(() => Option.map(manifestIn(location, db), (m) => snapshotOf(db, m)))
+  }).pipe(Effect.withSpan("IndexStore.snapshot"))
+
+  const makeFolder = Effect.try({
+    try: () => mkdirSync(dirname(file), { recursive: true }),
+    catch: (error) =>
+      new StoreFailure({
+        location,
+        reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`,
+        cause: error
+      })
+  })
+
+  const transaction = Effect.fn("IndexStore.transaction")(function* <A, E, R>(
+    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+    options: TransactionOptions = {}
+  ) {
+    const readOnly = options.readOnly === true
+    // Nothing but `body` may be interrupted: a commit, once started, finishes; the connection is always closed.
+    return yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function* () {
+        if (readOnly && !existsSync(file)) return yield* restore(body(emptyWriter(location)))
+        if (!readOnly) yield* makeFolder
+        return yield* Effect.acquireUseRelease(
+          // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
+          readOnly ? openReader(location, "opening", true) : openWriter(location),
+          (db) =>
+            Effect.gen(function* () {
+              yield* sqlite(location, "starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
+              const version = yield* layoutVersion(location, "opening", db, true)
+              if (version === 0 && !readOnly) yield* sqlite(location, "creating the tables", () => createTables(db))
+              const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
+              // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
+              const value = yield* restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
+              if (readOnly) return value
+              yield* writer.finish
+              yield* sqlite(location, "committing", () => db.exec("COMMIT"))
+              // Fold the write-ahead log into the file, so the file alone is the index (and the log stays small).
+              // Without waiting for readers: one still reading keeps the log until a later checkpoint.
+              yield* Effect.ignore(
+                sqlite(location, "checkpointing", () =>
+                  db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE)")
+                )
+              )
+              return value
+            }),
+          // Rolls back what a failed, interrupted or read-only transaction left uncommitted.
+          closeConnection
+        )
+      })
     )
   })
 
-  const transaction = <A, E, R>(
-    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
-    options: TransactionOptions = {}
-  ) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function* () {
-        const readOnly = options.readOnly === true
-        if (readOnly && !(yield* exists)) {
-          return yield* restore(body(emptyWriter(location)))
-        }
-        if (!readOnly) {
-          yield* Effect.try({
-            try: () => mkdirSync(dirname(file), { recursive: true }),
-            catch: (error) =>
-              new StoreFailure({
-                location,
-                reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`,
-                cause: error
-              })
-          })
-        }
-        const db = yield* Effect.try({
-          try: () => {
-            // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
-            if (readOnly) return openReader(location, true)
-            const db = new DatabaseSync(location, { timeout: 2000 })
-            try {
-              checkFile(location, db)
-              db.exec("PRAGMA journal_mode = WAL")
-              return db
-            } catch (error) {
-              db.close()
-              throw error
-            }
-          },
-          catch: (error) => storeError(location, "opening", error)
-        })
-        const run = <B>(what: string, f: () => B): Effect.Effect<B, StoreError> =>
-          Effect.try({ try: f, catch: (error) => storeError(location, what, error) })
-        const close = Effect.sync(() => {
-          if (!db.isOpen) return
-          if (db.isTransaction) db.exec("ROLLBACK")
-          db.close()
-        })
-        return yield* Effect.gen(function* () {
-          yield* run("starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
-          const version = yield* run("opening", () => checkFile(location, db))
-          if (version === 0 && !readOnly) yield* run("creating the tables", () => createTables(db))
-          const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
-          // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
-          const exit = yield* Effect.exit(
-            restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
-          )
-          if (Exit.isFailure(exit) || readOnly) {
-            yield* close
-            return yield* exit
-          }
-          yield* run("writing the index", writer.finish)
-          yield* run("committing", () => db.exec("COMMIT"))
-          // Fold the write-ahead log into the file, so the file alone is the index (and the log stays small).
-          // Without waiting for readers: one still reading keeps the log until a later checkpoint.
-          yield* Effect.ignore(
-            run("checkpointing", () => db.exec("PRAGMA busy_timeout = 0; PRAGMA wal_checkpoint(TRUNCATE)"))
-          )
-          yield* close
-          return exit.value
-        }).pipe(Effect.onError(() => close))
-      })
-    )
-
-  return {
-    service: IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, transaction }),
-    close: closeReaders
-  }
-}
-
-const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
-
-/** The paths the last run read, as stored in `db` (none before the first run). */
-const rootsIn = (location: string, db: DatabaseSync): ReadonlyArray<string> => {
-  const json = readMetaIn(db, "roots")
-  if (json === undefined) return []
-  const parsed = decodeRoots(json)
-  if (Result.isFailure(parsed)) throw new IndexCorrupt({ location, detail: "the list of indexed paths is unreadable" })
-  return parsed.success
-}
+  return IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, transaction })
+})
 
 /**
  * Writes inside one SQLite transaction: document and chunk rows as they come, search data into a segment that is
  * flushed whenever it reaches the memory budget, and deletions as tombstones applied by `finish`. `current` is false
- * for a file of an older layout, which only `clear` may touch.
+ * for a file of an older layout, which only `clear` may touch. The synchronous steps report damage they find by
+ * returning it (an `IndexCorrupt`, or `undefined` when all is well); the effects around them fail with it.
  */
 const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   let layoutCurrent = current
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  /** Fails with `IndexTooOld` while the file has an older layout (until `clear`). */
+  const currentLayout = (what: string) =>
+    Effect.suspend(() =>
+      layoutCurrent
+        ? Effect.void
+        : Effect.flatMap(
+            sqlite(
+              location,
+              what,
+              () => (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
+            ),
+            (found) => Effect.fail(new IndexTooOld({ location, found, supported: FORMAT_VERSION }))
+          )
+    )
+  /** Runs `f`, calls into SQLite, on a file of the current layout. */
   const run = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
-    Effect.try({
-      try: () => {
-        if (!layoutCurrent) {
-          const version = (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
-          throw new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
-        }
-        return f()
-      },
-      catch: (error) => storeError(location, what, error)
-    })
+    Effect.andThen(currentLayout(what), sqlite(location, what, f))
+  /** Runs `f`, a step that returns the damage it found, failing with that damage. */
+  const checked = (what: string, f: () => IndexCorrupt | undefined): Effect.Effect<void, StoreError> =>
+    Effect.flatMap(run(what, f), (damage) => (damage === undefined ? Effect.void : Effect.fail(damage)))
 
   let manifestValue: Option.Option<IndexManifest> | undefined
   let pending: SegmentBuilder | undefined
@@ -1107,13 +1167,14 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
   }
 
-  const removeChunks = (docId: string, always = false) => {
+  /** Removes a document's rows and marks its chunks deleted; returns the damage found, if any. */
+  const removeChunks = (docId: string, always = false): IndexCorrupt | undefined => {
     fresh ??= db.prepare("SELECT count(*) AS n FROM documents").get()!["n"] === 0
-    if (fresh && !always) return
+    if (fresh && !always) return undefined
     const row = prepared("SELECT id, first, chunks FROM documents WHERE doc_id = ?").get(docId) as
       | { id: number; first: number; chunks: number }
       | undefined
-    if (row === undefined) return
+    if (row === undefined) return undefined
     // Chunks written earlier in this transaction are still in memory: flush them so they can be deleted like others.
     if (pending !== undefined && row.chunks > 0 && row.first >= pending.base) flush()
     if (row.chunks > 0) {
@@ -1121,7 +1182,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         .prepare("SELECT id, base, count FROM segments WHERE base <= ? ORDER BY base DESC LIMIT 1")
         .get(row.first) as { id: number; base: number; count: number } | undefined
       if (segment === undefined || row.first + row.chunks > segment.base + segment.count) {
-        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+        return corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
       }
       const ranges = tombstones.get(segment.id) ?? []
       ranges.push(row.first - segment.base, row.chunks)
@@ -1130,14 +1191,16 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
     prepared("DELETE FROM bodies WHERE doc = ?").run(row.id)
     prepared("DELETE FROM documents WHERE id = ?").run(row.id)
+    return undefined
   }
 
-  const applyTombstones = () => {
+  /** Marks the chunks of removed documents deleted, dropping segments left empty; returns the damage found, if any. */
+  const applyTombstones = (): IndexCorrupt | undefined => {
     for (const [id, ranges] of tombstones) {
       const row = db.prepare("SELECT count, live, live_length, deleted, lengths FROM segments WHERE id = ?").get(id) as
         | { count: number; live: number; live_length: number; deleted: Uint8Array | null; lengths: Uint8Array }
         | undefined
-      if (row === undefined) throw corrupt(`segment ${id} is missing`)
+      if (row === undefined) return corrupt(`segment ${id} is missing`)
       const bits = row.deleted === null ? new Uint8Array(Math.ceil(row.count / 8)) : Uint8Array.from(row.deleted)
       const lengths = view(row.lengths, 4, (b, o, n) => new Uint32Array(b, o, n))
       let live = row.live
@@ -1159,17 +1222,19 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       }
     }
     tombstones.clear()
+    return undefined
   }
 
   /**
    * Merges segments, as Lucene's tiered policy does in spirit: a segment more than half deleted, or more small
    * segments than `MAX_SMALL_SEGMENTS`, makes the sparse and small ones (up to one segment's size of live chunks)
    * merge into one new segment holding only their live chunks, so deleted chunks stop costing space and time and
-   * queries do not slow down as updates pile up. The documents' chunks get new ids, in the same order.
+   * queries do not slow down as updates pile up. The documents' chunks get new ids, in the same order. Returns the
+   * damage found, if any.
    */
-  const mergeSegments = () => {
+  const mergeSegments = (): IndexCorrupt | undefined => {
     const manifest = manifestValue ?? Option.none()
-    if (Option.isNone(manifest)) return
+    if (Option.isNone(manifest)) return undefined
     const { dimensions } = manifest.value
     const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
     const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<{
@@ -1181,7 +1246,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }>
     const sparse = (g: (typeof all)[number]) => g.live * 2 < g.count
     const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks
-    if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return
+    if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return undefined
     const picked: typeof all = []
     let live = 0
     for (const g of all) {
@@ -1189,7 +1254,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       picked.push(g)
       live += g.live
     }
-    if (picked.length < 2 && !picked.some(sparse)) return
+    if (picked.length < 2 && !picked.some(sparse)) return undefined
 
     // One scan of the documents finds the live documents of every picked segment, in chunk order.
     const docsOf = new Map<number, Array<{ id: number; first: number; chunks: number }>>(picked.map((g) => [g.id, []]))
@@ -1218,7 +1283,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         for (let c = 0; c < doc.chunks; c++) {
           const ordinal = doc.first - g.base + c
           if (row.deleted !== null && isDeleted(row.deleted, ordinal)) {
-            throw corrupt(`a live document has a deleted chunk in segment ${g.id}`)
+            return corrupt(`a live document has a deleted chunk in segment ${g.id}`)
           }
           map[ordinal] = next
           lengths[next] = oldLengths[ordinal]!
@@ -1236,7 +1301,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         const block = db
           .prepare("SELECT magnitudes, data FROM vectors WHERE id = ?")
           .get(g.id * BLOCKS_PER_SEGMENT + b) as { magnitudes: Uint8Array; data: Uint8Array } | undefined
-        if (block === undefined) throw corrupt(`segment ${g.id} is missing a vector block`)
+        if (block === undefined) return corrupt(`segment ${g.id} is missing a vector block`)
         const m = view(block.magnitudes, 8, (x, o, n) => new Float64Array(x, o, n))
         const v = view(block.data, 8, (x, o, n) => new Float64Array(x, o, n))
         for (let r = 0; r < m.length; r++) {
@@ -1248,7 +1313,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       }
       newOrdinals.set(g.id, map)
     }
-    if (next !== live) throw corrupt("the live chunk counts of the merged segments disagree with their documents")
+    if (next !== live) return corrupt("the live chunk counts of the merged segments disagree with their documents")
 
     const id = insertSegment(base, live, totalLength, dimensions, {
       lengths: new Uint8Array(lengths.buffer),
@@ -1270,7 +1335,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       for (const [segment, df, data] of parts.get(term)!) {
         const map = newOrdinals.get(segment)!
         const decoded = decodePostings(data, df, map.length)
-        if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+        if (decoded === undefined) return corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
         for (let i = 0; i < decoded.ordinals.length; i++) {
           const to = map[decoded.ordinals[i]!]!
           if (to >= 0) pairs.push(to, decoded.tfs[i]!)
@@ -1279,18 +1344,58 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       if (pairs.length > 0) insertPostings(id, term, pairs)
     }
     for (const g of picked) dropSegment(g.id)
+    return undefined
+  }
+
+  /** Stores a document and its chunks, replacing an earlier version; returns the damage found, if any. */
+  const writeDoc = (
+    doc: DocRecord,
+    chunks: ReadonlyArray<ChunkRecord>,
+    terms: TermTable,
+    vectors: Float64Array
+  ): IndexCorrupt | undefined => {
+    const damage = removeChunks(doc.docId)
+    if (damage !== undefined) return damage
+    const insertDoc = prepared(
+      "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?) " +
+        "ON CONFLICT (doc_id) DO NOTHING"
+    )
+    const insertRow = () => {
+      if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
+      const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
+      return insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, first, chunks.length)
+    }
+    let inserted = insertRow()
+    // In a fresh index the lookup is skipped; a document written twice in one transaction is replaced all the same.
+    if (inserted.changes === 0) {
+      const damage = removeChunks(doc.docId, true)
+      if (damage !== undefined) return damage
+      inserted = insertRow()
+    }
+    if (chunks.length === 0) return undefined
+    const docRow = inserted.lastInsertRowid
+    prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
+    const insert = prepared('INSERT INTO chunks (id, doc, start, "end") VALUES (?, ?, ?, ?)')
+    const segment = pending!
+    const d = segment.dimensions
+    const numberOf = termNumbers(terms, segment)
+    chunks.forEach((chunk, i) => {
+      const ordinal = segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
+      insert.run(segment.base + ordinal, docRow, chunk.start, chunk.end)
+    })
+    const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
+    if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunks) flush()
+    return undefined
   }
 
   const writer: IndexWriter = {
-    manifest: Effect.try({
-      try: () => (manifestValue ??= manifestIn(location, db)),
-      catch: (error) => storeError(location, "reading the manifest", error)
-    }),
+    manifest: Effect.suspend(() =>
+      manifestValue !== undefined
+        ? Effect.succeed(manifestValue)
+        : Effect.map(manifestIn(location, "reading the manifest", db), (found) => (manifestValue = found))
+    ).pipe(Effect.withSpan("IndexWriter.manifest")),
     // The meta table is the same in every layout, so an older file's paths are read too (for a rebuild's plan).
-    roots: Effect.try({
-      try: () => rootsIn(location, db),
-      catch: (error) => storeError(location, "reading the indexed paths", error)
-    }),
+    roots: rootsIn(location, "reading the indexed paths", db).pipe(Effect.withSpan("IndexWriter.roots")),
     storedDocs: run("reading documents", () => {
       const stored = new Map<string, StoredEntry>()
       for (const row of db.prepare("SELECT doc_id, hash, source, chunks FROM documents").iterate()) {
@@ -1298,76 +1403,54 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
       }
       return stored
-    }),
-    clear: Effect.try({
-      try: () => {
-        dropTables(db)
-        createTables(db)
-        layoutCurrent = true
-        pending = undefined
-        tombstones.clear()
-        manifestValue = Option.none()
-        fresh = true
-        statements.clear()
-      },
-      catch: (error) => storeError(location, "clearing", error)
-    }),
-    deleteDoc: (docId) =>
-      run("deleting a document", () => {
+    }).pipe(Effect.withSpan("IndexWriter.storedDocs")),
+    clear: sqlite(location, "clearing", () => {
+      dropTables(db)
+      createTables(db)
+      layoutCurrent = true
+      pending = undefined
+      tombstones.clear()
+      manifestValue = Option.none()
+      fresh = true
+      statements.clear()
+    }).pipe(Effect.withSpan("IndexWriter.clear")),
+    deleteDoc: Effect.fn("IndexWriter.deleteDoc")(function* (docId: string) {
+      yield* checked("deleting a document", () => {
         fresh = false
-        removeChunks(docId)
-      }),
-    putDoc: (doc, chunks, terms, vectors) =>
-      run("writing a document", () => {
-        removeChunks(doc.docId)
-        const insertDoc = prepared(
-          "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?) " +
-            "ON CONFLICT (doc_id) DO NOTHING"
-        )
-        const insertRow = () => {
-          if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
-          const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
-          return insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, first, chunks.length)
-        }
-        let inserted = insertRow()
-        // In a fresh index the lookup is skipped; a document written twice in one transaction is replaced all the same.
-        if (inserted.changes === 0) {
-          removeChunks(doc.docId, true)
-          inserted = insertRow()
-        }
-        if (chunks.length === 0) return
-        const docRow = inserted.lastInsertRowid
-        prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
-        const insert = prepared('INSERT INTO chunks (id, doc, start, "end") VALUES (?, ?, ?, ?)')
-        const segment = pending!
-        const d = segment.dimensions
-        const numberOf = termNumbers(terms, segment)
-        chunks.forEach((chunk, i) => {
-          const ordinal = segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
-          insert.run(segment.base + ordinal, docRow, chunk.start, chunk.end)
-        })
-        const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
-        if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunks) flush()
-      }),
-    putManifest: (m) =>
-      run("writing the manifest", () => {
+        return removeChunks(docId)
+      })
+    }),
+    putDoc: Effect.fn("IndexWriter.putDoc")(function* (
+      doc: DocRecord,
+      chunks: ReadonlyArray<ChunkRecord>,
+      terms: TermTable,
+      vectors: Float64Array
+    ) {
+      yield* checked("writing a document", () => writeDoc(doc, chunks, terms, vectors))
+    }),
+    putManifest: Effect.fn("IndexWriter.putManifest")(function* (m: IndexManifest) {
+      yield* run("writing the manifest", () => {
         db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)").run(encodeManifest(m))
         manifestValue = Option.some(m)
-      }),
-    putRoots: (roots) =>
-      run("writing the indexed paths", () =>
+      })
+    }),
+    putRoots: Effect.fn("IndexWriter.putRoots")(function* (roots: ReadonlyArray<string>) {
+      yield* run("writing the indexed paths", () =>
         db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots))
       )
+    })
   }
 
   return {
     writer,
-    /** Flushes the last segment, applies the deletions and merges segments; called once, just before the commit. */
-    finish: () => {
-      if (!layoutCurrent) return
-      flush()
-      applyTombstones()
-      mergeSegments()
-    }
+    /** Flushes the last segment, applies the deletions and merges segments; run once, just before the commit. */
+    finish: Effect.suspend(() =>
+      layoutCurrent
+        ? checked("writing the index", () => {
+            flush()
+            return applyTombstones() ?? mergeSegments()
+          })
+        : Effect.void
+    )
   }
 }
