@@ -1,12 +1,13 @@
 /** The SQLite index file: damaged and foreign files, read isolation, and the index and query workflows' errors. */
 
+import { existsSync, readdirSync, readlinkSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { deflateRawSync } from "node:zlib"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Option } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Tracer } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { Embedder } from "../src/services/Embedder.ts"
@@ -530,6 +531,67 @@ describe("readers and writers over time", () => {
           ["second"]
         )
       }).pipe(Effect.provide(layerSqlite(file)))
+    }).pipe(Effect.provide(Base))
+  )
+})
+
+describe("the store's resources", () => {
+  /** How many of this process's open files are the index at `file`, its log or its shared memory (Linux). */
+  const openFiles = (file: string) =>
+    Effect.sync(
+      () =>
+        readdirSync("/proc/self/fd").filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
+          } catch {
+            return false // closed meanwhile (the descriptor readdirSync itself used)
+          }
+        }).length
+    )
+
+  it.effect.skipIf(!existsSync("/proc/self/fd"))(
+    "closes a failed transaction's connection at once, and every other one with the layer",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* builtIndex
+        yield* Effect.gen(function* () {
+          const store = yield* IndexStore
+          yield* queryIndex("gamma", 5, { mode: "vector" })
+          yield* store.version
+          const stop = Effect.flip(store.transaction(() => Effect.fail("stopped")))
+          assert.strictEqual(yield* stop, "stopped")
+          // SQLite keeps a closed connection's descriptor for its next one while others in the process hold locks on
+          // the file, so the count is taken once a transaction has come and gone.
+          const open = yield* openFiles(file)
+          assert.isAbove(open, 0, "a pooled reader and the version watcher stay open while the layer lives")
+          for (let i = 0; i < 3; i++) yield* stop
+          yield* store.checkpoint
+          assert.strictEqual(yield* openFiles(file), open, "failed transactions and checkpoints leave nothing open")
+        }).pipe(Effect.provide(layerSqlite(file)))
+        assert.strictEqual(yield* openFiles(file), 0)
+      }).pipe(Effect.provide(Base))
+  )
+
+  it.effect("names its operations in traces", () =>
+    Effect.gen(function* () {
+      const names = new Set<string>()
+      const recording = Tracer.make({
+        span: (options) => {
+          names.add(options.name)
+          return Tracer.nativeTracer.span(options)
+        }
+      })
+      const file = yield* builtIndex
+      yield* Effect.withTracer(
+        Effect.gen(function* () {
+          yield* indexPaths(["x"]).pipe(Effect.provide(docs("alpha", "beta gamma")))
+          yield* queryIndex("gamma", 5, { mode: "lexical" })
+        }).pipe(Effect.provide(layerSqlite(file))),
+        recording
+      )
+      for (const name of ["IndexStore.transaction", "IndexWriter.putDoc", "IndexStore.snapshot"]) {
+        assert.isTrue(names.has(name), name)
+      }
     }).pipe(Effect.provide(Base))
   )
 })
