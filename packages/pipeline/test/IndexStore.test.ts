@@ -589,7 +589,12 @@ describe("the store's resources", () => {
         }).pipe(Effect.provide(layerSqlite(file))),
         recording
       )
-      for (const name of ["IndexStore.transaction", "IndexWriter.putDoc", "IndexStore.snapshot"]) {
+      for (const name of [
+        "IndexStore.transaction",
+        "IndexWriter.storedDocs",
+        "IndexWriter.putManifest",
+        "IndexStore.snapshot"
+      ]) {
         assert.isTrue(names.has(name), name)
       }
     }).pipe(Effect.provide(Base))

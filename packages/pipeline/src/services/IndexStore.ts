@@ -159,7 +159,7 @@ export type StoreError =
   | ForeignSchema
 
 /** Whether `error` is one of the store's errors. */
-export const isStoreError = (error: unknown): error is StoreError =>
+const isStoreError = (error: unknown): error is StoreError =>
   error instanceof NotAnIndex ||
   error instanceof IndexCorrupt ||
   error instanceof IndexTooNew ||

@@ -683,13 +683,14 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 
   /**
    * `f`, with what SQLite throws while it runs turned into the store's errors, as the `Snapshot` contract asks (the
-   * store's own errors pass as they are): one try per call of a snapshot function, none per row read.
+   * store's own errors pass as they are): one try per call of a snapshot function, none per row read. One argument
+   * at most, passed on as it is, so that the call costs no more than `f`'s own (`keyOf` runs per compared chunk).
    */
   const sqliteReads =
-    <I extends ReadonlyArray<unknown>, A>(f: (...input: I) => A) =>
-    (...input: I): A => {
+    <I, A>(f: (input: I) => A) =>
+    (input: I): A => {
       try {
-        return f(...input)
+        return f(input)
       } catch (error) {
         throw sqliteCode(error) === undefined ? error : sqliteError(location, "reading", error)
       }
@@ -962,11 +963,11 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       lengths,
       deleted,
       postings: sqliteReads(postings),
-      vectorBlocks: sqliteReads(vectorBlocks),
+      vectorBlocks: sqliteReads<void, ReadonlyArray<VectorBlock>>(vectorBlocks),
       keyOf: sqliteReads(keyOf),
       chunkAt: sqliteReads(chunkAt),
       document: sqliteReads(document),
-      documents: sqliteReads(documentsOf),
+      documents: sqliteReads<void, ReturnType<typeof documentsOf>>(documentsOf),
       tieOrder: () => (docs === undefined ? undefined : documentTies(docs)),
       filter: sqliteReads(filter)
     }
@@ -981,7 +982,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     return Option.some(
       yield* readSnapshot(
         location,
-        sqliteReads(() => snapshotOf(db, found.value))
+        sqliteReads<void, Snapshot>(() => snapshotOf(db, found.value))
       )
     )
   }).pipe(Effect.withSpan("IndexStore.snapshot"))
@@ -1048,26 +1049,25 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   let layoutCurrent = current
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-  /** Fails with `IndexTooOld` while the file has an older layout (until `clear`). */
-  const currentLayout = (what: string) =>
+  /** Calls into SQLite (see `sqlite`) while writing. */
+  const sql = <A>(what: string, f: () => A) => sqlite(location, what, f)
+  /** The failure of a write to a file of an older layout (which only `clear` may touch). */
+  const tooOld = (what: string) =>
+    Effect.flatMap(
+      sql(what, () => (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version),
+      (found) => Effect.fail(new IndexTooOld({ location, found, supported: FORMAT_VERSION }))
+    )
+  /**
+   * Runs `f`, a write that returns the damage it finds, failing with that damage (or with `IndexTooOld` on a file of
+   * an older layout). Plain effects rather than a generator or a span of their own: documents are written by the
+   * thousand, inside the transaction's span, and a span per document cost about 5 % of indexing time.
+   */
+  const write = (what: string, f: () => IndexCorrupt | undefined): Effect.Effect<void, StoreError> =>
     Effect.suspend(() =>
       layoutCurrent
-        ? Effect.void
-        : Effect.flatMap(
-            sqlite(
-              location,
-              what,
-              () => (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
-            ),
-            (found) => Effect.fail(new IndexTooOld({ location, found, supported: FORMAT_VERSION }))
-          )
+        ? Effect.flatMap(sql(what, f), (damage) => (damage === undefined ? Effect.void : Effect.fail(damage)))
+        : tooOld(what)
     )
-  /** Runs `f`, calls into SQLite, on a file of the current layout. */
-  const run = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
-    Effect.andThen(currentLayout(what), sqlite(location, what, f))
-  /** Runs `f`, a step that returns the damage it found, failing with that damage. */
-  const checked = (what: string, f: () => IndexCorrupt | undefined): Effect.Effect<void, StoreError> =>
-    Effect.flatMap(run(what, f), (damage) => (damage === undefined ? Effect.void : Effect.fail(damage)))
 
   let manifestValue: Option.Option<IndexManifest> | undefined
   let pending: SegmentBuilder | undefined
@@ -1396,15 +1396,18 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     ).pipe(Effect.withSpan("IndexWriter.manifest")),
     // The meta table is the same in every layout, so an older file's paths are read too (for a rebuild's plan).
     roots: rootsIn(location, "reading the indexed paths", db).pipe(Effect.withSpan("IndexWriter.roots")),
-    storedDocs: run("reading documents", () => {
-      const stored = new Map<string, StoredEntry>()
-      for (const row of db.prepare("SELECT doc_id, hash, source, chunks FROM documents").iterate()) {
-        const r = row as { doc_id: string; hash: string; source: string; chunks: number }
-        stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
-      }
-      return stored
+    storedDocs: Effect.gen(function* () {
+      if (!layoutCurrent) return yield* tooOld("reading documents")
+      return yield* sql("reading documents", () => {
+        const stored = new Map<string, StoredEntry>()
+        for (const row of db.prepare("SELECT doc_id, hash, source, chunks FROM documents").iterate()) {
+          const r = row as { doc_id: string; hash: string; source: string; chunks: number }
+          stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+        }
+        return stored
+      })
     }).pipe(Effect.withSpan("IndexWriter.storedDocs")),
-    clear: sqlite(location, "clearing", () => {
+    clear: sql("clearing", () => {
       dropTables(db)
       createTables(db)
       layoutCurrent = true
@@ -1414,28 +1417,22 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       fresh = true
       statements.clear()
     }).pipe(Effect.withSpan("IndexWriter.clear")),
-    deleteDoc: Effect.fn("IndexWriter.deleteDoc")(function* (docId: string) {
-      yield* checked("deleting a document", () => {
+    deleteDoc: (docId) =>
+      write("deleting a document", () => {
         fresh = false
         return removeChunks(docId)
-      })
-    }),
-    putDoc: Effect.fn("IndexWriter.putDoc")(function* (
-      doc: DocRecord,
-      chunks: ReadonlyArray<ChunkRecord>,
-      terms: TermTable,
-      vectors: Float64Array
-    ) {
-      yield* checked("writing a document", () => writeDoc(doc, chunks, terms, vectors))
-    }),
+      }),
+    putDoc: (doc, chunks, terms, vectors) => write("writing a document", () => writeDoc(doc, chunks, terms, vectors)),
     putManifest: Effect.fn("IndexWriter.putManifest")(function* (m: IndexManifest) {
-      yield* run("writing the manifest", () => {
+      if (!layoutCurrent) return yield* tooOld("writing the manifest")
+      yield* sql("writing the manifest", () => {
         db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('manifest', ?)").run(encodeManifest(m))
         manifestValue = Option.some(m)
       })
     }),
     putRoots: Effect.fn("IndexWriter.putRoots")(function* (roots: ReadonlyArray<string>) {
-      yield* run("writing the indexed paths", () =>
+      if (!layoutCurrent) return yield* tooOld("writing the indexed paths")
+      yield* sql("writing the indexed paths", () =>
         db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots))
       )
     })
@@ -1444,13 +1441,13 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   return {
     writer,
     /** Flushes the last segment, applies the deletions and merges segments; run once, just before the commit. */
-    finish: Effect.suspend(() =>
-      layoutCurrent
-        ? checked("writing the index", () => {
-            flush()
-            return applyTombstones() ?? mergeSegments()
-          })
-        : Effect.void
-    )
+    finish: Effect.gen(function* () {
+      if (!layoutCurrent) return
+      const damage = yield* sql("writing the index", () => {
+        flush()
+        return applyTombstones() ?? mergeSegments()
+      })
+      if (damage !== undefined) return yield* damage
+    })
   }
 }
