@@ -1,7 +1,4 @@
-/**
- * A private index that lives as long as its layer, for tests and one-off runs (`funcpipe search`): the SQLite store on
- * a file in a temporary folder.
- */
+/** The memory index store: a private index for one run or test, kept in a temporary folder. */
 
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
