@@ -101,12 +101,15 @@ const startServer = (index: string) =>
     void exited.then((code) => fail(new Error(`the server exited with ${code} before listening:\n${stderr}`)))
   })
 
-/** Resident set size of a process in MB (Linux /proc). */
+/**
+ * Resident set size in MB (Linux /proc) of a process and its descendants: `funcpipe serve` is the launcher and the
+ * server process it starts (see packages/cli/bin/funcpipe.mjs), and both count against the machine.
+ */
 const rssMb = (pid: number): number => {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith("VmRSS:"))
-  return Number(line?.split(/\s+/)[1] ?? 0) / 1024
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const own = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()
+  return own + (children === "" ? 0 : children.split(/\s+/).reduce((sum, child) => sum + rssMb(Number(child)), 0))
 }
 
 /** Query texts drawn from the corpus: one to three words of a document, as a person would type them. */
@@ -312,7 +315,7 @@ try {
         `| ${p.name} | ${fmt(p.requestsPerSecond)} | ${p.p50} | ${p.p99} | ${fmt(p.requests)} | ${p.errors} | ${p.non2xx} |`
     ),
     "",
-    `server RSS: ${fmt(rssReady)} MB when ready, ${fmt(rssWarm)} MB after the warm-up, ${fmt(rssEnd)} MB after the load ` +
+    `server RSS (the launcher and the server process): ${fmt(rssReady)} MB when ready, ${fmt(rssWarm)} MB after the warm-up, ${fmt(rssEnd)} MB after the load ` +
       `(${fmt(((rssEnd - rssWarm) / rssWarm) * 100, 1)} % since the warm-up; peak ${fmt(rssPeakFirstHalf)} MB in the first ` +
       `half of the load, ${fmt(rssPeakSecondHalf)} MB in the second), ${fmt(rssFinal)} MB after the malformed input`,
     `machine: ${cpus().length} cores, load average ${loadavg()

@@ -44,6 +44,13 @@ const MainLayer = Layer.mergeAll(
   ProgressLayer
 ).pipe(Layer.provideMerge(NodeServices.layer))
 
+// `serve` started by the launcher (bin/funcpipe.mjs) runs in a child process: if the launcher is killed outright, its
+// channel closes, and the server goes with it rather than run on unseen.
+if (process.env["FUNCPIPE_SERVER_PROCESS"] === "1" && process.channel !== undefined) {
+  process.once("disconnect", () => process.exit(1))
+  process.channel.unref()
+}
+
 Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, main)).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(MainLayer),

@@ -1,6 +1,7 @@
-/** `funcpipe serve`: refuses to listen beyond loopback without a token, and stops gracefully on SIGTERM. */
+/** `funcpipe serve`: refuses to listen beyond loopback without a token, stops gracefully on SIGTERM, and (from the launcher) runs in a process that ends with it. */
 
 import { spawn } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
@@ -15,40 +16,58 @@ import { DEFAULT_MAX_BODY_BYTES } from "../src/commands/Serve.ts"
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+const launcher = fileURLToPath(new URL("../bin/funcpipe.mjs", import.meta.url))
+const bundle = fileURLToPath(new URL("../dist/funcpipe.mjs", import.meta.url))
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 
 /**
  * Starts `funcpipe serve` in its own process, waits for the line with its address, asks one query, sends SIGTERM
  * and waits for it to exit.
  */
-const serveThenStop = (index: string) =>
+const serveThenStop = (index: string, entry = bin, signal: NodeJS.Signals = "SIGTERM") =>
   Effect.promise(
     () =>
-      // biome-ignore lint/suspicious/noExplicitAny: the answer is JSON the assertions explore field by field
-      new Promise<{ readonly code: number | null; readonly stderr: string; readonly answer: any }>(
-        (resolve, reject) => {
-          const child = spawn(process.execPath, [bin, "serve", "--index", index, "--port", "0"], {
-            stdio: ["ignore", "pipe", "pipe"]
-          })
-          let stderr = ""
-          // biome-ignore lint/suspicious/noExplicitAny: JSON, explored by the assertions
-          let answer: any
-          child.stderr.on("data", (data: Buffer) => {
-            const before = stderr
-            stderr += data.toString()
-            const url = /listening on (http:\/\/\S+) /.exec(stderr)?.[1]
-            if (url === undefined || /listening on/.test(before)) return
-            fetch(`${url}/v1/query`, { method: "POST", body: JSON.stringify({ text: "interstellar", top_k: 1 }) })
-              .then((response) => response.json())
-              .then((json) => {
-                answer = json
-                child.kill("SIGTERM")
-              }, reject)
-          })
-          child.on("exit", (code) => resolve({ code, stderr, answer }))
-        }
-      )
+      new Promise<{
+        readonly code: number | null
+        readonly stderr: string
+        // biome-ignore lint/suspicious/noExplicitAny: the answer is JSON the assertions explore field by field
+        readonly answer: any
+        /** The processes `entry` had started when it answered (the launcher starts the server as one). */
+        readonly children: ReadonlyArray<number>
+      }>((resolve, reject) => {
+        const child = spawn(process.execPath, [entry, "serve", "--index", index, "--port", "0"], {
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let children: ReadonlyArray<number> = []
+        let stderr = ""
+        // biome-ignore lint/suspicious/noExplicitAny: JSON, explored by the assertions
+        let answer: any
+        child.stderr.on("data", (data: Buffer) => {
+          const before = stderr
+          stderr += data.toString()
+          const url = /listening on (http:\/\/\S+) /.exec(stderr)?.[1]
+          if (url === undefined || /listening on/.test(before)) return
+          fetch(`${url}/v1/query`, { method: "POST", body: JSON.stringify({ text: "interstellar", top_k: 1 }) })
+            .then((response) => response.json())
+            .then((json) => {
+              answer = json
+              const listed = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim()
+              children = listed === "" ? [] : listed.split(" ").map(Number)
+              child.kill(signal)
+            }, reject)
+        })
+        child.on("exit", (code) => resolve({ code, stderr, answer, children }))
+      })
   )
+
+/** Whether a process is still running (a zombie counts as gone). */
+const running = (pid: number): boolean => {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"))
+  } catch {
+    return false
+  }
+}
 
 describe("funcpipe serve", () => {
   it.effect("refuses to listen beyond this machine without a token", () =>
@@ -73,6 +92,34 @@ describe("funcpipe serve", () => {
         assert.strictEqual(code, 0, stderr)
       }).pipe(Effect.provide(TestLayer)),
     30_000
+  )
+
+  it.effect.skipIf(process.platform !== "linux")(
+    "run from the installed launcher, serves from a process of its own, which ends with the launcher",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        assert.isTrue(existsSync(bundle), "the CLI bundle is missing: run npm run build (npm ci does)")
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-serve-" })
+        const index = `${dir}/index.db`
+        yield* run(["index", sample, "--index", index])
+        const stopped = yield* serveThenStop(index, launcher, "SIGTERM")
+        assert.strictEqual(stopped.answer.results[0].doc_id, "voyager-1")
+        assert.strictEqual(stopped.code, 0, stopped.stderr)
+        assert.match(stopped.stderr, /stopping: answering the requests in flight/)
+        assert.strictEqual(stopped.children.length, 1)
+        const server = stopped.children[0]!
+        assert.isFalse(running(server))
+        // Killed outright, the launcher cannot pass anything on: the server sees its channel close and exits.
+        const killed = yield* serveThenStop(index, launcher, "SIGKILL")
+        assert.strictEqual(killed.children.length, 1)
+        const orphan = killed.children[0]!
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 200 && running(orphan); i++) await new Promise((r) => setTimeout(r, 50))
+        })
+        assert.isFalse(running(orphan), "the server outlived its launcher")
+      }).pipe(Effect.provide(TestLayer)),
+    60_000
   )
 
   it("shows the server's own body limit as the default of --max-body", () => {
