@@ -1,36 +1,20 @@
 /** A costly model embeds outside the write lock, through a cache that keeps what a stopped run had paid for. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DocId, RawDoc } from "@funcpipe/domain/Document"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Result, Stream } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder, EmbedFailure } from "../src/services/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../src/services/EmbeddingCache.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
+import { docsSource } from "./Sources.ts"
 
 const corpus = Array.from(
   { length: 40 },
   (_, i) => [`d${i}`, `Document ${i} tells of ${i % 7} moons and ${i} stars.`] as const
 )
 
-const source = Layer.succeed(
-  DocumentSource,
-  DocumentSource.of({
-    read: () =>
-      Stream.fromIterable(
-        corpus.map(([docId, body], i) =>
-          Result.succeed({
-            source: "in.jsonl",
-            line: i + 1,
-            doc: new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
-          })
-        )
-      ),
-    size: () => Effect.succeed(0)
-  })
-)
+const source = docsSource(corpus, "in.jsonl")
 
 /** local-sha256's vectors from a "costly" model that records every text it is asked for and can fail on a batch. */
 const costly = (asked: Array<string>, failOnBatch = Infinity) => {

@@ -1,13 +1,12 @@
 /** Pseudo-relevance feedback: the expanded query finds what shares words with the best answers, not with the query. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DocId, RawDoc } from "@funcpipe/domain/Document"
-import { Effect, Layer, Result, Stream } from "effect"
+import { Effect, Layer } from "effect"
 import fc from "fast-check"
 import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/rank/Expansion.ts"
+import { docsSource } from "./Sources.ts"
 
 const corpus: ReadonlyArray<readonly [string, string]> = [
   ["moon", "The Moon is the Earth's satellite; its lunar craters and lunar seas face us."],
@@ -16,22 +15,7 @@ const corpus: ReadonlyArray<readonly [string, string]> = [
   ["mars", "Mars has two small satellites."]
 ]
 
-const source = Layer.succeed(
-  DocumentSource,
-  DocumentSource.of({
-    read: () =>
-      Stream.fromIterable(
-        corpus.map(([docId, body], i) =>
-          Result.succeed({
-            source: "mem",
-            line: i + 1,
-            doc: new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
-          })
-        )
-      ),
-    size: () => Effect.succeed(0)
-  })
-)
+const source = docsSource(corpus)
 
 const found = (options: Parameters<typeof searchPaths>[3]) =>
   Effect.map(searchPaths(["corpus"], "moon", 10, { mode: "lexical", ...options }), (a) =>

@@ -26,6 +26,7 @@ import { analyze, termCounts } from "../src/stages/text/Analyzer.ts"
 import { chunkDoc } from "../src/stages/text/Chunker.ts"
 import { cleanDoc, cleanText } from "../src/stages/text/Clean.ts"
 import { describePg, freshSchema, PG_URL } from "./PgFixture.ts"
+import { countingEmbedder } from "./Sources.ts"
 
 type Corpus = ReadonlyArray<readonly [docId: string, body: string]>
 
@@ -269,19 +270,9 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (_, makeSt
 
   it.effect("re-embeds only what changed", () => {
     let embedded: Array<string> = []
-    const counting = Layer.effect(
-      Embedder,
-      Effect.gen(function* () {
-        const local = yield* Embedder
-        return Embedder.of({
-          ...local,
-          embedMany: (texts) => {
-            embedded.push(...texts)
-            return local.embedMany(texts)
-          }
-        })
-      })
-    ).pipe(Layer.provide(Embedder.layerLocalSha256))
+    const counting = countingEmbedder((texts) => {
+      embedded.push(...texts)
+    })
     return Effect.gen(function* () {
       const source = makeSource()
       const store = yield* makeStore()

@@ -15,6 +15,7 @@ import { retrieve, vectorIndex } from "../src/stages/rank/Retrieve.ts"
 import { BadRecord } from "../src/stages/read/BadRecord.ts"
 import { chunkDoc } from "../src/stages/text/Chunker.ts"
 import { cleanDoc } from "../src/stages/text/Clean.ts"
+import { countingEmbedder } from "./Sources.ts"
 
 const doc = (docId: string, body: string) => new RawDoc({ docId: DocId.make(docId), title: "", body, categories: null })
 
@@ -65,19 +66,9 @@ describe("ingest", () => {
 
   it.effect("calls the embedder in batches of the given size", () => {
     const calls: Array<number> = []
-    const counting = Layer.effect(
-      Embedder,
-      Effect.gen(function* () {
-        const local = yield* Embedder
-        return Embedder.of({
-          ...local,
-          embedMany: (texts) => {
-            calls.push(texts.length)
-            return local.embedMany(texts)
-          }
-        })
-      })
-    ).pipe(Layer.provide(Embedder.layerLocalSha256))
+    const counting = countingEmbedder((texts) => {
+      calls.push(texts.length)
+    })
     return Effect.gen(function* () {
       yield* ingest([], { chunker: small, batchSize: 3 })
       assert.deepStrictEqual(calls, [3, 3, 1])

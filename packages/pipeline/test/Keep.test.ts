@@ -7,9 +7,9 @@ import { Effect, FileSystem, Layer, Option, Result, Stream } from "effect"
 import { type IndexOptions, indexPaths } from "../src/programs/IndexRun.ts"
 import { indexStatus } from "../src/programs/IndexStatus.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore } from "../src/services/IndexStore.ts"
 import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
+import { countingEmbedder } from "./Sources.ts"
 
 /** A document: id, file it was read from, categories text, title. */
 type Row = readonly [docId: string, source: string, categories: string | null, title: string]
@@ -44,19 +44,9 @@ const sourceOf = (docs: ReadonlyArray<Row>) =>
 
 /** Counts the texts embedded, so a test can tell what was embedded again. */
 let embedded = 0
-const Counting = Layer.effect(
-  Embedder,
-  Effect.gen(function* () {
-    const local = yield* Embedder
-    return Embedder.of({
-      ...local,
-      embedMany: (texts) => {
-        embedded += texts.length
-        return local.embedMany(texts)
-      }
-    })
-  })
-).pipe(Layer.provide(Embedder.layerLocalSha256))
+const Counting = countingEmbedder((texts) => {
+  embedded += texts.length
+})
 
 const Base = Layer.mergeAll(Counting, NodeServices.layer)
 
