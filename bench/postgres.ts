@@ -10,15 +10,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
 import { openSnapshot, querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
-import { Effect, Layer, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
+import { Effect, Layer } from "effect"
 import { cliEntry, runNode } from "./Child.ts"
 import { phraseQueries, writeJsonlCorpus } from "./Corpus.ts"
+import { benchServer, inSchema, onServer } from "./Pg.ts"
 
 const { values } = parseArgs({
   options: {
@@ -30,20 +29,12 @@ const { values } = parseArgs({
     seed: { type: "string", default: "42" }
   }
 })
-const server = values.url ?? process.env["FUNCPIPE_BENCH_PG"] ?? process.env["FUNCPIPE_TEST_PG"]
-if (server === undefined) {
-  console.error("name a PostgreSQL server: --url postgres://user:password@host:port/db (or FUNCPIPE_BENCH_PG)")
-  process.exit(2)
-}
+const server = benchServer(values.url)
 const seed = Number(values.seed)
 const dir = values.dir ?? mkdtempSync(join(tmpdir(), "funcpipe-bench-pg-"))
 mkdirSync(dir, { recursive: true })
 const schema = `bench_${process.pid}`
-const pgUrl = (() => {
-  const url = new URL(server)
-  url.searchParams.set("schema", schema)
-  return url.href
-})()
+const pgUrl = inSchema(server, schema)
 const stores = [
   ["SQLite", join(dir, "index.db")],
   ["PostgreSQL", pgUrl]
@@ -109,18 +100,11 @@ for (const [name, index] of stores) {
   const size =
     name === "SQLite"
       ? `${(statSync(index).size / 1e6).toFixed(1)} MB`
-      : await Effect.runPromise(
-          Effect.scoped(
-            Effect.flatMap(
-              PgClient.make({ url: Redacted.make(server), maxConnections: 1 }),
-              (sql) => sql<{
-                mb: string
-              }>`SELECT round(sum(pg_total_relation_size(c.oid)) / 1e6, 1)::text AS mb FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ${schema} AND c.relkind = 'r'`
-            )
-          ).pipe(
-            Effect.provide(Reactivity.layer),
-            Effect.map((r) => `${r[0]!.mb} MB`)
+      : await onServer(server, (sql) =>
+          Effect.map(
+            sql<{ mb: string }>`SELECT round(sum(pg_total_relation_size(c.oid)) / 1e6, 1)::text AS mb FROM pg_class c
+              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ${schema} AND c.relkind = 'r'`,
+            (r) => `${r[0]!.mb} MB`
           )
         )
   rows.push([
@@ -145,14 +129,7 @@ for (const row of rows) console.log(`| ${row.join(" | ")} |`)
 console.log(`\nidentical answers (query --json, SQLite vs PostgreSQL): ${same} of ${sqlite.length}`)
 
 if (!values.keep) {
-  await Effect.runPromise(
-    Effect.scoped(
-      Effect.flatMap(
-        PgClient.make({ url: Redacted.make(server), maxConnections: 1 }),
-        (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
-      )
-    ).pipe(Effect.provide(Reactivity.layer))
-  )
+  await onServer(server, (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)
   if (values.dir === undefined) rmSync(dir, { recursive: true, force: true })
 }
 if (same !== sqlite.length) process.exit(1)

@@ -13,17 +13,16 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
 import { openSnapshot, querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Embedder } from "@funcpipe/pipeline/services/Embedder"
 import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
 import { queryShards } from "@funcpipe/pipeline/services/ShardCluster"
 import { clusterPrefix, layerEntry } from "@funcpipe/server/Cluster"
-import { Effect, Layer, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
+import { Effect, Layer } from "effect"
 import { CLI_SOURCE, REPO_ROOT, runNode } from "./Child.ts"
 import { phraseQueries, writeJsonlCorpus } from "./Corpus.ts"
+import { benchServer, inSchema, onServer } from "./Pg.ts"
 import { markdownTable, median, ms, p95 } from "./Table.ts"
 
 const { values } = parseArgs({
@@ -35,30 +34,15 @@ const { values } = parseArgs({
     seed: { type: "string", default: "42" }
   }
 })
-const server = values.url ?? process.env["FUNCPIPE_BENCH_PG"] ?? process.env["FUNCPIPE_TEST_PG"]
-if (server === undefined) {
-  console.error("name a PostgreSQL server: --url postgres://user:password@host:port/db (or FUNCPIPE_BENCH_PG)")
-  process.exit(2)
-}
+const server = benchServer(values.url)
 const seed = Number(values.seed)
 const concurrency = Number(values.concurrency)
 const dir = mkdtempSync(join(tmpdir(), "funcpipe-bench-shards-"))
 const schema = `bench_shards_${process.pid}`
-const url = (() => {
-  const parsed = new URL(server)
-  parsed.searchParams.set("schema", schema)
-  return parsed.href
-})()
+const url = inSchema(server, schema)
 const modes = ["lexical", "vector", "hybrid"] as const
 
 const queries = phraseQueries(seed + 1, Number(values.queries))
-
-const onServer = <A>(f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(server), maxConnections: 1 }), f)).pipe(
-      Effect.provide(Reactivity.layer)
-    ) as Effect.Effect<A>
-  )
 
 const runners: Array<ChildProcess> = []
 /** Stops a runner: SIGTERM, then SIGKILL if it has not exited within 20 s (its tables are dropped next). */
@@ -76,7 +60,7 @@ const stop = (proc: ChildProcess) =>
 const cleanUp = async () => {
   await Promise.all(runners.map(stop))
   const prefix = clusterPrefix({ index: url })
-  await onServer((sql) =>
+  await onServer(server, (sql) =>
     Effect.gen(function* () {
       yield* sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
       const tables = yield* sql<{ readonly name: string }>`
