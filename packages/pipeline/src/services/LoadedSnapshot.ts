@@ -149,13 +149,6 @@ export const snapshotLoader = (location: string, manifest: IndexManifest) => {
   return { add, finish }
 }
 
-/** The snapshot of `docs` at once (see `snapshotLoader`). */
-export const loadedSnapshot = (location: string, manifest: IndexManifest, docs: ReadonlyArray<LoadedDoc>): Snapshot => {
-  const loader = snapshotLoader(location, manifest)
-  for (const doc of docs) loader.add(doc)
-  return loader.finish()
-}
-
 /** The snapshot over a filled segment and the documents kept, with each position's document and span. */
 const snapshotOf = (
   location: string,
