@@ -2,14 +2,14 @@
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 /** Process entry: the only file that names the Node platform. */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { Effect, Layer, Runtime, Stdio } from "effect"
+import { Context, Effect, Layer, Runtime, Scope, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
+import { HttpClient, type HttpClientRequest } from "effect/http"
 import { main } from "./Cli.ts"
 import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
@@ -34,12 +34,31 @@ const PreparerLayer = layerWorkers(
     : new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker"))
 )
 
+// node:http: starts at no cost (undici loads 1.2 MB on every run), and unlike fetch it accepts any port (fetch
+// refuses 6000, 6665, … where a local embedding service may listen). Keep-alive saves a TLS handshake per request.
+// Loading node:http and node:https takes ~40 ms, and only `openai:` models send requests, so the Node client is
+// loaded by the first request, not at every start.
+const HttpClientLayer = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.gen(function* () {
+    const scope = yield* Scope.Scope
+    const node = yield* Effect.cached(
+      Effect.promise(() => import("@effect/platform-node/NodeHttpClient")).pipe(
+        Effect.flatMap((m) => Layer.buildWithScope(m.layerNodeHttpOptions({ keepAlive: true }), scope)),
+        Effect.map(Context.get(HttpClient.HttpClient))
+      )
+    )
+    return HttpClient.makeWith(
+      (request) => Effect.flatMap(node, (client) => client.postprocess(Effect.flatMap(request, client.preprocess))),
+      (request: HttpClientRequest.HttpClientRequest) => Effect.succeed(request)
+    )
+  })
+)
+
 const MainLayer = Layer.mergeAll(
   PreparerLayer,
   DocumentSource.layer,
-  // node:http: starts at no cost (undici loads 1.2 MB on every run), and unlike fetch it accepts any port (fetch
-  // refuses 6000, 6665, … where a local embedding service may listen). Keep-alive saves a TLS handshake per request.
-  Models.layer.pipe(Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }))),
+  Models.layer.pipe(Layer.provide(HttpClientLayer)),
   CliOutput.layerPresenter(presenter),
   ProgressLayer
 ).pipe(Layer.provideMerge(NodeServices.layer))
