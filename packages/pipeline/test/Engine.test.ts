@@ -12,6 +12,7 @@ import {
   type TermBlock,
   topChunksOf
 } from "../src/stages/rank/Engine.ts"
+import { bm25Scores, lexicalIndex } from "../src/stages/rank/Bm25.ts"
 import {
   documentTies,
   fuseLinear,
@@ -124,6 +125,57 @@ describe("lexical top-k", () => {
       { numRuns: 400, seed: 20261130 }
     )
     assert.isAbove(shortcuts, 40, "the shortcut is taken for a fair share of the queries")
+  })
+})
+
+describe("lexical scores", () => {
+  /** Every candidate of a scored query, by position. */
+  const scoresOf = (candidates: (visit: (position: number, score: number) => void) => void) => {
+    const out = new Map<number, number>()
+    candidates((position, score) => out.set(position, score))
+    return out
+  }
+
+  it("equal the reference BM25 to the bit, for any parameters, whether a query has many postings or few", () => {
+    fc.assert(
+      fc.property(
+        corpus,
+        fc.array(query, { minLength: 1, maxLength: 4 }),
+        fc.constantFrom(Bm25Params.default, new Bm25Params({ k1: 1.2, b: 0.75 } as Bm25Params)),
+        (chunks, queries, params) => {
+          const view = viewOf(chunks, 0)
+          const reference = lexicalIndex(
+            chunks.map((terms) => {
+              const counts = new Map<string, number>()
+              for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
+              return { length: terms.length, terms: counts }
+            })
+          )
+          // Queries of frequent words take the precomputed chunk norms, rare ones divide in place: both must agree.
+          for (const terms of queries) {
+            const expected = bm25Scores(terms, reference, params)
+            const got = scoresOf(scoreQuery(view, { terms, vector: undefined }, "lexical", params).candidates)
+            expected.forEach((score, position) => {
+              assert.strictEqual(got.get(position) ?? 0, score, `position ${position} of ${terms.join(" ")}`)
+            })
+          }
+        }
+      ),
+      { numRuns: 150, seed: 20261130 }
+    )
+  })
+
+  it("of a query stay right after a later query has scored in the same working memory", () => {
+    const chunks = Array.from({ length: 300 }, (_, i) => [`w${i % 3}`, `w${i % 7}`, "w0", `w${i % 11}`])
+    const view = viewOf(chunks, 5)
+    const first = scoreQuery(view, { terms: ["w1", "w0"], vector: undefined }, "lexical", Bm25Params.default)
+    const firstAlone = scoresOf(first.candidates)
+    const second = scoreQuery(view, { terms: ["w2", "w5"], vector: undefined }, "lexical", Bm25Params.default)
+    const secondAlone = scoresOf(second.candidates)
+    // The second query has taken the memory; the first one's candidates must still be its own, and then the second's.
+    assert.deepStrictEqual(scoresOf(first.candidates), firstAlone)
+    assert.deepStrictEqual(scoresOf(second.candidates), secondAlone)
+    assert.notDeepEqual(firstAlone, secondAlone)
   })
 })
 

@@ -266,11 +266,94 @@ const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<string, L
 }
 
 /**
- * A zeroed array with a slot per position, reused by every `bm25` call (which leaves it zeroed again): a query then
- * costs in proportion to its postings, not to the size of the index, and a server answering many queries does not
- * allocate and clear an array of the whole index for each.
+ * The working memory of lexical scoring, shared by every `bm25` call: a score slot per position and the positions
+ * touched, in the order first touched. A query then costs in proportion to its postings, not to the size of the
+ * index, and allocates nothing (allocating and copying the touched positions and their scores cost twice the scoring
+ * itself for common words). The scores of one call stay until the next call clears them, so its candidates are read
+ * in place; `generation` tells a call's candidates whether a later call has since taken the memory.
  */
-let scratch = new Float64Array(0)
+const lexicalScratch = { scores: new Float64Array(0), touched: new Int32Array(1024), count: 0, generation: 0 }
+
+/**
+ * `k1 · (1 − b + b · length / averageLength)` of every position: the part of a BM25 share that depends on the chunk
+ * alone, computed with `termScore`'s operations in its order, so a share computed from it has the same bits. Kept per
+ * lengths array (one index state answers many queries) for the last average and parameters it was used with.
+ */
+const lengthNorms = new WeakMap<
+  Uint32Array,
+  { readonly averageLength: number; readonly k1: number; readonly b: number; readonly norms: Float64Array }
+>()
+
+/** The length norms of `lengths`, computed now when `compute` is true, else only if they are at hand. */
+const lengthNormsOf = (
+  lengths: Uint32Array,
+  averageLength: number,
+  { b, k1 }: Bm25Params,
+  compute: boolean
+): Float64Array | undefined => {
+  const known = lengthNorms.get(lengths)
+  if (known?.averageLength === averageLength && known.k1 === k1 && known.b === b) return known.norms
+  if (!compute) return undefined
+  const norms = new Float64Array(lengths.length)
+  const oneMinusB = 1 - b
+  for (let p = 0; p < lengths.length; p++) {
+    norms[p] = k1 * (averageLength === 0 ? 1 : oneMinusB + b * (lengths[p]! / averageLength))
+  }
+  lengthNorms.set(lengths, { averageLength, k1, b, norms })
+  return norms
+}
+
+/** Visits the first `count` touched positions of the scratch with their scores (above 0): a function of its own, see `addShares`. */
+const visitTouched = (count: number, visit: (position: number, score: number) => void): void => {
+  const { scores, touched } = lexicalScratch
+  for (let i = 0; i < count; i++) {
+    const position = touched[i]!
+    const score = scores[position]!
+    if (score > 0) visit(position, score)
+  }
+}
+
+/**
+ * Adds one term's shares over one block of its postings to `scores`, appending each position touched for the first
+ * time to the scratch's `touched` after the `count` already there; returns the new count. A function of its own, called for
+ * every block of every query, so V8 optimizes it once (a closure made per query ran its loop half-optimized).
+ */
+const addShares = (
+  scores: Float64Array,
+  block: TermBlock,
+  weight: number,
+  count: number,
+  deleted: Uint8Array | undefined,
+  allowed: Uint8Array | undefined,
+  lengths: Uint32Array,
+  averageLength: number,
+  norms: Float64Array | undefined,
+  { b, k1 }: Bm25Params
+): number => {
+  // `termScore` inlined with the same operations in the same order, so the sums keep their bits.
+  const k1Plus1 = k1 + 1
+  const { offset, ordinals, tfs } = block
+  let touched = lexicalScratch.touched
+  if (touched.length < count + ordinals.length) {
+    const grown = new Int32Array(Math.max(touched.length * 2, count + ordinals.length))
+    grown.set(touched.subarray(0, count))
+    touched = lexicalScratch.touched = grown
+  }
+  for (let i = 0; i < ordinals.length; i++) {
+    const position = offset + ordinals[i]!
+    if (deleted !== undefined && deleted[position] === 1) continue
+    if (allowed !== undefined && allowed[position] !== 1) continue
+    const before = scores[position]!
+    if (before === 0) touched[count++] = position
+    const tf = tfs[i]!
+    const lengthNorm =
+      norms !== undefined
+        ? norms[position]!
+        : k1 * (averageLength === 0 ? 1 : 1 - b + b * (lengths[position]! / averageLength))
+    scores[position] = before + (weight * (tf * k1Plus1)) / (tf + lengthNorm)
+  }
+  return count
+}
 
 /**
  * BM25 over the postings of the query terms only: a repeated term counts each time (as in Lucene), shares are summed
@@ -284,57 +367,40 @@ const bm25 = (
   params: Bm25Params,
   filter?: PositionFilter
 ) => {
-  if (scratch.length < view.positions) scratch = new Float64Array(view.positions)
-  const scores = scratch
-  let touched = new Int32Array(64)
-  let touchedCount = 0
+  const memory = lexicalScratch
+  for (let i = 0; i < memory.count; i++) memory.scores[memory.touched[i]!] = 0
+  memory.count = 0
+  if (memory.scores.length < view.positions) memory.scores = new Float64Array(view.positions)
+  const generation = ++memory.generation
+  const scores = memory.scores
   // A filter holds live positions only, so it stands in for the deletions.
   const allowed = filter?.allowed
   const deleted = allowed === undefined ? view.deleted : undefined
   const { averageLength, lengths, liveChunks } = view
-  // `termScore` inlined with the same operations in the same order, so the sums keep their bits.
-  const { b, k1 } = params
-  const k1Plus1 = k1 + 1
-  const oneMinusB = 1 - b
-  const values = (() => {
-    try {
-      for (const term of terms) {
-        const entry = loaded.get(term)!
-        if (entry.df === 0) continue
-        const weight = idf(liveChunks, entry.df)
-        for (const block of entry.blocks) {
-          const { offset, ordinals, tfs } = block
-          for (let i = 0; i < ordinals.length; i++) {
-            const position = offset + ordinals[i]!
-            if (deleted !== undefined && deleted[position] === 1) continue
-            if (allowed !== undefined && allowed[position] !== 1) continue
-            const before = scores[position]!
-            if (before === 0) {
-              if (touchedCount === touched.length) {
-                const grown = new Int32Array(touched.length * 2)
-                grown.set(touched)
-                touched = grown
-              }
-              touched[touchedCount++] = position
-            }
-            const tf = tfs[i]!
-            const norm = averageLength === 0 ? 1 : oneMinusB + b * (lengths[position]! / averageLength)
-            scores[position] = before + (weight * (tf * k1Plus1)) / (tf + k1 * norm)
-          }
-        }
+  // Each share divides twice; with the chunk's part precomputed it divides once. Computing those costs a pass over
+  // every position, so a query with few postings divides as before, unless they are at hand.
+  let postings = 0
+  for (const term of terms) for (const block of loaded.get(term)!.blocks) postings += block.ordinals.length
+  const norms = lengthNormsOf(lengths, averageLength, params, postings * 4 >= view.positions)
+  let count = 0
+  try {
+    for (const term of terms) {
+      const entry = loaded.get(term)!
+      if (entry.df === 0) continue
+      const weight = idf(liveChunks, entry.df)
+      for (const block of entry.blocks) {
+        count = addShares(scores, block, weight, count, deleted, allowed, lengths, averageLength, norms, params)
       }
-      const values = new Float64Array(touchedCount)
-      for (let i = 0; i < touchedCount; i++) values[i] = scores[touched[i]!]!
-      return values
-    } finally {
-      for (let i = 0; i < touchedCount; i++) scores[touched[i]!] = 0
     }
-  })()
+  } catch (error) {
+    scores.fill(0) // the next call must start from zeros, whatever this one had touched
+    throw error
+  }
+  memory.count = count
   const candidates: Candidates = (visit) => {
-    for (let i = 0; i < touchedCount; i++) {
-      const score = values[i]!
-      if (score > 0) visit(touched[i]!, score)
-    }
+    // A later call has taken the memory: score again (into it).
+    if (memory.generation !== generation) return bm25(view, loaded, terms, params, filter).candidates(visit)
+    visitTouched(count, visit)
   }
   return { candidates }
 }
