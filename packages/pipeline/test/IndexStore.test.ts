@@ -9,7 +9,7 @@ import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Tracer } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
-import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { queryIndex, querySnapshot } from "../src/programs/QueryIndex.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
 import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
@@ -597,6 +597,41 @@ describe("the store's resources", () => {
       ]) {
         assert.isTrue(names.has(name), name)
       }
+    }).pipe(Effect.provide(Base))
+  )
+})
+
+describe("queries from one snapshot", () => {
+  it.effect("read each result's chunk once, and answer exactly as the first time", () =>
+    Effect.gen(function* () {
+      const file = yield* builtIndex
+      const answers = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* IndexStore
+          const opened = Option.getOrThrow(yield* store.snapshot)
+          let reads = 0
+          const snapshot: Snapshot = {
+            ...opened,
+            chunkAt: (position) => {
+              reads++
+              return opened.chunkAt(position)
+            }
+          }
+          const ask = Effect.map(querySnapshot(snapshot, file, "alpha gamma", 5, { mode: "vector" }), (a) => a.results)
+          const first = yield* ask
+          const readsFirst = reads
+          const second = yield* ask
+          const readsSecond = reads - readsFirst
+          // Another snapshot (the next state of the index, say) reads for itself.
+          const other = yield* querySnapshot({ ...snapshot }, file, "alpha gamma", 5, { mode: "vector" })
+          return { first, second, readsFirst, readsSecond, other: other.results, total: reads }
+        })
+      ).pipe(Effect.provide(layerSqlite(file)))
+      assert.strictEqual(answers.readsFirst, 2)
+      assert.strictEqual(answers.readsSecond, 0)
+      assert.strictEqual(answers.total, 4)
+      assert.deepStrictEqual(answers.second, answers.first)
+      assert.deepStrictEqual(answers.other, answers.first)
     }).pipe(Effect.provide(Base))
   )
 })
