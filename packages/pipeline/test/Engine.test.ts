@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import fc from "fast-check"
+import { bm25Scores, lexicalIndex } from "../src/stages/rank/Bm25.ts"
 import {
   type EngineQuery,
   FUSION_DEPTH,
@@ -12,7 +13,6 @@ import {
   type TermBlock,
   topChunksOf
 } from "../src/stages/rank/Engine.ts"
-import { bm25Scores, lexicalIndex } from "../src/stages/rank/Bm25.ts"
 import {
   documentTies,
   fuseLinear,
