@@ -12,6 +12,14 @@ import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
  */
 export const serveStopped = { value: false }
 
+/**
+ * A server allocates for every request, for hours. By default V8 lets the old generation grow to several times the
+ * data still live before a full collection, so under steady load the resident size climbed 30-45 % over two minutes
+ * with 45 MB live. Letting it grow by a fifth between full collections (not a cap: the limit follows the live data)
+ * keeps it flat; the collections come every few seconds and take 5-10 ms each.
+ */
+const keepHeapNearLiveData = () => process.getBuiltinModule("node:v8").setFlagsFromString("--heap-growing-percent=20")
+
 /** The default request body limit: 1 MiB (the server's own default; repeated here so --help needs no server code). */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
@@ -125,6 +133,7 @@ export const serve = Command.make(
     ...serviceFlags
   },
   Effect.fn("serve")(function* (input) {
+    keepHeapNearLiveData()
     if (input.cluster) return yield* runCluster(input)
     // The server and its HTTP modules load only here, so every other command starts without them.
     const { layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
