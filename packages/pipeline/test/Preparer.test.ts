@@ -4,6 +4,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Effect, Layer, Result, Stream } from "effect"
+import fc from "fast-check"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
@@ -11,6 +12,9 @@ import { Embedder } from "../src/services/Embedder.ts"
 import { layerMemory } from "../src/services/MemoryIndexStore.ts"
 import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
+import { analyze } from "../src/stages/text/Analyzer.ts"
+import { chunkSpans } from "../src/stages/text/Chunker.ts"
+import { cleanText } from "../src/stages/text/Clean.ts"
 import {
   deltaPreparer,
   deltaReceiver,
@@ -18,6 +22,7 @@ import {
   prepareBatch,
   TermNumbering
 } from "../src/stages/text/Prepare.ts"
+import { WordTable } from "../src/stages/text/WordTable.ts"
 
 const script = new URL("../src/stages/text/PrepareWorker.ts", import.meta.url)
 const settings = {
@@ -94,6 +99,98 @@ describe("term numbering across batches", () => {
     const receive = deltaReceiver()
     send(docs.slice(0, 5), settings)
     assert.isUndefined(receive(send(docs.slice(5, 10), settings)))
+  })
+})
+
+describe("analysis on the preparing side", () => {
+  // Words of several scripts and cases, joiners, a final sigma, a dotted capital I, emoji and lone surrogates.
+  const piece = fc.constantFrom(
+    "Run",
+    "running",
+    "the",
+    "STARS",
+    "e.g.",
+    "don't",
+    "3.5",
+    "ΟΔΟΣ",
+    "σοφός",
+    "İstanbul",
+    "深",
+    "😀",
+    "\uD800",
+    " ",
+    "  ",
+    "\n",
+    ".",
+    "'",
+    "-",
+    "Ünïcode",
+    "ǅ"
+  )
+  const text = fc.array(piece, { maxLength: 40 }).map((parts) => parts.join(""))
+  const rules = fc.constantFrom(
+    CleanerConfig.default,
+    new CleanerConfig({ rules: ["strip"] }),
+    new CleanerConfig({ rules: [] })
+  )
+
+  it("gives each chunk exactly the terms the analyzer finds in its title, a line break and its text", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(text, text), { minLength: 1, maxLength: 6 }), rules, (pairs, cleaner) => {
+        const batchSettings = { ...settings, cleaner }
+        const batch = resolved(
+          prepareBatch(
+            pairs.map(([title, body]) => ({ title, body })),
+            batchSettings
+          )
+        )
+        const expected = pairs.flatMap(([title, body]) =>
+          chunkSpans(cleanText(body, cleaner), settings.chunker).map((span) =>
+            analyze(`${title}\n${span.text}`, settings.analyzer)
+          )
+        )
+        assert.deepStrictEqual(batch.chunks, expected)
+      }),
+      { numRuns: 300, seed: 20261130 }
+    )
+  })
+
+  it("looks words up by range as a map looks them up by string, past growth and hash collisions", () => {
+    const table = new WordTable()
+    // 20,000 words: the table doubles many times and, at every size, words share slots.
+    const words = Array.from({ length: 20_000 }, (_, i) => (i * 7919).toString(36) + (i % 3 === 0 ? "é" : ""))
+    const text = words.join(" ")
+    let at = 0
+    const ranges = words.map((word) => {
+      const from = at
+      at += word.length + 1
+      return [from, from + word.length] as const
+    })
+    words.forEach((word, i) => {
+      const [from, to] = ranges[i]!
+      const hash = WordTable.hash(text, from, to)
+      assert.isUndefined(table.get(text, from, to, hash))
+      table.set(word, hash, i)
+    })
+    assert.strictEqual(table.size, words.length)
+    words.forEach((_, i) => {
+      const [from, to] = ranges[i]!
+      assert.strictEqual(table.get(text, from, to, WordTable.hash(text, from, to)), i)
+    })
+    // Words with the same hash (known FNV-1a collisions) are told apart by their text.
+    const colliding = new WordTable()
+    colliding.set("costarring", WordTable.hash("costarring", 0, 10), 1)
+    assert.strictEqual(WordTable.hash("liquid", 0, 6), WordTable.hash("costarring", 0, 10))
+    assert.isUndefined(colliding.get("liquid", 0, 6, WordTable.hash("liquid", 0, 6)))
+    colliding.set("liquid", WordTable.hash("liquid", 0, 6), 2)
+    assert.deepStrictEqual(
+      ["costarring", "liquid"].map((w) => colliding.get(` ${w}`, 1, w.length + 1, WordTable.hash(w, 0, w.length))),
+      [1, 2]
+    )
+    // A prefix or an extension of a stored word is another word.
+    const [from, to] = ranges[1]!
+    assert.isUndefined(table.get(text, from, to - 1, WordTable.hash(text, from, to - 1)))
+    assert.isUndefined(table.get(`${words[1]}x`, 0, to - from + 1, WordTable.hash(`${words[1]}x`, 0, to - from + 1)))
   })
 })
 

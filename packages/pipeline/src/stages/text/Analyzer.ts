@@ -153,6 +153,15 @@ export const analyzeWords = (text: string, emit: (word: string) => void): void =
 }
 
 /**
+ * The words of `text` as `analyzeWords` finds them, as ranges of its lowercased form (given to `emit` with each), so a
+ * caller can look words up without making a string of each.
+ */
+export const analyzeRanges = (text: string, emit: (lowered: string, from: number, to: number) => void): void => {
+  const lowered = text.toLowerCase()
+  scanWords(lowered, (from, to) => emit(lowered, from, to))
+}
+
+/**
  * The term a lowercased word becomes: without a possessive `'s`, `undefined` for a stop word, Porter-stemmed if it is
  * an English word; as `config` says. A caller may cache it per word.
  */

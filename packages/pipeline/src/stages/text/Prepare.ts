@@ -5,9 +5,10 @@
 import { deflateRawSync } from "node:zlib"
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../embed/Embed.ts"
-import { analyzeWords, termOf } from "./Analyzer.ts"
+import { analyzeRanges, termOf } from "./Analyzer.ts"
 import { chunkSpans } from "./Chunker.ts"
 import { cleanText } from "./Clean.ts"
+import { WordTable } from "./WordTable.ts"
 
 /** A word that is a stop word: it makes no term. */
 const STOP = -1
@@ -72,7 +73,7 @@ export interface PreparedBatch {
 export class TermNumbering {
   generation = 0
   /** Every word seen, with its term number, or `STOP`. */
-  words = new Map<string, number>()
+  words = new WordTable()
   numbers = new Map<string, number>()
   vocabulary: Array<string> = []
   readonly limit: number
@@ -84,7 +85,7 @@ export class TermNumbering {
   startBatch(): void {
     if (this.words.size < this.limit) return
     this.generation++
-    this.words = new Map()
+    this.words = new WordTable()
     this.numbers = new Map()
     this.vocabulary = []
   }
@@ -111,9 +112,11 @@ export const prepareBatch = (
     const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
     for (const span of spans) {
       const before = size
-      analyzeWords(`${doc.title}\n${span.text}`, (word) => {
-        let id = words.get(word)
+      analyzeRanges(`${doc.title}\n${span.text}`, (lowered, from, to) => {
+        const hash = WordTable.hash(lowered, from, to)
+        let id = words.get(lowered, from, to, hash)
         if (id === undefined) {
+          const word = lowered.slice(from, to)
           const term = termOf(word, analyzer)
           id = STOP
           if (term !== undefined) {
@@ -124,7 +127,7 @@ export const prepareBatch = (
               vocabulary.push(term)
             }
           }
-          words.set(word, id)
+          words.set(word, hash, id)
         }
         if (id === STOP) return
         if (size === ids.length) {
