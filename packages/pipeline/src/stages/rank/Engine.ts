@@ -303,7 +303,10 @@ const lengthNormsOf = (
   return norms
 }
 
-/** Visits the first `count` touched positions of the scratch with their scores (above 0): a function of its own, see `addShares`. */
+/**
+ * Visits the first `count` touched positions of the scratch with their scores (above 0); a function of its own, as
+ * `addShares` is.
+ */
 const visitTouched = (count: number, visit: (position: number, score: number) => void): void => {
   const { scores, touched } = lexicalScratch
   for (let i = 0; i < count; i++) {
@@ -315,8 +318,9 @@ const visitTouched = (count: number, visit: (position: number, score: number) =>
 
 /**
  * Adds one term's shares over one block of its postings to `scores`, appending each position touched for the first
- * time to the scratch's `touched` after the `count` already there; returns the new count. A function of its own, called for
- * every block of every query, so V8 optimizes it once (a closure made per query ran its loop half-optimized).
+ * time to the scratch's `touched` after the `count` already there; returns the new count. A function of its own,
+ * called for every block of every query, so V8 optimizes it once (a closure made per query ran its loop
+ * half-optimized).
  */
 const addShares = (
   scores: Float64Array,
