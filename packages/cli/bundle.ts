@@ -18,6 +18,9 @@ await build({
     chunkFileNames: "[name]-[hash].mjs",
     // Less source to read and decode at every start (the start-up files: 2.4 → 1.1 MB; `--version` ~12 % faster over
     // 20 interleaved runs); names are kept so that a defect's stack trace stays readable.
-    minify: { mangle: false, compress: {}, codegen: { removeWhitespace: true } }
+    minify: { mangle: false, compress: {}, codegen: { removeWhitespace: true } },
+    // Non-ASCII characters escaped: Node then reads each file as one-byte text (`--version` 314 → 302 ms median of
+    // 40 interleaved runs; CPU profile of a start 264 → 244 ms).
+    charset: "ascii"
   }
 })
