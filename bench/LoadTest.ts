@@ -21,6 +21,7 @@ const USAGE = `Usage: npm run loadtest -- [options]
   --connections N     concurrent connections (default 64)
   --vector-share X    share of vector queries in the mixed phase (default 0.25)
   --malformed S       seconds of the malformed-input phase (default 15)
+  --warm-up S         least seconds of warm-up before the measured phases (default 10)
   --seed N            seed of the corpus and the queries (default 42)`
 
 const log = (line: string) => void process.stderr.write(`${line}\n`)
@@ -36,6 +37,7 @@ function parse() {
       connections: { type: "string", default: "64" },
       "vector-share": { type: "string", default: "0.25" },
       malformed: { type: "string", default: "15" },
+      "warm-up": { type: "string", default: "10" },
       seed: { type: "string", default: "42" }
     }
   }).values
@@ -63,6 +65,7 @@ const DURATION = number("duration", flags.duration, 1)
 const CONNECTIONS = number("connections", flags.connections, 1)
 const VECTOR_SHARE = number("vector-share", flags["vector-share"], 0)
 const MALFORMED = number("malformed", flags.malformed, 0)
+const WARM_UP_SECONDS = number("warm-up", flags["warm-up"], 0)
 const SEED = number("seed", flags.seed, 0)
 
 const bundle = cliBundle()
@@ -162,20 +165,26 @@ const load = async (name: string, url: string, bodies: ReadonlyArray<string>, se
   }
 }
 
-/** Sends each body twice, at the load's concurrency. */
+/**
+ * Sends each body twice, at the load's concurrency, and goes on for at least `WARM_UP_SECONDS` in all: the server's
+ * heap settles into its cycle of collections with time under load, not with the number of distinct queries.
+ */
 const warmUp = async (url: string, bodies: ReadonlyArray<string>) => {
-  log(`warm-up: ${fmt(bodies.length * 2)} requests…`)
+  log(`warm-up: ${fmt(bodies.length * 2)} requests, and at least ${WARM_UP_SECONDS} s…`)
+  const started = performance.now()
   let next = 0
-  await autocannon({
+  const options = {
     url: `${url}/v1/query`,
     connections: CONNECTIONS,
-    amount: bodies.length * 2,
     method: "POST",
     headers: { "content-type": "application/json" },
     requests: [
       { setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }
     ]
-  })
+  }
+  await autocannon({ ...options, amount: bodies.length * 2 })
+  const left = WARM_UP_SECONDS - (performance.now() - started) / 1000
+  if (left >= 1) await autocannon({ ...options, duration: Math.ceil(left) })
 }
 
 /** Holds `count` connections that send a request's headers a byte at a time and never finish. */
@@ -257,8 +266,9 @@ try {
   )
   const before = await (await fetch(`${server.url}/v1/query`, { method: "POST", body: lexical[0]! })).text()
 
-  // The warm-up sends every query of both phases twice, so the server's caches (decoded postings, document texts,
-  // compiled code) hold what the measured phases use: growth after it is what a long run would add.
+  // The warm-up sends every query of both phases twice and lasts at least --warm-up seconds, so the server's caches
+  // (decoded postings and chunks, document texts, compiled code) hold what the measured phases use and its heap has
+  // settled into its cycle of collections: growth after it is what a long run would add.
   await warmUp(server.url, [...lexical, ...mixed])
   const rssWarm = rssMb(server.pid)
   // RSS once a second during the measured phases, to tell a leak (steady growth) from a heap settling.
