@@ -1,10 +1,14 @@
 /** Pseudo-relevance feedback: the expanded query finds what shares words with the best answers, not with the query. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { eq, not } from "@funcpipe/domain/Rule"
 import { Effect, Layer } from "effect"
 import fc from "fast-check"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { searchPaths } from "../src/programs/Search.ts"
 import { Embedder } from "../src/services/Embedder.ts"
+import { layerMemory } from "../src/services/MemoryIndexStore.ts"
 import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/rank/Expansion.ts"
 import { docsSource } from "./Sources.ts"
 
@@ -32,6 +36,37 @@ describe("query expansion", () => {
         assert.include(expanded, "eclipse", `${method} adds "lunar" from the best answer`)
       }
     }).pipe(Effect.provide(Layer.mergeAll(source, Embedder.layerLocalSha256, NodeServices.layer)))
+  )
+
+  it.effect("with a filter, takes its feedback from the chunks the filter allows", () =>
+    Effect.gen(function* () {
+      yield* indexPaths(["corpus"])
+      const answer = (where?: ReturnType<typeof not>) =>
+        Effect.map(
+          queryIndex("moon", 10, { mode: "lexical", expand: defaultExpansion("bo1"), ...(where ? { where } : {}) }),
+          (a) => a.results.map((r) => String(r.chunk.docId))
+        )
+      // Unfiltered, the feedback is "moon" and "tides", and "lunar" brings in the eclipse.
+      assert.include(yield* answer(), "eclipse")
+      // Without "moon", the only feedback is "tides": its ocean words bring in "ocean", and nothing brings in "lunar".
+      const filtered = yield* answer(not(eq("doc_id", "moon")))
+      assert.notInclude(filtered, "moon")
+      assert.include(filtered, "ocean")
+      assert.notInclude(filtered, "eclipse")
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          layerMemory,
+          docsSource([
+            ...corpus,
+            ["tides", "The moon pulls the tides of the ocean, and tidal ocean currents follow."],
+            ["ocean", "An ocean current carries warm water north."]
+          ]),
+          Embedder.layerLocalSha256,
+          NodeServices.layer
+        )
+      )
+    )
   )
 
   it("keeps every query term, and weighs the heaviest term WEIGHT_STEPS times", () => {

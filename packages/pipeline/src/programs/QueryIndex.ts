@@ -74,7 +74,10 @@ export interface QueryOptions {
    * those chunks; BM25's statistics stay those of the whole index.
    */
   readonly where?: Rule
-  /** Expand the query's terms from its best first-pass chunks (pseudo-relevance feedback); off by default. */
+  /**
+   * Expand the query's terms from its best first-pass chunks (pseudo-relevance feedback; with `where`, the best of the
+   * chunks it allows); off by default.
+   */
   readonly expand?: ExpansionConfig
 }
 
@@ -199,15 +202,15 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
   const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
   const params = options.bm25 ?? Bm25Params.default
   const expand = options.expand
+  const filter = where === undefined ? undefined : yield* readSnapshot(location, () => snapshot.filter(where))
   const scoredTerms =
     expand === undefined || mode === "vector"
       ? terms
       : yield* readSnapshot(location, () =>
-          expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer))
+          expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
         )
   const query = { terms: scoredTerms, vector: embedding?.vector }
   const { scored, tops } = yield* readSnapshot(location, () => {
-    const filter = where === undefined ? undefined : snapshot.filter(where)
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
     return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
   })

@@ -2,8 +2,8 @@
  * Pseudo-relevance feedback: a query's terms, extended with the terms that characterise its best first-pass chunks.
  * Off by default; `--expand bo1` or `--expand rm3`.
  */
-import type { Bm25Params } from "@funcpipe/domain/Config"
-import { type IndexView, scoreQuery, topChunksOf } from "./Engine.ts"
+import { type Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
+import { FUSION_DEPTH, type IndexView, type PositionFilter, scoreQuery, topChunksOf } from "./Engine.ts"
 
 /** The expansion models: Bo1 (Amati's Bose-Einstein divergence from randomness) and RM3 (Lavrenko's relevance model). */
 export type ExpansionMethod = "bo1" | "rm3"
@@ -112,18 +112,26 @@ export const weightedTerms = (query: ReadonlyArray<string>, weights: ReadonlyMap
 /**
  * The query's terms expanded from its best `config.docs` chunks by BM25 (scored as the query itself would be): the
  * chunks' texts are analyzed with `analyze` (the index's analyzer), weighed by `config.method`, and the result is a
- * term list the engine scores as it scores any query. A query with no lexical match is left as it is.
+ * term list the engine scores as it scores any query. A query with no lexical match is left as it is. With `filter`,
+ * the chunks are the best of those it allows.
  */
 export const expandQuery = (
   view: IndexView,
   terms: ReadonlyArray<string>,
   params: Bm25Params,
   config: ExpansionConfig,
-  analyze: (text: string) => ReadonlyArray<string>
+  analyze: (text: string) => ReadonlyArray<string>,
+  filter?: PositionFilter
 ): Array<string> => {
   if (terms.length === 0) return [...terms]
   const query = { terms, vector: undefined }
-  const first = topChunksOf(view, scoreQuery(view, query, "lexical", params), config.docs, query)
+  // With a filter, the feedback is the best of the chunks it allows, as the answer will be.
+  const first = topChunksOf(
+    view,
+    scoreQuery(view, query, "lexical", params, FUSION_DEPTH, FusionConfig.default, filter),
+    config.docs,
+    query
+  )
   if (first.length === 0) return [...terms]
   const feedback = first.map((top) => ({ terms: analyze(view.keyOf(top.position).text), score: top.score }))
   return weightedTerms(terms, expansionWeights(view, terms, feedback, config))
