@@ -145,7 +145,9 @@ export const chunkAt = (snapshot: Snapshot, location: string, position: number) 
         docId: stored.docId,
         start: stored.start,
         end: stored.end,
-        text: stored.text,
+        // A chunk's text is cut from its document's text, and V8 keeps the whole document alive as long as the cut:
+        // kept below, it would hold up to 16,384 whole documents. A copy of its own holds only itself.
+        text: structuredClone(stored.text),
         embedding: { vector: stored.vector, model: snapshot.manifest.model }
       })
       if (Result.isFailure(result)) {
@@ -156,10 +158,10 @@ export const chunkAt = (snapshot: Snapshot, location: string, position: number) 
           })
         )
       }
-      const found = { chunk: result.success, title: stored.title }
+      const kept = { chunk: result.success, title: stored.title }
       if (decoded.size >= DECODED_CHUNKS) decoded.clear()
-      decoded.set(position, found)
-      return Effect.succeed(found)
+      decoded.set(position, kept)
+      return Effect.succeed(kept)
     }
   )
 }
