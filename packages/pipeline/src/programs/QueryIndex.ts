@@ -128,16 +128,20 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
 const decodedChunks = new WeakMap<Snapshot, Map<number, { readonly chunk: Chunk; readonly title: string }>>()
 const DECODED_CHUNKS = 16_384
 
+const decodedChunksOf = (snapshot: Snapshot) => {
+  let decoded = decodedChunks.get(snapshot)
+  if (decoded === undefined) decodedChunks.set(snapshot, (decoded = new Map()))
+  return decoded
+}
+
 /**
  * Decodes the stored chunk at `position` into a domain `Chunk`, with its document's title; a value breaking the
  * domain's rules is `IndexCorrupt`.
  */
 export const chunkAt = (snapshot: Snapshot, location: string, position: number) => {
-  let memo = decodedChunks.get(snapshot)
-  if (memo === undefined) decodedChunks.set(snapshot, (memo = new Map()))
-  const known = memo.get(position)
+  const decoded = decodedChunksOf(snapshot)
+  const known = decoded.get(position)
   if (known !== undefined) return Effect.succeed(known)
-  const decoded = memo
   return Effect.flatMap(
     readSnapshot(location, () => snapshot.chunkAt(position)),
     (stored) => {

@@ -284,6 +284,10 @@ const lengthNorms = new WeakMap<
   { readonly averageLength: number; readonly k1: number; readonly b: number; readonly norms: Float64Array }
 >()
 
+/** One chunk's `k1 · (1 − b + b · length / averageLength)`, with `termScore`'s operations in its order. */
+const lengthNormOf = (length: number, averageLength: number, k1: number, b: number): number =>
+  k1 * (averageLength === 0 ? 1 : 1 - b + b * (length / averageLength))
+
 /** The length norms of `lengths`, computed now when `compute` is true, else only if they are at hand. */
 const lengthNormsOf = (
   lengths: Uint32Array,
@@ -295,10 +299,7 @@ const lengthNormsOf = (
   if (known?.averageLength === averageLength && known.k1 === k1 && known.b === b) return known.norms
   if (!compute) return undefined
   const norms = new Float64Array(lengths.length)
-  const oneMinusB = 1 - b
-  for (let p = 0; p < lengths.length; p++) {
-    norms[p] = k1 * (averageLength === 0 ? 1 : oneMinusB + b * (lengths[p]! / averageLength))
-  }
+  for (let p = 0; p < lengths.length; p++) norms[p] = lengthNormOf(lengths[p]!, averageLength, k1, b)
   lengthNorms.set(lengths, { averageLength, k1, b, norms })
   return norms
 }
@@ -350,10 +351,7 @@ const addShares = (
     const before = scores[position]!
     if (before === 0) touched[count++] = position
     const tf = tfs[i]!
-    const lengthNorm =
-      norms !== undefined
-        ? norms[position]!
-        : k1 * (averageLength === 0 ? 1 : 1 - b + b * (lengths[position]! / averageLength))
+    const lengthNorm = norms !== undefined ? norms[position]! : lengthNormOf(lengths[position]!, averageLength, k1, b)
     scores[position] = before + (weight * (tf * k1Plus1)) / (tf + lengthNorm)
   }
   return count

@@ -147,10 +147,8 @@ export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.de
 }
 
 /** The words of `text` as `analyze` finds them (lowercased, before the term rules), one call of `emit` each. */
-export const analyzeWords = (text: string, emit: (word: string) => void): void => {
-  const lowered = text.toLowerCase()
-  scanWords(lowered, (from, to) => emit(lowered.slice(from, to)))
-}
+export const analyzeWords = (text: string, emit: (word: string) => void): void =>
+  analyzeRanges(text, (lowered, from, to) => emit(lowered.slice(from, to)))
 
 /**
  * The words of `text` as `analyzeWords` finds them, as ranges of its lowercased form (given to `emit` with each), so a
