@@ -1,6 +1,6 @@
 /** The reference ranking: the simple in-memory BM25 and a full cosine sort over every chunk row of an index file. */
 import { DatabaseSync } from "node:sqlite"
-import { inflateRawSync } from "node:zlib"
+import { zstdDecompressSync } from "node:zlib"
 import { AnalyzerConfig, Bm25Params, CleanerConfig } from "@funcpipe/domain/Config"
 import { type RankKey, rankingOrder } from "@funcpipe/domain/Ranking"
 import { embedText } from "@funcpipe/pipeline/stages/embed/Embed"
@@ -53,7 +53,8 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
         .all()
         .map((r) => row(r["docId"], r["start"], r["end"], r["text"], r["title"]))
     }
-    const bodyOf = db.prepare("SELECT body FROM bodies WHERE doc = ?")
+    const placeOf = db.prepare("SELECT pack, body_start, body_end FROM documents WHERE id = ?")
+    const packOf = db.prepare("SELECT data FROM packs WHERE id = ?")
     const decoder = new TextDecoder("utf-8", { fatal: true })
     let doc: unknown
     let points: ReadonlyArray<string> = []
@@ -66,9 +67,10 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
       .map((r) => {
         if (r["doc"] !== doc) {
           doc = r["doc"]
-          const blob = (bodyOf.get(doc as number) as { body?: unknown } | undefined)?.body
+          const place = placeOf.get(doc as number) as { pack: number; body_start: number; body_end: number }
+          const blob = (packOf.get(place.pack) as { data?: unknown } | undefined)?.data
           if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
-          points = Array.from(decoder.decode(inflateRawSync(blob)))
+          points = Array.from(decoder.decode(zstdDecompressSync(blob).subarray(place.body_start, place.body_end)))
         }
         const { end, start } = r as { start: number; end: number }
         return row(r["docId"], start, end, spanOf(points, start, end), r["title"])

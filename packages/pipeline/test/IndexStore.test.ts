@@ -2,7 +2,6 @@
 
 import { existsSync, readdirSync, readlinkSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
-import { deflateRawSync } from "node:zlib"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
@@ -15,6 +14,7 @@ import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
 import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { scoreQuery, topChunksOf } from "../src/stages/rank/Engine.ts"
+import { packBodies } from "../src/stages/text/BodyPack.ts"
 import { bodiesSource } from "./Sources.ts"
 
 const docs = bodiesSource
@@ -133,7 +133,9 @@ describe("the SQLite index file", () => {
     ["a vector block of the wrong length", "UPDATE vectors SET data = X'00'"],
     ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'"],
     ["vector magnitudes of the wrong size", "UPDATE vectors SET magnitudes = X'00'"],
-    ["a body that does not decompress", "UPDATE bodies SET body = X'FFFF'"],
+    ["a body pack that does not decompress", "UPDATE packs SET data = X'FFFF'"],
+    ["a body pack whose checksum fails", "UPDATE packs SET data = substr(data, 1, length(data) - 4) || X'00000000'"],
+    ["a body range past its pack", "UPDATE documents SET body_end = body_end + 100000"],
     ["postings that do not decode", "UPDATE postings SET data = X'FF'"],
     ["postings pointing past the segment", "UPDATE postings SET data = X'6401'"],
     [
@@ -378,6 +380,40 @@ describe("segment merges", () => {
       return rows
     })
 
+  /** Body packs no document points into, and documents whose pack is missing. */
+  const packStats = (file: string) =>
+    Effect.sync(() => {
+      const db = new DatabaseSync(file, { readOnly: true })
+      const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n
+      const stats = {
+        packs: count("SELECT count(*) AS n FROM packs"),
+        orphans: count("SELECT count(*) AS n FROM packs WHERE id NOT IN (SELECT pack FROM documents)"),
+        missing: count("SELECT count(*) AS n FROM documents WHERE pack NOT IN (SELECT id FROM packs)")
+      }
+      db.close()
+      return stats
+    })
+
+  it.effect("drop a body pack once no document is in it, and keep one a document still is in", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-packs-" })
+      const file = `${dir}/index.db`
+      const run = (...bodies: ReadonlyArray<string>) =>
+        indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs(...bodies))))
+      yield* run("alpha one", "beta two")
+      assert.deepStrictEqual(yield* packStats(file), { packs: 1, orphans: 0, missing: 0 })
+      // d1 changes: its new version goes to a new pack, and d0 keeps the first one.
+      yield* run("alpha one", "beta changed")
+      assert.deepStrictEqual(yield* packStats(file), { packs: 2, orphans: 0, missing: 0 })
+      // Both change: neither old pack holds a document any more.
+      yield* run("alpha again", "beta again")
+      assert.deepStrictEqual(yield* packStats(file), { packs: 1, orphans: 0, missing: 0 })
+      const answer = yield* queryIndex("beta again", 1, { mode: "lexical" }).pipe(Effect.provide(layerSqlite(file)))
+      assert.strictEqual(answer.results[0]?.chunk.text, "beta again")
+    }).pipe(Effect.provide(Base))
+  )
+
   it.effect(
     "keep an often-updated index to a few segments without dead chunks, answering as a fresh build",
     () =>
@@ -499,7 +535,7 @@ describe("readers and writers over time", () => {
         title: "",
         categories: null,
         hash: "0".repeat(64),
-        deflatedBody: deflateRawSync(body)
+        body: packBodies([body])[0]!
       })
       const chunk = (body: string) => [{ start: 0, end: body.length, from: 0, to: 1 }]
       yield* Effect.gen(function* () {

@@ -4,7 +4,6 @@
  */
 
 import { createServer } from "node:net"
-import { deflateRawSync } from "node:zlib"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
@@ -20,6 +19,7 @@ import { makePartitionReader } from "../src/services/PgPartition.ts"
 import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { shardOf } from "../src/stages/rank/Shards.ts"
+import { packBodies } from "../src/stages/text/BodyPack.ts"
 import { describePg, freshSchema, onServer, PG_URL, withSchema, writeLocks } from "./PgFixture.ts"
 import { bodiesSource } from "./Sources.ts"
 
@@ -428,7 +428,7 @@ describePg("the PostgreSQL index", () => {
                   title: "",
                   categories: null,
                   hash: "0".repeat(64),
-                  deflatedBody: deflateRawSync(body)
+                  body: packBodies([body])[0]!
                 },
                 [
                   { start: 0, end: split, from: 0, to: words.length },

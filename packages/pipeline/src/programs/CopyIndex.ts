@@ -4,10 +4,10 @@
  * the original does.
  */
 
-import { deflateRawSync } from "node:zlib"
 import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Clock, Effect, Option, Schema } from "effect"
 import { IndexCorrupt, type IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
+import { packBodies } from "../stages/text/BodyPack.ts"
 import { prepareBatch } from "../stages/text/Prepare.ts"
 import { IndexMissing } from "./QueryIndex.ts"
 
@@ -144,7 +144,7 @@ export const copyIndex = Effect.fn("copyIndex")(function* (
                 title: doc.title,
                 categories: doc.categories,
                 hash: doc.hash,
-                deflatedBody: new Uint8Array(deflateRawSync(bodyOf(rows), { level: 1 }))
+                body: packBodies([bodyOf(rows)])[0]!
               },
               records,
               { vocabulary: prepared.vocabulary, ids: prepared.termIds },

@@ -389,7 +389,7 @@ const writePrepared = Effect.fnUntraced(function* (
   let termAt = 0
   for (let i = 0; i < docs.length; i++) {
     const { doc, hash, source } = docs[i]!
-    const { deflatedBody, ends, starts, vectors: given } = prepared.docs[i]!
+    const { body, ends, starts, vectors: given } = prepared.docs[i]!
     if (given !== undefined && given.length !== starts.length * d) {
       return yield* new DimensionMismatch({ expected: d, actual: given.length / Math.max(1, starts.length) })
     }
@@ -414,7 +414,7 @@ const writePrepared = Effect.fnUntraced(function* (
         title: doc.title,
         categories: doc.categories,
         hash,
-        deflatedBody
+        body
       },
       chunks,
       terms,

@@ -8,6 +8,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
 import type { IndexView, PositionFilter } from "../stages/rank/Engine.ts"
+import type { BodyRef } from "../stages/text/BodyPack.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./ServerErrors.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
@@ -29,10 +30,10 @@ export interface DocRecord {
   readonly categories: string | null
   readonly hash: string
   /**
-   * The cleaned body, deflated (raw DEFLATE of its UTF-8): chunk texts are its code-point spans, so it is stored once
-   * instead of per chunk.
+   * Where the cleaned body is, in a pack shared with the documents written next to it: chunk texts are its code-point
+   * spans, so it is stored once instead of per chunk.
    */
-  readonly deflatedBody: Uint8Array
+  readonly body: BodyRef
 }
 
 /**

@@ -5,12 +5,14 @@
  */
 
 import { randomUUID } from "node:crypto"
+import { deflateRawSync } from "node:zlib"
 import { PgClient } from "@effect/sql-pg"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { bodyBytes } from "../stages/text/BodyPack.ts"
 import {
   type ChunkRecord,
   type DocRecord,
@@ -198,7 +200,8 @@ const rowOf = (doc: DocRecord, chunks: ReadonlyArray<ChunkRecord>, terms: TermTa
     categories: doc.categories,
     hash: doc.hash,
     chunks: chunks.length,
-    body: doc.deflatedBody.slice(),
+    // Each body deflated on its own: a PostgreSQL index keeps the layout it had before bodies were packed.
+    body: new Uint8Array(deflateRawSync(bodyBytes(doc.body), { level: 1 })),
     spans: bytesOf(spans),
     lengths: bytesOf(lengths),
     terms: vocabulary.join(" "),

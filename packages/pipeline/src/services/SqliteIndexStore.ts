@@ -8,9 +8,8 @@ import { randomUUID } from "node:crypto"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
-import { inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
-import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
+import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Effect, Layer, Option, Result, Schema, type Scope, ScopedRef } from "effect"
@@ -19,6 +18,7 @@ import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { documentTies } from "../stages/rank/Ranker.ts"
+import { bodyIn, unpack } from "../stages/text/BodyPack.ts"
 import {
   type ChunkRecord,
   cachedPositions,
@@ -56,6 +56,12 @@ export const layerSqlite = (file: string): Layer.Layer<IndexStore> => Layer.effe
 /** 'FPIP': marks a SQLite file as a FuncPipe index. */
 const APPLICATION_ID = 0x46504950
 
+/**
+ * The file's layout (its `user_version`), numbered apart from the manifest's format: 1 kept a row per chunk and per
+ * posting, 2 immutable segments with a body per document, 3 bodies in packs (`BodyPack`).
+ */
+const LAYOUT = 3
+
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
 /** How much decoded postings a store keeps for warm queries. */
@@ -64,6 +70,8 @@ const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 const MAX_SMALL_SEGMENTS = 4
 /** How much decompressed document text a generation's caches keep, in UTF-16 units (about 16 MB). */
 const BODY_CACHE_CHARS = 8 * 1024 * 1024
+/** How many decompressed body packs a generation's caches keep (a pack is about 64 KB unless one document is more). */
+const PACK_CACHE_ENTRIES = 8
 /** A run flushes its segment once it holds this much, bounding the writer's memory. */
 const SEGMENT_BUDGET_BYTES = 48 * 1024 * 1024
 
@@ -145,9 +153,9 @@ const layoutVersion = Effect.fnUntraced(function* (
 ) {
   const { appId, tables, version } = yield* sqlite(location, what, () => fileMarks(db))
   if (tables > 0 && appId !== APPLICATION_ID) return yield* new NotAnIndex({ location })
-  if (version > FORMAT_VERSION) return yield* new IndexTooNew({ location, found: version, supported: FORMAT_VERSION })
-  if (version > 0 && version < FORMAT_VERSION && !olderLayout) {
-    return yield* new IndexTooOld({ location, found: version, supported: FORMAT_VERSION })
+  if (version > LAYOUT) return yield* new IndexTooNew({ location, found: version, supported: LAYOUT })
+  if (version > 0 && version < LAYOUT && !olderLayout) {
+    return yield* new IndexTooOld({ location, found: version, supported: LAYOUT })
   }
   return tables === 0 ? 0 : version
 })
@@ -278,7 +286,7 @@ const storedDocOf = (row: Record<string, unknown>): Result.Result<StoredDoc, str
 const createTables = (db: DatabaseSync): void => {
   db.exec(`
     PRAGMA application_id = ${APPLICATION_ID};
-    PRAGMA user_version = ${FORMAT_VERSION};
+    PRAGMA user_version = ${LAYOUT};
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     INSERT INTO meta (key, value) VALUES ('generation', '${randomUUID()}');
     CREATE TABLE documents (
@@ -289,9 +297,12 @@ const createTables = (db: DatabaseSync): void => {
       categories TEXT,
       hash TEXT NOT NULL,
       first INTEGER NOT NULL,
-      chunks INTEGER NOT NULL
+      chunks INTEGER NOT NULL,
+      pack INTEGER,
+      body_start INTEGER,
+      body_end INTEGER
     );
-    CREATE TABLE bodies (doc INTEGER PRIMARY KEY, body BLOB NOT NULL);
+    CREATE TABLE packs (id INTEGER PRIMARY KEY AUTOINCREMENT, data BLOB NOT NULL);
     CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL);
     CREATE TABLE segments (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -346,8 +357,6 @@ const VECTOR_BLOCK_BYTES = 512 * 1024
 const blockRowsFor = (dimensions: number) => Math.max(1, Math.floor(VECTOR_BLOCK_BYTES / (8 * dimensions)))
 const BLOCKS_PER_SEGMENT = 2 ** 20
 
-const utf8 = new TextDecoder("utf-8", { fatal: true })
-
 /** Whether bit `i` of a deleted-chunks bitmap is set (chunk `i` of its segment is deleted). */
 const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
 
@@ -386,6 +395,8 @@ interface Caches {
    */
   readonly bodies: Map<string, string>
   bodyChars: number
+  /** Decompressed packs by id (never reused: AUTOINCREMENT), oldest first, up to `PACK_CACHE_ENTRIES`. */
+  readonly packs: Map<number, Uint8Array>
 }
 
 /** A chunk's row: its document's id, title and row number, and its span. */
@@ -443,6 +454,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
           postingBytes: 0,
           bodies: new Map(),
           bodyChars: 0,
+          packs: new Map(),
           filters: undefined,
           rows: new Map()
         })
@@ -791,18 +803,28 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       'SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c."end" AS "end" ' +
         "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
     )
-    const bodyStatement = statement(db, "SELECT body FROM bodies WHERE doc = ?")
+    const placeStatement = statement(db, "SELECT pack, body_start, body_end FROM documents WHERE id = ?")
+    const packStatement = statement(db, "SELECT data FROM packs WHERE id = ?")
+    /** A pack, decompressed; the last few are kept, as a result's neighbours in the index share its pack. */
+    const unpacked = (id: number, doc: number): Uint8Array => {
+      let bytes = caches.packs.get(id)
+      if (bytes !== undefined) return bytes
+      const blob = (packStatement.get(id) as { data: unknown } | undefined)?.data
+      if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
+      bytes = unpack(blob)
+      if (bytes === undefined) throw corrupt(`the text of document ${doc} does not decompress`)
+      caches.packs.set(id, bytes)
+      if (caches.packs.size > PACK_CACHE_ENTRIES) caches.packs.delete(caches.packs.keys().next().value!)
+      return bytes
+    }
     const bodyOf = (segment: number, doc: number): string => {
       const key = `${segment}:${doc}`
       let body = caches.bodies.get(key)
       if (body !== undefined) return body
-      const blob = (bodyStatement.get(doc) as { body: unknown } | undefined)?.body
-      if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
-      try {
-        body = utf8.decode(inflateRawSync(blob))
-      } catch {
-        throw corrupt(`the text of document ${doc} does not decompress`)
-      }
+      const place = placeStatement.get(doc) as { pack: unknown; body_start: unknown; body_end: unknown } | undefined
+      if (typeof place?.pack !== "number") throw corrupt(`the text of document ${doc} is missing`)
+      body = bodyIn(unpacked(place.pack, doc), place.body_start as number, place.body_end as number)
+      if (body === undefined) throw corrupt(`the text of document ${doc} is not where its row says`)
       caches.bodies.set(key, body)
       caches.bodyChars += body.length
       for (const [old, text] of caches.bodies) {
@@ -1015,7 +1037,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
               yield* sqlite(location, "starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
               const version = yield* layoutVersion(location, "opening", db, true)
               if (version === 0 && !readOnly) yield* sqlite(location, "creating the tables", () => createTables(db))
-              const writer = sqliteWriter(location, db, version === 0 || version === FORMAT_VERSION)
+              const writer = sqliteWriter(location, db, version === 0 || version === LAYOUT)
               // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
               const value = yield* restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
               if (readOnly) return value
@@ -1055,7 +1077,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   const tooOld = (what: string) =>
     Effect.flatMap(
       sql(what, () => (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version),
-      (found) => Effect.fail(new IndexTooOld({ location, found, supported: FORMAT_VERSION }))
+      (found) => Effect.fail(new IndexTooOld({ location, found, supported: LAYOUT }))
     )
   /**
    * Runs `f`, a write that returns the damage it finds, failing with that damage (or with `IndexTooOld` on a file of
@@ -1078,6 +1100,23 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     let statement = statements.get(sql)
     if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)))
     return statement
+  }
+  /** The pack last written, and its row: the documents of a pack come one after another. */
+  let lastPack: { readonly bytes: Uint8Array; readonly id: number } | undefined
+  /** True once a document was removed: a pack may have lost its last document. */
+  let packsFreed = false
+  const packIdOf = (pack: Uint8Array): number => {
+    if (lastPack?.bytes !== pack) {
+      const id = Number(prepared("INSERT INTO packs (data) VALUES (?)").run(pack).lastInsertRowid)
+      lastPack = { bytes: pack, id }
+    }
+    return lastPack.id
+  }
+  /** Deletes the packs no document points into. */
+  const dropFreedPacks = () => {
+    if (!packsFreed) return
+    db.exec("DELETE FROM packs WHERE id NOT IN (SELECT pack FROM documents WHERE pack IS NOT NULL)")
+    packsFreed = false
   }
   /** Deleted chunk ranges per segment id: [first ordinal, count] pairs. */
   const tombstones = new Map<number, Array<number>>()
@@ -1189,8 +1228,8 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       tombstones.set(segment.id, ranges)
       prepared("DELETE FROM chunks WHERE id >= ? AND id < ?").run(row.first, row.first + row.chunks)
     }
-    prepared("DELETE FROM bodies WHERE doc = ?").run(row.id)
     prepared("DELETE FROM documents WHERE id = ?").run(row.id)
+    packsFreed = true
     return undefined
   }
 
@@ -1357,13 +1396,26 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     const damage = removeChunks(doc.docId)
     if (damage !== undefined) return damage
     const insertDoc = prepared(
-      "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks) VALUES (?, ?, ?, ?, ?, ?, ?) " +
-        "ON CONFLICT (doc_id) DO NOTHING"
+      "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks, pack, body_start, body_end) " +
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO NOTHING"
     )
+    // A document without chunks has no text to show: its body is not stored.
+    const pack = chunks.length === 0 ? null : packIdOf(doc.body.pack)
     const insertRow = () => {
       if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
       const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
-      return insertDoc.run(doc.docId, doc.source, doc.title, doc.categories, doc.hash, first, chunks.length)
+      return insertDoc.run(
+        doc.docId,
+        doc.source,
+        doc.title,
+        doc.categories,
+        doc.hash,
+        first,
+        chunks.length,
+        pack,
+        pack === null ? null : doc.body.from,
+        pack === null ? null : doc.body.to
+      )
     }
     let inserted = insertRow()
     // In a fresh index the lookup is skipped; a document written twice in one transaction is replaced all the same.
@@ -1374,7 +1426,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
     if (chunks.length === 0) return undefined
     const docRow = inserted.lastInsertRowid
-    prepared("INSERT INTO bodies (doc, body) VALUES (?, ?)").run(docRow, doc.deflatedBody)
     const insert = prepared('INSERT INTO chunks (id, doc, start, "end") VALUES (?, ?, ?, ?)')
     const segment = pending!
     const d = segment.dimensions
@@ -1412,6 +1463,8 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       createTables(db)
       layoutCurrent = true
       pending = undefined
+      lastPack = undefined
+      packsFreed = false
       tombstones.clear()
       manifestValue = Option.none()
       fresh = true
@@ -1445,6 +1498,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       if (!layoutCurrent) return
       const damage = yield* sql("writing the index", () => {
         flush()
+        dropFreedPacks()
         return applyTombstones() ?? mergeSegments()
       })
       if (damage !== undefined) return yield* damage

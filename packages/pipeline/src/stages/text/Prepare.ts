@@ -1,11 +1,11 @@
 /**
- * The per-document stage of indexing: clean → chunk → analyze, the cleaned body compressed for storage and, for the
+ * The per-document stage of indexing: clean → chunk → analyze, the cleaned bodies packed for storage and, for the
  * `local-sha256` model (a pure function), the chunk vectors.
  */
-import { deflateRawSync } from "node:zlib"
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../embed/Embed.ts"
 import { analyzeRanges, termOf } from "./Analyzer.ts"
+import { type BodyRef, packBodies } from "./BodyPack.ts"
 import { chunkSpans } from "./Chunker.ts"
 import { cleanText } from "./Clean.ts"
 import { WordTable } from "./WordTable.ts"
@@ -33,14 +33,14 @@ export interface DocText {
 
 /**
  * One prepared document: its chunks' spans (code points) and either their texts, to embed, or (with `localVectors`)
- * their `local-sha256` vectors, chunk after chunk; and its cleaned body, deflated.
+ * their `local-sha256` vectors, chunk after chunk; and where its cleaned body is in the batch's packs.
  */
 export interface PreparedDoc {
   readonly starts: ReadonlyArray<number>
   readonly ends: ReadonlyArray<number>
   readonly texts: ReadonlyArray<string>
   readonly vectors: Float64Array | undefined
-  readonly deflatedBody: Uint8Array
+  readonly body: BodyRef
 }
 
 /** The `local-sha256` vectors of the chunks, in one array. */
@@ -107,8 +107,10 @@ export const prepareBatch = (
   let ids = new Uint32Array(1 << 14)
   let size = 0
   const counts: Array<number> = []
-  const prepared = docs.map((doc): PreparedDoc => {
+  const bodies: Array<string> = []
+  const prepared = docs.map((doc) => {
     const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
+    bodies.push(body)
     const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
     for (const span of spans) {
       const before = size
@@ -143,12 +145,16 @@ export const prepareBatch = (
       starts: spans.map((s) => s.start),
       ends: spans.map((s) => s.end),
       texts: settings.localVectors === true ? [] : spans.map((s) => s.text),
-      vectors: settings.localVectors === true ? localVectors(spans) : undefined,
-      // A copy with a buffer of its own, so a worker can transfer it (a Buffer may share a pooled one).
-      deflatedBody: new Uint8Array(deflateRawSync(body, { level: 1 }))
+      vectors: settings.localVectors === true ? localVectors(spans) : undefined
     }
   })
-  return { docs: prepared, vocabulary, termIds: ids.slice(0, size), termCounts: Uint32Array.from(counts) }
+  const refs = packBodies(bodies)
+  return {
+    docs: prepared.map((doc, i): PreparedDoc => ({ ...doc, body: refs[i]! })),
+    vocabulary,
+    termIds: ids.slice(0, size),
+    termCounts: Uint32Array.from(counts)
+  }
 }
 
 /**

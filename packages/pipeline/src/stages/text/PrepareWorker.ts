@@ -13,14 +13,13 @@ const prepare = deltaPreparer()
 parentPort?.on("message", (request: Request) => {
   try {
     const delta = prepare(request.docs, request.settings)
-    const transfer = [
-      delta.termIds.buffer,
-      delta.termCounts.buffer,
-      ...delta.docs.flatMap((d) =>
-        d.vectors === undefined ? [d.deflatedBody.buffer] : [d.deflatedBody.buffer, d.vectors.buffer]
-      )
-    ]
-    parentPort!.postMessage({ id: request.id, delta }, transfer as Array<ArrayBuffer>)
+    // Documents of one pack share it: each buffer is listed once.
+    const transfer = new Set<ArrayBufferLike>([delta.termIds.buffer, delta.termCounts.buffer])
+    for (const d of delta.docs) {
+      transfer.add(d.body.pack.buffer)
+      if (d.vectors !== undefined) transfer.add(d.vectors.buffer)
+    }
+    parentPort!.postMessage({ id: request.id, delta }, [...transfer] as Array<ArrayBuffer>)
   } catch (error) {
     parentPort!.postMessage({
       id: request.id,

@@ -1,0 +1,81 @@
+/** Bodies packed for storage come back exactly, packs stay near their size, and damaged packs are told apart. */
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import {
+  type BodyRef,
+  bodyBytes,
+  bodyIn,
+  bodyOfRef,
+  PACK_BYTES,
+  packBodies,
+  unpack
+} from "../src/stages/text/BodyPack.ts"
+
+/** What a body reads back as: its UTF-8 decoded, so a lone surrogate becomes U+FFFD as in any UTF-8 store. */
+const stored = (body: string) => Buffer.from(body, "utf8").toString("utf8")
+
+const packsOf = (refs: ReadonlyArray<BodyRef>) => [...new Set(refs.map((r) => r.pack))]
+
+describe("packBodies", () => {
+  it("gives back every body, in order, across pack boundaries and lone surrogates at their edges", () => {
+    const piece = fc.constantFrom("a", "é", "Σ", "😀", "\ud800", "\udc00", " ", "x".repeat(5000))
+    const body = fc.array(piece, { maxLength: 60 }).map((parts) => parts.join(""))
+    fc.assert(
+      fc.property(fc.array(body, { maxLength: 40 }), (bodies) => {
+        const refs = packBodies(bodies)
+        assert.strictEqual(refs.length, bodies.length)
+        refs.forEach((ref, i) => {
+          assert.strictEqual(bodyOfRef(ref), stored(bodies[i]!))
+          assert.strictEqual(Buffer.from(bodyBytes(ref)).toString("utf8"), stored(bodies[i]!))
+        })
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("fills packs to about PACK_BYTES and gives a larger body a pack of its own", () => {
+    const small = Array.from({ length: 100 }, (_, i) => `document ${i} `.repeat(200))
+    const large = "y".repeat(3 * PACK_BYTES)
+    const refs = packBodies([...small, large, "tail"])
+    const packs = packsOf(refs)
+    const sizes = packs.map((p) => unpack(p)!.length)
+    // Each full pack closes at PACK_BYTES or one small body past it; the large body closes the last one early.
+    for (const size of sizes.slice(0, -3)) assert.isTrue(size >= PACK_BYTES && size < PACK_BYTES + 2600)
+    assert.isTrue(sizes.at(-3)! < PACK_BYTES)
+    const largeRef = refs[small.length]!
+    assert.strictEqual(largeRef.from, 0)
+    assert.strictEqual(unpack(largeRef.pack)!.length, large.length)
+    assert.strictEqual(refs[small.length + 1]!.pack, packs.at(-1))
+    assert.isTrue(packs.length < 10, `${packs.length} packs for 100 small bodies`)
+    // The text compresses: a pack is smaller than what it holds (but for the 4-byte tail, which a frame outweighs).
+    for (const pack of packs.slice(0, -1)) assert.isTrue(pack.byteLength < unpack(pack)!.byteLength / 10)
+  })
+
+  it("is deterministic and packs nothing for no bodies", () => {
+    const bodies = ["alpha", "beta", "gamma"]
+    assert.deepStrictEqual(packBodies(bodies), packBodies(bodies))
+    assert.deepStrictEqual(packBodies([]), [])
+  })
+})
+
+describe("reading a damaged pack", () => {
+  const [ref] = packBodies(["a body that will be damaged"])
+  const bytes = ref!.pack
+
+  it("reports bytes that are not a pack, or whose checksum fails, as undefined", () => {
+    assert.isUndefined(unpack(new Uint8Array([0xff, 0xff])))
+    const changed = bytes.slice()
+    changed[changed.length - 1] = changed[changed.length - 1]! ^ 1
+    assert.isUndefined(unpack(changed))
+    assert.isUndefined(unpack(bytes.subarray(0, bytes.length - 5)))
+  })
+
+  it("reports a range outside the pack, or one that cuts a character, as undefined", () => {
+    const text = unpack(packBodies(["é"])[0]!.pack)!
+    assert.strictEqual(bodyIn(text, 0, 2), "é")
+    assert.isUndefined(bodyIn(text, 0, 3))
+    assert.isUndefined(bodyIn(text, 1, 0))
+    assert.isUndefined(bodyIn(text, 0, 1))
+    assert.isUndefined(bodyIn(text, 0.5, 1))
+  })
+})
