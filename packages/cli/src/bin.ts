@@ -1,15 +1,19 @@
 #!/usr/bin/env node
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 /** Process entry: the only file that names the Node platform. */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
 import { Models } from "@funcpipe/pipeline/services/Models"
 import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { Context, Effect, Layer, Runtime, Scope, Stdio } from "effect"
+import { Context, Effect, type FileSystem, Layer, type Path, Runtime, Scope, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
 import { HttpClient, type HttpClientRequest } from "effect/http"
+import { ChildProcessSpawner } from "effect/process"
 import { main } from "./Cli.ts"
 import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./Progress.ts"
@@ -55,13 +59,37 @@ const HttpClientLayer = Layer.effect(
   })
 )
 
+// Node's child_process (with node:net and node:dgram) took ~7 ms of every start, and only a `transformers:` model
+// starts a process (its Python helper), so the Node spawner is loaded by the first process started.
+const ChildProcessLayer = Layer.effect(
+  ChildProcessSpawner.ChildProcessSpawner,
+  Effect.gen(function* () {
+    const scope = yield* Scope.Scope
+    const platform = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+    const node = yield* Effect.cached(
+      Effect.promise(() => import("@effect/platform-node/NodeChildProcessSpawner")).pipe(
+        Effect.flatMap((m) => Layer.buildWithScope(Layer.provide(m.layer, Layer.succeedContext(platform)), scope)),
+        Effect.map(Context.get(ChildProcessSpawner.ChildProcessSpawner))
+      )
+    )
+    return ChildProcessSpawner.make((command) => Effect.flatMap(node, (spawner) => spawner.spawn(command)))
+  })
+)
+
 const MainLayer = Layer.mergeAll(
   PreparerLayer,
   DocumentSource.layer,
   Models.layer.pipe(Layer.provide(HttpClientLayer)),
   CliOutput.layerPresenter(presenter),
   ProgressLayer
-).pipe(Layer.provideMerge(NodeServices.layer))
+).pipe(
+  // NodeServices' layer, with the child-process spawner loaded lazily.
+  Layer.provideMerge(
+    Layer.mergeAll(ChildProcessLayer, NodeStdio.layer, NodeTerminal.layer).pipe(
+      Layer.provideMerge(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
+    )
+  )
+)
 
 // `serve` started by the launcher (bin/funcpipe.mjs) runs in a child process: if the launcher is killed outright, its
 // channel closes, and the server goes with it rather than run on unseen.
