@@ -6,13 +6,14 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Tracer } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Tracer } from "effect"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex, querySnapshot } from "../src/programs/QueryIndex.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { IndexStore, type Snapshot } from "../src/services/IndexStore.ts"
 import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
+import { cosineSimilarity } from "../src/stages/rank/Cosine.ts"
 import { scoreQuery, topChunksOf } from "../src/stages/rank/Engine.ts"
 import { packBodies } from "../src/stages/text/BodyPack.ts"
 import { bodiesSource } from "./Sources.ts"
@@ -129,24 +130,34 @@ describe("the SQLite index file", () => {
   )
 
   it.effect.each([
-    ["a vector that is not finite", "UPDATE vectors SET data = X'000000000000F87F' || substr(data, 9)"],
-    ["a vector block of the wrong length", "UPDATE vectors SET data = X'00'"],
-    ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'"],
-    ["vector magnitudes of the wrong size", "UPDATE vectors SET magnitudes = X'00'"],
-    ["a body pack that does not decompress", "UPDATE packs SET data = X'FFFF'"],
-    ["a body pack whose checksum fails", "UPDATE packs SET data = substr(data, 1, length(data) - 4) || X'00000000'"],
-    ["a body range past its pack", "UPDATE documents SET body_end = body_end + 100000"],
-    ["postings that do not decode", "UPDATE postings SET data = X'FF'"],
-    ["postings pointing past the segment", "UPDATE postings SET data = X'6401'"],
+    // `||` makes text of blobs: CAST gives the bytes back as a blob, as FuncPipe stores them.
+    [
+      "a vector that is not finite",
+      "UPDATE vectors SET data = CAST(X'000000000000F87F' || zeroblob(length(data) * 4 - 8) AS BLOB)",
+      "a vector that is not finite"
+    ],
+    ["a vector block of the wrong length", "UPDATE vectors SET data = X'00'", "a vector block of the wrong size"],
+    ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'", "chunk lengths of the wrong size"],
+    ["vector magnitudes of the wrong size", "UPDATE vectors SET magnitudes = X'00'", "magnitudes of the wrong size"],
+    ["a body pack that does not decompress", "UPDATE packs SET data = X'FFFF'", "does not decompress"],
+    [
+      "a body pack whose checksum fails",
+      "UPDATE packs SET data = CAST(substr(data, 1, length(data) - 4) || X'00000000' AS BLOB)",
+      "does not decompress"
+    ],
+    ["a body range past its pack", "UPDATE documents SET body_end = body_end + 100000", "not where its row says"],
+    ["postings that do not decode", "UPDATE postings SET data = X'FF'", "postings of"],
+    ["postings pointing past the segment", "UPDATE postings SET data = X'6401'", "postings of"],
     [
       "a live count that disagrees with the deleted chunks",
-      "UPDATE segments SET live = live - 1, deleted = zeroblob(1)"
+      "UPDATE segments SET live = live - 1, deleted = zeroblob(1)",
+      "live chunks"
     ],
-    ["a missing chunk row", "DELETE FROM chunks"],
-    ["a span that ends before it starts", 'UPDATE chunks SET start = "end" + 1'],
-    ["an empty doc id", "UPDATE documents SET doc_id = '' WHERE doc_id = 'd0'"],
-    ["a manifest that is not JSON", "UPDATE meta SET value = '{' WHERE key = 'manifest'"]
-  ])("reports %s as IndexCorrupt instead of answering", ([, sql]) =>
+    ["a missing chunk row", "DELETE FROM chunks", "missing or unreadable"],
+    ["a span that ends before it starts", 'UPDATE chunks SET start = "end" + 1', "is before start"],
+    ["an empty doc id", "UPDATE documents SET doc_id = '' WHERE doc_id = 'd0'", "must not be empty"],
+    ["a manifest that is not JSON", "UPDATE meta SET value = '{' WHERE key = 'manifest'", "manifest"]
+  ])("reports %s as IndexCorrupt instead of answering", ([, sql, detail]) =>
     Effect.gen(function* () {
       const file = yield* builtIndex
       yield* tamper(file, `PRAGMA foreign_keys = OFF; ${sql}`)
@@ -158,6 +169,7 @@ describe("the SQLite index file", () => {
           yield* store.documents
         }).pipe(Effect.provide(layerSqlite(file)))
       )
+      assert.include(error.message, detail!)
       assert.strictEqual(error._tag, "IndexCorrupt")
     }).pipe(Effect.provide(Base))
   )
@@ -243,6 +255,69 @@ describe("the SQLite index file", () => {
       const after = yield* queryFile(file)
       assert.deepStrictEqual(after, before)
     }).pipe(Effect.provide(Base))
+  )
+})
+
+describe("stored vectors", () => {
+  /** A model whose components are `narrow` (float32) or not: a vector from the text's characters. */
+  const model = (narrow: boolean) =>
+    Embedder.of({
+      model: ModelLabel.make(narrow ? "test-f32" : "test-f64"),
+      dimensions: 3,
+      fingerprint: "test",
+      usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
+      embedMany: (texts) =>
+        Effect.succeed(
+          texts.map((text) => {
+            const vector = [text.length / 7, (text.charCodeAt(0) % 13) / 3, 0.1 * (text.charCodeAt(1) || 1)].map((x) =>
+              narrow ? Math.fround(x) : x
+            ) as [number, ...Array<number>]
+            return new Embedding({ vector, model: ModelLabel.make(narrow ? "test-f32" : "test-f64") })
+          })
+        )
+    })
+
+  it.effect.each([
+    ["local-sha256", undefined, 2],
+    ["a float32 model", model(true), 4],
+    ["a float64 model", model(false), 8]
+  ] as const)(
+    "keep %s's vectors exactly in the narrowest encoding, and answer the same from a first and a later scan",
+    ([, embedder, bytes]) =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-vectors-" })
+        const file = `${dir}/index.db`
+        const modelLayer = embedder === undefined ? Layer.empty : Layer.succeed(Embedder, embedder)
+        const texts = ["alpha beta", "gamma", "delta epsilon zeta", "eta"]
+        yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs(...texts), modelLayer)))
+        const db = new DatabaseSync(file, { readOnly: true })
+        const dimensions = embedder?.dimensions ?? 16
+        const sizes = db
+          .prepare("SELECT length(data) AS n, length(magnitudes) / 8 AS rows FROM vectors")
+          .all() as Array<{
+          n: number
+          rows: number
+        }>
+        db.close()
+        for (const { n, rows } of sizes) assert.strictEqual(n, rows * dimensions * bytes)
+        const [first, later] = yield* Effect.gen(function* () {
+          const ask = Effect.map(queryIndex("gamma", 4, { mode: "vector" }), (a) =>
+            a.results.map((r) => [r.score, r.chunk.docId, r.chunk.text, r.chunk.embedding.vector] as const)
+          )
+          return [yield* ask, yield* ask]
+        }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), modelLayer)))
+        assert.deepStrictEqual(later, first)
+        assert.strictEqual(first!.length, texts.length)
+        const embed = embedder ?? Embedder.of({ ...model(false), embedMany: (t) => Effect.succeed(t.map(embedText)) })
+        const [query] = yield* embed.embedMany(["gamma"])
+        for (const [score, , text, vector] of first!) {
+          const [stored] = yield* embed.embedMany([text])
+          // The vector comes back with the model's very bits, and the score is the reference cosine of it.
+          assert.deepStrictEqual(vector, stored!.vector)
+          assert.strictEqual(score, Result.getOrThrow(cosineSimilarity(query!.vector, stored!.vector)))
+        }
+      }).pipe(Effect.provide(Base))
   )
 })
 

@@ -62,8 +62,11 @@ export interface IndexView {
   readonly deleted: Uint8Array | undefined
   /** The postings of a term, one block per segment that holds it (deleted positions included). */
   readonly postings: (term: string) => ReadonlyArray<TermBlock>
-  /** Every segment's vectors. */
-  readonly vectorBlocks: () => ReadonlyArray<VectorBlock>
+  /**
+   * Every segment's vectors, in position order. A block may be valid only until the next one is taken (a store may
+   * decode each block into one buffer), so a scan uses each block as it comes.
+   */
+  readonly vectorBlocks: () => Iterable<VectorBlock>
   /** The ranking key of a position. */
   readonly keyOf: KeyOf
   /**
@@ -194,12 +197,13 @@ const scanFiltered = (
   const { allowed, listed } = filter
   // The loops are those of `scanVectors`, written out again so the hot path stays one tight loop.
   if (listed !== undefined) {
-    let b = 0
+    const taken = blocks[Symbol.iterator]()
+    let next = taken.next()
     for (let i = 0; i < listed.length; i++) {
       const position = listed[i]!
-      while (b < blocks.length && position >= blocks[b]!.offset + blocks[b]!.count) b++
-      if (b === blocks.length) return
-      const { magnitudes, offset, vectors } = blocks[b]!
+      while (!next.done && position >= next.value.offset + next.value.count) next = taken.next()
+      if (next.done) return
+      const { magnitudes, offset, vectors } = next.value
       const row = position - offset
       const magnitude = magnitudes[row]!
       if (row < 0 || magnitude === 0) continue

@@ -1,0 +1,86 @@
+/**
+ * Vector blocks as an index stores them: in the narrowest encoding that gives back every component bit for bit.
+ *
+ * - `u16`: 16-bit numerators `k`, each component being `k / 65535` (what `local-sha256` makes: 16-bit words over
+ *   65535), a quarter of the bytes;
+ * - `f32`: float32, where every component is one (what ONNX and OpenAI models return), half the bytes;
+ * - `f64`: float64 otherwise.
+ *
+ * Decoding computes the very numbers that were encoded (`k / 65535` is the same division the model made; a float32
+ * widens exactly), so scores, and the ranking, are the same as from float64 blocks. A block's encoding is told by its
+ * byte length: `count · dimensions` times 2, 4 or 8.
+ */
+
+export type VectorEncoding = "u16" | "f32" | "f64"
+
+const BYTES: Record<VectorEncoding, number> = { u16: 2, f32: 4, f64: 8 }
+
+/** The narrowest exact encoding of `values` (every component finite). */
+export const encodingOf = (values: Float64Array): VectorEncoding => {
+  let u16 = true
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i]!
+    // -0 stays out: it would come back as +0.
+    if (!(x >= 0 && x <= 1 && Math.round(x * 65535) / 65535 === x && !Object.is(x, -0))) {
+      u16 = false
+      break
+    }
+  }
+  if (u16) return "u16"
+  for (let i = 0; i < values.length; i++) if (!Object.is(Math.fround(values[i]!), values[i]!)) return "f64"
+  return "f32"
+}
+
+/** `values` in their narrowest exact encoding, as little-endian bytes of a buffer of their own. */
+export const encodeVectors = (values: Float64Array): Uint8Array => {
+  const encoding = encodingOf(values)
+  if (encoding === "f64") return new Uint8Array(values.slice().buffer)
+  if (encoding === "f32") return new Uint8Array(Float32Array.from(values).buffer)
+  const codes = new Uint16Array(values.length)
+  for (let i = 0; i < values.length; i++) codes[i] = Math.round(values[i]! * 65535)
+  return new Uint8Array(codes.buffer)
+}
+
+/** The encoding of a block of `components` components stored in `byteLength` bytes, or `undefined` for none. */
+export const encodingFor = (byteLength: number, components: number): VectorEncoding | undefined =>
+  byteLength === 2 * components
+    ? "u16"
+    : byteLength === 4 * components
+      ? "f32"
+      : byteLength === 8 * components
+        ? "f64"
+        : undefined
+
+/**
+ * Decodes components `from … to` of a stored block (`bytes`, in `encoding`) into `out` from `at`. Returns false when a
+ * component is not finite (a damaged block), true otherwise.
+ */
+export const decodeVectors = (
+  bytes: Uint8Array,
+  encoding: VectorEncoding,
+  from: number,
+  to: number,
+  out: Float64Array,
+  at = 0
+): boolean => {
+  const size = BYTES[encoding]
+  const aligned = bytes.byteOffset % size === 0 ? bytes : bytes.slice()
+  const n = aligned.byteLength / size
+  if (encoding === "u16") {
+    const codes = new Uint16Array(aligned.buffer, aligned.byteOffset, n)
+    for (let i = from; i < to; i++) out[at + i - from] = codes[i]! / 65535
+    return true
+  }
+  const values =
+    encoding === "f32"
+      ? new Float32Array(aligned.buffer, aligned.byteOffset, n)
+      : new Float64Array(aligned.buffer, aligned.byteOffset, n)
+  // x · 0 is 0 for every finite x and NaN for NaN and ±Infinity, so one sum checks them all.
+  let check = 0
+  for (let i = from; i < to; i++) {
+    const x = values[i]!
+    out[at + i - from] = x
+    check += x * 0
+  }
+  return check === 0
+}
