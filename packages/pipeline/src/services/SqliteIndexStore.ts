@@ -1,6 +1,6 @@
 /**
  * The index as one SQLite file laid out for search. Documents and chunk text are rows; search data lives in immutable
- * segments (chunk lengths as a typed-array blob, vectors and their magnitudes in blocks of typed-array blobs, and
+ * segments (chunk lengths as a typed-array blob, vectors in blocks of typed-array blobs, and
  * varint-encoded postings per term) with a bitmap of deleted chunks.
  */
 
@@ -316,7 +316,7 @@ const createTables = (db: DatabaseSync): void => {
       block_rows INTEGER NOT NULL,
       deleted BLOB
     );
-    CREATE TABLE vectors (id INTEGER PRIMARY KEY, magnitudes BLOB NOT NULL, data BLOB NOT NULL);
+    CREATE TABLE vectors (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
     CREATE TABLE postings (
       segment INTEGER NOT NULL,
       term TEXT NOT NULL,
@@ -643,23 +643,17 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     return columns
   }
 
-  /** Block `block` of a segment as stored: its encoded vectors and its magnitudes, with their sizes checked. */
+  /** Block `block` of a segment as stored: its encoded vectors, with their size checked. */
   const storedBlock = (db: DatabaseSync, segment: SegmentRow, dimensions: number, block: number) => {
     const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
-    const row = statement(db, "SELECT magnitudes, data FROM vectors WHERE id = ?").get(
-      segment.id * BLOCKS_PER_SEGMENT + block
-    ) as { magnitudes: unknown; data: unknown } | undefined
-    const encoding = row?.data instanceof Uint8Array ? encodingFor(row.data.byteLength, rows * dimensions) : undefined
+    const data = (
+      statement(db, "SELECT data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
+        | { data: unknown }
+        | undefined
+    )?.data
+    const encoding = data instanceof Uint8Array ? encodingFor(data.byteLength, rows * dimensions) : undefined
     if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
-    if (!(row!.magnitudes instanceof Uint8Array) || row!.magnitudes.byteLength !== rows * 8) {
-      throw corrupt(`segment ${segment.id} has vector magnitudes of the wrong size`)
-    }
-    const magnitudes = view(row!.magnitudes, 8, (b, o, n) => new Float64Array(b, o, n))
-    for (let i = 0; i < magnitudes.length; i++) {
-      if (!(magnitudes[i]! >= 0 && magnitudes[i]! < Infinity))
-        throw corrupt(`segment ${segment.id} has a vector magnitude that is not finite`)
-    }
-    return { rows, encoding, data: row!.data as Uint8Array, magnitudes }
+    return { rows, encoding, data: data as Uint8Array }
   }
 
   /** Decodes components `from … to` of a stored block into `out`, failing for one that is not finite. */
@@ -676,6 +670,26 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     return out
   }
 
+  /**
+   * A stored block decoded into `vectors`, with each row's magnitude (`sqrt(Σ x·x)`, summed left to right, as the
+   * segment was built and as the engine's reference computes it) into `magnitudes`: the same bits as storing them.
+   */
+  const decodeRows = (
+    segment: SegmentRow,
+    stored: ReturnType<typeof storedBlock>,
+    dimensions: number,
+    vectors: Float64Array,
+    magnitudes: Float64Array
+  ): { readonly vectors: Float64Array; readonly magnitudes: Float64Array } => {
+    decodeBlock(segment, stored, 0, stored.rows * dimensions, vectors)
+    for (let r = 0; r < stored.rows; r++) {
+      let sum = 0
+      for (let j = r * dimensions; j < (r + 1) * dimensions; j++) sum += vectors[j]! * vectors[j]!
+      magnitudes[r] = Math.sqrt(sum)
+    }
+    return { vectors, magnitudes }
+  }
+
   /** Block `block` of a segment's vectors (decoded to float64) and magnitudes, read and checked once, then kept. */
   const vectorBlock = (
     db: DatabaseSync,
@@ -687,8 +701,13 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     const cached = columns.blocks.get(block)
     if (cached !== undefined) return cached
     const stored = storedBlock(db, segment, dimensions, block)
-    const n = stored.rows * dimensions
-    const loaded = { vectors: decodeBlock(segment, stored, 0, n, new Float64Array(n)), magnitudes: stored.magnitudes }
+    const loaded = decodeRows(
+      segment,
+      stored,
+      dimensions,
+      new Float64Array(stored.rows * dimensions),
+      new Float64Array(stored.rows)
+    )
     columns.blocks.set(block, loaded)
     return loaded
   }
@@ -829,19 +848,23 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     )
     function* streamedBlocks(): Generator<VectorBlock> {
       let buffer = new Float64Array(0)
+      let norms = new Float64Array(0)
       for (let s = 0; s < segments.length; s++) {
         const segment = segments[s]!
         for (let b = 0; b * segment.blockRows < segment.count; b++) {
           const stored = readStored({ segment, block: b })
-          const n = stored.rows * dimensions
-          if (buffer.length < n) buffer = new Float64Array(segment.blockRows * dimensions)
-          const vectors = decodeBlock(segment, stored, 0, n, buffer.subarray(0, n))
-          yield {
-            offset: offsets[s]! + b * segment.blockRows,
-            count: stored.rows,
-            vectors,
-            magnitudes: stored.magnitudes
+          if (norms.length < stored.rows) {
+            buffer = new Float64Array(segment.blockRows * dimensions)
+            norms = new Float64Array(segment.blockRows)
           }
+          const { magnitudes, vectors } = decodeRows(
+            segment,
+            stored,
+            dimensions,
+            buffer.subarray(0, stored.rows * dimensions),
+            norms.subarray(0, stored.rows)
+          )
+          yield { offset: offsets[s]! + b * segment.blockRows, count: stored.rows, vectors, magnitudes }
         }
       }
     }
@@ -1181,15 +1204,16 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   }
 
   /**
-   * Writes a new segment's row and vector blocks (`lengths`, `magnitudes` and `vectors` as bytes, `count` chunks of
-   * `dimensions` components, none deleted) and returns its id; the caller writes its postings.
+   * Writes a new segment's row and vector blocks (`lengths` and `vectors` as bytes, `count` chunks of `dimensions`
+   * components, none deleted; magnitudes are computed again when blocks are read) and returns its id; the caller
+   * writes its postings.
    */
   const insertSegment = (
     base: number,
     count: number,
     totalLength: number,
     dimensions: number,
-    columns: { readonly lengths: Uint8Array; readonly magnitudes: Uint8Array; readonly vectors: Uint8Array }
+    columns: { readonly lengths: Uint8Array; readonly vectors: Uint8Array }
   ): number => {
     const blockRows = blockRowsFor(dimensions)
     const id = Number(
@@ -1202,9 +1226,8 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     for (let b = 0; b * blockRows < count; b++) {
       const from = b * blockRows
       const to = Math.min(from + blockRows, count)
-      prepared("INSERT INTO vectors (id, magnitudes, data) VALUES (?, ?, ?)").run(
+      prepared("INSERT INTO vectors (id, data) VALUES (?, ?)").run(
         id * BLOCKS_PER_SEGMENT + b,
-        columns.magnitudes.subarray(from * 8, to * 8),
         encodeVectors(vectors.subarray((from * rowBytes) / 8, (to * rowBytes) / 8))
       )
     }
@@ -1359,7 +1382,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
     const base = nextBase()
     const lengths = new Uint32Array(live)
-    const magnitudes = new Float64Array(live)
     const vectors = new Float64Array(live * dimensions)
     const newOrdinals = new Map<number, Int32Array>()
     let next = 0
@@ -1392,20 +1414,19 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         prepared("UPDATE documents SET first = ? WHERE id = ?").run(first, doc.id)
       }
       for (let b = 0; b * g.block_rows < g.count; b++) {
-        const block = db
-          .prepare("SELECT magnitudes, data FROM vectors WHERE id = ?")
-          .get(g.id * BLOCKS_PER_SEGMENT + b) as { magnitudes: Uint8Array; data: Uint8Array } | undefined
+        const block = db.prepare("SELECT data FROM vectors WHERE id = ?").get(g.id * BLOCKS_PER_SEGMENT + b) as
+          | { data: Uint8Array }
+          | undefined
         if (block === undefined) return corrupt(`segment ${g.id} is missing a vector block`)
-        const m = view(block.magnitudes, 8, (x, o, n) => new Float64Array(x, o, n))
-        const encoding = encodingFor(block.data.byteLength, m.length * dimensions)
-        const v = new Float64Array(m.length * dimensions)
+        const rows = Math.min(g.block_rows, g.count - b * g.block_rows)
+        const encoding = encodingFor(block.data.byteLength, rows * dimensions)
+        const v = new Float64Array(rows * dimensions)
         if (encoding === undefined || !decodeVectors(block.data, encoding, 0, v.length, v)) {
           return corrupt(`segment ${g.id} has a damaged vector block`)
         }
-        for (let r = 0; r < m.length; r++) {
+        for (let r = 0; r < rows; r++) {
           const to = map[b * g.block_rows + r]!
           if (to < 0) continue
-          magnitudes[to] = m[r]!
           vectors.set(v.subarray(r * dimensions, (r + 1) * dimensions), to * dimensions)
         }
       }
@@ -1415,7 +1436,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
 
     const id = insertSegment(base, live, totalLength, dimensions, {
       lengths: new Uint8Array(lengths.buffer),
-      magnitudes: new Uint8Array(magnitudes.buffer),
       vectors: new Uint8Array(vectors.buffer)
     })
     // Each term's postings: the source segments' in base order, remapped, so new ordinals stay increasing.
