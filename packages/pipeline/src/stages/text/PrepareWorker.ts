@@ -1,6 +1,6 @@
 /** A worker thread that prepares batches for the `Preparer` pool: one message in, one prepared delta out. */
 import { parentPort } from "node:worker_threads"
-import { type DocText, deltaPreparer, type PrepareSettings } from "./Prepare.ts"
+import { buffersOf, type DocText, deltaPreparer, type PrepareSettings } from "./Prepare.ts"
 
 interface Request {
   readonly id: number
@@ -13,13 +13,8 @@ const prepare = deltaPreparer()
 parentPort?.on("message", (request: Request) => {
   try {
     const delta = prepare(request.docs, request.settings)
-    // Documents of one pack share it: each buffer is listed once.
-    const transfer = new Set<ArrayBufferLike>([delta.termIds.buffer, delta.termCounts.buffer])
-    for (const d of delta.docs) {
-      transfer.add(d.body.pack.buffer)
-      if (d.vectors !== undefined) transfer.add(d.vectors.buffer)
-    }
-    parentPort!.postMessage({ id: request.id, delta }, [...transfer] as Array<ArrayBuffer>)
+    const transfer = [delta.termIds.buffer, delta.termCounts.buffer, ...buffersOf(delta.flat)]
+    parentPort!.postMessage({ id: request.id, delta }, transfer as Array<ArrayBuffer>)
   } catch (error) {
     parentPort!.postMessage({
       id: request.id,
