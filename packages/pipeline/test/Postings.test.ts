@@ -31,7 +31,16 @@ describe("the postings codec", () => {
     assert.isUndefined(decodePostings(Uint8Array.from([...bytes, 1, 1]), 3, 70_001))
     assert.isUndefined(decodePostings(bytes, 4, 70_001))
     assert.isUndefined(decodePostings(bytes, 3, 70_000))
-    assert.isUndefined(decodePostings(Uint8Array.from([1, 0]), 1, 10), "a term frequency of 0")
-    assert.isUndefined(decodePostings(Uint8Array.from([1, 1, 0, 1]), 2, 10), "an ordinal repeated")
+    assert.isUndefined(decodePostings(Uint8Array.from([3, 0]), 1, 10), "a term frequency of 0")
+    assert.isUndefined(decodePostings(Uint8Array.from([3, 1]), 1, 10), "a term frequency of 1 written out")
+    assert.isUndefined(decodePostings(Uint8Array.from([2, 0]), 2, 10), "an ordinal repeated")
+  })
+
+  it("writes a posting of frequency 1 as one byte when its gap is under 64", () => {
+    assert.deepStrictEqual([...encodePostings([5, 1, 68, 1, 69, 3])], [10, 126, 3, 3])
+    assert.deepStrictEqual(decodePostings(Uint8Array.from([10, 126, 3, 3]), 3, 70), {
+      ordinals: Uint32Array.of(5, 68, 69),
+      tfs: Uint32Array.of(1, 1, 3)
+    })
   })
 })

@@ -1,18 +1,20 @@
 /** Compact postings: the chunks holding one term and how often, as varint-encoded gaps. */
 
 /**
- * Encodes the postings of one term, given as `[ordinal, tf, ordinal, tf, …]` with ordinals increasing: each posting is
- * the gap to the previous ordinal (the first one: the ordinal itself) and the term frequency, both as unsigned LEB128
- * varints. A term in a few chunks costs a few bytes.
+ * Encodes the postings of one term, given as `[ordinal, tf, ordinal, tf, …]` with ordinals increasing. Each posting
+ * is `2 · gap + (tf > 1 ? 1 : 0)` as an unsigned LEB128 varint, where the gap is to the previous ordinal (the first
+ * one: the ordinal itself), followed by the term frequency as a varint only when it is more than 1. Most terms occur
+ * once in a chunk, so a posting is often one byte (as Lucene folds the frequency into the document delta).
  */
 export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => {
-  const bytes = new Uint8Array(pairs.length * 5)
+  const bytes = new Uint8Array(pairs.length * 6)
   let size = 0
   let last = -1
   for (let i = 0; i < pairs.length; i += 2) {
     const ordinal = pairs[i]!
-    size = writeVarint(bytes, size, last < 0 ? ordinal : ordinal - last)
-    size = writeVarint(bytes, size, pairs[i + 1]!)
+    const tf = pairs[i + 1]!
+    size = writeVarint(bytes, size, 2 * (last < 0 ? ordinal : ordinal - last) + (tf > 1 ? 1 : 0))
+    if (tf > 1) size = writeVarint(bytes, size, tf)
     last = ordinal
   }
   return bytes.subarray(0, size)
@@ -49,7 +51,7 @@ export const decodePostings = (bytes: Uint8Array, count: number, limit: number):
     let scale = 1
     let byte = 0
     do {
-      if (at >= bytes.length || scale > 2 ** 35) return -1
+      if (at >= bytes.length || scale > 2 ** 42) return -1
       byte = bytes[at++]!
       value += (byte & 0x7f) * scale
       scale *= 128
@@ -58,9 +60,13 @@ export const decodePostings = (bytes: Uint8Array, count: number, limit: number):
   }
   let ordinal = -1
   for (let n = 0; n < count; n++) {
-    const gap = varint()
-    const tf = varint()
-    if (gap < 0 || tf < 1 || (n > 0 && gap === 0)) return undefined
+    const code = varint()
+    if (code < 0) return undefined
+    const flagged = code % 2 === 1
+    const gap = (code - (flagged ? 1 : 0)) / 2
+    // A frequency follows the flag only, and then it is more than 1: one encoding per postings list.
+    const tf = flagged ? varint() : 1
+    if (tf < 1 || (flagged && tf < 2) || (n > 0 && gap === 0)) return undefined
     ordinal = ordinal < 0 ? gap : ordinal + gap
     if (ordinal >= limit) return undefined
     ordinals[n] = ordinal
