@@ -1254,7 +1254,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     const segment = pending
     const id = insertSegment(segment.base, segment.count, segment.totalLength, segment.dimensions, segment.columns())
     for (const [term, pairs] of segment.termPostings()) insertPostings(id, term, pairs)
-    pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions)
+    pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions, segment)
   }
 
   /**

@@ -5,9 +5,14 @@
  * is `2 · gap + (tf > 1 ? 1 : 0)` as an unsigned LEB128 varint, where the gap is to the previous ordinal (the first
  * one: the ordinal itself), followed by the term frequency as a varint only when it is more than 1. Most terms occur
  * once in a chunk, so a posting is often one byte (as Lucene folds the frequency into the document delta).
+ *
+ * The bytes are a view of a buffer the next call reuses (fresh memory is slow to touch on some machines, and a
+ * segment's postings are encoded term after term): copy them to keep them; a SQLite binding copies.
  */
 export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => {
-  const bytes = new Uint8Array(pairs.length * 6)
+  // At most 5 bytes for the code (below 2^35) and 5 for the frequency, per pair of numbers.
+  if (scratch.length < pairs.length * 5) scratch = new Uint8Array(Math.max(pairs.length * 5, 2 * scratch.length))
+  const bytes = scratch
   let size = 0
   let last = -1
   for (let i = 0; i < pairs.length; i += 2) {
@@ -19,6 +24,8 @@ export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => {
   }
   return bytes.subarray(0, size)
 }
+
+let scratch = new Uint8Array(1 << 16)
 
 const writeVarint = (bytes: Uint8Array, at: number, value: number): number => {
   let v = value

@@ -1,0 +1,73 @@
+/** A segment builder groups postings by term, and one that takes over a written builder's arrays builds the same. */
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import { SegmentBuilder } from "../src/stages/index/Segment.ts"
+
+/** Chunks as term lists over a small vocabulary (repeats within a chunk included), with 2-dimensional vectors. */
+const chunks = fc.array(fc.array(fc.constantFrom("a", "b", "c", "d", "e", "f", "g"), { maxLength: 12 }), {
+  minLength: 1,
+  maxLength: 40
+})
+
+/** Everything a builder gives to be written: columns and per-term postings, copied out of its shared arrays. */
+const built = (builder: SegmentBuilder, input: ReadonlyArray<ReadonlyArray<string>>) => {
+  const vocabulary = [...new Set(input.flat())]
+  const ids = input.flat().map((term) => vocabulary.indexOf(term))
+  let from = 0
+  input.forEach((terms, c) => {
+    builder.add(ids, from, from + terms.length, (id) => builder.termId(vocabulary[id]!), Float64Array.of(c, 1), 0)
+    from += terms.length
+  })
+  const columns = builder.columns()
+  return {
+    count: builder.count,
+    totalLength: builder.totalLength,
+    lengths: [...columns.lengths],
+    vectors: [...columns.vectors],
+    magnitudes: [...columns.magnitudes],
+    postings: [...builder.termPostings()].map(([term, pairs]) => [term, [...pairs]])
+  }
+}
+
+/** The reference: each term's (ordinal, tf) pairs by counting. */
+const expected = (input: ReadonlyArray<ReadonlyArray<string>>) =>
+  [...new Set(input.flat())].sort().map((term) => [
+    term,
+    input.flatMap((terms, c) => {
+      const tf = terms.filter((t) => t === term).length
+      return tf > 0 ? [c, tf] : []
+    })
+  ])
+
+describe("SegmentBuilder", () => {
+  it("groups postings by term, in term order, with ordinals ascending and repeats counted", () => {
+    fc.assert(
+      fc.property(chunks, (input) => {
+        assert.deepStrictEqual(built(new SegmentBuilder(0, 2), input).postings, expected(input))
+      })
+    )
+  })
+
+  it("builds the same segment on the arrays of one written before as on fresh ones", () => {
+    fc.assert(
+      fc.property(chunks, chunks, (first, second) => {
+        const previous = new SegmentBuilder(0, 2)
+        built(previous, first)
+        const recycled = built(new SegmentBuilder(first.length, 2, previous), second)
+        assert.deepStrictEqual(recycled, built(new SegmentBuilder(first.length, 2), second))
+        assert.deepStrictEqual(recycled.postings, expected(second))
+      })
+    )
+  })
+
+  it("counts the memory its chunks use, not what arrays taken over hold", () => {
+    const previous = new SegmentBuilder(0, 2)
+    built(
+      previous,
+      Array.from({ length: 3000 }, () => ["a", "b", "c"])
+    )
+    const next = new SegmentBuilder(3000, 2, previous)
+    assert.isBelow(next.byteLength, 1024)
+    assert.isAbove(previous.byteLength, 3000 * 16)
+  })
+})
