@@ -16,9 +16,10 @@ import { isWhitespaceUnit, WHITESPACE_CLASS } from "@funcpipe/domain/Whitespace"
 import fc from "fast-check"
 import { stemmer } from "stemmer"
 import { embedText, embedTextInto } from "../src/stages/embed/Embed.ts"
-import { analyze, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/text/Analyzer.ts"
+import { analyze, analyzeRanges, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/text/Analyzer.ts"
 import { chunkDoc, chunkSpans } from "../src/stages/text/Chunker.ts"
 import { cleanText, cleanTextGeneric } from "../src/stages/text/Clean.ts"
+import { WordTable } from "../src/stages/text/WordTable.ts"
 
 // Every Python whitespace character, plus characters only JavaScript's `\s` or neither counts (U+FEFF, U+180E, U+200B).
 const whitespace = [
@@ -266,6 +267,20 @@ describe("the analyzer's word scanner", () => {
         assert.deepStrictEqual(words(lowered), wordsReference(lowered))
       }),
       { numRuns: 3000 }
+    )
+  })
+
+  it("gives each word's range with the WordTable hash of that range, folded in while scanning", () => {
+    fc.assert(
+      fc.property(texts, (text) => {
+        const found: Array<string> = []
+        analyzeRanges(text, (lowered, from, to, hash) => {
+          assert.strictEqual(hash, WordTable.hash(lowered, from, to), lowered.slice(from, to))
+          found.push(lowered.slice(from, to))
+        })
+        assert.deepStrictEqual(found, wordsReference(text.toLowerCase()))
+      }),
+      { numRuns: 2000 }
     )
   })
 

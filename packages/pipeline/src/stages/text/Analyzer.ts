@@ -2,6 +2,7 @@
 
 import { AnalyzerConfig } from "@funcpipe/domain/Config"
 import { stemmer } from "stemmer"
+import { FNV_OFFSET, FNV_PRIME, WordTable } from "./WordTable.ts"
 
 /** Lucene's English stop words (the set its English analyzer and Anserini's BM25 runs drop). */
 export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
@@ -85,9 +86,9 @@ const classOf = (cp: number): number => {
 /**
  * The words of lowercased `text` with the `WORD` pattern's leftmost-longest semantics, as a scanner over code points
  * (several times faster than the regular expression, which stays as the reference `wordsReference`). Calls
- * `emit(from, to, ascii)` per word, with `ascii` true when the word is only ASCII letters.
+ * `emit(from, to, hash)` per word, with the word's `WordTable.hash`.
  */
-const scanWords = (text: string, emit: (from: number, to: number, ascii: boolean) => void): void => {
+const scanWords = (text: string, emit: (from: number, to: number, hash: number) => void): void => {
   const n = text.length
   let i = 0
   while (i < n) {
@@ -95,7 +96,7 @@ const scanWords = (text: string, emit: (from: number, to: number, ascii: boolean
     const size = cp > 0xffff ? 2 : 1
     const c = classOf(cp)
     if (c === IDEOGRAPH) {
-      emit(i, i + size, false)
+      emit(i, i + size, WordTable.hash(text, i, i + size))
       i += size
       continue
     }
@@ -104,22 +105,26 @@ const scanWords = (text: string, emit: (from: number, to: number, ascii: boolean
       continue
     }
     const from = i
-    let ascii = true
+    // The word's WordTable hash, folded in unit by unit as the word is scanned rather than in a second pass.
+    let hash = FNV_OFFSET
     // A run of word characters, then any number of (joiner, run) pairs.
     for (;;) {
       while (i < n) {
         const p = text.codePointAt(i)!
         if (classOf(p) !== WORD_CHAR) break
-        if (p < 97 || p > 122) ascii = false
-        i += p > 0xffff ? 2 : 1
+        hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME)
+        if (p > 0xffff) {
+          hash = Math.imul(hash ^ text.charCodeAt(i + 1), FNV_PRIME)
+          i += 2
+        } else i++
       }
       if (i >= n || classOf(text.codePointAt(i)!) !== JOINER) break
       const after = i + 1 // every joiner is one UTF-16 unit
       if (after >= n || classOf(text.codePointAt(after)!) !== WORD_CHAR) break
-      ascii = false
+      hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME)
       i = after
     }
-    emit(from, i, ascii)
+    emit(from, i, hash)
   }
 }
 
@@ -151,12 +156,15 @@ export const analyzeWords = (text: string, emit: (word: string) => void): void =
   analyzeRanges(text, (lowered, from, to) => emit(lowered.slice(from, to)))
 
 /**
- * The words of `text` as `analyzeWords` finds them, as ranges of its lowercased form (given to `emit` with each), so a
- * caller can look words up without making a string of each.
+ * The words of `text` as `analyzeWords` finds them, as ranges of its lowercased form (given to `emit` with each, and
+ * the range's `WordTable.hash`), so a caller can look words up without making a string of each.
  */
-export const analyzeRanges = (text: string, emit: (lowered: string, from: number, to: number) => void): void => {
+export const analyzeRanges = (
+  text: string,
+  emit: (lowered: string, from: number, to: number, hash: number) => void
+): void => {
   const lowered = text.toLowerCase()
-  scanWords(lowered, (from, to) => emit(lowered, from, to))
+  scanWords(lowered, (from, to, hash) => emit(lowered, from, to, hash))
 }
 
 /**

@@ -161,8 +161,7 @@ export const prepareBatch = (
       ends.push(span.end)
       texts.push(span.text)
       const before = size
-      analyzeRanges(`${doc.title}\n${span.text}`, (lowered, from, to) => {
-        const hash = WordTable.hash(lowered, from, to)
+      analyzeRanges(`${doc.title}\n${span.text}`, (lowered, from, to, hash) => {
         let id = words.get(lowered, from, to, hash)
         if (id === undefined) {
           const word = lowered.slice(from, to)

@@ -3,6 +3,10 @@
  * ranges of a lowercased text, and making a string of each only to look it up in a `Map` cost most of the analysis.
  * Open addressing over 32-bit FNV-1a hashes of the UTF-16 units; a hit is confirmed by comparing the units in place.
  */
+/** 32-bit FNV-1a's offset basis and prime. */
+export const FNV_OFFSET = 0x811c9dc5
+export const FNV_PRIME = 0x01000193
+
 export class WordTable {
   private slots = new Int32Array(1 << 12)
   private readonly words: Array<string> = []
@@ -16,8 +20,8 @@ export class WordTable {
 
   /** The hash of `text`'s units in `[from, to)`, for `get` and `set`. */
   static hash(text: string, from: number, to: number): number {
-    let h = 0x811c9dc5
-    for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+    let h = FNV_OFFSET
+    for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), FNV_PRIME)
     return h
   }
 
