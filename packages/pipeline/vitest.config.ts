@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { defaultServerConditions } from "vite"
 import { defineProject } from "vitest/config"
 
@@ -7,6 +8,9 @@ export default defineProject({
   ssr: { resolve: { conditions: ["@funcpipe/source", ...defaultServerConditions] } },
   test: {
     name: "pipeline",
+    // Two files at once, as the root config says (vitest.config.ts): a project file does not inherit it, and with one
+    // worker a project's files ran one after another.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     include: ["test/**/*.test.ts"],
     // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts).
     exclude: ["test/**/*.models.test.ts"],
