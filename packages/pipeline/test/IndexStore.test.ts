@@ -125,7 +125,7 @@ describe("the SQLite index file", () => {
       yield* tamper(file, "PRAGMA user_version = 9")
       const error = yield* Effect.flip(queryFile(file))
       assert.strictEqual(error._tag, "IndexTooNew")
-      assert.include(error.message, "format version 9")
+      assert.include(error.message, "layout version 9")
     }).pipe(Effect.provide(Base))
   )
 
