@@ -292,7 +292,14 @@ const lengthNorms = new WeakMap<
 const lengthNormOf = (length: number, averageLength: number, k1: number, b: number): number =>
   k1 * (averageLength === 0 ? 1 : 1 - b + b * (length / averageLength))
 
-/** The length norms of `lengths`, computed now when `compute` is true, else only if they are at hand. */
+/** Lengths arrays a query wanted norms for once: the norms are computed for the second (see `lengthNormsOf`). */
+const normsWanted = new WeakSet<Uint32Array>()
+
+/**
+ * The length norms of `lengths`, if they are at hand or `compute` is true and an earlier query wanted them too: a
+ * process that asks once (a CLI query) would spend a pass over every position and a new array on them, while one
+ * that answers many (a server) keeps them from its second query on.
+ */
 const lengthNormsOf = (
   lengths: Uint32Array,
   averageLength: number,
@@ -302,6 +309,10 @@ const lengthNormsOf = (
   const known = lengthNorms.get(lengths)
   if (known?.averageLength === averageLength && known.k1 === k1 && known.b === b) return known.norms
   if (!compute) return undefined
+  if (!normsWanted.has(lengths)) {
+    normsWanted.add(lengths)
+    return undefined
+  }
   const norms = new Float64Array(lengths.length)
   for (let p = 0; p < lengths.length; p++) norms[p] = lengthNormOf(lengths[p]!, averageLength, k1, b)
   lengthNorms.set(lengths, { averageLength, k1, b, norms })
