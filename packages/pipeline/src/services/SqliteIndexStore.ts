@@ -948,6 +948,30 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
         }
       }
     }
+    /**
+     * A result's vector, when its block is not kept: SQLite cuts the row's bytes out of the block, so a query reads a
+     * few bytes per result rather than a 128–512 KB block into fresh memory each time.
+     */
+    const lengthStatement = statement(db, "SELECT length(data) AS n FROM vectors WHERE id = ?")
+    const rowStatement = statement(db, "SELECT substr(data, ?, ?) AS row FROM vectors WHERE id = ?")
+    const storedRow = (segment: SegmentRow, block: number, at: number): Float64Array => {
+      const id = segment.id * BLOCKS_PER_SEGMENT + block
+      const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
+      const length = (lengthStatement.get(id) as { n: unknown } | undefined)?.n
+      const encoding = typeof length === "number" ? encodingFor(length, rows * dimensions) : undefined
+      if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+      const size = (length as number) / (rows * dimensions)
+      const bytes = (rowStatement.get(at * size + 1, dimensions * size, id) as { row: unknown } | undefined)?.row
+      if (!(bytes instanceof Uint8Array) || bytes.byteLength !== dimensions * size) {
+        throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+      }
+      const out = new Float64Array(dimensions)
+      if (!decodeVectors(bytes, encoding, 0, dimensions, out)) {
+        throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+      }
+      return out
+    }
+
     const chunkAt = (position: number): StoredChunk => {
       const { docId, end, s, start, text: textOf, title } = rowAt(position)
       const text = textOf()
@@ -956,17 +980,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       const block = Math.floor(row / segment.blockRows)
       const at = (row % segment.blockRows) * dimensions
       const cached = columnsOf(caches, db, segment).blocks.get(block)
-      // A result's row alone is decoded, unless its block is kept already.
-      const vector =
-        cached === undefined
-          ? decodeBlock(
-              segment,
-              storedBlock(db, segment, dimensions, block),
-              at,
-              at + dimensions,
-              new Float64Array(dimensions)
-            )
-          : cached.vectors.subarray(at, at + dimensions)
+      const vector = cached === undefined ? storedRow(segment, block, at) : cached.vectors.subarray(at, at + dimensions)
       return { docId, title, start, end, text, vector: Array.from(vector) }
     }
 
