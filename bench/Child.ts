@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 export interface ChildRun {
   /** From spawning to its exit, in milliseconds: Node's start-up included. */
   readonly wallMs: number
-  /** Peak resident set size in KiB, as the child's own `process.resourceUsage().maxRSS` reports it at exit. */
+  /** Peak resident set size in KiB, the child's own high-water mark at exit (see `rss.mjs`). */
   readonly peakRssKiB: number
   readonly code: number | null
   readonly stdout: string
