@@ -300,6 +300,16 @@ describe("stored vectors", () => {
           const ask = Effect.map(queryIndex("gamma", 4, { mode: "vector" }), (a) =>
             a.results.map((r) => [r.score, r.chunk.docId, r.chunk.text, r.chunk.embedding.vector] as const)
           )
+          // A result's vector as its row's bytes (no block kept yet), then as kept with its row: the same bits.
+          const lexical = Effect.map(queryIndex("gamma", 4, { mode: "lexical" }), (a) =>
+            a.results.map((r) => r.chunk.embedding.vector)
+          )
+          const [once, twice] = [yield* lexical, yield* lexical]
+          assert.deepStrictEqual(twice, once)
+          const expected = yield* (
+            embedder ?? Embedder.of({ ...model(false), embedMany: (t) => Effect.succeed(t.map(embedText)) })
+          ).embedMany(["gamma"])
+          assert.deepStrictEqual(once[0], expected[0]!.vector)
           return [yield* ask, yield* ask]
         }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), modelLayer)))
         assert.deepStrictEqual(later, first)

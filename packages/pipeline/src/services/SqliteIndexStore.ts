@@ -396,6 +396,8 @@ interface Caches {
    */
   readonly bodies: Map<string, string>
   bodyChars: number
+  /** Bytes of vectors kept with `rows`. */
+  rowVectorBytes: number
   /** Vector scans made in this generation (see `vectorBlocks`). */
   vectorScans: number
   /** Decompressed packs by id (never reused: AUTOINCREMENT), oldest first, up to `PACK_CACHE_ENTRIES`. */
@@ -409,10 +411,14 @@ interface ChunkRow {
   readonly doc: number
   readonly start: number
   readonly end: number
+  /** The chunk's vector, once a result has read it. */
+  vector?: Float64Array
 }
 
 /** How many chunk rows a generation's cache keeps (about 100 bytes each); it starts over when full. */
 const ROW_CACHE_ENTRIES = 100_000
+/** How many bytes of results' vectors those rows keep at most (vectors of 384 dimensions are 3 KB each). */
+const ROW_VECTOR_BYTES = 8 * 1024 * 1024
 
 /** A read-only connection and the file it opened (see `identityOf`). */
 interface Reader {
@@ -460,6 +466,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
           packs: new Map(),
           filters: undefined,
           vectorScans: 0,
+          rowVectorBytes: 0,
           rows: new Map()
         })
   const cachePostings = (caches: Caches, key: string, decoded: DecodedPostings | null) => {
@@ -930,7 +937,10 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       ) {
         throw corrupt(`chunk ${id} is missing or unreadable`)
       }
-      if (caches.rows.size >= ROW_CACHE_ENTRIES) caches.rows.clear()
+      if (caches.rows.size >= ROW_CACHE_ENTRIES) {
+        caches.rows.clear()
+        caches.rowVectorBytes = 0
+      }
       caches.rows.set(key, { docId, title, doc, start, end })
       return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
     }
@@ -980,7 +990,16 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       const block = Math.floor(row / segment.blockRows)
       const at = (row % segment.blockRows) * dimensions
       const cached = columnsOf(caches, db, segment).blocks.get(block)
-      const vector = cached === undefined ? storedRow(segment, block, at) : cached.vectors.subarray(at, at + dimensions)
+      let vector = cached?.vectors.subarray(at, at + dimensions)
+      if (vector === undefined) {
+        // Kept with the chunk's row (rowAt has just cached it), so a result read again costs no statement.
+        const kept = caches.rows.get(segment.id * 2 ** 32 + row)
+        vector = kept?.vector ?? storedRow(segment, block, at)
+        if (kept !== undefined && kept.vector === undefined && caches.rowVectorBytes < ROW_VECTOR_BYTES) {
+          kept.vector = vector
+          caches.rowVectorBytes += vector.byteLength
+        }
+      }
       return { docId, title, start, end, text, vector: Array.from(vector) }
     }
 
