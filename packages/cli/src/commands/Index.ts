@@ -20,6 +20,7 @@ import {
   ruleOption
 } from "../Flags.ts"
 import { embedUsageLine, indexReportJson, indexReportLines, skipLines } from "../Format.ts"
+import { keepHeapNearLiveData } from "../Heap.ts"
 import { Progress, silentProgress } from "../Progress.ts"
 import { paths } from "./Search.ts"
 
@@ -60,6 +61,9 @@ export const index = Command.make(
     json
   },
   Effect.fn("index")(function* (input) {
+    // Indexing allocates per batch for the whole run: with V8's default growth the main thread's heap swelled to
+    // three times its live data (1 GB corpus: peak 404 → 297 MB resident, the time unchanged).
+    keepHeapNearLiveData(50)
     const chunker = yield* chunkerFrom(input)
     const progress = input.json ? silentProgress : yield* Progress
     const report = yield* indexPaths(input.paths, {
