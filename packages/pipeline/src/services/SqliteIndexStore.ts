@@ -663,20 +663,6 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     return { rows, encoding, data: data as Uint8Array }
   }
 
-  /** Decodes components `from … to` of a stored block into `out`, failing for one that is not finite. */
-  const decodeBlock = (
-    segment: SegmentRow,
-    stored: ReturnType<typeof storedBlock>,
-    from: number,
-    to: number,
-    out: Float64Array
-  ) => {
-    if (!decodeVectors(stored.data, stored.encoding, from, to, out)) {
-      throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-    }
-    return out
-  }
-
   /**
    * A stored block decoded into `vectors`, with each row's magnitude (`sqrt(Σ x·x)`, summed left to right, as the
    * segment was built and as the engine's reference computes it) into `magnitudes`: the same bits as storing them.
@@ -688,7 +674,9 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     vectors: Float64Array,
     magnitudes: Float64Array
   ): { readonly vectors: Float64Array; readonly magnitudes: Float64Array } => {
-    decodeBlock(segment, stored, 0, stored.rows * dimensions, vectors)
+    if (!decodeVectors(stored.data, stored.encoding, 0, stored.rows * dimensions, vectors)) {
+      throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    }
     for (let r = 0; r < stored.rows; r++) {
       let sum = 0
       for (let j = r * dimensions; j < (r + 1) * dimensions; j++) sum += vectors[j]! * vectors[j]!
