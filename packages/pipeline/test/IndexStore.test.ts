@@ -136,6 +136,11 @@ describe("the SQLite index file", () => {
       "UPDATE vectors SET data = CAST(X'000000000000F87F' || zeroblob(length(data) * 4 - 8) AS BLOB)",
       "a vector that is not finite"
     ],
+    [
+      "a vector too long to score",
+      "UPDATE vectors SET data = CAST(X'9C7500883CE4377E' || zeroblob(length(data) * 4 - 8) AS BLOB)",
+      "too long to score"
+    ],
     ["a vector block of the wrong length", "UPDATE vectors SET data = X'00'", "a vector block of the wrong size"],
     ["chunk lengths of the wrong size", "UPDATE segments SET lengths = X'0000'", "chunk lengths of the wrong size"],
     ["a body pack that does not decompress", "UPDATE packs SET data = X'FFFF'", "does not decompress"],
@@ -467,7 +472,9 @@ describe("segment merges", () => {
       const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n
       const stats = {
         packs: count("SELECT count(*) AS n FROM packs"),
-        orphans: count("SELECT count(*) AS n FROM packs WHERE id NOT IN (SELECT pack FROM documents)"),
+        orphans: count(
+          "SELECT count(*) AS n FROM packs WHERE id NOT IN (SELECT pack FROM documents WHERE pack IS NOT NULL)"
+        ),
         missing: count("SELECT count(*) AS n FROM documents WHERE pack NOT IN (SELECT id FROM packs)")
       }
       db.close()

@@ -107,7 +107,7 @@ export class IndexTooNew extends Schema.TaggedError<IndexTooNew>()("IndexTooNew"
 }) {
   override get message(): string {
     return (
-      `the index at ${this.location} has file layout version ${this.found}, but this FuncPipe reads up to version ` +
+      `the index at ${this.location} has layout version ${this.found}, but this FuncPipe reads up to version ` +
       `${this.supported}; upgrade FuncPipe`
     )
   }
@@ -121,7 +121,7 @@ export class IndexTooOld extends Schema.TaggedError<IndexTooOld>()("IndexTooOld"
 }) {
   override get message(): string {
     return (
-      `the index at ${this.location} has file layout version ${this.found}, older than this FuncPipe's ` +
+      `the index at ${this.location} has layout version ${this.found}, older than this FuncPipe's ` +
       `(${this.supported}); rebuild it with: funcpipe index <paths...> --rebuild --index ${this.location}`
     )
   }

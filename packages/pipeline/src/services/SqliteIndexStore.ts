@@ -681,6 +681,8 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       let sum = 0
       for (let j = r * dimensions; j < (r + 1) * dimensions; j++) sum += vectors[j]! * vectors[j]!
       magnitudes[r] = Math.sqrt(sum)
+      // Finite components whose squares overflow: no model makes them, so the block is damaged.
+      if (magnitudes[r] === Infinity) throw corrupt(`segment ${segment.id} has a vector too long to score`)
     }
     return { vectors, magnitudes }
   }
@@ -952,8 +954,24 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
      */
     const lengthStatement = statement(db, "SELECT length(data) AS n FROM vectors WHERE id = ?")
     const rowStatement = statement(db, "SELECT substr(data, ?, ?) AS row FROM vectors WHERE id = ?")
+    /**
+     * The last block two rows in a row were read from, as stored: a reader going through positions in order (a copy
+     * of the index) reads each block once instead of once per row.
+     */
+    let lastBlock: { readonly id: number; readonly stored: ReturnType<typeof storedBlock> } | undefined
+    let lastRowBlock = -1
     const storedRow = (segment: SegmentRow, block: number, at: number): Float64Array => {
       const id = segment.id * BLOCKS_PER_SEGMENT + block
+      if (lastBlock?.id !== id && lastRowBlock === id)
+        lastBlock = { id, stored: storedBlock(db, segment, dimensions, block) }
+      lastRowBlock = id
+      if (lastBlock?.id === id) {
+        const out = new Float64Array(dimensions)
+        if (!decodeVectors(lastBlock.stored.data, lastBlock.stored.encoding, at, at + dimensions, out)) {
+          throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+        }
+        return out
+      }
       const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
       const length = (lengthStatement.get(id) as { n: unknown } | undefined)?.n
       const encoding = typeof length === "number" ? encodingFor(length, rows * dimensions) : undefined

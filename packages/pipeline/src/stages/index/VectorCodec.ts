@@ -3,7 +3,8 @@
  *
  * - `u16`: 16-bit numerators `k`, each component being `k / 65535` (what `local-sha256` makes: 16-bit words over
  *   65535), a quarter of the bytes;
- * - `f32`: float32, where every component is one (what ONNX and OpenAI models return), half the bytes;
+ * - `f32`: float32, where every component is exactly one (a model that returns its float32 output as it is), half
+ *   the bytes;
  * - `f64`: float64 otherwise.
  *
  * Decoding computes the very numbers that were encoded (`k / 65535` is the same division the model made; a float32
