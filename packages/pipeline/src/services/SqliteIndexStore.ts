@@ -15,7 +15,7 @@ import type { Rule } from "@funcpipe/domain/Rule"
 import { Effect, Layer, Option, Result, Schema, type Scope, ScopedRef } from "effect"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/index/Postings.ts"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
-import { decodeVectors, encodeVectors, encodingFor } from "../stages/index/VectorCodec.ts"
+import { decodeVectors, encodeVectors, encodingFor, type VectorEncoding } from "../stages/index/VectorCodec.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { documentTies } from "../stages/rank/Ranker.ts"
@@ -357,6 +357,8 @@ interface SegmentColumns {
 const VECTOR_BLOCK_BYTES = 512 * 1024
 const blockRowsFor = (dimensions: number) => Math.max(1, Math.floor(VECTOR_BLOCK_BYTES / (8 * dimensions)))
 const BLOCKS_PER_SEGMENT = 2 ** 20
+/** How many rows block `block` of a segment of `count` chunks holds (the last block may hold fewer). */
+const rowsInBlock = (blockRows: number, count: number, block: number) => Math.min(blockRows, count - block * blockRows)
 
 /** Whether bit `i` of a deleted-chunks bitmap is set (chunk `i` of its segment is deleted). */
 const isDeleted = (bits: Uint8Array, i: number): boolean => (bits[i >> 3]! & (1 << (i & 7))) !== 0
@@ -652,7 +654,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 
   /** Block `block` of a segment as stored: its encoded vectors, with their size checked. */
   const storedBlock = (db: DatabaseSync, segment: SegmentRow, dimensions: number, block: number) => {
-    const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
+    const rows = rowsInBlock(segment.blockRows, segment.count, block)
     const data = (
       statement(db, "SELECT data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
         | { data: unknown }
@@ -962,27 +964,32 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     let lastRowBlock = -1
     const storedRow = (segment: SegmentRow, block: number, at: number): Float64Array => {
       const id = segment.id * BLOCKS_PER_SEGMENT + block
-      if (lastBlock?.id !== id && lastRowBlock === id)
+      if (lastBlock?.id !== id && lastRowBlock === id) {
         lastBlock = { id, stored: storedBlock(db, segment, dimensions, block) }
-      lastRowBlock = id
-      if (lastBlock?.id === id) {
-        const out = new Float64Array(dimensions)
-        if (!decodeVectors(lastBlock.stored.data, lastBlock.stored.encoding, at, at + dimensions, out)) {
-          throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-        }
-        return out
       }
-      const rows = Math.min(segment.blockRows, segment.count - block * segment.blockRows)
-      const length = (lengthStatement.get(id) as { n: unknown } | undefined)?.n
-      const encoding = typeof length === "number" ? encodingFor(length, rows * dimensions) : undefined
-      if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
-      const size = (length as number) / (rows * dimensions)
-      const bytes = (rowStatement.get(at * size + 1, dimensions * size, id) as { row: unknown } | undefined)?.row
-      if (!(bytes instanceof Uint8Array) || bytes.byteLength !== dimensions * size) {
-        throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+      lastRowBlock = id
+      // The row's components: within the kept block, or cut out of the stored one.
+      let bytes: Uint8Array
+      let encoding: VectorEncoding
+      let from = 0
+      if (lastBlock?.id === id) {
+        ;({ data: bytes, encoding } = lastBlock.stored)
+        from = at
+      } else {
+        const rows = rowsInBlock(segment.blockRows, segment.count, block)
+        const length = (lengthStatement.get(id) as { n: unknown } | undefined)?.n
+        const found = typeof length === "number" ? encodingFor(length, rows * dimensions) : undefined
+        if (found === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+        const size = (length as number) / (rows * dimensions)
+        const row = (rowStatement.get(at * size + 1, dimensions * size, id) as { row: unknown } | undefined)?.row
+        if (!(row instanceof Uint8Array) || row.byteLength !== dimensions * size) {
+          throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+        }
+        bytes = row
+        encoding = found
       }
       const out = new Float64Array(dimensions)
-      if (!decodeVectors(bytes, encoding, 0, dimensions, out)) {
+      if (!decodeVectors(bytes, encoding, from, from + dimensions, out)) {
         throw corrupt(`segment ${segment.id} has a vector that is not finite`)
       }
       return out
@@ -1243,31 +1250,35 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
   }
 
   /**
-   * Writes a new segment's row and vector blocks (`lengths` and `vectors` as bytes, `count` chunks of `dimensions`
-   * components, none deleted; magnitudes are computed again when blocks are read) and returns its id; the caller
-   * writes its postings.
+   * Writes a new segment's row and vector blocks (`count` chunks' lengths and `dimensions` components each, none
+   * deleted; magnitudes are computed again when blocks are read) and returns its id; the caller writes its postings.
    */
   const insertSegment = (
     base: number,
     count: number,
     totalLength: number,
     dimensions: number,
-    columns: { readonly lengths: Uint8Array; readonly vectors: Uint8Array }
+    columns: { readonly lengths: Uint32Array; readonly vectors: Float64Array }
   ): number => {
     const blockRows = blockRowsFor(dimensions)
     const id = Number(
       prepared(
         "INSERT INTO segments (base, count, live, live_length, version, block_rows, lengths, deleted) VALUES (?, ?, ?, ?, 0, ?, ?, NULL)"
-      ).run(base, count, count, totalLength, blockRows, columns.lengths).lastInsertRowid
+      ).run(
+        base,
+        count,
+        count,
+        totalLength,
+        blockRows,
+        new Uint8Array(columns.lengths.buffer, columns.lengths.byteOffset, columns.lengths.byteLength)
+      ).lastInsertRowid
     )
-    const rowBytes = 8 * dimensions
-    const vectors = view(columns.vectors, 8, (b, o, n) => new Float64Array(b, o, n))
     for (let b = 0; b * blockRows < count; b++) {
       const from = b * blockRows
       const to = Math.min(from + blockRows, count)
       prepared("INSERT INTO vectors (id, data) VALUES (?, ?)").run(
         id * BLOCKS_PER_SEGMENT + b,
-        encodeVectors(vectors.subarray((from * rowBytes) / 8, (to * rowBytes) / 8))
+        encodeVectors(columns.vectors.subarray(from * dimensions, to * dimensions))
       )
     }
     return id
@@ -1457,7 +1468,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
           | { data: Uint8Array }
           | undefined
         if (block === undefined) return corrupt(`segment ${g.id} is missing a vector block`)
-        const rows = Math.min(g.block_rows, g.count - b * g.block_rows)
+        const rows = rowsInBlock(g.block_rows, g.count, b)
         const encoding = encodingFor(block.data.byteLength, rows * dimensions)
         const v = new Float64Array(rows * dimensions)
         if (encoding === undefined || !decodeVectors(block.data, encoding, 0, v.length, v)) {
@@ -1473,10 +1484,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     }
     if (next !== live) return corrupt("the live chunk counts of the merged segments disagree with their documents")
 
-    const id = insertSegment(base, live, totalLength, dimensions, {
-      lengths: new Uint8Array(lengths.buffer),
-      vectors: new Uint8Array(vectors.buffer)
-    })
+    const id = insertSegment(base, live, totalLength, dimensions, { lengths, vectors })
     // Each term's postings: the source segments' in base order, remapped, so new ordinals stay increasing.
     const parts = new Map<string, Array<readonly [segment: number, df: number, data: Uint8Array]>>()
     for (const g of picked) {

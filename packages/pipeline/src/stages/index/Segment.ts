@@ -175,13 +175,12 @@ export class SegmentBuilder {
     }
   }
 
-  /** The finished columns, trimmed to `count`, as bytes for storage. */
-  columns(): { readonly lengths: Uint8Array; readonly magnitudes: Uint8Array; readonly vectors: Uint8Array } {
-    const bytes = (a: Float64Array | Uint32Array, n: number) => new Uint8Array(a.buffer, 0, n * a.BYTES_PER_ELEMENT)
+  /** The finished columns, trimmed to `count` (views of the builder's arrays). */
+  columns(): { readonly lengths: Uint32Array; readonly magnitudes: Float64Array; readonly vectors: Float64Array } {
     return {
-      lengths: bytes(this.lengths, this.count),
-      magnitudes: bytes(this.magnitudes, this.count),
-      vectors: bytes(this.vectors, this.count * this.dimensions)
+      lengths: this.lengths.subarray(0, this.count),
+      magnitudes: this.magnitudes.subarray(0, this.count),
+      vectors: this.vectors.subarray(0, this.count * this.dimensions)
     }
   }
 }

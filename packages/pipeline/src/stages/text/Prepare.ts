@@ -200,7 +200,9 @@ export const prepareBatch = (
   const places = new Uint32Array(3 * docs.length)
   refs.forEach((ref, i) => {
     if (packs.at(-1) !== ref.pack) packs.push(ref.pack)
-    places.set([packs.length - 1, ref.from, ref.to], 3 * i)
+    places[3 * i] = packs.length - 1
+    places[3 * i + 1] = ref.from
+    places[3 * i + 2] = ref.to
   })
   const flat: FlatDocs = {
     chunkCounts,
