@@ -92,9 +92,16 @@ const scanWords = (text: string, emit: (from: number, to: number, hash: number) 
   const n = text.length
   let i = 0
   while (i < n) {
-    const cp = text.codePointAt(i)!
-    const size = cp > 0xffff ? 2 : 1
-    const c = classOf(cp)
+    // ASCII, almost all of most text, is classified by table without reading a code point.
+    const unit = text.charCodeAt(i)
+    let c: number
+    let size = 1
+    if (unit < 128) c = ASCII_CLASS[unit]!
+    else {
+      const cp = text.codePointAt(i)!
+      if (cp > 0xffff) size = 2
+      c = classOf(cp)
+    }
     if (c === IDEOGRAPH) {
       emit(i, i + size, WordTable.hash(text, i, i + size))
       i += size
@@ -110,9 +117,16 @@ const scanWords = (text: string, emit: (from: number, to: number, hash: number) 
     // A run of word characters, then any number of (joiner, run) pairs.
     for (;;) {
       while (i < n) {
+        const u = text.charCodeAt(i)
+        if (u < 128) {
+          if (ASCII_CLASS[u] !== WORD_CHAR) break
+          hash = Math.imul(hash ^ u, FNV_PRIME)
+          i++
+          continue
+        }
         const p = text.codePointAt(i)!
         if (classOf(p) !== WORD_CHAR) break
-        hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME)
+        hash = Math.imul(hash ^ u, FNV_PRIME)
         if (p > 0xffff) {
           hash = Math.imul(hash ^ text.charCodeAt(i + 1), FNV_PRIME)
           i += 2
