@@ -37,6 +37,19 @@ const corpus = (count: number, version: string) =>
     })
   ).join("\n")}\n`
 
+/**
+ * A JSONL corpus of `count` documents of about 4,000 characters of made-up words, which compress about as badly as
+ * real text: enough of them overflow SQLite's page cache, so a run writes pages into the file before it commits.
+ */
+const noisyCorpus = (count: number) => {
+  let seed = 12345
+  const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0)
+  const word = () => Array.from({ length: 3 + (next() % 6) }, () => String.fromCharCode(97 + (next() % 26))).join("")
+  return `${Array.from({ length: count }, (_, i) =>
+    JSON.stringify({ id: `doc-${i}`, title: `Document ${i}`, text: Array.from({ length: 600 }, word).join(" ") })
+  ).join("\n")}\n`
+}
+
 /** Starts the child, waits until it says it is inside its write, kills it with SIGKILL, and resolves its signal. */
 const runUntilKilled = (indexFile: string, corpusFile: string, stopAfter: number) =>
   Effect.callback<string, Error>((resume) => {
@@ -111,10 +124,22 @@ describe("crash safety", () => {
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
-        yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(500, "v1"))
-        yield* runUntilKilled(`${dir}/index.db`, `${dir}/corpus.jsonl`, 3)
-        const error = yield* Effect.flip(queryIndex("anything", 3).pipe(Effect.provide(layerSqlite(`${dir}/index.db`))))
+        const indexFile = `${dir}/index.db`
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, noisyCorpus(800))
+        yield* runUntilKilled(indexFile, `${dir}/corpus.jsonl`, 12)
+        // A new file is written through a rollback journal: the killed run had written pages into the file itself.
+        assert.isAbove(Number((yield* fs.stat(indexFile)).size), 0, "the killed run wrote into the file")
+        assert.isTrue(yield* fs.exists(`${indexFile}-journal`), "and left its journal")
+        const error = yield* Effect.flip(queryIndex("anything", 3).pipe(Effect.provide(layerSqlite(indexFile))))
         assert.strictEqual(error._tag, "IndexMissing")
+        assert.isFalse(yield* fs.exists(`${indexFile}-journal`), "the query played the journal back")
+
+        // And the file takes a first run again.
+        yield* fs.writeFileString(`${dir}/corpus.jsonl`, noisyCorpus(10))
+        const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(
+          Effect.provide(layerSqlite(indexFile))
+        )
+        assert.strictEqual(report.plan.added.length, 10)
       }).pipe(Effect.provide(Base)),
     60_000
   )

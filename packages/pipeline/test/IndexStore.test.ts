@@ -55,6 +55,25 @@ describe("the SQLite index file", () => {
     }).pipe(Effect.provide(Base))
   )
 
+  it.effect("writes a new file once, through a rollback journal, and turns the write-ahead log on after", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-store-" })
+      const file = `${dir}/index.db`
+      /** Which of the file's journals exist in the middle of a transaction. */
+      const journalsDuringAWrite = IndexStore.use((store) =>
+        store.transaction(() => Effect.sync(() => [existsSync(`${file}-journal`), existsSync(`${file}-wal`)]))
+      ).pipe(Effect.provide(layerSqlite(file)))
+      assert.deepStrictEqual(yield* journalsDuringAWrite, [true, false], "the new file: a rollback journal")
+      const header = yield* fs.readFile(file)
+      assert.deepStrictEqual([header[18], header[19]], [2, 2], "the write-ahead log is on once it has committed")
+      assert.isFalse(existsSync(`${file}-journal`))
+      assert.deepStrictEqual(yield* journalsDuringAWrite, [false, true], "a file that exists: the write-ahead log")
+      yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha beta", "gamma"))))
+      assert.strictEqual((yield* queryFile(file)).results[0]!.chunk.docId, "d1")
+    }).pipe(Effect.provide(Base))
+  )
+
   it.effect("rejects a file that is not a database", () =>
     Effect.gen(function* () {
       const file = yield* builtIndex
