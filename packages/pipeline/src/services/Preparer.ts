@@ -93,8 +93,10 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
           return worker
         }
         return {
-          // Enough batches in flight that a thread always has one queued while the caller writes (synchronously).
-          concurrency: 16 * workers,
+          // Enough batches in flight that a thread keeps working while the caller writes (synchronously): writing a
+          // full segment holds the caller for about a second, and 64 batches of 64 documents let the thread work
+          // through most of it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
+          concurrency: 64 * workers,
           prepare: (docs, settings) =>
             Effect.callback<PreparedBatch>((resume) => {
               let t = 0
