@@ -60,6 +60,16 @@ describe("SegmentBuilder", () => {
     )
   })
 
+  it("groups postings that fill several blocks, with empty chunks on the way", () => {
+    // 65,536 postings to a block: 40,000 chunks of up to three distinct terms fill two and part of a third.
+    const input = Array.from({ length: 40_000 }, (_, c) =>
+      c % 7 === 0 ? [] : ["a", "b", "c", "d", "e", "f", "g"].filter((_, t) => (c * (t + 3)) % 5 < 2).slice(0, 3)
+    )
+    const previous = new SegmentBuilder(0, 2)
+    built(previous, input)
+    assert.deepStrictEqual(built(new SegmentBuilder(0, 2, previous), input).postings, expected(input))
+  })
+
   it("counts the memory its chunks use, not what arrays taken over hold", () => {
     const previous = new SegmentBuilder(0, 2)
     built(

@@ -154,17 +154,29 @@ export class SegmentBuilder {
   *termPostings(): Generator<readonly [term: string, pairs: Uint32Array]> {
     const terms = [...this.vocabulary.keys()]
     const starts = new Uint32Array(terms.length + 1)
-    const at = (blocks: Array<Uint32Array>, n: number) => blocks[n >>> BLOCK_BITS]![n & BLOCK_MASK]!
-    for (let i = 0; i < this.postingCount; i++) starts[at(this.termBlocks, i) + 1]!++
+    const total = this.postingCount
+    // Block by block, with each block's arrays in locals: the postings are read twice, in order.
+    for (let from = 0; from < total; from += BLOCK) {
+      const termBlock = this.termBlocks[from >>> BLOCK_BITS]!
+      const end = Math.min(BLOCK, total - from)
+      for (let i = 0; i < end; i++) starts[termBlock[i]! + 1]!++
+    }
     for (let t = 0; t < terms.length; t++) starts[t + 1] = starts[t + 1]! + starts[t]!
-    if (this.pairs.length < this.postingCount * 2) this.pairs = new Uint32Array(this.postingCount * 2)
+    if (this.pairs.length < total * 2) this.pairs = new Uint32Array(total * 2)
     const pairs = this.pairs
     const next = starts.slice(0, terms.length)
-    for (let ordinal = 0; ordinal < this.count; ordinal++) {
-      for (let i = this.postingStart[ordinal]!; i < this.postingStart[ordinal + 1]!; i++) {
-        const to = next[at(this.termBlocks, i)]!++
+    const postingStart = this.postingStart
+    let ordinal = 0
+    for (let from = 0; from < total; from += BLOCK) {
+      const termBlock = this.termBlocks[from >>> BLOCK_BITS]!
+      const tfBlock = this.tfBlocks[from >>> BLOCK_BITS]!
+      const end = Math.min(BLOCK, total - from)
+      for (let i = 0; i < end; i++) {
+        // The chunk this posting is in: chunk `ordinal`'s postings end where the next chunk's start.
+        while (from + i >= postingStart[ordinal + 1]!) ordinal++
+        const to = next[termBlock[i]!]!++
         pairs[2 * to] = ordinal
-        pairs[2 * to + 1] = at(this.tfBlocks, i)
+        pairs[2 * to + 1] = tfBlock[i]!
       }
     }
     // The default sort compares strings by code unit without calling back into JavaScript.
