@@ -97,8 +97,13 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
           // full segment holds the caller for about a second, and 64 batches of 64 documents let the thread work
           // through most of it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
           concurrency: 64 * workers,
-          prepare: (docs, settings) =>
-            Effect.callback<PreparedBatch>((resume) => {
+          prepare: (given, settings) => {
+            // Handed over once posted (the thread has a copy), so a batch waiting for its reply holds no bodies.
+            const box: { docs: ReadonlyArray<DocText> | undefined } = { docs: given }
+            return Effect.callback<PreparedBatch>((resume) => {
+              const docs = box.docs
+              if (docs === undefined) return void resume(Effect.die(new Error("a batch was sent to prepare twice")))
+              box.docs = undefined
               let t = 0
               for (let i = 1; i < workers; i++) if ((busy[i] ?? 0) < (busy[t] ?? 0)) t = i
               const worker = pool.threads[t] ?? spawn(t)
@@ -117,6 +122,7 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
                 if (pending.delete(id)) busy[t] = Math.max(0, busy[t]! - 1)
               })
             })
+          }
         }
       }
     )

@@ -92,7 +92,11 @@ export const claimer = (
 }
 
 /** The skip of a document whose cleaned body is empty: it has no chunks, so it could never be found. */
-export const emptyAfterCleaning = ({ doc, line, source }: SourcedDoc): Skip => ({
+export const emptyAfterCleaning = ({
+  doc,
+  line,
+  source
+}: Pick<SourcedDoc, "line" | "source"> & { readonly doc: { readonly docId: string } }): Skip => ({
   source,
   line,
   reason: `${JSON.stringify(doc.docId)} has nothing left after cleaning`
