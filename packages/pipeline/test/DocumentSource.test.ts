@@ -1,4 +1,5 @@
 /** DocumentSource over real files: every kind of input, and every kind of bad input. */
+import { createServer } from "node:net"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Path, PlatformError, Result, Stream } from "effect"
@@ -286,6 +287,20 @@ describe("DocumentSource", () => {
         "! open/broken.md: a link to a file that does not exist, skipped",
         "open/y.md"
       ])
+    }).pipe(Effect.provide(TestLayer))
+  )
+
+  it.effect("skips a JSONL path that cannot be opened with the system's reason, and reads the rest", () =>
+    Effect.gen(function* () {
+      const root = yield* tree({ "b.jsonl": '{"id":"b1","title":"B","text":"bee"}\n' })
+      // A socket: it lists as an entry but no file can be opened there, whoever runs the test.
+      const server = createServer()
+      yield* Effect.acquireRelease(
+        Effect.callback<void>((resume) => void server.listen(`${root}/a.jsonl`, () => resume(Effect.void))),
+        () => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const records = yield* readAll([`${root}/a.jsonl`, `${root}/b.jsonl`])
+      assert.deepStrictEqual(summarize(records), [`! ${root}/a.jsonl: there is no such device`, "b1"])
     }).pipe(Effect.provide(TestLayer))
   )
 
