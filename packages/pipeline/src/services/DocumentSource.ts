@@ -1,6 +1,5 @@
 /** Boundary service: reads documents from files, directories, CSV and JSONL as a stream of per-record results. */
 
-import { closeSync, openSync, readSync } from "node:fs"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import {
@@ -178,8 +177,8 @@ export class DocumentSource extends Context.Service<
 
         const unreadable =
           (shown: string) =>
-          (error: unknown): SourceRecord =>
-            Result.fail(new BadRecord({ source: shown, line: 0, reason: systemReason(error) }))
+          (error: PlatformError.PlatformError): SourceRecord =>
+            Result.fail(new BadRecord({ source: shown, line: 0, reason: describe(error) }))
 
         const readText = Effect.fn("DocumentSource.readText")(function* (file: string, shown: string) {
           const bad = (reason: string) => new BadRecord({ source: shown, line: 0, reason })
@@ -198,13 +197,7 @@ export class DocumentSource extends Context.Service<
         const streamFile = (file: string, shown: string, reader: ByteReader): Stream.Stream<SourceRecord> =>
           Stream.unwrap(
             Effect.gen(function* () {
-              // Node's synchronous calls: a 64 KB read from the page cache takes microseconds, while an asynchronous
-              // one waited for a pool thread that the busy indexing threads kept from running (indexing 210 MB took
-              // 0.35 s less, three interleaved pairs).
-              const fd = yield* Effect.acquireRelease(
-                Effect.try({ try: () => openSync(file, "r"), catch: (cause) => cause }),
-                (fd) => Effect.sync(() => closeSync(fd))
-              )
+              const handle = yield* fs.open(file, { flag: "r" })
               // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
               const buffer = new Uint8Array(chunkBytes)
               let ended = false
@@ -212,7 +205,7 @@ export class DocumentSource extends Context.Service<
                 Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
               const pull = Effect.gen(function* () {
                 while (!ended && !reader.done()) {
-                  const count = yield* Effect.try({ try: () => readSync(fd, buffer), catch: (cause) => cause })
+                  const count = yield* handle.read(buffer)
                   if (count === 0) ended = true
                   const results = count === 0 ? reader.end() : reader.push(buffer.subarray(0, count))
                   if (Arr.isReadonlyArrayNonEmpty(results)) return Arr.map(results, toRecord)
@@ -221,7 +214,7 @@ export class DocumentSource extends Context.Service<
               })
               return Stream.fromPull(Effect.succeed(pull))
             })
-          ).pipe(Stream.catch((error) => Stream.make(unreadable(shown)(error))))
+          ).pipe(Stream.catchTag("PlatformError", (error) => Stream.make(unreadable(shown)(error))))
 
         /** The records of one file. */
         const readFile = ({ file, shown }: SourceFile): Stream.Stream<SourceRecord> => {
