@@ -176,8 +176,10 @@ describe("the SQLite index file", () => {
       "UPDATE segments SET live = live - 1, deleted = zeroblob(1)",
       "live chunks"
     ],
-    ["a missing chunk row", "DELETE FROM chunks", "missing or unreadable"],
-    ["a span that ends before it starts", 'UPDATE chunks SET start = "end" + 1', "is before start"],
+    ["chunk spans cut short", "UPDATE documents SET spans = substr(spans, 1, 4)", "missing or unreadable"],
+    ["a chunk whose document row is gone", "DELETE FROM documents WHERE doc_id = 'd1'", "missing or unreadable"],
+    // Each document has one chunk: stored as start 10, end 5.
+    ["a span that ends before it starts", "UPDATE documents SET spans = x'0a00000005000000'", "is before start"],
     ["an empty doc id", "UPDATE documents SET doc_id = '' WHERE doc_id = 'd0'", "must not be empty"],
     ["a manifest that is not JSON", "UPDATE meta SET value = '{' WHERE key = 'manifest'", "manifest"]
   ])("reports %s as IndexCorrupt instead of answering", ([, sql, detail]) =>

@@ -59,9 +59,10 @@ const APPLICATION_ID = 0x46504950
 
 /**
  * The file's layout (its `user_version`), numbered apart from the manifest's format: 1 kept a row per chunk and per
- * posting, 2 immutable segments with a body per document, 3 bodies in packs (`BodyPack`).
+ * posting, 2 immutable segments with a body per document, 3 bodies in packs (`BodyPack`), 4 chunk spans in their
+ * document's row instead of a row per chunk.
  */
-const LAYOUT = 3
+const LAYOUT = 4
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
@@ -339,12 +340,13 @@ const createTables = (db: DatabaseSync): void => {
       hash TEXT NOT NULL,
       first INTEGER NOT NULL,
       chunks INTEGER NOT NULL,
+      spans BLOB NOT NULL,
       pack INTEGER,
       body_start INTEGER,
       body_end INTEGER
     );
+    CREATE INDEX documents_first ON documents (first);
     CREATE TABLE packs (id INTEGER PRIMARY KEY AUTOINCREMENT, data BLOB NOT NULL);
-    CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL);
     CREATE TABLE segments (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       base INTEGER NOT NULL,
@@ -371,6 +373,15 @@ const dropTables = (db: DatabaseSync): void => {
   const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all()
   for (const row of tables) db.exec(`DROP TABLE IF EXISTS "${String((row as { name: string }).name)}"`)
 }
+
+/**
+ * A document's chunk spans as its row stores them: `[start, end]` code-point offsets, chunk after chunk, as 32-bit
+ * integers; `undefined` unless the blob holds exactly `chunks` of them.
+ */
+const spansIn = (blob: unknown, chunks: number): Uint32Array | undefined =>
+  blob instanceof Uint8Array && blob.byteLength === 8 * chunks
+    ? view(blob, 4, (buffer, offset, length) => new Uint32Array(buffer, offset, length))
+    : undefined
 
 /** A segment's row without its blobs. */
 interface SegmentRow {
@@ -910,8 +921,8 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 
     const chunkStatement = statement(
       db,
-      'SELECT d.doc_id AS doc_id, d.title AS title, c.doc AS doc, c.start AS start, c."end" AS "end" ' +
-        "FROM chunks c JOIN documents d ON d.id = c.doc WHERE c.id = ?"
+      "SELECT id, doc_id, title, first, chunks, spans FROM documents WHERE first <= ? AND chunks > 0 " +
+        "ORDER BY first DESC LIMIT 1"
     )
     const placeStatement = statement(db, "SELECT pack, body_start, body_end FROM documents WHERE id = ?")
     const packStatement = statement(db, "SELECT data FROM packs WHERE id = ?")
@@ -954,21 +965,26 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
         return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
       }
       const id = segments[s]!.base + position - offsets[s]!
+      // The document holding the chunk: the one whose chunks start last at or before it.
       const row = chunkStatement.get(id) as Record<string, unknown> | undefined
       const docId = row?.["doc_id"]
       const title = row?.["title"]
-      const doc = row?.["doc"]
-      const start = row?.["start"]
-      const end = row?.["end"]
+      const doc = row?.["id"]
+      const first = row?.["first"]
+      const chunks = row?.["chunks"]
+      const spans = typeof chunks === "number" ? spansIn(row?.["spans"], chunks) : undefined
       if (
         typeof docId !== "string" ||
         typeof title !== "string" ||
         typeof doc !== "number" ||
-        typeof start !== "number" ||
-        typeof end !== "number"
+        typeof first !== "number" ||
+        spans === undefined ||
+        id - first >= spans.length / 2
       ) {
         throw corrupt(`chunk ${id} is missing or unreadable`)
       }
+      const start = spans[2 * (id - first)]!
+      const end = spans[2 * (id - first) + 1]!
       if (caches.rows.size >= ROW_CACHE_ENTRIES) {
         caches.rows.clear()
         caches.rowVectorBytes = 0
@@ -1058,26 +1074,29 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 
     const documentStatement = statement(
       db,
-      "SELECT id, doc_id, source, title, categories, hash, first, chunks FROM documents WHERE doc_id = ?"
+      "SELECT id, doc_id, source, title, categories, hash, first, chunks, spans FROM documents WHERE doc_id = ?"
     )
-    const spansStatement = statement(db, 'SELECT start, "end" AS "end" FROM chunks WHERE doc = ? ORDER BY id')
     const document = (docId: string): StoredDocument | undefined => {
       const row = documentStatement.get(docId) as Record<string, unknown> | undefined
       if (row === undefined) return undefined
       const decoded = storedDocOf(row)
       if (Result.isFailure(decoded)) throw corrupt(decoded.failure)
       const id = row["id"] as number
-      const spans = spansStatement.all(id) as Array<{ start: number; end: number }>
-      if (spans.length !== decoded.success.chunks)
-        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+      const count = decoded.success.chunks
+      const spans = spansIn(row["spans"], count)
+      if (spans === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
       const first = row["first"] as number
       const segment = segments.find((g) => first >= g.base && first < g.base + g.count)
-      if (spans.length > 0 && segment === undefined)
+      if (count > 0 && segment === undefined)
         throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
-      const body = spans.length === 0 ? "" : bodyOf(segment!.id, id)
+      const body = count === 0 ? "" : bodyOf(segment!.id, id)
       return {
         doc: decoded.success,
-        chunks: spans.map(({ end, start }) => ({ start, end, text: spanText(body, start, end) }))
+        chunks: Array.from({ length: count }, (_, c) => {
+          const start = spans[2 * c]!
+          const end = spans[2 * c + 1]!
+          return { start, end, text: spanText(body, start, end) }
+        })
       }
     }
 
@@ -1400,7 +1419,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       const ranges = tombstones.get(segment.id) ?? []
       ranges.push(row.first - segment.base, row.chunks)
       tombstones.set(segment.id, ranges)
-      prepared("DELETE FROM chunks WHERE id >= ? AND id < ?").run(row.first, row.first + row.chunks)
     }
     prepared("DELETE FROM documents WHERE id = ?").run(row.id)
     packsFreed = true
@@ -1502,11 +1520,6 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
           totalLength += oldLengths[ordinal]!
           next++
         }
-        prepared("UPDATE chunks SET id = id + ? WHERE id >= ? AND id < ?").run(
-          first - doc.first,
-          doc.first,
-          doc.first + doc.chunks
-        )
         prepared("UPDATE documents SET first = ? WHERE id = ?").run(first, doc.id)
       }
       for (let b = 0; b * g.block_rows < g.count; b++) {
@@ -1568,11 +1581,16 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     const damage = removeChunks(doc.docId)
     if (damage !== undefined) return damage
     const insertDoc = prepared(
-      "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks, pack, body_start, body_end) " +
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO NOTHING"
+      "INSERT INTO documents (doc_id, source, title, categories, hash, first, chunks, spans, pack, body_start, " +
+        "body_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (doc_id) DO NOTHING"
     )
     // A document without chunks has no text to show: its body is not stored.
     const pack = chunks.length === 0 ? null : packIdOf(doc.body.pack)
+    const spans = new Uint32Array(2 * chunks.length)
+    chunks.forEach((chunk, i) => {
+      spans[2 * i] = chunk.start
+      spans[2 * i + 1] = chunk.end
+    })
     const insertRow = () => {
       if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
       const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
@@ -1584,6 +1602,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
         doc.hash,
         first,
         chunks.length,
+        new Uint8Array(spans.buffer),
         pack,
         pack === null ? null : doc.body.from,
         pack === null ? null : doc.body.to
@@ -1597,14 +1616,11 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       inserted = insertRow()
     }
     if (chunks.length === 0) return undefined
-    const docRow = inserted.lastInsertRowid
-    const insert = prepared('INSERT INTO chunks (id, doc, start, "end") VALUES (?, ?, ?, ?)')
     const segment = pending!
     const d = segment.dimensions
     const numberOf = termNumbers(terms, segment)
     chunks.forEach((chunk, i) => {
-      const ordinal = segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
-      insert.run(segment.base + ordinal, docRow, chunk.start, chunk.end)
+      segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
     })
     const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
     if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunks) flush()
