@@ -22,8 +22,8 @@ const spanOf = (points: ReadonlyArray<string>, start: number, end: number): stri
 
 /**
  * Every chunk row of a FuncPipe SQLite index with its document's title, in chunk id order, read with `node:sqlite`
- * straight from the tables (not through the engine's segments or postings). Reads both layouts: chunk texts stored
- * per chunk (`chunks.text`), or cleaned bodies stored once per document, deflated (`bodies`), and cut by code point.
+ * straight from the tables (not through the engine's segments or postings). Reads the layouts: chunk texts stored per
+ * chunk (`chunks.text`); chunk rows over cleaned bodies in packs; or (layout 4) spans in each document's row.
  */
 export const readChunkRows = (file: string): Array<ChunkRow> => {
   const db = new DatabaseSync(file, { readOnly: true })
@@ -56,6 +56,31 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
     const placeOf = db.prepare("SELECT pack, body_start, body_end FROM documents WHERE id = ?")
     const packOf = db.prepare("SELECT data FROM packs WHERE id = ?")
     const decoder = new TextDecoder("utf-8", { fatal: true })
+    /** The code points of a document's body, from its pack. */
+    const bodyPoints = (doc: number): ReadonlyArray<string> => {
+      const place = placeOf.get(doc) as { pack: number; body_start: number; body_end: number }
+      const blob = (packOf.get(place.pack) as { data?: unknown } | undefined)?.data
+      if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
+      return Array.from(decoder.decode(zstdDecompressSync(blob).subarray(place.body_start, place.body_end)))
+    }
+    if (columns.length === 0) {
+      // Layout 4: no chunk rows; a document's row holds its chunks' [start, end] pairs, its chunks numbered from `first`.
+      const rows: Array<ChunkRow> = []
+      const documents = db.prepare(
+        "SELECT id, doc_id, title, chunks, spans FROM documents WHERE chunks > 0 ORDER BY first"
+      )
+      for (const r of documents.iterate()) {
+        const points = bodyPoints(r["id"] as number)
+        const blob = r["spans"] as Uint8Array
+        const spans = new Uint32Array(blob.slice().buffer)
+        for (let c = 0; c < (r["chunks"] as number); c++) {
+          const start = spans[2 * c]!
+          const end = spans[2 * c + 1]!
+          rows.push(row(r["doc_id"], start, end, spanOf(points, start, end), r["title"]))
+        }
+      }
+      return rows
+    }
     let doc: unknown
     let points: ReadonlyArray<string> = []
     return db
@@ -67,10 +92,7 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
       .map((r) => {
         if (r["doc"] !== doc) {
           doc = r["doc"]
-          const place = placeOf.get(doc as number) as { pack: number; body_start: number; body_end: number }
-          const blob = (packOf.get(place.pack) as { data?: unknown } | undefined)?.data
-          if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
-          points = Array.from(decoder.decode(zstdDecompressSync(blob).subarray(place.body_start, place.body_end)))
+          points = bodyPoints(doc as number)
         }
         const { end, start } = r as { start: number; end: number }
         return row(r["docId"], start, end, spanOf(points, start, end), r["title"])
