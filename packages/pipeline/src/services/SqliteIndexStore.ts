@@ -84,11 +84,17 @@ const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
 
 const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
 
-/** SQLite's primary result code in what node:sqlite threw, or `undefined` for anything that is not SQLite's error. */
-const sqliteCode = (error: unknown): number | undefined =>
+/** SQLite's extended result code in what node:sqlite threw, or `undefined` for anything that is not SQLite's error. */
+const sqliteExtendedCode = (error: unknown): number | undefined =>
   typeof error === "object" && error !== null && "errcode" in error && typeof error.errcode === "number"
-    ? error.errcode & 0xff
+    ? error.errcode
     : undefined
+
+/** SQLite's primary result code in what node:sqlite threw, or `undefined` for anything that is not SQLite's error. */
+const sqliteCode = (error: unknown): number | undefined => {
+  const code = sqliteExtendedCode(error)
+  return code === undefined ? undefined : code & 0xff
+}
 
 /**
  * The store's error for what SQLite (or the system under it) threw while the store was `what` (say "opening"), with
@@ -199,12 +205,7 @@ const connectReadOnly = (location: string): DatabaseSync => {
   try {
     return openReadOnly(location)
   } catch (error) {
-    if (
-      typeof error === "object" &&
-      error !== null &&
-      "errcode" in error &&
-      error.errcode === SQLITE_READONLY_ROLLBACK
-    ) {
+    if (sqliteExtendedCode(error) === SQLITE_READONLY_ROLLBACK) {
       const writer = new DatabaseSync(location, { timeout: 2000 })
       try {
         writer.prepare("SELECT count(*) FROM sqlite_master").get()
