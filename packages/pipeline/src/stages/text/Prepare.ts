@@ -4,7 +4,7 @@
  */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../embed/Embed.ts"
-import { analyzeRanges, termOf } from "./Analyzer.ts"
+import { scanWords, termOf, WordRanges } from "./Analyzer.ts"
 import { type BodyRef, packBodies } from "./BodyPack.ts"
 import { chunkSpans } from "./Chunker.ts"
 import { cleanText } from "./Clean.ts"
@@ -143,6 +143,7 @@ export const prepareBatch = (
   const analyzer = settings.analyzer as AnalyzerConfig
   numbering.startBatch()
   const { numbers, vocabulary, words } = numbering
+  const ranges = new WordRanges()
   let ids = new Uint32Array(1 << 14)
   let size = 0
   const counts: Array<number> = []
@@ -151,42 +152,70 @@ export const prepareBatch = (
   const starts: Array<number> = []
   const ends: Array<number> = []
   const texts: Array<string> = []
+  /** Appends the term ids of the words `scanWords` found in `lowered` to `ids`. */
+  const addTerms = (lowered: string): void => {
+    const found = ranges.data
+    for (let at = 0; at < ranges.size; at += 3) {
+      const from = found[at]!
+      const to = found[at + 1]!
+      const hash = found[at + 2]!
+      let id = words.get(lowered, from, to, hash)
+      if (id === undefined) {
+        const word = lowered.slice(from, to)
+        const term = termOf(word, analyzer)
+        id = STOP
+        if (term !== undefined) {
+          id = numbers.get(term)
+          if (id === undefined) {
+            id = vocabulary.length
+            numbers.set(term, id)
+            vocabulary.push(term)
+          }
+        }
+        words.set(word, hash, id)
+      }
+      if (id === STOP) continue
+      if (size === ids.length) {
+        const grown = new Uint32Array(ids.length * 2)
+        grown.set(ids)
+        ids = grown
+      }
+      ids[size++] = id
+    }
+  }
   docs.forEach((doc, d) => {
     const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
     bodies.push(body)
     const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
     chunkCounts[d] = spans.length
-    for (const span of spans) {
+    if (spans.length === 0) return
+    // A chunk's searchable text is the title, a line break and the chunk. The break ends any word and is no context
+    // for lowercasing either, so the title's terms are found once per document and copied to each chunk.
+    const titleFrom = size
+    const title = doc.title.toLowerCase()
+    scanWords(title, ranges)
+    addTerms(title)
+    const titleTerms = size - titleFrom
+    spans.forEach((span, s) => {
       starts.push(span.start)
       ends.push(span.end)
       texts.push(span.text)
-      const before = size
-      analyzeRanges(`${doc.title}\n${span.text}`, (lowered, from, to, hash) => {
-        let id = words.get(lowered, from, to, hash)
-        if (id === undefined) {
-          const word = lowered.slice(from, to)
-          const term = termOf(word, analyzer)
-          id = STOP
-          if (term !== undefined) {
-            id = numbers.get(term)
-            if (id === undefined) {
-              id = vocabulary.length
-              numbers.set(term, id)
-              vocabulary.push(term)
-            }
-          }
-          words.set(word, hash, id)
-        }
-        if (id === STOP) return
-        if (size === ids.length) {
-          const grown = new Uint32Array(ids.length * 2)
+      // The first chunk's title terms are those just found; every later chunk's are a copy of them.
+      const before = s === 0 ? titleFrom : size
+      if (s > 0 && titleTerms > 0) {
+        if (size + titleTerms > ids.length) {
+          const grown = new Uint32Array(Math.max(ids.length * 2, size + titleTerms))
           grown.set(ids)
           ids = grown
         }
-        ids[size++] = id
-      })
+        ids.copyWithin(size, titleFrom, titleFrom + titleTerms)
+        size += titleTerms
+      }
+      const lowered = span.text.toLowerCase()
+      scanWords(lowered, ranges)
+      addTerms(lowered)
       counts.push(size - before)
-    }
+    })
   })
   let vectors: Float64Array | undefined
   if (settings.localVectors === true) {
