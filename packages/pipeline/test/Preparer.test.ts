@@ -1,16 +1,18 @@
 /** The worker pool prepares batches exactly as the inline stage does, and an index built through it answers the same. */
+
+import { Worker } from "node:worker_threads"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
-import { Effect, Layer, Result, Stream } from "effect"
+import { Effect, Fiber, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/services/DocumentSource.ts"
 import { Embedder } from "../src/services/Embedder.ts"
 import { layerMemory } from "../src/services/MemoryIndexStore.ts"
-import { inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
+import { EARLY_WORKER, type EarlyWorker, inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
 import { analyze } from "../src/stages/text/Analyzer.ts"
 import { chunkSpans } from "../src/stages/text/Chunker.ts"
@@ -225,6 +227,54 @@ describe("the worker pool", () => {
         const later = yield* pool.prepare(docs.slice(0, 3), settings)
         assert.deepStrictEqual(later, prepareBatch(docs.slice(0, 3), settings))
       }).pipe(Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))),
+    60_000
+  )
+})
+
+describe("a thread started early by a launcher", () => {
+  const dying = new URL("./children/DyingWorker.ts", import.meta.url)
+  const holder = globalThis as { [EARLY_WORKER]?: EarlyWorker }
+  /** Leaves a thread for `script` where a launcher leaves it, and resolves its exit code once it ends. */
+  const startEarly = (script: URL, failed = false) => {
+    const worker = new Worker(script)
+    holder[EARLY_WORKER] = { script: script.href, worker, failed }
+    return Effect.promise(() => new Promise<number>((resolve) => worker.once("exit", resolve)))
+  }
+
+  it.effect(
+    "is the pool's first thread: the pool sends it batches",
+    () =>
+      Effect.gen(function* () {
+        const exitCode = yield* startEarly(dying).pipe(Effect.forkChild)
+        const pool = yield* Preparer
+        const batch = yield* pool.prepare(docs.slice(0, 3), settings)
+        assert.deepStrictEqual(batch, prepareBatch(docs.slice(0, 3), settings))
+        assert.isUndefined(holder[EARLY_WORKER], "taken once")
+        // The dying thread exits with code 3 on this batch: the early thread had it.
+        assert.isTrue((yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings)))._tag === "Failure")
+        assert.strictEqual(yield* Fiber.join(exitCode), 3)
+      }).pipe(Effect.provide(layerWorkers(dying, 1))),
+    60_000
+  )
+
+  it.effect(
+    "is ended, not used, when it failed or runs another script",
+    () =>
+      Effect.gen(function* () {
+        for (const [earlyScript, failed] of [
+          [dying, true],
+          [script, false]
+        ] as const) {
+          const exitCode = yield* startEarly(earlyScript, failed).pipe(Effect.forkChild)
+          const pool = yield* Preparer
+          const batch = yield* pool.prepare(docs.slice(0, 3), settings)
+          assert.deepStrictEqual(batch, prepareBatch(docs.slice(0, 3), settings))
+          assert.isUndefined(holder[EARLY_WORKER])
+          // This batch makes the pool's thread exit with code 3; the early thread was ended without it.
+          assert.isTrue((yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings)))._tag === "Failure")
+          assert.notStrictEqual(yield* Fiber.join(exitCode), 3)
+        }
+      }).pipe(Effect.provide(layerWorkers(dying, 1))),
     60_000
   )
 })

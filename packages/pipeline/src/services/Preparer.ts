@@ -36,13 +36,39 @@ export const inlinePreparer: Preparer = {
   prepare: (docs, settings) => Effect.sync(() => prepareBatch(docs, settings))
 }
 
+/**
+ * Where a launcher leaves a preparing thread it started before the program was loaded: starting one takes ~0.2 s (a
+ * new V8 instance, then the stage's modules), which otherwise passes with the writer idle. The CLI launcher starts one
+ * for `index`. `failed` is set if the thread errs or exits before a pool takes it.
+ */
+export const EARLY_WORKER = Symbol.for("funcpipe/early-prepare-worker")
+
+/** What a launcher leaves at `EARLY_WORKER`: the thread, the script it runs, and whether it has failed. */
+export interface EarlyWorker {
+  readonly script: string
+  readonly worker: Worker
+  failed: boolean
+}
+
+/** The thread a launcher started for `script`, taken once; one for another script, or failed, is ended instead. */
+const takeEarlyWorker = (script: URL): Worker | undefined => {
+  const holder = globalThis as { [EARLY_WORKER]?: EarlyWorker }
+  const early = holder[EARLY_WORKER]
+  if (early === undefined) return undefined
+  delete holder[EARLY_WORKER]
+  if (!early.failed && early.script === script.href) return early.worker
+  void early.worker.terminate()
+  return undefined
+}
+
 /** The preparer in use: inline unless a layer installs the worker pool (the CLI does). */
 export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defaultValue: () => inlinePreparer })
 
 /**
  * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking batches
  * in order; a batch goes to the least busy thread. Threads start with the first batch (a command that indexes nothing
- * starts none) and end when the layer is released. A thread that fails or exits fails the batches it held (as
+ * starts none; the first may have been started early by a launcher, see `EARLY_WORKER`) and end when the layer is
+ * released. A thread that fails or exits fails the batches it held (as
  * defects) and is replaced for later batches.
  */
 export const layerWorkers = (script: URL, workers = Math.max(1, availableParallelism() - 1)) =>
@@ -67,10 +93,14 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
           for (const [, request] of held) request.done({ error: reason })
         }
         const spawn = (t: number): Worker => {
-          // A small young generation per thread bounds the memory a pool adds (see the CLI launcher).
-          // Loaded here, by the first batch, rather than at every start of the CLI (~5 ms).
-          const { Worker } = process.getBuiltinModule("node:worker_threads")
-          const worker = new Worker(script, { resourceLimits: { maxYoungGenerationSizeMb: 24 } })
+          const early = t === 0 ? takeEarlyWorker(script) : undefined
+          const worker =
+            early ??
+            // A small young generation per thread bounds the memory a pool adds (see the CLI launcher, which starts
+            // its early thread with the same limit). Loaded by the first batch, not at every start of the CLI (~5 ms).
+            new (process.getBuiltinModule("node:worker_threads").Worker)(script, {
+              resourceLimits: { maxYoungGenerationSizeMb: 24 }
+            })
           worker.unref()
           // Every delta is received, even one whose batch was forgotten, so the thread's vocabulary stays whole.
           const receive = deltaReceiver()
