@@ -66,6 +66,10 @@ const LAYOUT = 4
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
+
+/** The most chunks a segment of `dimensions`-component vectors holds. */
+const maxChunksOf = (dimensions: number): number =>
+  Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
 /** How much decoded postings a store keeps for warm queries. */
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
@@ -1593,7 +1597,10 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
       spans[2 * i + 1] = chunk.end
     })
     const insertRow = () => {
-      if (chunks.length > 0) pending ??= new SegmentBuilder(nextBase(), vectors.length / chunks.length)
+      if (chunks.length > 0) {
+        const d = vectors.length / chunks.length
+        pending ??= new SegmentBuilder(nextBase(), d, undefined, Math.min(maxChunksOf(d), 1 << 18))
+      }
       const first = chunks.length === 0 ? 0 : pending!.base + pending!.count
       return insertDoc.run(
         doc.docId,
@@ -1623,8 +1630,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     chunks.forEach((chunk, i) => {
       segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
     })
-    const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * d)))
-    if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunks) flush()
+    if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunksOf(d)) flush()
     return undefined
   }
 

@@ -51,12 +51,19 @@ export class SegmentBuilder {
   readonly base: number
   readonly dimensions: number
 
-  /** A builder for chunks from id `base` on; given `previous` (written, and not used again), it reuses its arrays. */
-  constructor(base: number, dimensions: number, previous?: SegmentBuilder) {
+  /**
+   * A builder for chunks from id `base` on; given `previous` (written, and not used again), it reuses its arrays.
+   * Without one, its per-chunk arrays start with room for `capacity` chunks: a writer that knows how many a segment
+   * may hold gives it, so they are never copied as they grow (their pages are touched only as chunks fill them).
+   */
+  constructor(base: number, dimensions: number, previous?: SegmentBuilder, capacity = 1024) {
     this.base = base
     this.dimensions = dimensions
     if (previous === undefined || previous.dimensions !== dimensions) {
-      this.vectors = new Float64Array(1024 * dimensions)
+      this.vectors = new Float64Array(capacity * dimensions)
+      this.lengths = new Uint32Array(capacity)
+      this.magnitudes = new Float64Array(capacity)
+      this.postingStart = new Uint32Array(capacity + 1)
       return
     }
     this.vectors = previous.vectors
