@@ -15,6 +15,8 @@ export default defineProject({
     // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts).
     exclude: ["test/**/*.models.test.ts"],
     setupFiles: ["../../vitest.setup.ts"],
+    // Builds the CLI bundle if a source file is newer: tests that run the command as users do start it from there.
+    globalSetup: ["./test/support/FreshBundle.ts"],
     // Test files share one module graph per worker: importing effect and the pipeline again for each file cost
     // more than half of the suite's time. No test relies on fresh module state.
     isolate: false

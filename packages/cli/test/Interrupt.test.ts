@@ -11,11 +11,11 @@ import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Path } from "effect"
 import { Command } from "effect/cli"
 import { cli, version } from "../src/Cli.ts"
+import { launcher } from "./support/Launcher.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
-const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const fakeTerminal = fileURLToPath(new URL("./children/FakeTerminal.ts", import.meta.url))
 
 /** A JSONL corpus large enough that indexing it lasts well past the moment its progress bar first appears. */
@@ -31,7 +31,7 @@ const corpus = (count: number) =>
 /** Runs the CLI as a process, sends SIGINT once its progress bar shows, and resolves its exit code and stderr. */
 const interruptIndexing = (args: ReadonlyArray<string>) =>
   Effect.callback<{ readonly code: number | null; readonly stderr: string }, Error>((resume) => {
-    const proc = spawn(process.execPath, ["--import", fakeTerminal, bin, ...args], {
+    const proc = spawn(process.execPath, ["--import", fakeTerminal, launcher, ...args], {
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stderr = ""

@@ -5,12 +5,10 @@
 
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer, type ServerResponse } from "node:http"
-import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
-
-const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+import { launcher } from "./support/Launcher.ts"
 
 /** A deterministic 4-component vector per text. */
 const vectorOf = (text: string): Array<number> => {
@@ -64,7 +62,7 @@ const fakeService = (onHeld: () => void) =>
 const funcpipe = (args: ReadonlyArray<string>, env: Record<string, string>, started?: (proc: ChildProcess) => void) =>
   Effect.callback<{ readonly code: number | null; readonly signal: string | null; readonly stderr: string }>(
     (resume) => {
-      const proc = spawn(process.execPath, [bin, ...args], {
+      const proc = spawn(process.execPath, [launcher, ...args], {
         env: { ...process.env, ...env },
         stdio: ["ignore", "ignore", "pipe"]
       })

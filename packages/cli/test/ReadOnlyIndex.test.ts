@@ -10,15 +10,15 @@ import { Models } from "@funcpipe/pipeline/services/Models"
 import { Effect, FileSystem, Layer } from "effect"
 import { Command } from "effect/cli"
 import { cli, version } from "../src/Cli.ts"
+import { launcher } from "./support/Launcher.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
-const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 
 /** Runs the CLI in a child process. */
 const funcpipe = (args: ReadonlyArray<string>) => {
-  const result = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8" })
+  const result = spawnSync(process.execPath, [launcher, ...args], { encoding: "utf8" })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 

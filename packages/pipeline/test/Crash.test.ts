@@ -20,7 +20,7 @@ import { describePg, freshSchema, writeLocks } from "./PgFixture.ts"
 
 const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
 const chunker = new ChunkerConfig({
-  chunkSize: ChunkSize.make(120),
+  chunkSize: ChunkSize.make(480),
   overlap: Overlap.make(0),
   tailPolicy: "emit_short"
 })

@@ -261,18 +261,25 @@ describe("a thread started early by a launcher", () => {
     "is ended, not used, when it failed or runs another script",
     () =>
       Effect.gen(function* () {
-        for (const [earlyScript, failed] of [
-          [dying, true],
-          [script, false]
+        const pool = yield* Preparer
+        for (const [script, failed] of [
+          [dying.href, true],
+          [new URL("./children/Elsewhere.ts", import.meta.url).href, false]
         ] as const) {
-          const exitCode = yield* startEarly(earlyScript, failed).pipe(Effect.forkChild)
-          const pool = yield* Preparer
+          // A stand-in that exits with code 3 on any batch: were it used, the batch would fail.
+          const worker = new Worker(`require("node:worker_threads").parentPort.on("message", () => process.exit(3))`, {
+            eval: true
+          })
+          const exitCode = yield* Effect.promise(
+            () => new Promise<number>((resolve) => worker.once("exit", resolve))
+          ).pipe(Effect.forkChild)
+          holder[EARLY_WORKER] = { script, worker, failed }
           const batch = yield* pool.prepare(docs.slice(0, 3), settings)
           assert.deepStrictEqual(batch, prepareBatch(docs.slice(0, 3), settings))
           assert.isUndefined(holder[EARLY_WORKER])
-          // This batch makes the pool's thread exit with code 3; the early thread was ended without it.
+          assert.notStrictEqual(yield* Fiber.join(exitCode), 3, "ended without a batch")
+          // The pool's own thread exits on this batch, so the next batch starts a thread (and looks for an early one).
           assert.isTrue((yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings)))._tag === "Failure")
-          assert.notStrictEqual(yield* Fiber.join(exitCode), 3)
         }
       }).pipe(Effect.provide(layerWorkers(dying, 1))),
     60_000

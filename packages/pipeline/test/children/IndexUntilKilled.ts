@@ -30,7 +30,7 @@ const StallingEmbedder = Layer.effect(
 ).pipe(Layer.provide(Embedder.layerLocalSha256))
 
 const chunker = new ChunkerConfig({
-  chunkSize: ChunkSize.make(120),
+  chunkSize: ChunkSize.make(480),
   overlap: Overlap.make(0),
   tailPolicy: "emit_short"
 })
