@@ -68,8 +68,7 @@ export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defau
  * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking batches
  * in order; a batch goes to the least busy thread. Threads start with the first batch (a command that indexes nothing
  * starts none; the first may have been started early by a launcher, see `EARLY_WORKER`) and end when the layer is
- * released. A thread that fails or exits fails the batches it held (as
- * defects) and is replaced for later batches.
+ * released. A thread that fails or exits fails the batches it held (as defects) and is replaced for later batches.
  */
 export const layerWorkers = (script: URL, workers = Math.max(1, availableParallelism() - 1)) =>
   Layer.effect(

@@ -3,9 +3,9 @@
  * ranges of a lowercased text, and making a string of each only to look it up in a `Map` cost most of the analysis.
  * Open addressing over 32-bit FNV-1a hashes of the UTF-16 units; a hit is confirmed by comparing the units in place.
  *
- * A lookup is a few random reads into memory larger than the processor's caches, so the layout keeps them few: a slot
- * holds the word's hash, its number and where its units are in one array of all the words' units. A hit reads the
- * slot and those units; the earlier layout (a slot pointing into arrays of words, hashes and numbers) read four places.
+ * A lookup reads at places that depend on the word, so the layout keeps them few: a slot holds the word's hash, its
+ * number and where its units are in one array of all the words' units. A hit reads the slot and those units; the
+ * earlier layout (a slot pointing into arrays of words, hashes and numbers) read four places, and cost more.
  */
 /** 32-bit FNV-1a's offset basis and prime. */
 export const FNV_OFFSET = 0x811c9dc5
