@@ -1,6 +1,6 @@
 /** A child Node process run for the benchmark: its wall time, peak resident set size, exit code and output. */
-import { spawn } from "node:child_process"
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { execFileSync, spawn } from "node:child_process"
+import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -34,28 +34,14 @@ export const cliEntry = (): string => {
   return bin === undefined ? CLI_SOURCE : join(cli, bin)
 }
 
-const newestSource = (dir: string): number =>
-  readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) return Math.max(newest, newestSource(path))
-    return entry.name.endsWith(".ts") ? Math.max(newest, statSync(path).mtimeMs) : newest
-  }, 0)
-
 /**
  * The CLI bundle (packages/cli/dist/funcpipe.mjs) and whether it is older than some source file of the packages, in
- * which case the launcher runs stale code; undefined when there is no bundle.
+ * which case the launcher runs stale code; undefined when there is no bundle. The bundler answers (`--state`).
  */
 export const cliBundle = (): { readonly path: string; readonly stale: boolean } | undefined => {
-  const path = join(REPO_ROOT, "packages", "cli", "dist", "funcpipe.mjs")
-  if (!existsSync(path)) return undefined
-  const packages = join(REPO_ROOT, "packages")
-  const newest = Math.max(
-    ...readdirSync(packages).map((name) => {
-      const src = join(packages, name, "src")
-      return existsSync(src) ? newestSource(src) : 0
-    })
-  )
-  return { path, stale: statSync(path).mtimeMs < newest }
+  const cli = join(REPO_ROOT, "packages", "cli")
+  const state = execFileSync(process.execPath, [join(cli, "bundle.ts"), "--state"], { encoding: "utf8" }).trim()
+  return state === "missing" ? undefined : { path: join(cli, "dist", "funcpipe.mjs"), stale: state === "stale" }
 }
 
 // Plain JavaScript, so measuring a child does not load Node's TypeScript stripping into it.

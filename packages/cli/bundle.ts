@@ -1,9 +1,42 @@
-/** Bundles the CLI (and its worker) into JavaScript files, so `funcpipe` starts without compiling TypeScript. */
-import { rmSync } from "node:fs"
-import { build } from "rolldown"
+/**
+ * Bundles the CLI (and its worker) into JavaScript files, so `funcpipe` starts without compiling TypeScript. With
+ * `--if-stale` it builds only when the bundle is missing or older than a source file of the packages (the CLI tests'
+ * setup); with `--state` it builds nothing and prints `missing`, `stale` or `current` (the benchmark reports it).
+ */
+import { existsSync, readdirSync, rmSync, statSync } from "node:fs"
+import { join } from "node:path"
 
 const root = new URL("./", import.meta.url).pathname
+const packages = join(root, "..")
 
+const newestSource = (dir: string): number =>
+  readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return Math.max(newest, newestSource(path))
+    return entry.name.endsWith(".ts") ? Math.max(newest, statSync(path).mtimeMs) : newest
+  }, 0)
+
+const bundleState = (): "missing" | "stale" | "current" => {
+  const bundle = join(root, "dist", "funcpipe.mjs")
+  if (!existsSync(bundle)) return "missing"
+  const newest = Math.max(
+    ...readdirSync(packages).map((name) => {
+      const src = join(packages, name, "src")
+      return existsSync(src) ? newestSource(src) : 0
+    })
+  )
+  return statSync(bundle).mtimeMs < newest ? "stale" : "current"
+}
+
+const mode = process.argv[2]
+if (mode === "--state") {
+  console.log(bundleState())
+  process.exit(0)
+}
+if (mode === "--if-stale" && bundleState() === "current") process.exit(0)
+
+// Loaded only to build: `--state` answers without it.
+const { build } = await import("rolldown")
 rmSync(`${root}dist`, { recursive: true, force: true })
 await build({
   input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/text/PrepareWorker.ts` },

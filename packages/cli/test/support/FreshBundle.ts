@@ -5,28 +5,9 @@
  * CI it is current).
  */
 import { execFileSync } from "node:child_process"
-import { existsSync, readdirSync, statSync } from "node:fs"
-import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-const root = fileURLToPath(new URL("../../../../", import.meta.url))
-
-const newestSource = (dir: string): number =>
-  readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) return Math.max(newest, newestSource(path))
-    return entry.name.endsWith(".ts") ? Math.max(newest, statSync(path).mtimeMs) : newest
-  }, 0)
-
 export default function setup(): void {
-  const bundle = join(root, "packages", "cli", "dist", "funcpipe.mjs")
-  const packages = join(root, "packages")
-  const newest = Math.max(
-    ...readdirSync(packages).map((name) => {
-      const src = join(packages, name, "src")
-      return existsSync(src) ? newestSource(src) : 0
-    })
-  )
-  if (existsSync(bundle) && statSync(bundle).mtimeMs >= newest) return
-  execFileSync(process.execPath, [join(root, "packages", "cli", "bundle.ts")], { cwd: root, stdio: "inherit" })
+  const bundler = fileURLToPath(new URL("../../bundle.ts", import.meta.url))
+  execFileSync(process.execPath, [bundler, "--if-stale"], { stdio: "inherit" })
 }
