@@ -123,8 +123,8 @@ export const layerWorkers = (script: URL, workers = Math.max(1, availableParalle
         }
         return {
           // Enough batches in flight that a thread keeps working while the caller writes (synchronously): writing a
-          // full segment holds the caller for about a second, and 64 batches of 64 documents let the thread work
-          // through most of it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
+          // full segment holds the caller for a few tenths of a second, and 64 batches of 64 documents let the thread
+          // work through it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
           concurrency: 64 * workers,
           prepare: (given, settings) => {
             // Handed over once posted (the thread has a copy), so a batch waiting for its reply holds no bodies.
