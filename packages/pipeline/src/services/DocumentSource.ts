@@ -1,5 +1,6 @@
 /** Boundary service: reads documents from files, directories, CSV and JSONL as a stream of per-record results. */
 
+import { closeSync, openSync, readSync } from "node:fs"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import {
@@ -10,7 +11,7 @@ import {
   FileSystem,
   Layer,
   Path,
-  type PlatformError,
+  PlatformError,
   Result,
   Schema,
   Stream
@@ -193,11 +194,32 @@ export class DocumentSource extends Context.Service<
           return Result.mapError(decodeUtf8(bytes.success), bad)
         })
 
+        /**
+         * A file operation of Node's, done synchronously: reading a file piece by piece through the platform's
+         * asynchronous `read` (a trip to libuv's thread pool per piece) cost the parsing thread about three times as
+         * much (a 210 MB file: 0.54 s against 0.17 s of that thread's time), and it is the thread that writes the index.
+         */
+        const fileSync = <A>(method: string, file: string, f: () => A): Effect.Effect<A, PlatformError.PlatformError> =>
+          Effect.try({
+            try: f,
+            catch: (cause) =>
+              PlatformError.systemError({
+                _tag: "Unknown",
+                module: "FileSystem",
+                method,
+                pathOrDescriptor: file,
+                cause
+              })
+          })
+
         /** The records of a CSV or JSONL file, parsed chunk by chunk as the stream is pulled. */
         const streamFile = (file: string, shown: string, reader: ByteReader): Stream.Stream<SourceRecord> =>
           Stream.unwrap(
             Effect.gen(function* () {
-              const handle = yield* fs.open(file, { flag: "r" })
+              const fd = yield* Effect.acquireRelease(
+                fileSync("open", file, () => openSync(file, "r")),
+                (fd) => Effect.sync(() => closeSync(fd))
+              )
               // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
               const buffer = new Uint8Array(chunkBytes)
               let ended = false
@@ -205,7 +227,7 @@ export class DocumentSource extends Context.Service<
                 Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
               const pull = Effect.gen(function* () {
                 while (!ended && !reader.done()) {
-                  const count = yield* handle.read(buffer)
+                  const count = yield* fileSync("read", file, () => readSync(fd, buffer, 0, buffer.length, null))
                   if (count === 0) ended = true
                   const results = count === 0 ? reader.end() : reader.push(buffer.subarray(0, count))
                   if (Arr.isReadonlyArrayNonEmpty(results)) return Arr.map(results, toRecord)
