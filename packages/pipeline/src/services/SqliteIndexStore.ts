@@ -5,7 +5,7 @@
  */
 
 import { randomUUID } from "node:crypto"
-import { existsSync, mkdirSync, statSync } from "node:fs"
+import { closeSync, existsSync, fdatasync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
@@ -276,6 +276,39 @@ const openWriter = (location: string, creating: boolean): Effect.Effect<Database
 const isNewFile = (file: string): boolean =>
   (statSync(file, { throwIfNoEntry: false })?.size ?? 0) === 0 &&
   (statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) === 0
+
+/**
+ * Syncs a new index file in the background while it is written, so that its commit finds little left to sync. Each
+ * page of a new file goes straight into it (see `isNewFile`), and nothing sends them to the disk before the commit
+ * does: for a 210 MB corpus, 185 MB in 0.3 s at the very end of the run, with the preparing thread already done.
+ * `sync` (called once a segment is written) starts a sync on a thread of Node's pool unless one is running; a failed
+ * one is ignored, since the commit syncs the file all the same and reports what fails then. The descriptor is this
+ * module's own: `close`, which waits for a running sync, must come after SQLite's connection is closed, since closing
+ * a descriptor drops every lock the process holds on the file, SQLite's included (the file is new, so no other
+ * connection of this process has it open).
+ */
+const backgroundSync = (file: string) => {
+  let fd: number | undefined
+  let running: Promise<void> | undefined
+  return {
+    sync: (): void => {
+      if (running !== undefined) return
+      try {
+        fd ??= openSync(file, "r")
+      } catch {
+        return
+      }
+      const descriptor = fd
+      running = new Promise((resolve) => fdatasync(descriptor, () => resolve()))
+      void running.then(() => void (running = undefined))
+    },
+    close: Effect.promise(async () => {
+      await running
+      if (fd !== undefined) closeSync(fd)
+      fd = undefined
+    })
+  }
+}
 
 /**
  * The statements of the read path, prepared once per connection: a warm query runs a dozen small statements, and
@@ -1225,6 +1258,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
         if (readOnly && !existsSync(file)) return yield* restore(body(emptyWriter(location)))
         if (!readOnly) yield* makeFolder
         const creating = !readOnly && isNewFile(file)
+        const background = creating ? backgroundSync(file) : undefined
         return yield* Effect.acquireUseRelease(
           // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
           readOnly ? openReader(location, "opening", true) : openWriter(location, creating),
@@ -1233,7 +1267,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
               yield* sqlite(location, "starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
               const version = yield* layoutVersion(location, "opening", db, true)
               if (version === 0 && !readOnly) yield* sqlite(location, "creating the tables", () => createTables(db))
-              const writer = sqliteWriter(location, db, version === 0 || version === LAYOUT)
+              const writer = sqliteWriter(location, db, version === 0 || version === LAYOUT, background?.sync)
               // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
               const value = yield* restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
               if (readOnly) return value
@@ -1254,7 +1288,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
               return value
             }),
           // Rolls back what a failed, interrupted or read-only transaction left uncommitted.
-          closeConnection
+          (db) => Effect.andThen(closeConnection(db), background?.close ?? Effect.void)
         )
       })
     )
@@ -1266,10 +1300,11 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 /**
  * Writes inside one SQLite transaction: document and chunk rows as they come, search data into a segment that is
  * flushed whenever it reaches the memory budget, and deletions as tombstones applied by `finish`. `current` is false
- * for a file of an older layout, which only `clear` may touch. The synchronous steps report damage they find by
- * returning it (an `IndexCorrupt`, or `undefined` when all is well); the effects around them fail with it.
+ * for a file of an older layout, which only `clear` may touch; `segmentWritten` is called after each segment is written
+ * (see `backgroundSync`). The synchronous steps report damage they find by returning it (an `IndexCorrupt`, or
+ * `undefined` when all is well); the effects around them fail with it.
  */
-const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
+const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segmentWritten?: () => void) => {
   let layoutCurrent = current
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
   /** Calls into SQLite (see `sqlite`) while writing. */
@@ -1383,6 +1418,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean) => {
     const id = insertSegment(segment.base, segment.count, segment.totalLength, segment.dimensions, segment.columns())
     for (const [term, pairs] of segment.termPostings()) insertPostings(id, term, pairs)
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions, segment)
+    segmentWritten?.()
   }
 
   /**
