@@ -212,6 +212,17 @@ export class DocumentSource extends Context.Service<
               })
           })
 
+        /**
+         * A turn of Node's event loop, taken by a file's reader at least every `TURN_MILLIS` ms. Reads that do not wait
+         * leave the loop unvisited for as long as the rest of the program keeps up with the file, and with it Ctrl-C
+         * (a signal is delivered by the loop): an interrupted run of small documents went on to the end of the file.
+         */
+        const TURN_MILLIS = 20
+        const turn = Effect.callback<void>((resume) => {
+          const handle = setImmediate(() => resume(Effect.void))
+          return Effect.sync(() => clearImmediate(handle))
+        })
+
         /** The records of a CSV or JSONL file, parsed chunk by chunk as the stream is pulled. */
         const streamFile = (file: string, shown: string, reader: ByteReader): Stream.Stream<SourceRecord> =>
           Stream.unwrap(
@@ -225,8 +236,13 @@ export class DocumentSource extends Context.Service<
               let ended = false
               const toRecord = (result: LineResult): SourceRecord =>
                 Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
+              let turned = performance.now()
               const pull = Effect.gen(function* () {
                 while (!ended && !reader.done()) {
+                  if (performance.now() - turned >= TURN_MILLIS) {
+                    yield* turn
+                    turned = performance.now()
+                  }
                   const count = yield* fileSync("read", file, () => readSync(fd, buffer, 0, buffer.length, null))
                   if (count === 0) ended = true
                   const results = count === 0 ? reader.end() : reader.push(buffer.subarray(0, count))
