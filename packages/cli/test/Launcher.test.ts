@@ -17,10 +17,4 @@ describe("the launcher", () => {
     expect(fast.stdout).toBe(full.stdout)
     expect(fast.stderr).toBe("")
   })
-
-  it("leaves --version with anything else to the CLI", () => {
-    const result = run(launcher, "--version", "--help")
-    expect(result.status).toBe(0)
-    expect(result.stdout).toBe(run(bundle, "--version", "--help").stdout)
-  })
 })
