@@ -304,6 +304,19 @@ describe("DocumentSource", () => {
     }).pipe(Effect.provide(TestLayer))
   )
 
+  it.effect.skipIf(process.platform !== "linux")(
+    "skips a JSONL file whose reading fails with the system's reason, and reads the rest",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const root = yield* tree({ "b.jsonl": '{"id":"b1","title":"B","text":"bee"}\n' })
+        // Linux's view of a process's memory: it opens, but reading its unmapped first page fails (EIO), as root too.
+        yield* fs.symlink("/proc/self/mem", `${root}/a.jsonl`)
+        const records = yield* readAll([`${root}/a.jsonl`, `${root}/b.jsonl`])
+        assert.deepStrictEqual(summarize(records), [`! ${root}/a.jsonl: the disk reported an input/output error`, "b1"])
+      }).pipe(Effect.provide(TestLayer))
+  )
+
   it.effect("walks names in code-point order, the project's one string order (not UTF-16's)", () =>
     Effect.gen(function* () {
       // By UTF-16 code unit the emoji (a surrogate pair starting 0xD83D) sorts before U+FF5E; by code point after it.
