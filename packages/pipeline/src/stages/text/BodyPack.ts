@@ -17,9 +17,9 @@ export interface BodyRef {
 }
 
 /**
- * zstd's fastest positive level, with matches of 7 bytes or more (not 6) and a 4 KB hash table (not 8 KB), which a
- * 64 KB pack does not need to be larger: on packs of the benchmark's bodies, 0.80 of level 1's time for 1.08 of its
- * output (0.487 of the text against 0.451). The index is about half packs, and compressing them was a sixth of the
+ * zstd's fastest positive level, with matches of 7 bytes or more (not 6) and a hash table of 2^12 entries (not 2^13),
+ * which a 64 KB pack does not need to be larger: on packs of the benchmark's bodies, 0.80 of level 1's time for 1.08 of
+ * its output (0.487 of the text against 0.451). The index is about half packs, and compressing them was a sixth of the
  * preparing thread's time.
  */
 const ZSTD_PARAMS = {
