@@ -38,15 +38,22 @@ const corpus = (count: number, version: string) =>
   ).join("\n")}\n`
 
 /**
- * A JSONL corpus of `count` documents of about 4,000 characters of made-up words, which compress about as badly as
- * real text: enough of them overflow SQLite's page cache, so a run writes pages into the file before it commits.
+ * A JSONL corpus of `count` documents of about 6,500 characters of made-up words, which compress about as badly as
+ * real text: enough of them overflow SQLite's page cache, so a run writes pages into the file before it commits. The
+ * words come from a pool of 65,536: every word new (half a million of them) made the run's vocabulary alone fill a
+ * segment, and the run spent most of its time writing one before it could be killed.
  */
 const noisyCorpus = (count: number) => {
   let seed = 12345
   const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0)
   const word = () => Array.from({ length: 3 + (next() % 6) }, () => String.fromCharCode(97 + (next() % 26))).join("")
+  const pool = Array.from({ length: 1 << 16 }, word)
   return `${Array.from({ length: count }, (_, i) =>
-    JSON.stringify({ id: `doc-${i}`, title: `Document ${i}`, text: Array.from({ length: 600 }, word).join(" ") })
+    JSON.stringify({
+      id: `doc-${i}`,
+      title: `Document ${i}`,
+      text: Array.from({ length: 1000 }, () => pool[next() >>> 16]).join(" ")
+    })
   ).join("\n")}\n`
 }
 
