@@ -8,7 +8,13 @@ import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
 import { Embedder } from "../services/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../services/EmbeddingCache.ts"
-import { type ChunkRecord, IndexStore, type IndexWriter, type StoredEntry } from "../services/IndexStore.ts"
+import {
+  type ChunkRecord,
+  type DocWrite,
+  IndexStore,
+  type IndexWriter,
+  type StoredEntry
+} from "../services/IndexStore.ts"
 import { Preparer } from "../services/Preparer.ts"
 import { describeMigration, planMigration } from "../stages/index/Migration.ts"
 import { hashDoc, pruneReason, type SyncPlan, samePaths } from "../stages/index/Sync.ts"
@@ -403,6 +409,7 @@ const writePrepared = Effect.fnUntraced(function* (
   const d = dimensions
   const terms = { vocabulary: prepared.vocabulary, ids: prepared.termIds }
   const counts: Array<number> = []
+  const writes: Array<DocWrite> = []
   let chunkIndex = 0
   let embedded = 0
   let termAt = 0
@@ -426,20 +433,13 @@ const writePrepared = Effect.fnUntraced(function* (
     }
     counts.push(chunks.length)
     if (chunks.length === 0) continue
-    yield* writer.putDoc(
-      {
-        docId: doc.docId,
-        source,
-        title: doc.title,
-        categories: doc.categories,
-        hash,
-        body
-      },
+    writes.push({
+      doc: { docId: doc.docId, source, title: doc.title, categories: doc.categories, hash, body },
       chunks,
-      terms,
       vectors
-    )
+    })
   }
+  yield* writer.putDocs(writes, terms)
   return counts
 })
 

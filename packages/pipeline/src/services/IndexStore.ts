@@ -53,6 +53,13 @@ export interface ChunkRecord {
   readonly to: number
 }
 
+/** A document to write with its chunks (in body order) and their vectors (`dimensions` components each). */
+export interface DocWrite {
+  readonly doc: DocRecord
+  readonly chunks: ReadonlyArray<ChunkRecord>
+  readonly vectors: Float64Array
+}
+
 /** What the sync plan needs of a stored document. */
 export interface StoredEntry {
   readonly docId: string
@@ -235,6 +242,11 @@ export interface IndexWriter {
     terms: TermTable,
     vectors: Float64Array
   ) => Effect.Effect<void, StoreError>
+  /**
+   * Stores documents as `putDoc` does, one after another, in one step: a run writes documents by the thousand, and a
+   * step per document was a cost of its own on the writing thread.
+   */
+  readonly putDocs: (docs: ReadonlyArray<DocWrite>, terms: TermTable) => Effect.Effect<void, StoreError>
   /** Stores the manifest. */
   readonly putManifest: (manifest: IndexManifest) => Effect.Effect<void, StoreError>
   /** Stores the paths the index mirrors. */
@@ -351,6 +363,7 @@ export const emptyWriter = (location: string): IndexWriter => {
     clear: refuse,
     deleteDoc: () => refuse,
     putDoc: () => refuse,
+    putDocs: () => refuse,
     putManifest: () => refuse,
     putRoots: () => refuse
   }

@@ -569,6 +569,10 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
             return pending.size >= FLUSH_ROWS || pendingBytes >= FLUSH_BYTES ? flush : Effect.void
           })
         ),
+      putDocs: (docs, terms) =>
+        Effect.forEach(docs, ({ chunks, doc, vectors }) => writer.putDoc(doc, chunks, terms, vectors), {
+          discard: true
+        }),
       putManifest: (m) =>
         writing(
           "writing the manifest",

@@ -1718,6 +1718,14 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
         return removeChunks(docId)
       }),
     putDoc: (doc, chunks, terms, vectors) => write("writing a document", () => writeDoc(doc, chunks, terms, vectors)),
+    putDocs: (docs, terms) =>
+      write("writing documents", () => {
+        for (const { chunks, doc, vectors } of docs) {
+          const damage = writeDoc(doc, chunks, terms, vectors)
+          if (damage !== undefined) return damage
+        }
+        return undefined
+      }),
     putManifest: Effect.fn("IndexWriter.putManifest")(function* (m: IndexManifest) {
       if (!layoutCurrent) return yield* tooOld("writing the manifest")
       yield* sql("writing the manifest", () => {
