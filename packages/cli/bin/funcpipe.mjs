@@ -1,14 +1,10 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 GLIBC_TUNABLES=glibc.malloc.hugetlb=1 node --max-semi-space-size=4 --v8-pool-size=1
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4 --v8-pool-size=1
 // The first flag keeps V8's young generation small: sized for throughput on a machine with much memory, it costs
 // hundreds of MB of resident memory while indexing and gains little here. The second gives V8 one background thread
 // (collector helpers, compilation) instead of four: `index` keeps every core busy with JavaScript threads (the main
 // thread and the preparing ones), which four helpers only crowd (210 MB on 2 cores, 7 interleaved pairs: 6.74-7.29 →
 // 6.30-7.61 s, faster in 6 of 7; 10-15 MB more at peak; `--version` and queries unchanged). Two malloc arenas
 // (glibc) stop the worker thread and SQLite from spreading freed memory over many arenas (1 GB: ~460 → ~400 MB peak).
-// glibc's `hugetlb` tunable lets the memory it maps use transparent huge pages where the system allows them: on
-// machines where first touching memory is slow (the benchmark's VM: ~4 ms per MB, a fault per 4 KB page), reading a
-// 210 MB index's 14 MB of vectors took twice as long without them. A cold vector query: 0.60 → 0.44 s (5 interleaved
-// pairs); indexing unchanged; peak memory +2-10 MB. Other C libraries ignore it.
 // Starts the funcpipe CLI: the bundle that `npm run build` makes (npm ci runs it; an installed package ships it).
 // Node's compile cache keeps later starts fast. The TypeScript sources run with `npm run funcpipe`: they need the
 // `@funcpipe/source` condition, which this process, started by its first line, does not have.

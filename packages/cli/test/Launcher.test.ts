@@ -1,20 +1,35 @@
 import { spawnSync } from "node:child_process"
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { version } from "../src/Cli.ts"
 import { launcher } from "./support/Launcher.ts"
 
 const bundle = fileURLToPath(new URL("../dist/funcpipe.mjs", import.meta.url))
+const manifest = fileURLToPath(new URL("../package.json", import.meta.url))
 const run = (...args: ReadonlyArray<string>) => spawnSync(process.execPath, [...args], { encoding: "utf8" })
 
 describe("the launcher", () => {
-  it("answers --version itself exactly as the CLI does", () => {
-    const fast = run(launcher, "--version")
+  it("answers --version itself, without the CLI, exactly as the CLI does", () => {
     const full = run(bundle, "--version")
     expect(full.status).toBe(0)
     expect(full.stdout).toBe(`funcpipe v${version}\n`)
-    expect(fast.status).toBe(0)
-    expect(fast.stdout).toBe(full.stdout)
-    expect(fast.stderr).toBe("")
+    // The launcher and its package.json alone: were the CLI loaded, it would say it is not built.
+    const dir = mkdtempSync(join(tmpdir(), "funcpipe-launcher-"))
+    try {
+      mkdirSync(join(dir, "bin"))
+      copyFileSync(launcher, join(dir, "bin", "funcpipe.mjs"))
+      copyFileSync(manifest, join(dir, "package.json"))
+      const fast = run(join(dir, "bin", "funcpipe.mjs"), "--version")
+      expect(fast.stderr).toBe("")
+      expect(fast.status).toBe(0)
+      expect(fast.stdout).toBe(full.stdout)
+      const other = run(join(dir, "bin", "funcpipe.mjs"), "--help")
+      expect(other.stderr).toContain("the CLI is not built")
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

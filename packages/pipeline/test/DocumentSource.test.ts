@@ -1,4 +1,6 @@
 /** DocumentSource over real files: every kind of input, and every kind of bad input. */
+import { execFileSync } from "node:child_process"
+import { createWriteStream } from "node:fs"
 import { createServer } from "node:net"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
@@ -314,6 +316,20 @@ describe("DocumentSource", () => {
         yield* fs.symlink("/proc/self/mem", `${root}/a.jsonl`)
         const records = yield* readAll([`${root}/a.jsonl`, `${root}/b.jsonl`])
         assert.deepStrictEqual(summarize(records), [`! ${root}/a.jsonl: the disk reported an input/output error`, "b1"])
+      }).pipe(Effect.provide(TestLayer))
+  )
+
+  it.effect.skipIf(process.platform === "win32")(
+    "reads a JSONL named pipe as another writer fills it, without stopping the process to wait for it",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* tree({})
+        const pipe = `${root}/feed.jsonl`
+        execFileSync("mkfifo", [pipe])
+        // The writer is this same process: a read that waited for the pipe synchronously would never let it write.
+        const writer = createWriteStream(pipe)
+        writer.end('{"id":"p1","title":"P","text":"piped"}\n{"id":"p2","title":"Q","text":"too"}\n')
+        assert.deepStrictEqual(summarize(yield* readAll([pipe])), ["p1", "p2"])
       }).pipe(Effect.provide(TestLayer))
   )
 

@@ -1,6 +1,6 @@
 /** Boundary service: reads documents from files, directories, CSV and JSONL as a stream of per-record results. */
 
-import { closeSync, openSync, readSync } from "node:fs"
+import { closeSync, open, openSync, read, readSync, statSync } from "node:fs"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import {
@@ -198,6 +198,7 @@ export class DocumentSource extends Context.Service<
          * A file operation of Node's, done synchronously: reading a file piece by piece through the platform's
          * asynchronous `read` (a trip to libuv's thread pool per piece) cost the parsing thread about three times as
          * much (a 210 MB file: 0.54 s against 0.17 s of that thread's time), and it is the thread that writes the index.
+         * Only for regular files: opening or reading a named pipe waits for its writer, which would stop the thread.
          */
         const fileSync = <A>(method: string, file: string, f: () => A): Effect.Effect<A, PlatformError.PlatformError> =>
           Effect.try({
@@ -211,6 +212,30 @@ export class DocumentSource extends Context.Service<
                 cause
               })
           })
+
+        /** A file operation of Node's on its thread pool, for what is not a regular file (a named pipe, a device). */
+        const fileAsync = <A>(
+          method: string,
+          file: string,
+          f: (done: (error: NodeJS.ErrnoException | null, value: A) => void) => void
+        ): Effect.Effect<A, PlatformError.PlatformError> =>
+          Effect.callback((resume) =>
+            f((error, value) =>
+              resume(
+                error === null
+                  ? Effect.succeed(value)
+                  : Effect.fail(
+                      PlatformError.systemError({
+                        _tag: "Unknown",
+                        module: "FileSystem",
+                        method,
+                        pathOrDescriptor: file,
+                        cause: error
+                      })
+                    )
+              )
+            )
+          )
 
         /**
          * A turn of Node's event loop, taken by a file's reader at least every `TURN_MILLIS` ms. Reads that do not wait
@@ -227,12 +252,20 @@ export class DocumentSource extends Context.Service<
         const streamFile = (file: string, shown: string, reader: ByteReader): Stream.Stream<SourceRecord> =>
           Stream.unwrap(
             Effect.gen(function* () {
-              const fd = yield* Effect.acquireRelease(
-                fileSync("open", file, () => openSync(file, "r")),
-                (fd) => Effect.sync(() => closeSync(fd))
-              )
               // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
               const buffer = new Uint8Array(chunkBytes)
+              // Synchronously from a regular file; from anything else (a named pipe) on the thread pool, in order.
+              const regular = statSync(file, { throwIfNoEntry: false })?.isFile() === true
+              const fd = yield* Effect.acquireRelease(
+                regular
+                  ? fileSync("open", file, () => openSync(file, "r"))
+                  : fileAsync<number>("open", file, (done) => open(file, "r", done)),
+                (fd) => Effect.sync(() => closeSync(fd))
+              )
+              /** Reads the next piece into `buffer`. */
+              const next = regular
+                ? fileSync("read", file, () => readSync(fd, buffer, 0, buffer.length, null))
+                : fileAsync<number>("read", file, (done) => read(fd, buffer, 0, buffer.length, null, done))
               let ended = false
               const toRecord = (result: LineResult): SourceRecord =>
                 Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
@@ -243,7 +276,7 @@ export class DocumentSource extends Context.Service<
                     yield* turn
                     turned = performance.now()
                   }
-                  const count = yield* fileSync("read", file, () => readSync(fd, buffer, 0, buffer.length, null))
+                  const count = yield* next
                   if (count === 0) ended = true
                   const results = count === 0 ? reader.end() : reader.push(buffer.subarray(0, count))
                   if (Arr.isReadonlyArrayNonEmpty(results)) return Arr.map(results, toRecord)

@@ -5,7 +5,7 @@
  */
 
 import { randomUUID } from "node:crypto"
-import { closeSync, existsSync, fdatasync, mkdirSync, openSync, statSync } from "node:fs"
+import { closeSync, existsSync, fdatasync, fstatSync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
@@ -72,22 +72,21 @@ const maxChunksOf = (dimensions: number): number =>
   Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
 /** How much decoded postings a store keeps for warm queries. */
 const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
-/**
- * More small segments than this are merged at the end of a run. A small segment holds under 1/8 of a full one's chunks
- * (full: `maxChunksOf`) and under 1/8 of the term occurrences a segment cut at `SEGMENT_BUDGET_BYTES` holds (8 bytes
- * each in the writer's memory), so the segments a large run cuts at the budget are never merged as small.
- */
+/** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 const MAX_SMALL_SEGMENTS = 4
 /** How much decompressed document text a generation's caches keep, in UTF-16 units (about 16 MB). */
 const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** How many decompressed body packs a generation's caches keep (a pack is about 64 KB unless one document is more). */
 const PACK_CACHE_ENTRIES = 8
 /**
- * A run flushes its segment once it holds this much, bounding the writer's memory. Writing a segment holds the writer
- * for a while, during which the preparing threads only work through the batches already sent to them: at 48 MB they
- * ran out and waited (a 210 MB run: about 5 % slower, and 40 MB more peak memory, than at 24 MB).
+ * A run flushes its segment once it holds this much and is no longer small (1/8 of a full one, so the segments a run
+ * cuts are never merged as small ones at its end), or once it holds `SEGMENT_LIMIT_BYTES` whatever its size: this
+ * bounds the writer's memory. Writing a segment holds the writer for a while, during which the preparing threads only
+ * work through the batches already sent to them: at 48 MB they ran out and waited (a 210 MB run: about 5 % slower, and
+ * 40 MB more peak memory, than at 24 MB).
  */
 const SEGMENT_BUDGET_BYTES = 24 * 1024 * 1024
+const SEGMENT_LIMIT_BYTES = 48 * 1024 * 1024
 
 const decodeManifest = (json: string): Result.Result<IndexManifest, string> =>
   Result.mapError(Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))(json), (error) =>
@@ -279,22 +278,24 @@ const isNewFile = (file: string): boolean =>
 
 /**
  * Syncs a new index file in the background while it is written, so that its commit finds little left to sync. Each
- * page of a new file goes straight into it (see `isNewFile`), and nothing sends them to the disk before the commit
- * does: for a 210 MB corpus, 185 MB in 0.3 s at the very end of the run, with the preparing thread already done.
- * `sync` (called once a segment is written) starts a sync on a thread of Node's pool unless one is running; a failed
- * one is ignored, since the commit syncs the file all the same and reports what fails then. The descriptor is this
- * module's own: `close`, which waits for a running sync, must come after SQLite's connection is closed, since closing
- * a descriptor drops every lock the process holds on the file, SQLite's included (the file is new, so no other
- * connection of this process has it open).
+ * page of a new file goes straight into it (see `isNewFile`), and a run of a few seconds ends before the kernel writes
+ * them back on its own: for a 210 MB corpus, the commit synced 185 MB in 0.26 s at the very end of the run, with the
+ * preparing thread already done. `sync` (called once a segment is written) starts a sync on a thread of Node's pool
+ * unless one is running; a failed one is ignored, since the commit syncs the file all the same and reports what fails
+ * then. The descriptors are the store's own (one per file made at this path), kept until the store closes, after its
+ * connections: closing a descriptor drops every lock the process holds on the file, its other connections' included.
  */
 const backgroundSync = (file: string) => {
-  let fd: number | undefined
+  const descriptors: Array<number> = []
   let running: Promise<void> | undefined
   return {
     sync: (): void => {
       if (running !== undefined) return
+      let fd: number | undefined
       try {
-        fd ??= openSync(file, "r")
+        const inode = statSync(file).ino
+        fd = descriptors.find((d) => fstatSync(d).ino === inode)
+        if (fd === undefined) descriptors.push((fd = openSync(file, "r")))
       } catch {
         return
       }
@@ -304,10 +305,19 @@ const backgroundSync = (file: string) => {
     },
     close: Effect.promise(async () => {
       await running
-      if (fd !== undefined) closeSync(fd)
-      fd = undefined
+      for (const fd of descriptors.splice(0)) closeSync(fd)
     })
   }
+}
+
+/**
+ * Gives the memory of a blob read from SQLite back at once, by detaching its buffer (`transfer(0)`), so that the next
+ * blob of its size is read into the same memory. The binding returns every blob in a fresh buffer, and on machines
+ * where the first touch of memory is slow (the benchmark's VM: about 4 ms per MB) reading a cold scan's 14 MB of vector
+ * blocks took 66–87 ms, against 10–12 ms with each block's memory given back. The blob must not be used afterwards.
+ */
+const release = (blob: Uint8Array): void => {
+  if (blob.byteOffset === 0 && blob.byteLength === blob.buffer.byteLength) (blob.buffer as ArrayBuffer).transfer(0)
 }
 
 /**
@@ -577,6 +587,12 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       caches.postingBytes -= 64 + (value === null ? 0 : value.ordinals.byteLength * 2)
     }
   }
+
+  // Acquired before the connections below, so it is released after them (see `backgroundSync`).
+  const background = yield* Effect.acquireRelease(
+    Effect.sync(() => backgroundSync(file)),
+    (sync) => sync.close
+  )
 
   /**
    * Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction), with the
@@ -960,6 +976,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
             buffer.subarray(0, stored.rows * dimensions),
             norms.subarray(0, stored.rows)
           )
+          release(stored.data)
           yield { offset: offsets[s]! + b * segment.blockRows, count: stored.rows, vectors, magnitudes }
         }
       }
@@ -1258,7 +1275,6 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
         if (readOnly && !existsSync(file)) return yield* restore(body(emptyWriter(location)))
         if (!readOnly) yield* makeFolder
         const creating = !readOnly && isNewFile(file)
-        const background = creating ? backgroundSync(file) : undefined
         return yield* Effect.acquireUseRelease(
           // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
           readOnly ? openReader(location, "opening", true) : openWriter(location, creating),
@@ -1267,7 +1283,12 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
               yield* sqlite(location, "starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
               const version = yield* layoutVersion(location, "opening", db, true)
               if (version === 0 && !readOnly) yield* sqlite(location, "creating the tables", () => createTables(db))
-              const writer = sqliteWriter(location, db, version === 0 || version === LAYOUT, background?.sync)
+              const writer = sqliteWriter(
+                location,
+                db,
+                version === 0 || version === LAYOUT,
+                creating ? background.sync : undefined
+              )
               // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
               const value = yield* restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
               if (readOnly) return value
@@ -1288,7 +1309,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
               return value
             }),
           // Rolls back what a failed, interrupted or read-only transaction left uncommitted.
-          (db) => Effect.andThen(closeConnection(db), background?.close ?? Effect.void)
+          closeConnection
         )
       })
     )
@@ -1517,18 +1538,15 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
     if (Option.isNone(manifest)) return undefined
     const { dimensions } = manifest.value
     const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
-    const all = db
-      .prepare("SELECT id, base, count, live, live_length, block_rows FROM segments ORDER BY base")
-      .all() as Array<{
+    const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<{
       id: number
       base: number
       count: number
       live: number
-      live_length: number
       block_rows: number
     }>
     const sparse = (g: (typeof all)[number]) => g.live * 2 < g.count
-    const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks && g.live_length * 64 < SEGMENT_BUDGET_BYTES
+    const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks
     if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return undefined
     const picked: typeof all = []
     let live = 0
@@ -1677,7 +1695,8 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
     chunks.forEach((chunk, i) => {
       segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
     })
-    if (segment.byteLength >= SEGMENT_BUDGET_BYTES || segment.count >= maxChunksOf(d)) flush()
+    const full = segment.count >= maxChunksOf(d) || segment.byteLength >= SEGMENT_LIMIT_BYTES
+    if (full || (segment.byteLength >= SEGMENT_BUDGET_BYTES && segment.count * 8 >= maxChunksOf(d))) flush()
     return undefined
   }
 
