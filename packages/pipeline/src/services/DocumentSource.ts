@@ -194,6 +194,10 @@ export class DocumentSource extends Context.Service<
           return Result.mapError(decodeUtf8(bytes.success), bad)
         })
 
+        /** What a failed file operation of Node's becomes: the platform's error, whose cause gives the reason. */
+        const fileError = (method: string, file: string, cause: unknown): PlatformError.PlatformError =>
+          PlatformError.systemError({ _tag: "Unknown", module: "FileSystem", method, pathOrDescriptor: file, cause })
+
         /**
          * A file operation of Node's, done synchronously: reading a file piece by piece through the platform's
          * asynchronous `read` (a trip to libuv's thread pool per piece) cost the parsing thread about three times as
@@ -201,17 +205,7 @@ export class DocumentSource extends Context.Service<
          * Only for regular files: opening or reading a named pipe waits for its writer, which would stop the thread.
          */
         const fileSync = <A>(method: string, file: string, f: () => A): Effect.Effect<A, PlatformError.PlatformError> =>
-          Effect.try({
-            try: f,
-            catch: (cause) =>
-              PlatformError.systemError({
-                _tag: "Unknown",
-                module: "FileSystem",
-                method,
-                pathOrDescriptor: file,
-                cause
-              })
-          })
+          Effect.try({ try: f, catch: (cause) => fileError(method, file, cause) })
 
         /** A file operation of Node's on its thread pool, for what is not a regular file (a named pipe, a device). */
         const fileAsync = <A>(
@@ -221,19 +215,7 @@ export class DocumentSource extends Context.Service<
         ): Effect.Effect<A, PlatformError.PlatformError> =>
           Effect.callback((resume) =>
             f((error, value) =>
-              resume(
-                error === null
-                  ? Effect.succeed(value)
-                  : Effect.fail(
-                      PlatformError.systemError({
-                        _tag: "Unknown",
-                        module: "FileSystem",
-                        method,
-                        pathOrDescriptor: file,
-                        cause: error
-                      })
-                    )
-              )
+              resume(error === null ? Effect.succeed(value) : Effect.fail(fileError(method, file, error)))
             )
           )
 

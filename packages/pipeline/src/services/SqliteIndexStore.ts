@@ -1537,7 +1537,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
     const manifest = manifestValue ?? Option.none()
     if (Option.isNone(manifest)) return undefined
     const { dimensions } = manifest.value
-    const maxChunks = Math.max(1024, Math.floor(MAX_SEGMENT_VECTOR_BYTES / (8 * dimensions)))
+    const maxChunks = maxChunksOf(dimensions)
     const all = db.prepare("SELECT id, base, count, live, block_rows FROM segments ORDER BY base").all() as Array<{
       id: number
       base: number
@@ -1695,8 +1695,9 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
     chunks.forEach((chunk, i) => {
       segment.add(terms.ids, chunk.from, chunk.to, numberOf, vectors, i * d)
     })
-    const full = segment.count >= maxChunksOf(d) || segment.byteLength >= SEGMENT_LIMIT_BYTES
-    if (full || (segment.byteLength >= SEGMENT_BUDGET_BYTES && segment.count * 8 >= maxChunksOf(d))) flush()
+    const maxChunks = maxChunksOf(d)
+    const full = segment.count >= maxChunks || segment.byteLength >= SEGMENT_LIMIT_BYTES
+    if (full || (segment.byteLength >= SEGMENT_BUDGET_BYTES && segment.count * 8 >= maxChunks)) flush()
     return undefined
   }
 
