@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../src/stages/embed/Embed.ts"
-import { decodeVectors, encodeVectors, encodingFor, encodingOf } from "../src/stages/index/VectorCodec.ts"
+import { decodeRows, decodeVectors, encodeVectors, encodingFor, encodingOf } from "../src/stages/index/VectorCodec.ts"
 
 /** Encodes, finds the encoding again from the byte length alone, and decodes. */
 const roundTrip = (values: Float64Array): Float64Array => {
@@ -59,4 +59,57 @@ describe("the vector codec", () => {
     assert.isFalse(decodeVectors(new Uint8Array(Float64Array.of(Number.NaN).buffer), "f64", 0, 1, new Float64Array(1)))
     assert.isUndefined(encodingFor(12, 4))
   })
+
+  it("decodes whole rows with their magnitudes, summed left to right, in every encoding", () => {
+    const dims = LOCAL_SHA256_DIMENSIONS
+    const local = new Float64Array(20 * dims)
+    for (let c = 0; c < 20; c++) embedTextInto(`row ${c}`, local, c * dims)
+    local.fill(0, 3 * dims, 4 * dims) // a zero vector: magnitude 0
+    for (const values of [local, Float64Array.from(local, (x) => Math.fround(x / 3)), local.map((x) => x / 3 - 0.1)]) {
+      const bytes = encodeVectors(values)
+      const encoding = encodingFor(bytes.byteLength, values.length)!
+      const out = new Float64Array(values.length)
+      const magnitudes = new Float64Array(20)
+      assert.strictEqual(decodeRows(bytes, encoding, 20, dims, out, magnitudes), "ok")
+      sameBits(out, values)
+      const expected = Array.from({ length: 20 }, (_, r) => {
+        let sum = 0
+        for (let j = r * dims; j < (r + 1) * dims; j++) sum += values[j]! * values[j]!
+        return Math.sqrt(sum)
+      })
+      sameBits(magnitudes, Float64Array.from(expected))
+    }
+    assert.strictEqual(magnitudesOf(local)[3], 0)
+  })
+
+  it("reports a damaged block when decoding rows: a component that is not finite, or a vector too long to score", () => {
+    const decode = (values: Float64Array | Float32Array) =>
+      decodeRows(
+        new Uint8Array(values.buffer),
+        values instanceof Float32Array ? "f32" : "f64",
+        2,
+        2,
+        new Float64Array(4),
+        new Float64Array(2)
+      )
+    assert.strictEqual(decode(Float64Array.of(1, 2, 3, Number.NaN)), "not finite")
+    assert.strictEqual(decode(Float32Array.of(1, 2, Infinity, 0)), "not finite")
+    assert.strictEqual(decode(Float64Array.of(1, 2, 1e200, 1e200)), "too long")
+    assert.strictEqual(decode(Float64Array.of(1, 2, 3, 4)), "ok")
+  })
 })
+
+/** Each row's magnitude of a local-sha256 block, as `decodeRows` gives them. */
+const magnitudesOf = (values: Float64Array): Float64Array => {
+  const bytes = encodeVectors(values)
+  const magnitudes = new Float64Array(values.length / LOCAL_SHA256_DIMENSIONS)
+  decodeRows(
+    bytes,
+    encodingFor(bytes.byteLength, values.length)!,
+    magnitudes.length,
+    LOCAL_SHA256_DIMENSIONS,
+    new Float64Array(values.length),
+    magnitudes
+  )
+  return magnitudes
+}

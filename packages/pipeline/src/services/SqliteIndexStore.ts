@@ -15,7 +15,13 @@ import type { Rule } from "@funcpipe/domain/Rule"
 import { Effect, Layer, Option, Result, Schema, type Scope, ScopedRef } from "effect"
 import { type DecodedPostings, decodePostings, encodePostings } from "../stages/index/Postings.ts"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
-import { decodeVectors, encodeVectors, encodingFor, type VectorEncoding } from "../stages/index/VectorCodec.ts"
+import {
+  decodeRows as decodeBlock,
+  decodeVectors,
+  encodeVectors,
+  encodingFor,
+  type VectorEncoding
+} from "../stages/index/VectorCodec.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
 import { documentTies } from "../stages/rank/Ranker.ts"
@@ -453,7 +459,8 @@ interface SegmentRow {
 
 /** A segment's immutable columns, decoded once (vector blocks only when a query needs them) and cached by segment id. */
 interface SegmentColumns {
-  readonly lengths: Uint32Array
+  /** Its chunks' lengths, once a query has needed them (`lengthsOf`). */
+  lengths: Uint32Array | undefined
   readonly blocks: Map<number, { readonly vectors: Float64Array; readonly magnitudes: Float64Array }>
 }
 
@@ -475,8 +482,9 @@ interface Caches {
   readonly generation: string
   readonly columns: Map<number, SegmentColumns>
   readonly deleted: Map<number, { readonly version: number; readonly bits: Uint8Array | undefined }>
+  /** The concatenated deletions, and lengths once a query has read them, for one set of segment versions. */
   layout:
-    | { readonly signature: string; readonly lengths: Uint32Array; readonly deleted: Uint8Array | undefined }
+    | { readonly signature: string; lengths: Uint32Array | undefined; readonly deleted: Uint8Array | undefined }
     | undefined
   /**
    * Decoded postings by segment and term (`null`: the segment lacks the term), least recently used first, up to
@@ -747,9 +755,15 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
         return { id, base, count, live, liveLength, version, blockRows }
       })
 
-  const columnsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): SegmentColumns => {
-    const cached = caches.columns.get(segment.id)
-    if (cached !== undefined) return cached
+  const columnsOf = (caches: Caches, segment: SegmentRow): SegmentColumns => {
+    let columns = caches.columns.get(segment.id)
+    if (columns === undefined) caches.columns.set(segment.id, (columns = { lengths: undefined, blocks: new Map() }))
+    return columns
+  }
+
+  const lengthsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): Uint32Array => {
+    const columns = columnsOf(caches, segment)
+    if (columns.lengths !== undefined) return columns.lengths
     const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as
       | { lengths: unknown }
       | undefined
@@ -757,12 +771,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
       throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
     }
-    const columns: SegmentColumns = {
-      lengths: view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)),
-      blocks: new Map()
-    }
-    caches.columns.set(segment.id, columns)
-    return columns
+    return (columns.lengths = view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)))
   }
 
   /** Block `block` of a segment as stored: its encoded vectors, with their size checked. */
@@ -789,16 +798,10 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     vectors: Float64Array,
     magnitudes: Float64Array
   ): { readonly vectors: Float64Array; readonly magnitudes: Float64Array } => {
-    if (!decodeVectors(stored.data, stored.encoding, 0, stored.rows * dimensions, vectors)) {
-      throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-    }
-    for (let r = 0; r < stored.rows; r++) {
-      let sum = 0
-      for (let j = r * dimensions; j < (r + 1) * dimensions; j++) sum += vectors[j]! * vectors[j]!
-      magnitudes[r] = Math.sqrt(sum)
-      // Finite components whose squares overflow: no model makes them, so the block is damaged.
-      if (magnitudes[r] === Infinity) throw corrupt(`segment ${segment.id} has a vector too long to score`)
-    }
+    const decoded = decodeBlock(stored.data, stored.encoding, stored.rows, dimensions, vectors, magnitudes)
+    if (decoded === "not finite") throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    // Finite components whose squares overflow: no model makes them, so the block is damaged.
+    if (decoded === "too long") throw corrupt(`segment ${segment.id} has a vector too long to score`)
     return { vectors, magnitudes }
   }
 
@@ -880,23 +883,32 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     // stay the same, so a warm query does not copy them again.
     const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
     if (caches.layout?.signature !== signature) {
-      const lengths = new Uint32Array(positions)
       let deleted: Uint8Array | undefined
       segments.forEach((segment, s) => {
-        const columns = columnsOf(caches, db, segment)
-        lengths.set(columns.lengths, offsets[s]!)
         const bits = deletedOf(caches, db, segment)
         if (bits === undefined) return
         deleted ??= new Uint8Array(positions)
         for (let i = 0; i < segment.count; i++) if (isDeleted(bits, i)) deleted[offsets[s]! + i] = 1
       })
-      caches.layout = { signature, lengths, deleted }
+      caches.layout = { signature, lengths: undefined, deleted }
       // Segments merged away or deleted since are no longer needed.
       const listed = new Set(segments.map((g) => g.id))
       for (const id of caches.columns.keys()) if (!listed.has(id)) caches.columns.delete(id)
       for (const id of caches.deleted.keys()) if (!listed.has(id)) caches.deleted.delete(id)
     }
-    const { deleted, lengths } = caches.layout
+    const layout = caches.layout
+    const { deleted } = layout
+    // The lengths are read when a query first needs them: BM25 does, a vector query does not (1.7 MB at 442k chunks).
+    const lengths = sqliteReads((): Uint32Array => {
+      if (layout.lengths === undefined) {
+        const all = new Uint32Array(positions)
+        segments.forEach((segment, s) => {
+          all.set(lengthsOf(caches, db, segment), offsets[s]!)
+        })
+        layout.lengths = all
+      }
+      return layout.lengths
+    })
 
     const segmentAt = (position: number): number => {
       let lo = 0
@@ -948,7 +960,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       if (blocks !== undefined) return blocks
       if (caches.vectorScans++ === 0) return streamedBlocks()
       return (blocks = segments.flatMap((segment, s) => {
-        const columns = columnsOf(caches, db, segment)
+        const columns = columnsOf(caches, segment)
         return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
           const { magnitudes, vectors } = vectorBlock(db, segment, dimensions, columns, b)
           return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
@@ -1121,7 +1133,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       const segment = segments[s]!
       const block = Math.floor(row / segment.blockRows)
       const at = (row % segment.blockRows) * dimensions
-      const cached = columnsOf(caches, db, segment).blocks.get(block)
+      const cached = columnsOf(caches, segment).blocks.get(block)
       let vector = cached?.vectors.subarray(at, at + dimensions)
       if (vector === undefined) {
         // Kept with the chunk's row (rowAt has just cached it), so a result read again costs no statement.
@@ -1227,7 +1239,9 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       positions,
       liveChunks,
       averageLength: liveChunks === 0 ? 0 : liveLength / liveChunks,
-      lengths,
+      get lengths() {
+        return lengths(undefined)
+      },
       deleted,
       postings: sqliteReads(postings),
       vectorBlocks: sqliteReads<void, Iterable<VectorBlock>>(vectorBlocks),

@@ -85,3 +85,55 @@ export const decodeVectors = (
   }
   return check === 0
 }
+
+/**
+ * Decodes the `rows` rows of `dimensions` components of a stored block into `out`, and each row's magnitude
+ * (`sqrt(Σ x·x)`, summed left to right, as the reference's cosine does) into `magnitudes`, in one pass over the block.
+ * Returns `"not finite"` for a component that is not finite, `"too long"` for finite components whose squares overflow
+ * (no model makes either, so the block is damaged), `"ok"` otherwise.
+ */
+export const decodeRows = (
+  bytes: Uint8Array,
+  encoding: VectorEncoding,
+  rows: number,
+  dimensions: number,
+  out: Float64Array,
+  magnitudes: Float64Array
+): "ok" | "not finite" | "too long" => {
+  const size = BYTES[encoding]
+  const aligned = bytes.byteOffset % size === 0 ? bytes : bytes.slice()
+  const n = rows * dimensions
+  if (encoding === "u16") {
+    // Every component is in [0, 1]: finite, and no square can overflow.
+    const codes = new Uint16Array(aligned.buffer, aligned.byteOffset, n)
+    for (let r = 0, j = 0; r < rows; r++) {
+      let sum = 0
+      for (const end = j + dimensions; j < end; j++) {
+        const x = codes[j]! / 65535
+        out[j] = x
+        sum += x * x
+      }
+      magnitudes[r] = Math.sqrt(sum)
+    }
+    return "ok"
+  }
+  const values =
+    encoding === "f32"
+      ? new Float32Array(aligned.buffer, aligned.byteOffset, n)
+      : new Float64Array(aligned.buffer, aligned.byteOffset, n)
+  // x · 0 is 0 for every finite x and NaN for NaN and ±Infinity, so one sum checks them all.
+  let check = 0
+  let long = false
+  for (let r = 0, j = 0; r < rows; r++) {
+    let sum = 0
+    for (const end = j + dimensions; j < end; j++) {
+      const x = values[j]!
+      out[j] = x
+      check += x * 0
+      sum += x * x
+    }
+    magnitudes[r] = Math.sqrt(sum)
+    if (magnitudes[r] === Infinity) long = true
+  }
+  return check !== 0 ? "not finite" : long ? "too long" : "ok"
+}
