@@ -37,6 +37,31 @@ if (mode === "--if-stale" && bundleState() === "current") process.exit(0)
 
 // Loaded only to build: `--state` answers without it.
 const { build } = await import("rolldown")
+
+/**
+ * effect's CLI output module makes an `Intl.Segmenter` when it is loaded, to measure text widths for help and tables.
+ * Making one starts ICU's grapheme rules: about 14 ms of every start (a cold `funcpipe query`: ~4 %), though only help
+ * text ever measures. The bundle makes it on first use instead. If a newer effect words the line differently, the
+ * bundle is built all the same, without this, and the build says so.
+ */
+const SEGMENTER =
+  /const graphemeSegmenter = (?:\/\*#__PURE__\*\/ *)?new Intl\.Segmenter\(undefined, \{\s*granularity: "grapheme"\s*\}\);/
+const lazySegmenter = {
+  name: "funcpipe-lazy-grapheme-segmenter",
+  transform(code: string, id: string) {
+    if (!id.replaceAll("\\", "/").endsWith("effect/dist/cli/CliOutput.js")) return null
+    if (!SEGMENTER.test(code)) {
+      console.warn("bundle: effect's CliOutput no longer matches; its Intl.Segmenter is made at start-up")
+      return null
+    }
+    return code.replace(
+      SEGMENTER,
+      "let graphemeSegmenterMade;\n" +
+        "const graphemeSegmenter = { segment: (text) => (graphemeSegmenterMade ??= " +
+        'new Intl.Segmenter(undefined, { granularity: "grapheme" })).segment(text) };'
+    )
+  }
+}
 rmSync(`${root}dist`, { recursive: true, force: true })
 await build({
   input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/text/PrepareWorker.ts` },
@@ -44,6 +69,7 @@ await build({
   // The workspace packages' TypeScript sources (their `@funcpipe/source` export), not a build of them that may be stale.
   resolve: { conditionNames: ["@funcpipe/source", "import", "node", "default"] },
   logLevel: "warn",
+  plugins: [lazySegmenter],
   output: {
     dir: `${root}dist`,
     format: "esm",
