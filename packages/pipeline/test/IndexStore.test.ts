@@ -55,6 +55,33 @@ describe("the SQLite index file", () => {
     }).pipe(Effect.provide(Base))
   )
 
+  it.effect(
+    "reads the segments' order from an index of its own, which a file made without one gets at its next write",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* builtIndex
+        const plan = () => {
+          const db = new DatabaseSync(file, { readOnly: true })
+          const detail = db
+            .prepare(
+              "EXPLAIN QUERY PLAN SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base"
+            )
+            .all()
+            .map((row) => String((row as { detail: unknown }).detail))
+            .join("; ")
+          db.close()
+          return detail
+        }
+        assert.include(plan(), "COVERING INDEX segments_order")
+        yield* tamper(file, "DROP INDEX segments_order")
+        assert.notInclude(plan(), "segments_order")
+        const before = yield* queryFile(file)
+        yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha beta", "gamma"))))
+        assert.include(plan(), "COVERING INDEX segments_order")
+        assert.deepStrictEqual(yield* queryFile(file), before)
+      }).pipe(Effect.provide(Base))
+  )
+
   it.effect("writes a new file once, through a rollback journal, and turns the write-ahead log on after", () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem

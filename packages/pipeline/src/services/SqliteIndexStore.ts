@@ -387,6 +387,15 @@ const storedDocOf = (row: Record<string, unknown>): Result.Result<StoredDoc, str
     (error) => `document ${JSON.stringify(row["doc_id"])}: ${oneLine(error.message)}`
   )
 
+/**
+ * The segment columns every snapshot reads, in `base` order. A segment's row holds its chunk lengths, a blob of 4 bytes
+ * per chunk spread over overflow pages, and SQLite reaches the columns after it only by reading those pages: reading
+ * the rows of ten segments of 442k chunks took ~12 ms of every query. The index answers without reading the rows.
+ * Files made before it existed get it at their next write.
+ */
+const SEGMENTS_ORDER =
+  "CREATE INDEX IF NOT EXISTS segments_order ON segments (base, count, live, live_length, version, block_rows)"
+
 const createTables = (db: DatabaseSync): void => {
   db.exec(`
     PRAGMA application_id = ${APPLICATION_ID};
@@ -428,6 +437,7 @@ const createTables = (db: DatabaseSync): void => {
       data BLOB NOT NULL,
       PRIMARY KEY (segment, term)
     ) WITHOUT ROWID;
+    ${SEGMENTS_ORDER};
   `)
 }
 
@@ -1297,6 +1307,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
               yield* sqlite(location, "starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
               const version = yield* layoutVersion(location, "opening", db, true)
               if (version === 0 && !readOnly) yield* sqlite(location, "creating the tables", () => createTables(db))
+              if (version === LAYOUT && !readOnly) yield* sqlite(location, "opening", () => db.exec(SEGMENTS_ORDER))
               const writer = sqliteWriter(
                 location,
                 db,
