@@ -11,7 +11,8 @@ import {
   type PositionFilter,
   scoreQuery,
   type TermBlock,
-  topChunksOf
+  topChunksOf,
+  type VectorBlock
 } from "../src/stages/rank/Engine.ts"
 import {
   documentTies,
@@ -378,5 +379,99 @@ describe("filtered top-k", () => {
       { numRuns: 300, seed: 20261201 }
     )
     assert.isAbove(listedLexical, 10, "selective listed filters are tried")
+  })
+})
+
+describe("vector blocks as stored", () => {
+  /** Rows of 16-bit numerators, some all zero, in blocks of `rows`, as a store passes them before decoding. */
+  const codedView = (
+    view: IndexView,
+    seed: number,
+    d: number,
+    rows: number
+  ): { coded: IndexView; decoded: IndexView } => {
+    let state = seed >>> 0
+    const codes = Uint16Array.from({ length: view.positions * d }, (_, i) => {
+      state = (Math.imul(state ^ (state >>> 15), 2246822519) + 3266489917) >>> 0
+      return Math.floor(i / d) % 9 === 4 ? 0 : state >>> 16
+    })
+    const vectors = Float64Array.from(codes, (k) => k / 65535)
+    const magnitudes = Float64Array.from({ length: view.positions }, (_, p) => {
+      let sum = 0
+      for (let j = p * d; j < (p + 1) * d; j++) sum += vectors[j]! * vectors[j]!
+      return Math.sqrt(sum)
+    })
+    const starts = Array.from({ length: Math.ceil(view.positions / rows) }, (_, b) => b * rows)
+    const end = (from: number) => Math.min(from + rows, view.positions)
+    // Each coded block is a fresh copy, emptied once the next is taken: a scan must use each block as it comes.
+    function* coded(): Generator<VectorBlock> {
+      for (const from of starts) {
+        const block = codes.slice(from * d, end(from) * d)
+        yield { offset: from, count: end(from) - from, codes: block }
+        block.fill(65535)
+      }
+    }
+    const decoded = starts.map((from) => ({
+      offset: from,
+      count: end(from) - from,
+      vectors: vectors.subarray(from * d, end(from) * d),
+      magnitudes: magnitudes.subarray(from, end(from))
+    }))
+    return {
+      coded: { ...view, dimensions: d, vectorBlocks: coded },
+      decoded: { ...view, dimensions: d, vectorBlocks: () => decoded }
+    }
+  }
+
+  it("score, rank, filter and explain exactly as the decoded vectors do", () => {
+    fc.assert(
+      fc.property(
+        corpus,
+        fc.constantFrom(0, 3),
+        fc.integer(),
+        fc.constantFrom(1, 16),
+        fc.constantFrom(7, 64),
+        fc.integer({ min: 1, max: 8 }),
+        (chunks, deletedEvery, seed, d, rows, k) => {
+          const { coded, decoded } = codedView(viewOf(chunks, deletedEvery), seed, d, rows)
+          const query = { terms: [], vector: Array.from({ length: d }, (_, j) => ((j * 7919 + (seed & 0xff)) % 13) - 6.5) }
+          const all = (view: IndexView) => {
+            const scored = scoreQuery(view, query, "vector", Bm25Params.default)
+            const visited: Array<[number, number]> = []
+            scored.candidates((position, score) => visited.push([position, score]))
+            return { scored, visited }
+          }
+          const fromCoded = all(coded)
+          const fromDecoded = all(decoded)
+          assert.deepStrictEqual(fromCoded.visited, fromDecoded.visited)
+          assert.isAbove(fromDecoded.visited.length, 0)
+          assert.deepStrictEqual(
+            topChunksOf(coded, fromCoded.scored, k, query),
+            topChunksOf(decoded, fromDecoded.scored, k, query)
+          )
+          for (const [position] of fromDecoded.visited.slice(0, 5)) {
+            assert.deepStrictEqual(fromCoded.scored.explain(position), fromDecoded.scored.explain(position))
+          }
+          const allowed = Uint8Array.from({ length: coded.positions }, (_, p) =>
+            p % 3 === 0 && coded.deleted?.[p] !== 1 ? 1 : 0
+          )
+          const listed = Int32Array.from([...allowed.keys()].filter((p) => allowed[p] === 1))
+          for (const filter of [
+            { allowed, count: listed.length, listed },
+            { allowed, count: listed.length, listed: undefined }
+          ]) {
+            const top = (view: IndexView) =>
+              topChunksOf(
+                view,
+                scoreQuery(view, query, "vector", Bm25Params.default, FUSION_DEPTH, undefined, filter),
+                k,
+                query
+              )
+            assert.deepStrictEqual(top(coded), top(decoded))
+          }
+        }
+      ),
+      { numRuns: 150, seed: 20261130 }
+    )
   })
 })

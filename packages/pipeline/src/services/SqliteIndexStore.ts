@@ -961,10 +961,10 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 
     let blocks: ReadonlyArray<VectorBlock> | undefined
     /**
-     * The first scan in a generation reads each block and decodes it into one buffer, keeping nothing: a command
-     * that asks once (the CLI) would otherwise keep every vector as float64, and on the benchmark machine touching
-     * fresh memory costs ~4 ms per MB (56 MB at 442k chunks). Later scans are those of a long-lived reader (a
-     * server), which keeps the decoded blocks.
+     * The first scan in a generation reads each block and passes it on as stored (16-bit blocks, which the scan
+     * decodes row by row) or decoded into one buffer, keeping nothing: a command that asks once (the CLI) would
+     * otherwise keep every vector as float64, and on the benchmark machine touching fresh memory costs ~4 ms per MB
+     * (56 MB at 442k chunks). Later scans are those of a long-lived reader (a server), which keeps the decoded blocks.
      */
     const vectorBlocks = (): Iterable<VectorBlock> => {
       if (blocks !== undefined) return blocks
@@ -987,6 +987,18 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
         const segment = segments[s]!
         for (let b = 0; b * segment.blockRows < segment.count; b++) {
           const stored = readStored({ segment, block: b })
+          const offset = offsets[s]! + b * segment.blockRows
+          if (stored.encoding === "u16") {
+            // As stored: the scan decodes each row as it scores it. A blob's bytes start at an even offset.
+            const data = stored.data.byteOffset % 2 === 0 ? stored.data : stored.data.slice()
+            yield {
+              offset,
+              count: stored.rows,
+              codes: new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2)
+            }
+            release(stored.data)
+            continue
+          }
           if (norms.length < stored.rows) {
             buffer = new Float64Array(segment.blockRows * dimensions)
             norms = new Float64Array(segment.blockRows)
@@ -999,7 +1011,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
             norms.subarray(0, stored.rows)
           )
           release(stored.data)
-          yield { offset: offsets[s]! + b * segment.blockRows, count: stored.rows, vectors, magnitudes }
+          yield { offset, count: stored.rows, vectors, magnitudes }
         }
       }
     }

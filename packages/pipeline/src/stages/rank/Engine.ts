@@ -26,14 +26,56 @@ import {
 export const FUSION_DEPTH = 1000
 
 /**
- * One segment's vectors: `count` rows of `dimensions` float64 components starting at position `offset`, and each
- * row's magnitude `sqrt(Σ x·x)` (summed left to right; 0 for an all-zero row).
+ * A block of vectors: `count` rows of `dimensions` components starting at position `offset`, either decoded (float64
+ * components and each row's magnitude `sqrt(Σ x·x)`, summed left to right; 0 for an all-zero row) or as stored in
+ * 16-bit numerators `k` (each component being `k / 65535`, see `VectorCodec`), which a scan decodes as it goes.
  */
-export interface VectorBlock {
+export type VectorBlock = DecodedBlock | CodedBlock
+
+export interface DecodedBlock {
   readonly offset: number
   readonly count: number
   readonly vectors: Float64Array
   readonly magnitudes: Float64Array
+  readonly codes?: undefined
+}
+
+export interface CodedBlock {
+  readonly offset: number
+  readonly count: number
+  readonly codes: Uint16Array
+  readonly vectors?: undefined
+  readonly magnitudes?: undefined
+}
+
+/**
+ * The blocks decoded, as they come: a coded block into one buffer reused from block to block (so each is valid until
+ * the next is taken, as `IndexView.vectorBlocks` allows), with the same numbers and magnitudes the coded scan computes.
+ */
+function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Generator<DecodedBlock> {
+  let vectors = new Float64Array(0)
+  let magnitudes = new Float64Array(0)
+  for (const block of blocks) {
+    if (block.codes === undefined) {
+      yield block
+      continue
+    }
+    const { codes, count, offset } = block
+    if (magnitudes.length < count) {
+      vectors = new Float64Array(count * dimensions)
+      magnitudes = new Float64Array(count)
+    }
+    for (let r = 0, j = 0; r < count; r++) {
+      let sum = 0
+      for (const end = j + dimensions; j < end; j++) {
+        const x = codes[j]! / 65535
+        vectors[j] = x
+        sum += x * x
+      }
+      magnitudes[r] = Math.sqrt(sum)
+    }
+    yield { offset, count, vectors, magnitudes }
+  }
 }
 
 /** The postings of one term in one segment: positions are `offset + ordinals[i]`, ascending. */
@@ -165,6 +207,10 @@ export const scanVectors = (
   const q = Float64Array.from(query as ArrayLike<number>)
   const deleted = view.deleted
   for (const block of view.vectorBlocks()) {
+    if (block.codes !== undefined) {
+      scanCoded(block, d, q, qLength, deleted, visit, floor)
+      continue
+    }
     const { count, magnitudes, offset, vectors } = block
     for (let row = 0; row < count; row++) {
       const magnitude = magnitudes[row]!
@@ -176,6 +222,37 @@ export const scanVectors = (
       const score = clamp(dot / (qLength * magnitude))
       if (score >= floor()) visit(offset + row, score)
     }
+  }
+}
+
+/**
+ * `scanVectors` over a coded block: each row decoded, its magnitude summed and its dot product with the query taken in
+ * one pass (the very operations, in the same order, as decoding the block first), so the block is read once.
+ */
+const scanCoded = (
+  block: CodedBlock,
+  d: number,
+  q: Float64Array,
+  qLength: number,
+  deleted: Uint8Array | undefined,
+  visit: (position: number, score: number) => void,
+  floor: () => number
+): void => {
+  const { codes, count, offset } = block
+  for (let row = 0; row < count; row++) {
+    const base = row * d
+    let dot = 0
+    let sum = 0
+    for (let j = 0; j < d; j++) {
+      const x = codes[base + j]! / 65535
+      sum += x * x
+      dot += q[j]! * x
+    }
+    const magnitude = Math.sqrt(sum)
+    if (magnitude === 0) continue
+    if (deleted !== undefined && deleted[offset + row] === 1) continue
+    const score = clamp(dot / (qLength * magnitude))
+    if (score >= floor()) visit(offset + row, score)
   }
 }
 
@@ -193,7 +270,7 @@ const scanFiltered = (
   const d = view.dimensions
   const qLength = magnitudeOf(query)
   const q = Float64Array.from(query as ArrayLike<number>)
-  const blocks = view.vectorBlocks()
+  const blocks = decodedBlocks(view.vectorBlocks(), d)
   const { allowed, listed } = filter
   // The loops are those of `scanVectors`, written out again so the hot path stays one tight loop.
   if (listed !== undefined) {
@@ -232,7 +309,7 @@ const scanFiltered = (
 
 /** The cosine of one position with the query, or null where undefined (zero vector). */
 const cosineAt = (view: IndexView, query: ArrayLike<number>, position: number): number | null => {
-  for (const block of view.vectorBlocks()) {
+  for (const block of decodedBlocks(view.vectorBlocks(), view.dimensions)) {
     if (position < block.offset || position >= block.offset + block.count) continue
     const row = position - block.offset
     const magnitude = block.magnitudes[row]!
