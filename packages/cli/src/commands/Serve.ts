@@ -132,8 +132,7 @@ export const serve = Command.make(
     keepHeapNearLiveData(20)
     if (input.cluster) return yield* runCluster(input)
     // The server and its HTTP modules load only here, so every other command starts without them.
-    const { layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
-    const { HttpServer } = yield* Effect.promise(() => import("effect/http"))
+    const { HttpServer, layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
     const report = (line: string) => Console.error(line)
     const server = layer({
       host: input.host,
