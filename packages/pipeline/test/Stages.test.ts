@@ -1,15 +1,15 @@
 /** Unit tests of the pure stages' contracts, bad input included. */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, beforeAll, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { CleanDoc, DocId, labelsOf, RawDoc } from "@funcpipe/domain/Document"
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/embed/Embed.ts"
 import { cosineSimilarity, rawCosine } from "../src/stages/rank/Cosine.ts"
 import { makeQuery } from "../src/stages/rank/Query.ts"
 import { retrieve, vectorIndex } from "../src/stages/rank/Retrieve.ts"
 import { csvRecords, parseCsvDocs } from "../src/stages/read/Csv.ts"
-import { fileDoc } from "../src/stages/read/FileDoc.ts"
+import { fileDoc, loadYaml, needsYaml } from "../src/stages/read/FileDoc.ts"
 import { parseJsonlDocs, parseJsonlLine } from "../src/stages/read/Jsonl.ts"
 import { chunkDoc } from "../src/stages/text/Chunker.ts"
 import { cleanDoc, cleanText } from "../src/stages/text/Clean.ts"
@@ -180,7 +180,15 @@ describe("fileDoc", () => {
 })
 
 describe("front matter", () => {
+  beforeAll(() => Effect.runPromise(loadYaml))
   const doc = (text: string, name = "n.md") => fileDoc(name, text)
+
+  it("is what needs the YAML parser, which a reader loads only then", () => {
+    assert.isTrue(needsYaml("n.md", "---\ntags: [a]\n---\nbody"))
+    assert.isTrue(needsYaml("N.MARKDOWN", "---\n---\n"))
+    assert.isFalse(needsYaml("n.txt", "---\ntags: [a]\n---\nbody"), "only Markdown has front matter")
+    assert.isFalse(needsYaml("n.md", "body\n---\ntags: [a]\n---\n"), "only at the very start")
+  })
   const labels = (text: string) => labelsOf(Result.getOrThrow(doc(text)).categories)
 
   it("fills the categories from tags and categories, and leaves the block out of the body and the title", () => {

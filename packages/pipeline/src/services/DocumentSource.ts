@@ -27,7 +27,7 @@ import {
   sniffBinary
 } from "../stages/read/ByteReader.ts"
 import { csvReader } from "../stages/read/Csv.ts"
-import { fileDoc, rootLabels } from "../stages/read/FileDoc.ts"
+import { fileDoc, loadYaml, needsYaml, rootLabels } from "../stages/read/FileDoc.ts"
 import { jsonlReader } from "../stages/read/Jsonl.ts"
 import { systemReason } from "./SystemReason.ts"
 
@@ -274,10 +274,12 @@ export class DocumentSource extends Context.Service<
           const reader = readerFor(file, shown, maxRecordBytes)
           if (reader !== undefined) return streamFile(file, shown, reader)
           return Stream.fromEffect(
-            Effect.map(readText(file, shown), (text) =>
+            Effect.flatMap(readText(file, shown), (text) =>
               Result.isFailure(text)
-                ? Result.fail(text.failure)
-                : Result.map(fileDoc(shown, text.success), (doc) => ({ source: file, line: 0, doc }))
+                ? Effect.succeed(Result.fail(text.failure))
+                : Effect.as(needsYaml(shown, text.success) ? loadYaml : Effect.void, text.success).pipe(
+                    Effect.map((body) => Result.map(fileDoc(shown, body), (doc) => ({ source: file, line: 0, doc })))
+                  )
             )
           )
         }

@@ -2,8 +2,7 @@
 
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { joinLabels, labelsOf, RawDoc } from "@funcpipe/domain/Document"
-import { Result } from "effect"
-import { parse as parseYaml } from "yaml"
+import { Effect, Result } from "effect"
 import { BadRecord } from "./BadRecord.ts"
 
 const heading = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/m
@@ -14,6 +13,30 @@ const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?(?:---|\.\.\.)[ \t]*(?:
 
 /** A block whose first line is `key:` was meant as front matter, so its YAML errors are reported, not ignored. */
 const LOOKS_LIKE_YAML = /^(?:[ \t]*(?:#.*)?\r?\n)*[A-Za-z_][\w .-]*:(?:[ \t]|\r?\n|$)/
+
+/** The `yaml` package's `parse`. */
+type ParseYaml = (text: string, options: { readonly prettyErrors: boolean }) => unknown
+
+let parseYaml: ParseYaml | undefined
+
+/**
+ * Loads the YAML parser, once: about a fifth of the CLI's start-up code, which only Markdown files with front matter
+ * need, so no command loads it before reading one (see `needsYaml`). `fileDoc` needs it loaded for such a file.
+ */
+export const loadYaml: Effect.Effect<void> = Effect.suspend(() =>
+  parseYaml !== undefined
+    ? Effect.void
+    : Effect.map(
+        Effect.promise(() => import("yaml")),
+        (yaml) => void (parseYaml = yaml.parse)
+      )
+)
+
+/** Whether `fileDoc` needs the YAML parser for this file: a Markdown file that starts with a front matter block. */
+export const needsYaml = (relativePath: string, text: string): boolean =>
+  MARKDOWN.test(relativePath) && FRONT_MATTER.test(text)
+
+const MARKDOWN = /\.(md|markdown)$/i
 
 /** The keys of the front matter that fill a document's categories, in this order. */
 const LABEL_KEYS = ["categories", "tags"] as const
@@ -46,6 +69,8 @@ export const frontMatter = (source: string, text: string): Result.Result<FrontMa
   if (block === null) return undefined
   const yaml = block[1] ?? ""
   const bad = (line: number, reason: string) => Result.fail(new BadRecord({ source, line, reason }))
+  // A defect, not a bad file: the reader loads the parser before it reads such a file.
+  if (parseYaml === undefined) throw new Error("the YAML parser is not loaded (see loadYaml)")
   let value: unknown
   try {
     value = parseYaml(yaml, { prettyErrors: false })
@@ -82,11 +107,12 @@ export const frontMatter = (source: string, text: string): Result.Result<FrontMa
 /**
  * The document for the file at `relativePath` (its doc id, with `/` separators): the title is the first Markdown
  * heading of a `.md` file, otherwise the file name; the body is the whole text. A Markdown file's front matter (see
- * `frontMatter`) gives its categories and is not part of the body; other files have no categories.
+ * `frontMatter`) gives its categories and is not part of the body; other files have no categories. For a file that
+ * `needsYaml`, `loadYaml` must have run.
  */
 export const fileDoc = (relativePath: string, text: string): Result.Result<RawDoc, BadRecord> => {
   const name = relativePath.slice(relativePath.lastIndexOf("/") + 1)
-  const markdown = /\.(md|markdown)$/i.test(relativePath)
+  const markdown = MARKDOWN.test(relativePath)
   const front = markdown ? frontMatter(relativePath, text) : undefined
   if (front !== undefined && Result.isFailure(front)) return Result.fail(front.failure)
   const body = front === undefined ? text : front.success.body
