@@ -434,7 +434,10 @@ describe("vector blocks as stored", () => {
         fc.integer({ min: 1, max: 8 }),
         (chunks, deletedEvery, seed, d, rows, k) => {
           const { coded, decoded } = codedView(viewOf(chunks, deletedEvery), seed, d, rows)
-          const query = { terms: [], vector: Array.from({ length: d }, (_, j) => ((j * 7919 + (seed & 0xff)) % 13) - 6.5) }
+          const query = {
+            terms: [],
+            vector: Array.from({ length: d }, (_, j) => ((j * 7919 + (seed & 0xff)) % 13) - 6.5)
+          }
           const all = (view: IndexView) => {
             const scored = scoreQuery(view, query, "vector", Bm25Params.default)
             const visited: Array<[number, number]> = []
