@@ -1,4 +1,5 @@
 /** Bodies packed for storage come back exactly, packs stay near their size, and damaged packs are told apart. */
+import { constants, zstdCompressSync } from "node:zlib"
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import {
@@ -8,6 +9,7 @@ import {
   bodyOfRef,
   PACK_BYTES,
   packBodies,
+  reusesZstdStream,
   unpack
 } from "../src/stages/text/BodyPack.ts"
 
@@ -49,6 +51,39 @@ describe("packBodies", () => {
     assert.isTrue(packs.length < 10, `${packs.length} packs for 100 small bodies`)
     // The text compresses: a pack is smaller than what it holds (but for the 4-byte tail, which a frame outweighs).
     for (const pack of packs.slice(0, -1)) assert.isTrue(pack.byteLength < unpack(pack)!.byteLength / 10)
+  })
+
+  it("makes, through its kept zstd stream, the very bytes of a one-shot compression of each pack", () => {
+    assert.isTrue(reusesZstdStream(), "this Node's zstd stream is driven directly")
+    // The pack's parameters, as BodyPack sets them: a pack must read back the same whichever way it was made.
+    const params = {
+      [constants.ZSTD_c_compressionLevel]: 1,
+      [constants.ZSTD_c_minMatch]: 7,
+      [constants.ZSTD_c_hashLog]: 12,
+      [constants.ZSTD_c_checksumFlag]: 1
+    }
+    let seed = 7
+    const noise = (n: number) =>
+      Array.from({ length: n }, () =>
+        String.fromCharCode(33 + ((seed = (Math.imul(seed, 48271) + 11) >>> 0) % 90))
+      ).join("")
+    // Small packs, full ones, and one of incompressible text larger than the stream's output buffer (several writes
+    // for one frame), each followed by more packs on the same stream.
+    const bodies = [
+      "tiny",
+      ...Array.from({ length: 40 }, (_, i) => `document ${i} `.repeat(150)),
+      noise(5 * PACK_BYTES),
+      noise(3000),
+      "é😀".repeat(9000),
+      "tail"
+    ]
+    const packs = packsOf(packBodies(bodies))
+    assert.isAtLeast(packs.length, 4)
+    for (const pack of packs) {
+      const text = unpack(pack)!
+      assert.deepStrictEqual(pack, new Uint8Array(zstdCompressSync(text, { params })))
+    }
+    assert.isAbove(Math.max(...packs.map((p) => p.byteLength)), 4 * PACK_BYTES, "a frame took several writes")
   })
 
   it("is deterministic and packs nothing for no bodies", () => {
