@@ -55,8 +55,8 @@ interface ZstdStream {
 /**
  * One zstd stream kept for the thread's packs, each pack written as a frame of its own. `zstdCompressSync` makes and
  * frees a compression context per call: about 60 µs, and fresh memory to touch, which is slow on the benchmark's
- * machine (210 MB, 8 interleaved pairs: 6.44 → 5.86 s median, faster in 7; CPU 11.5 → 10.7 s; 10 % fewer page faults;
- * 20 MB less at peak). The kept stream is driven through the steps the one-shot call takes, without closing it. It is
+ * machine (210 MB, 8 interleaved pairs: 6.44 → 5.86 s median, faster in 7; CPU 11.5 → 10.7 s; 4–10 % fewer page
+ * faults; 15–20 MB less at peak). The kept stream is driven through the steps the one-shot call takes, without closing it. It is
  * used only if, on a sample, its frames are the one-shot call's very bytes; and it is dropped, for the one-shot call,
  * if it ever fails. `undefined` until tried, `null` when not used.
  */
