@@ -14,13 +14,13 @@ import { handlersLayer } from "./Handlers.ts"
 import { LiveIndex } from "./LiveIndex.ts"
 import { searchPage } from "./Page.ts"
 
-/** How a server is run. */
 /**
  * effect's `HttpServer` module, for a caller that loads this module on demand (the CLI's `serve`): importing the
  * `effect/http` barrel dynamically would keep every HTTP module in the CLI's start-up bundle.
  */
 export { HttpServer } from "effect/http"
 
+/** How a server is run. */
 export interface ServerOptions {
   readonly host: string
   /** 0 picks a free port (see `HttpServer.HttpServer`'s address). */

@@ -87,6 +87,28 @@ export const decodeVectors = (
 }
 
 /**
+ * Decodes `rows` rows of `dimensions` 16-bit numerators (`k / 65535` each) into `out`, and each row's magnitude
+ * (`sqrt(Σ x·x)`, summed left to right) into `magnitudes`.
+ */
+export const decodeCodes = (
+  codes: Uint16Array,
+  rows: number,
+  dimensions: number,
+  out: Float64Array,
+  magnitudes: Float64Array
+): void => {
+  for (let r = 0, j = 0; r < rows; r++) {
+    let sum = 0
+    for (const end = j + dimensions; j < end; j++) {
+      const x = codes[j]! / 65535
+      out[j] = x
+      sum += x * x
+    }
+    magnitudes[r] = Math.sqrt(sum)
+  }
+}
+
+/**
  * Decodes the `rows` rows of `dimensions` components of a stored block into `out`, and each row's magnitude
  * (`sqrt(Σ x·x)`, summed left to right, as the reference's cosine does) into `magnitudes`, in one pass over the block.
  * Returns `"not finite"` for a component that is not finite, `"too long"` for finite components whose squares overflow
@@ -105,16 +127,7 @@ export const decodeRows = (
   const n = rows * dimensions
   if (encoding === "u16") {
     // Every component is in [0, 1]: finite, and no square can overflow.
-    const codes = new Uint16Array(aligned.buffer, aligned.byteOffset, n)
-    for (let r = 0, j = 0; r < rows; r++) {
-      let sum = 0
-      for (const end = j + dimensions; j < end; j++) {
-        const x = codes[j]! / 65535
-        out[j] = x
-        sum += x * x
-      }
-      magnitudes[r] = Math.sqrt(sum)
-    }
+    decodeCodes(new Uint16Array(aligned.buffer, aligned.byteOffset, n), rows, dimensions, out, magnitudes)
     return "ok"
   }
   const values =

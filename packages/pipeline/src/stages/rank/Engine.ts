@@ -5,6 +5,7 @@
 import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { LOCAL_SHA256 } from "../embed/Embed.ts"
+import { decodeCodes } from "../index/VectorCodec.ts"
 import { idf, type TermExplanation, termScore } from "./Bm25.ts"
 import {
   type Candidates,
@@ -65,15 +66,7 @@ function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Gene
       vectors = new Float64Array(count * dimensions)
       magnitudes = new Float64Array(count)
     }
-    for (let r = 0, j = 0; r < count; r++) {
-      let sum = 0
-      for (const end = j + dimensions; j < end; j++) {
-        const x = codes[j]! / 65535
-        vectors[j] = x
-        sum += x * x
-      }
-      magnitudes[r] = Math.sqrt(sum)
-    }
+    decodeCodes(codes, count, dimensions, vectors, magnitudes)
     yield { offset, count, vectors, magnitudes }
   }
 }

@@ -6,6 +6,7 @@
  */
 import { randomFillSync } from "node:crypto"
 import { constants, ZstdCompress, zstdCompressSync, zstdDecompressSync } from "node:zlib"
+import { concatBytes } from "../read/ByteReader.ts"
 
 /** A pack closes once it holds this many bytes of text; a document of this size or more is a pack of its own. */
 export const PACK_BYTES = 64 * 1024
@@ -56,9 +57,9 @@ interface ZstdStream {
  * One zstd stream kept for the thread's packs, each pack written as a frame of its own. `zstdCompressSync` makes and
  * frees a compression context per call: about 60 µs, and fresh memory to touch, which is slow on the benchmark's
  * machine (210 MB, 8 interleaved pairs: 6.44 → 5.86 s median, faster in 7; CPU 11.5 → 10.7 s; 4–10 % fewer page
- * faults; 15–20 MB less at peak). The kept stream is driven through the steps the one-shot call takes, without closing it. It is
- * used only if, on a sample, its frames are the one-shot call's very bytes; and it is dropped, for the one-shot call,
- * if it ever fails. `undefined` until tried, `null` when not used.
+ * faults; 15–20 MB less at peak). The kept stream is driven through the steps the one-shot call takes, without closing
+ * it. It is used only if, on a sample, its frames are the one-shot call's very bytes; and it is dropped, for the
+ * one-shot call, if it ever fails. `undefined` until tried, `null` when not used.
  */
 let kept: { readonly stream: ZstdStream; readonly out: Uint8Array } | null | undefined
 
@@ -81,14 +82,7 @@ const frameOf = (stream: ZstdStream, out: Uint8Array, bytes: Uint8Array): Uint8A
     // The frame is complete once all input is taken and zstd left room in the output.
     if (availIn === 0 && room > 0) break
   }
-  if (parts.length === 1) return parts[0]
-  const frame = new Uint8Array(parts.reduce((n, part) => n + part.length, 0))
-  let at = 0
-  for (const part of parts) {
-    frame.set(part, at)
-    at += part.length
-  }
-  return frame
+  return concatBytes(parts)
 }
 
 const keptStream = () => {
