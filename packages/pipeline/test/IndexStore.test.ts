@@ -773,6 +773,29 @@ describe("the store's resources", () => {
 })
 
 describe("queries from one snapshot", () => {
+  it.effect("answer from the current state after each run, though results of an unchanged index are reused", () =>
+    Effect.gen(function* () {
+      const file = yield* builtIndex
+      const texts = (q: string) =>
+        Effect.map(queryIndex(q, 5, { mode: "lexical" }), (a) => a.results.map((r) => r.chunk.text))
+      const seen = yield* Effect.gen(function* () {
+        const before = yield* texts("alpha")
+        const again = yield* texts("alpha")
+        // The same document with another text: its chunk keeps its place in the ranking, not its text.
+        yield* indexPaths(["x"]).pipe(Effect.provide(docs("alpha delta", "gamma")))
+        const changed = yield* texts("alpha")
+        // The first document gone: the second one's chunk is at another position now.
+        yield* indexPaths(["x"]).pipe(Effect.provide(docs("gamma")))
+        const moved = yield* texts("gamma")
+        return { before, again, changed, moved }
+      }).pipe(Effect.provide(layerSqlite(file)))
+      assert.deepStrictEqual(seen.before, ["alpha beta"])
+      assert.deepStrictEqual(seen.again, ["alpha beta"])
+      assert.deepStrictEqual(seen.changed, ["alpha delta"])
+      assert.deepStrictEqual(seen.moved, ["gamma"])
+    }).pipe(Effect.provide(Base))
+  )
+
   it.effect("read each result's chunk once, and answer exactly as the first time", () =>
     Effect.gen(function* () {
       const file = yield* builtIndex
@@ -793,15 +816,34 @@ describe("queries from one snapshot", () => {
           const readsFirst = reads
           const second = yield* ask
           const readsSecond = reads - readsFirst
-          // Another snapshot (the next state of the index, say) reads for itself.
-          const other = yield* querySnapshot({ ...snapshot }, file, "alpha gamma", 5, { mode: "vector" })
-          return { first, second, readsFirst, readsSecond, other: other.results, total: reads }
+          // The next snapshot of the unchanged index (the next query's) shares the state, and reads nothing again.
+          const again = Option.getOrThrow(yield* store.snapshot)
+          assert.isDefined(again.stateKey)
+          assert.strictEqual(again.stateKey, opened.stateKey)
+          const same = yield* querySnapshot({ ...snapshot, stateKey: again.stateKey }, file, "alpha gamma", 5, {
+            mode: "vector"
+          })
+          const readsSame = reads - readsFirst - readsSecond
+          // A snapshot of another state of the index reads for itself.
+          const other = yield* querySnapshot({ ...snapshot, stateKey: {} }, file, "alpha gamma", 5, { mode: "vector" })
+          return {
+            first,
+            second,
+            readsFirst,
+            readsSecond,
+            readsSame,
+            same: same.results,
+            other: other.results,
+            total: reads
+          }
         })
       ).pipe(Effect.provide(layerSqlite(file)))
       assert.strictEqual(answers.readsFirst, 2)
       assert.strictEqual(answers.readsSecond, 0)
+      assert.strictEqual(answers.readsSame, 0)
       assert.strictEqual(answers.total, 4)
       assert.deepStrictEqual(answers.second, answers.first)
+      assert.deepStrictEqual(answers.same, answers.first)
       assert.deepStrictEqual(answers.other, answers.first)
     }).pipe(Effect.provide(Base))
   )

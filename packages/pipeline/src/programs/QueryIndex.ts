@@ -121,17 +121,27 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
 })
 
 /**
- * Chunks already decoded, by snapshot and position. A server answers many queries from one snapshot and the same
- * chunks come up again and again; reading, decompressing and checking each anew was about a fifth of its time. At
- * most `DECODED_CHUNKS` per snapshot (then it starts over), and gone with the snapshot.
+ * Chunks already decoded, by state of the index (`Snapshot.stateKey`, else the snapshot) and position. A server
+ * answers many queries from one snapshot and the same chunks come up again and again; reading, decompressing and
+ * checking each anew was about a fifth of its time. Keyed by the state, the chunks also serve the next snapshots of an
+ * unchanged index (one per `queryIndex` call: checking the results was a sixth of a warm query on the 60 MB benchmark
+ * index). At most `DECODED_CHUNKS` per state (then it starts over), and gone with the state; the model is checked too,
+ * as each chunk's embedding names it.
  */
-const decodedChunks = new WeakMap<Snapshot, Map<number, { readonly chunk: Chunk; readonly title: string }>>()
+const decodedChunks = new WeakMap<
+  object,
+  { readonly model: string; readonly chunks: Map<number, { readonly chunk: Chunk; readonly title: string }> }
+>()
 const DECODED_CHUNKS = 16_384
 
 const decodedChunksOf = (snapshot: Snapshot) => {
-  let decoded = decodedChunks.get(snapshot)
-  if (decoded === undefined) decodedChunks.set(snapshot, (decoded = new Map()))
-  return decoded
+  const key = snapshot.stateKey ?? snapshot
+  let decoded = decodedChunks.get(key)
+  if (decoded?.model !== snapshot.manifest.model) {
+    decoded = { model: snapshot.manifest.model, chunks: new Map() }
+    decodedChunks.set(key, decoded)
+  }
+  return decoded.chunks
 }
 
 /**

@@ -185,6 +185,11 @@ const isStoreError = (error: unknown): error is StoreError =>
  */
 export interface Snapshot extends IndexView {
   readonly manifest: IndexManifest
+  /**
+   * An object shared by the snapshots of one state of the index (the same chunks at the same positions), for caches
+   * that outlive a snapshot; a snapshot without one is a state of its own.
+   */
+  readonly stateKey?: object
   /** The stored chunk at a position. */
   readonly chunkAt: (position: number) => StoredChunk
   /**

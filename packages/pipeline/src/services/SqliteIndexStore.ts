@@ -1268,6 +1268,8 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
 
     return {
       manifest: manifestValue,
+      // The layout is made anew whenever a segment is added, changed or removed, and a rebuild starts new caches.
+      stateKey: layout,
       dimensions,
       positions,
       liveChunks,
