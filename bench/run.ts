@@ -560,13 +560,19 @@ if (STAGES_MB > 0) {
 
 // 9. The targets of the issue.
 const lexicalAt = rows.length >= 400_000 ? "" : ` (at ${count(rows.length)} chunks; the target is for 429k)`
+// The indexing target is for 210 MB: on a smaller corpus, Node's start-up and the fixed costs of a run weigh more.
+const indexAtScale = corpusBytes >= 200e6
+const indexAt = indexAtScale ? "" : ` (at ${fixed(corpusBytes / 1e6, 0)} MB; the target is for 210 MB)`
+// The BM25 target is for about 123k chunks (`--mb 60`); on a small index MiniSearch's lack of fixed costs dominates.
+const bm25AtScale = rows.length >= 100_000
+const bm25At = bm25AtScale ? "" : ` (at ${count(rows.length)} chunks; the target is for 123k)`
 const miniSkipped = Number.isNaN(miniRatio)
 const megabytes = (kib: number) => (kib * 1024) / 1e6
 const cliWall = maximum(cliModeMedians)
 const target = (name: string, value: string, bound: string, met: boolean | undefined) =>
   `${name} ${value} (${bound}) ${met === undefined ? "n/a" : met ? "met" : "MISSED"}`
 const targets = [
-  target("index", `${fixed(indexMbPerS, 1)} MB/s`, "≥ 30", indexMbPerS >= 30),
+  target("index", `${fixed(indexMbPerS, 1)} MB/s${indexAt}`, "≥ 30", indexAtScale ? indexMbPerS >= 30 : undefined),
   target("indexing peak RSS", `${kibToMb(indexRun.peakRssKiB)} MB`, "≤ 400", megabytes(indexRun.peakRssKiB) <= 400),
   target("index size", `${fixed(indexRatio, 2)}× input`, "≤ 1.5×", indexRatio <= 1.5),
   target("lexical in process", `${ms(funcpipeLexical)} ms median${lexicalAt}`, "≤ 10 ms", funcpipeLexical <= 10),
@@ -575,9 +581,9 @@ const targets = [
   target("vector scan", `${fixed(vectorRatio, 2)}× Float32Array`, "≤ 2×", vectorRatio <= 2),
   target(
     "BM25",
-    miniSkipped ? "vs MiniSearch skipped" : `${fixed(miniRatio, 3)}× MiniSearch`,
-    "≤ 0.1×",
-    miniSkipped ? undefined : miniRatio <= 0.1
+    miniSkipped ? "vs MiniSearch skipped" : `${ms(funcpipeLexical)} ms, ${fixed(miniRatio, 3)}× MiniSearch${bm25At}`,
+    "≤ 2 ms and ≤ 0.1×",
+    miniSkipped || !bm25AtScale ? undefined : funcpipeLexical <= 2 && miniRatio <= 0.1
   ),
   target("--version", `${ms(versionWall)} ms`, "≤ 300 ms", versionWall <= 300)
 ]
