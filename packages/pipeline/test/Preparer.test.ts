@@ -5,7 +5,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
-import { Effect, Fiber, Layer, Result, Stream } from "effect"
+import { Effect, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
@@ -234,25 +234,29 @@ describe("the worker pool", () => {
 describe("a thread started early by a launcher", () => {
   const dying = new URL("./children/DyingWorker.ts", import.meta.url)
   const holder = globalThis as { [EARLY_WORKER]?: EarlyWorker }
-  /** Leaves a thread for `script` where a launcher leaves it, and resolves its exit code once it ends. */
-  const startEarly = (script: URL, failed = false) => {
+  /**
+   * Leaves a thread for `script` where a launcher leaves it, and returns what waits for its exit code. The exit is
+   * listened for at once: a listener added later (by a fiber yet to run) could miss an early exit and wait for ever.
+   */
+  const startEarly = (script: URL, failed = false): Effect.Effect<number> => {
     const worker = new Worker(script)
+    const exited = new Promise<number>((resolve) => worker.once("exit", resolve))
     holder[EARLY_WORKER] = { script: script.href, worker, failed }
-    return Effect.promise(() => new Promise<number>((resolve) => worker.once("exit", resolve)))
+    return Effect.promise(() => exited)
   }
 
   it.effect(
     "is the pool's first thread: the pool sends it batches",
     () =>
       Effect.gen(function* () {
-        const exitCode = yield* startEarly(dying).pipe(Effect.forkChild)
+        const exitCode = startEarly(dying)
         const pool = yield* Preparer
         const batch = yield* pool.prepare(docs.slice(0, 3), settings)
         assert.deepStrictEqual(batch, prepareBatch(docs.slice(0, 3), settings))
         assert.isUndefined(holder[EARLY_WORKER], "taken once")
         // The dying thread exits with code 3 on this batch: the early thread had it.
         assert.isTrue((yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings)))._tag === "Failure")
-        assert.strictEqual(yield* Fiber.join(exitCode), 3)
+        assert.strictEqual(yield* exitCode, 3)
       }).pipe(Effect.provide(layerWorkers(dying, 1))),
     60_000
   )
@@ -270,14 +274,13 @@ describe("a thread started early by a launcher", () => {
           const worker = new Worker(`require("node:worker_threads").parentPort.on("message", () => process.exit(3))`, {
             eval: true
           })
-          const exitCode = yield* Effect.promise(
-            () => new Promise<number>((resolve) => worker.once("exit", resolve))
-          ).pipe(Effect.forkChild)
+          // Listened for at once: a listener added later (by a fiber yet to run) could miss an early exit and wait.
+          const exited = new Promise<number>((resolve) => worker.once("exit", resolve))
           holder[EARLY_WORKER] = { script, worker, failed }
           const batch = yield* pool.prepare(docs.slice(0, 3), settings)
           assert.deepStrictEqual(batch, prepareBatch(docs.slice(0, 3), settings))
           assert.isUndefined(holder[EARLY_WORKER])
-          assert.notStrictEqual(yield* Fiber.join(exitCode), 3, "ended without a batch")
+          assert.notStrictEqual(yield* Effect.promise(() => exited), 3, "ended without a batch")
           // The pool's own thread exits on this batch, so the next batch starts a thread (and looks for an early one).
           assert.isTrue((yield* Effect.exit(pool.prepare([{ title: "", body: "exit" }], settings)))._tag === "Failure")
         }
