@@ -274,13 +274,13 @@ export class DocumentSource extends Context.Service<
           const reader = readerFor(file, shown, maxRecordBytes)
           if (reader !== undefined) return streamFile(file, shown, reader)
           return Stream.fromEffect(
-            Effect.flatMap(readText(file, shown), (text) =>
-              Result.isFailure(text)
-                ? Effect.succeed(Result.fail(text.failure))
-                : Effect.as(needsYaml(shown, text.success) ? loadYaml : Effect.void, text.success).pipe(
-                    Effect.map((body) => Result.map(fileDoc(shown, body), (doc) => ({ source: file, line: 0, doc })))
-                  )
-            )
+            Effect.flatMap(readText(file, shown), (text) => {
+              if (Result.isFailure(text)) return Effect.succeed(Result.fail(text.failure))
+              const body = text.success
+              return Effect.map(needsYaml(shown, body) ? loadYaml : Effect.void, () =>
+                Result.map(fileDoc(shown, body), (doc) => ({ source: file, line: 0, doc }))
+              )
+            })
           )
         }
 

@@ -302,14 +302,17 @@ const scanFiltered = (
 
 /** The cosine of one position with the query, or null where undefined (zero vector). */
 const cosineAt = (view: IndexView, query: ArrayLike<number>, position: number): number | null => {
-  for (const block of decodedBlocks(view.vectorBlocks(), view.dimensions)) {
-    if (position < block.offset || position >= block.offset + block.count) continue
-    const row = position - block.offset
-    const magnitude = block.magnitudes[row]!
-    if (magnitude === 0) return null
-    let dot = 0
-    for (let j = 0; j < view.dimensions; j++) dot += query[j]! * block.vectors[row * view.dimensions + j]!
-    return clamp(dot / (magnitudeOf(query) * magnitude))
+  for (const stored of view.vectorBlocks()) {
+    // Only the block holding the position is decoded (a coded one), not every block before it.
+    if (position < stored.offset || position >= stored.offset + stored.count) continue
+    for (const block of decodedBlocks([stored], view.dimensions)) {
+      const row = position - block.offset
+      const magnitude = block.magnitudes[row]!
+      if (magnitude === 0) return null
+      let dot = 0
+      for (let j = 0; j < view.dimensions; j++) dot += query[j]! * block.vectors[row * view.dimensions + j]!
+      return clamp(dot / (magnitudeOf(query) * magnitude))
+    }
   }
   return null
 }
