@@ -480,7 +480,7 @@ interface SegmentRow {
 
 /** A segment's immutable columns, decoded once (vector blocks only when a query needs them) and cached by segment id. */
 interface SegmentColumns {
-  /** Its chunks' lengths, once a query has needed them (`lengthsOf`). */
+  /** Its chunks' lengths, once a query has needed them: a stretch of the last snapshot lengths that held them. */
   lengths: Uint32Array | undefined
   readonly blocks: Map<number, { readonly vectors: Float64Array; readonly magnitudes: Float64Array }>
 }
@@ -782,17 +782,27 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     return columns
   }
 
-  const lengthsOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): Uint32Array => {
+  /**
+   * Puts a segment's chunk lengths into `target` (its stretch of a snapshot's lengths), from the segment's cached copy
+   * or else from its row; the stretch is then the cached copy. A row's blob is given back as soon as it is copied, so
+   * the next segment's is read into the same memory: on a cold query, reading 442k chunks' lengths touched 3.4 MB of
+   * fresh memory for 1.7 MB of lengths.
+   */
+  const lengthsInto = (caches: Caches, db: DatabaseSync, segment: SegmentRow, target: Uint32Array): void => {
     const columns = columnsOf(caches, segment)
-    if (columns.lengths !== undefined) return columns.lengths
-    const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as
-      | { lengths: unknown }
-      | undefined
-    const lengths = row?.lengths
-    if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
-      throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
+    if (columns.lengths !== undefined) target.set(columns.lengths)
+    else {
+      const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as
+        | { lengths: unknown }
+        | undefined
+      const lengths = row?.lengths
+      if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
+        throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
+      }
+      new Uint8Array(target.buffer, target.byteOffset, target.byteLength).set(lengths)
+      release(lengths)
     }
-    return (columns.lengths = view(lengths, 4, (b, o, n) => new Uint32Array(b, o, n)))
+    columns.lengths = target
   }
 
   /** Block `block` of a segment as stored: its encoded vectors, with their size checked. */
@@ -924,7 +934,7 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       if (layout.lengths === undefined) {
         const all = new Uint32Array(positions)
         segments.forEach((segment, s) => {
-          all.set(lengthsOf(caches, db, segment), offsets[s]!)
+          lengthsInto(caches, db, segment, all.subarray(offsets[s]!, offsets[s]! + segment.count))
         })
         layout.lengths = all
       }
