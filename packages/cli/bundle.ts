@@ -75,9 +75,10 @@ await build({
     format: "esm",
     entryFileNames: "[name].mjs",
     chunkFileNames: "[name]-[hash].mjs",
-    // Less source to read and decode at every start (the start-up files: 2.4 → 1.1 MB; `--version` ~12 % faster over
-    // 20 interleaved runs); names are kept so that a defect's stack trace stays readable.
-    minify: { mangle: false, compress: {}, codegen: { removeWhitespace: true } },
+    // Less source to read, decode and hash at every start (the start-up files: 2.4 → 1.1 MB, `--version` ~12 % faster
+    // over 20 interleaved runs; local names shortened too: 0.79 → 0.58 MB, a cold query on the 210 MB index ~10-16 ms
+    // faster over 16-20 interleaved rounds). Function and class names are kept, so a defect's stack trace stays readable.
+    minify: { mangle: { keepNames: true }, compress: {}, codegen: { removeWhitespace: true } },
     // Non-ASCII characters escaped: Node then reads each file as one-byte text (`--version` 314 → 302 ms median of
     // 40 interleaved runs; CPU profile of a start 264 → 244 ms).
     charset: "ascii"
