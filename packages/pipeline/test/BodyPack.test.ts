@@ -7,8 +7,10 @@ import {
   bodyBytes,
   bodyIn,
   bodyOfRef,
+  frameContentSize,
   PACK_BYTES,
   packBodies,
+  reusesZstdDecoder,
   reusesZstdStream,
   unpack
 } from "../src/stages/text/BodyPack.ts"
@@ -103,6 +105,38 @@ describe("reading a damaged pack", () => {
     changed[changed.length - 1] = changed[changed.length - 1]! ^ 1
     assert.isUndefined(unpack(changed))
     assert.isUndefined(unpack(bytes.subarray(0, bytes.length - 5)))
+  })
+
+  it("reads the packs after a damaged one as before, whatever the damage left in the kept zstd stream", () => {
+    assert.isTrue(reusesZstdDecoder(), "this Node's zstd stream is driven directly")
+    const bodies = ["x".repeat(PACK_BYTES), "y".repeat(70_000), "z"]
+    const good = packBodies(bodies).map((r) => r.pack)
+    const truncated = bytes.subarray(0, bytes.length - 5)
+    const changed = bytes.slice()
+    changed[changed.length - 1] = changed[changed.length - 1]! ^ 1
+    // Frames declaring more, or less, than they hold (a small frame's size is the byte after its descriptor).
+    const size = frameContentSize(bytes)!
+    const larger = bytes.slice()
+    larger[5] = larger[5]! + 1
+    const smaller = bytes.slice()
+    smaller[5] = smaller[5]! - 1
+    assert.deepStrictEqual([frameContentSize(larger), frameContentSize(smaller)], [size + 1, size - 1])
+    for (const damaged of [truncated, changed, larger, smaller]) {
+      assert.isUndefined(unpack(damaged))
+      assert.deepStrictEqual(
+        good.map((pack) => Buffer.from(unpack(pack)!).toString("utf8")),
+        bodies
+      )
+    }
+  })
+
+  it("reads the content size from a frame's header, for each size of the field", () => {
+    for (const length of [0, 1, 255, 256, 300, 65_535, 70_000, 200_000]) {
+      const text = new Uint8Array(length).fill(97)
+      assert.strictEqual(frameContentSize(new Uint8Array(zstdCompressSync(text))), length)
+    }
+    assert.isUndefined(frameContentSize(new Uint8Array([0x28, 0xb5, 0x2f])))
+    assert.isUndefined(frameContentSize(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8])))
   })
 
   it("reports a range outside the pack, or one that cuts a character, as undefined", () => {
