@@ -13,10 +13,21 @@ const postings = fc.uniqueArray(fc.integer({ min: 0, max: 5_000_000 }), { maxLen
   )
 )
 
+/** Dense postings with small frequencies: mostly one-byte codes and frequencies, with some of two. */
+const densePostings = fc.uniqueArray(fc.integer({ min: 0, max: 300 }), { maxLength: 200 }).chain((ordinals) =>
+  fc.tuple(
+    fc.constant([...ordinals].sort((a, b) => a - b)),
+    fc.array(fc.oneof(fc.constant(1), fc.integer({ min: 2, max: 300 })), {
+      minLength: ordinals.length,
+      maxLength: ordinals.length
+    })
+  )
+)
+
 describe("the postings codec", () => {
   it("decodes what it encodes", () => {
     fc.assert(
-      fc.property(postings, ([ordinals, tfs]) => {
+      fc.property(fc.oneof(postings, densePostings), ([ordinals, tfs]) => {
         const bytes = encodePostings(ordinals.flatMap((o, i) => [o, tfs[i]!]))
         const decoded = decodePostings(bytes, ordinals.length, 5_000_001)
         assert.deepStrictEqual(decoded, { ordinals: Uint32Array.from(ordinals), tfs: Uint32Array.from(tfs) })

@@ -65,14 +65,32 @@ export const decodePostings = (bytes: Uint8Array, count: number, limit: number):
     } while (byte & 0x80)
     return value
   }
+  const end = bytes.length
   let ordinal = -1
   for (let n = 0; n < count; n++) {
-    const code = varint()
-    if (code < 0) return undefined
-    const flagged = code % 2 === 1
-    const gap = (code - (flagged ? 1 : 0)) / 2
+    // Most codes and frequencies are one byte: read those in place (a call per posting is most of a cold decode).
+    const first = at < end ? bytes[at]! : 0x80
+    let flagged: boolean
+    let gap: number
+    if (first < 0x80) {
+      at++
+      flagged = (first & 1) === 1
+      gap = first >> 1
+    } else {
+      const code = varint()
+      if (code < 0) return undefined
+      flagged = code % 2 === 1
+      gap = (code - (flagged ? 1 : 0)) / 2
+    }
     // A frequency follows the flag only, and then it is more than 1: one encoding per postings list.
-    const tf = flagged ? varint() : 1
+    let tf = 1
+    if (flagged) {
+      const byte = at < end ? bytes[at]! : 0x80
+      if (byte < 0x80) {
+        at++
+        tf = byte
+      } else tf = varint()
+    }
     if (tf < 1 || (flagged && tf < 2) || (n > 0 && gap === 0)) return undefined
     ordinal = ordinal < 0 ? gap : ordinal + gap
     if (ordinal >= limit) return undefined
