@@ -17,13 +17,23 @@ export const whitespaceRun = new RegExp(`[${WHITESPACE_CLASS}]+`, "g")
 export const hasNonWhitespace = new RegExp(`[^${WHITESPACE_CLASS}]`)
 
 // Every whitespace character is in the BMP at or below U+3000, so one table over those UTF-16 units decides them all.
+// It is filled from the class's ranges, written out (a test holds the two equal): testing the class's regular
+// expression on each of the 12,289 units took 1–2 ms of every start.
 const LAST_WHITESPACE = 0x3000
-const whitespaceUnits = (() => {
-  const one = new RegExp(`[${WHITESPACE_CLASS}]`)
-  const table = new Uint8Array(LAST_WHITESPACE + 1)
-  for (let unit = 0; unit <= LAST_WHITESPACE; unit++) table[unit] = one.test(String.fromCharCode(unit)) ? 1 : 0
-  return table
-})()
+const WHITESPACE_RANGES: ReadonlyArray<readonly [number, number]> = [
+  [0x09, 0x0d],
+  [0x1c, 0x20],
+  [0x85, 0x85],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000]
+]
+const whitespaceUnits = new Uint8Array(LAST_WHITESPACE + 1)
+for (const [from, to] of WHITESPACE_RANGES) whitespaceUnits.fill(1, from, to + 1)
 
 /**
  * Whether a UTF-16 code unit (as from `charCodeAt`) is whitespace in the sense of `WHITESPACE_CLASS`. No whitespace
