@@ -76,7 +76,7 @@ await build({
     entryFileNames: "[name].mjs",
     chunkFileNames: "[name]-[hash].mjs",
     // Less source to read, decode and hash at every start (the start-up files: 2.4 → 1.1 MB, `--version` ~12 % faster
-    // over 20 interleaved runs; local names shortened too: 0.79 → 0.58 MB, a cold query on the 210 MB index ~10-16 ms
+    // over 20 interleaved runs; local names shortened too: 0.91 → 0.67 MB, a cold query on the 210 MB index ~10-16 ms
     // faster over 16-20 interleaved rounds). Function and class names are kept, so a defect's stack trace stays readable.
     minify: { mangle: { keepNames: true }, compress: {}, codegen: { removeWhitespace: true } },
     // Non-ASCII characters escaped: Node then reads each file as one-byte text (`--version` 314 → 302 ms median of
