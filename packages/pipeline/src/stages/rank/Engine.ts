@@ -7,6 +7,7 @@ import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { LOCAL_SHA256 } from "../embed/Embed.ts"
 import { decodeCodes } from "../index/VectorCodec.ts"
 import { idf, type TermExplanation, termScore } from "./Bm25.ts"
+import { codedCosines } from "./CodedScan.ts"
 import {
   type Candidates,
   documentTies,
@@ -224,7 +225,8 @@ export const scanVectors = (
 
 /**
  * `scanVectors` over a coded block: each row decoded, its magnitude summed and its dot product with the query taken in
- * one pass (the very operations, in the same order, as decoding the block first), so the block is read once.
+ * one pass (the very operations, in the same order, as decoding the block first), so the block is read once. In
+ * WebAssembly where it can be (`codedCosines`, the same operations again), else by the loop below.
  */
 const scanCoded = (
   block: CodedBlock,
@@ -236,6 +238,18 @@ const scanCoded = (
   floor: () => number
 ): void => {
   const { codes, count, offset } = block
+  const inKernel = codedCosines(codes, count, d, q, qLength, (cosines) => {
+    let least = floor()
+    for (let row = 0; row < count; row++) {
+      const score = cosines[row]!
+      // A row of magnitude 0 has a NaN cosine, which passes no floor: it is passed over, as below.
+      if (score >= least && (deleted === undefined || deleted[offset + row] !== 1)) {
+        visit(offset + row, score)
+        least = floor()
+      }
+    }
+  })
+  if (inKernel) return
   let least = floor()
   for (let row = 0; row < count; row++) {
     const base = row * d
