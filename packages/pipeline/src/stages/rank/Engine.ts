@@ -544,6 +544,13 @@ const bm25 = (
   // every position, so a query with few postings divides as before, unless they are at hand.
   const norms = lengthNormsOf(lengths, averageLength, params, postings * 4 >= view.positions)
   if (memory.slots.length < slots) memory.slots = new Float64Array(slots)
+  // Room for every candidate at once (one per posting at most): grown as they came, the arrays were copied at each
+  // doubling, into memory touched afresh.
+  const room = Math.min(postings, view.positions)
+  if (memory.positions.length < room) {
+    memory.positions = new Int32Array(room)
+    memory.scores = new Float64Array(room)
+  }
   let count = 0
   try {
     for (const offset of [...segments.keys()].sort((a, b) => a - b)) {
