@@ -479,20 +479,11 @@ const addShares = (
 
 /**
  * Moves the `touched` slots of the segment at `offset` to the candidates after the `count` already there (those
- * above 0, in the order first touched) and sets the slots back to 0; returns the new count.
+ * above 0, in the order first touched) and sets the slots back to 0; returns the new count. `bm25` has made room for
+ * every candidate of the query.
  */
 const takeSegment = (offset: number, touchedCount: number, count: number): number => {
-  const memory = lexicalScratch
-  if (memory.positions.length < count + touchedCount) {
-    const size = Math.max(memory.positions.length * 2, count + touchedCount)
-    const positions = new Int32Array(size)
-    const scores = new Float64Array(size)
-    positions.set(memory.positions.subarray(0, count))
-    scores.set(memory.scores.subarray(0, count))
-    memory.positions = positions
-    memory.scores = scores
-  }
-  const { positions, scores, slots, touched } = memory
+  const { positions, scores, slots, touched } = lexicalScratch
   for (let i = 0; i < touchedCount; i++) {
     const ordinal = touched[i]!
     const score = slots[ordinal]!
@@ -529,12 +520,12 @@ const bm25 = (
   let slots = 0
   for (const term of terms) {
     const entry = loaded.get(term)!
+    const weight = entry.df === 0 ? 0 : idf(liveChunks, entry.df)
     for (const block of entry.blocks) {
       const n = block.ordinals.length
       postings += n
       if (entry.df === 0 || n === 0) continue
       slots = Math.max(slots, block.ordinals[n - 1]! + 1)
-      const weight = idf(liveChunks, entry.df)
       const shares = segments.get(block.offset)
       if (shares === undefined) segments.set(block.offset, [{ block, weight }])
       else shares.push({ block, weight })
