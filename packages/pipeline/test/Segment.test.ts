@@ -1,6 +1,10 @@
-/** A segment builder groups postings by term, and one that takes over a written builder's arrays builds the same. */
+/**
+ * A segment builder groups postings by term, encoded as `encodePostings` encodes them, and one that takes over a
+ * written builder's arrays builds the same.
+ */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
+import { decodePostings, encodePostings } from "../src/stages/index/Postings.ts"
 import { SegmentBuilder } from "../src/stages/index/Segment.ts"
 
 /** Chunks as term lists over a small vocabulary (repeats within a chunk included), with 2-dimensional vectors. */
@@ -25,7 +29,15 @@ const built = (builder: SegmentBuilder, input: ReadonlyArray<ReadonlyArray<strin
     lengths: [...columns.lengths],
     vectors: [...columns.vectors],
     magnitudes: [...columns.magnitudes],
-    postings: [...builder.termPostings()].map(([term, pairs]) => [term, [...pairs]])
+    // Read as they come: each term's bytes are a view the next term reuses.
+    postings: Array.from(builder.encodedPostings(), ([term, count, bytes]) => {
+      // Each term's bytes are the encoding of its pairs, and decode to exactly `count` postings.
+      const decoded = decodePostings(bytes, count, builder.count)
+      assert.isDefined(decoded)
+      const pairs = [...decoded.ordinals].flatMap((ordinal, i) => [ordinal, decoded.tfs[i]!])
+      assert.deepStrictEqual([...bytes], [...encodePostings(pairs)])
+      return [term, pairs]
+    })
   }
 }
 
@@ -60,11 +72,24 @@ describe("SegmentBuilder", () => {
     )
   })
 
-  it("groups postings that fill several blocks, with empty chunks on the way", () => {
-    // 65,536 postings to a block: 40,000 chunks of up to three distinct terms fill two and part of a third.
+  it("groups postings over many chunks, with empty chunks on the way", () => {
+    // 40,000 chunks of up to three distinct terms: each term's slices grow to the largest size.
     const input = Array.from({ length: 40_000 }, (_, c) =>
       c % 7 === 0 ? [] : ["a", "b", "c", "d", "e", "f", "g"].filter((_, t) => (c * (t + 3)) % 5 < 2).slice(0, 3)
     )
+    const previous = new SegmentBuilder(0, 2)
+    built(previous, input)
+    assert.deepStrictEqual(built(new SegmentBuilder(0, 2, previous), input).postings, expected(input))
+  })
+
+  it("encodes long postings lists, large gaps and large frequencies across many slices", () => {
+    // "a" in every chunk (its slices grow to the largest size and repeat), "b" 300 times in every 997th chunk (a
+    // two-byte frequency after a two-byte gap), "c" once, in the last chunk (a three-byte gap).
+    const input = Array.from({ length: 30_000 }, (_, c) => [
+      "a",
+      ...(c % 997 === 5 ? Array.from({ length: 300 }, () => "b") : []),
+      ...(c === 29_999 ? ["c"] : [])
+    ])
     const previous = new SegmentBuilder(0, 2)
     built(previous, input)
     assert.deepStrictEqual(built(new SegmentBuilder(0, 2, previous), input).postings, expected(input))

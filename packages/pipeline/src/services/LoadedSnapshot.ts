@@ -10,6 +10,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
+import { decodePostings } from "../stages/index/Postings.ts"
 import { SegmentBuilder } from "../stages/index/Segment.ts"
 import type { PositionFilter, TermBlock } from "../stages/rank/Engine.ts"
 import { type TableColumn, TableFilter } from "../stages/rank/Filter.ts"
@@ -170,22 +171,37 @@ const snapshotOf = (
   const lengths = segment.lengths.slice(0, positions)
   const vectors = segment.vectors.slice(0, positions * d)
   const magnitudes = segment.magnitudes.slice(0, positions)
-  const pairsOf = new Map<string, Uint32Array>(segment.termPostings())
+  // Each term's postings as the builder encoded them (about a byte each), one term after another in `encoded`, and
+  // decoded when a query first needs them.
+  const termIndex = new Map<string, number>()
+  const counts: Array<number> = []
+  const bounds: Array<number> = [0]
+  let encoded = new Uint8Array(1 << 16)
+  let used = 0
+  for (const [term, count, bytes] of segment.encodedPostings()) {
+    if (used + bytes.length > encoded.length) {
+      const grown = new Uint8Array(Math.max(2 * encoded.length, used + bytes.length))
+      grown.set(encoded.subarray(0, used))
+      encoded = grown
+    }
+    encoded.set(bytes, used)
+    used += bytes.length
+    termIndex.set(term, counts.length)
+    counts.push(count)
+    bounds.push(used)
+  }
 
   const split = new Map<string, ReadonlyArray<TermBlock>>()
   const postings = (term: string): ReadonlyArray<TermBlock> => {
     let blocks = split.get(term)
     if (blocks !== undefined) return blocks
-    const pairs = pairsOf.get(term)
-    if (pairs === undefined) blocks = []
+    const k = termIndex.get(term)
+    if (k === undefined) blocks = []
     else {
-      const ordinals = new Uint32Array(pairs.length / 2)
-      const tfs = new Uint32Array(pairs.length / 2)
-      for (let i = 0; i < ordinals.length; i++) {
-        ordinals[i] = pairs[2 * i]!
-        tfs[i] = pairs[2 * i + 1]!
-      }
-      blocks = [{ offset: 0, ordinals, tfs }]
+      const decoded = decodePostings(encoded.subarray(bounds[k]!, bounds[k + 1]!), counts[k]!, positions)
+      // The builder encoded them from checked input: only a bug could make them undecodable.
+      if (decoded === undefined) throw new Error(`the loaded postings of ${JSON.stringify(term)} do not decode`)
+      blocks = [{ offset: 0, ordinals: decoded.ordinals, tfs: decoded.tfs }]
     }
     if (split.size >= POSTINGS_CACHE_ENTRIES) split.clear()
     split.set(term, blocks)

@@ -1485,19 +1485,15 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
     prepared("DELETE FROM segments WHERE id = ?").run(id)
   }
 
-  const insertPostings = (segment: number, term: string, pairs: ArrayLike<number>) =>
-    prepared("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)").run(
-      segment,
-      term,
-      pairs.length / 2,
-      encodePostings(pairs)
-    )
+  /** Writes a term's postings in a segment: `count` of them, encoded (see `encodePostings`). */
+  const insertPostings = (segment: number, term: string, count: number, bytes: Uint8Array) =>
+    prepared("INSERT INTO postings (segment, term, df, data) VALUES (?, ?, ?, ?)").run(segment, term, count, bytes)
 
   const flush = () => {
     if (pending === undefined || pending.count === 0) return
     const segment = pending
     const id = insertSegment(segment.base, segment.count, segment.totalLength, segment.dimensions, segment.columns())
-    for (const [term, pairs] of segment.termPostings()) insertPostings(id, term, pairs)
+    for (const [term, count, bytes] of segment.encodedPostings()) insertPostings(id, term, count, bytes)
     pending = new SegmentBuilder(segment.base + segment.count, segment.dimensions, segment)
     segmentWritten?.()
   }
@@ -1695,7 +1691,7 @@ const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segm
           if (to >= 0) pairs.push(to, decoded.tfs[i]!)
         }
       }
-      if (pairs.length > 0) insertPostings(id, term, pairs)
+      if (pairs.length > 0) insertPostings(id, term, pairs.length / 2, encodePostings(pairs))
     }
     for (const g of picked) dropSegment(g.id)
     return undefined

@@ -7,24 +7,41 @@ const grow = <A extends Float64Array | Uint32Array>(array: A, needed: number, ma
   return next
 }
 
-const BLOCK_BITS = 16
-const BLOCK = 1 << BLOCK_BITS
-const BLOCK_MASK = BLOCK - 1
+/**
+ * Per term, `FIELDS` numbers of `SegmentBuilder.terms`, side by side so that a posting reads and writes one place:
+ * the chunk of its pending posting (the last chunk it occurred in, -1 before the first) and that posting's frequency;
+ * the last chunk written to its bytes (-1: none yet); where its next byte goes, where its current slice ends (the link
+ * to the next slice is stored there) and where its first slice starts; its postings so far, and its current slice's
+ * level.
+ */
+const FIELDS = 8
+const LAST = 0
+const TF = 1
+const WRITTEN = 2
+const AT = 3
+const END = 4
+const HEAD = 5
+const DF = 6
+const LEVEL = 7
 
-const growInt = (array: Int32Array, needed: number): Int32Array => {
-  if (needed <= array.length) return array
-  const next = new Int32Array(Math.max(needed, array.length * 2)).fill(-1)
-  next.set(array)
-  return next
-}
+/**
+ * The sizes of a term's slices, one after another, the last repeated: most terms have few postings, a few have one in
+ * most chunks. Each slice is followed by 4 bytes, where the next one's start is written once it exists.
+ */
+const SLICE_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+const LINK = 4
+
+/** Postings counted as 8 bytes each, in blocks of this many, for the writer's budget (see `byteLength`). */
+const BUDGET_BLOCK = 1 << 16
 
 /**
  * Accumulates chunks for one segment. Ordinals count from 0 in the order chunks are added; the segment's first chunk
- * id is `base`, so chunk `ordinal` has id `base + ordinal`. Postings are appended to flat typed arrays as (term number,
- * ordinal, tf) and grouped by term only when the segment is written, so adding a chunk allocates almost nothing.
- * `byteLength` tracks memory for the writer's budget. A builder made with the one written before takes over its
- * arrays: touching fresh memory is slow on some machines (~4 ms per MB on the benchmark's), and each segment of a run
- * would otherwise allocate its ~100 MB again.
+ * id is `base`, so chunk `ordinal` has id `base + ordinal`. Each term's postings are encoded as they come (the format
+ * of `encodePostings`) into slices of one byte pool, as Lucene's in-memory postings are: a posting is written when the
+ * term next occurs in another chunk (its frequency is known by then), so adding a chunk allocates almost nothing and a
+ * segment holds its postings in about the bytes they are stored in. A builder made with the one written before takes
+ * over its arrays: touching fresh memory is slow on some machines (~4 ms per MB on the benchmark's), and each segment
+ * of a run would otherwise allocate its own again.
  */
 export class SegmentBuilder {
   count = 0
@@ -36,18 +53,13 @@ export class SegmentBuilder {
   readonly vocabulary = new Map<string, number>()
   private termBytes = 0
   private postingCount = 0
-  /**
-   * Postings in fixed blocks of `BLOCK` (never copied as they grow): term number and tf, in step, chunk after chunk;
-   * chunk `o`'s postings start at `postingStart[o]`, so the ordinal need not be stored.
-   */
-  private readonly termBlocks: Array<Uint32Array> = []
-  private readonly tfBlocks: Array<Uint32Array> = []
-  private postingStart = new Uint32Array(1025)
-  /** Per term number: the last chunk it occurred in and where that posting is, to count repeats in one chunk. */
-  private lastOrdinal: Int32Array = new Int32Array(1024).fill(-1)
-  private lastPosting: Int32Array = new Int32Array(1024).fill(-1)
-  /** Where `termPostings` groups the postings. */
-  private pairs = new Uint32Array(0)
+  /** Per term number, its `FIELDS` numbers. */
+  private terms = new Int32Array(FIELDS * 1024)
+  /** The terms' slices, `poolSize` bytes of it used. */
+  private pool = new Uint8Array(1 << 16)
+  private poolSize = 0
+  /** Where `encodedPostings` gathers a term's slices. */
+  private gathered = new Uint8Array(1 << 12)
   readonly base: number
   readonly dimensions: number
 
@@ -63,19 +75,15 @@ export class SegmentBuilder {
       this.vectors = new Float64Array(capacity * dimensions)
       this.lengths = new Uint32Array(capacity)
       this.magnitudes = new Float64Array(capacity)
-      this.postingStart = new Uint32Array(capacity + 1)
       return
     }
     this.vectors = previous.vectors
     this.lengths = previous.lengths
     this.magnitudes = previous.magnitudes
-    this.postingStart = previous.postingStart
-    this.termBlocks = previous.termBlocks
-    this.tfBlocks = previous.tfBlocks
-    this.pairs = previous.pairs
-    // Only the entries of the previous vocabulary were set.
-    this.lastOrdinal = previous.lastOrdinal.fill(-1, 0, previous.vocabulary.size)
-    this.lastPosting = previous.lastPosting.fill(-1, 0, previous.vocabulary.size)
+    // A term's numbers are all set when it is numbered, so the previous ones need no clearing.
+    this.terms = previous.terms
+    this.pool = previous.pool
+    this.gathered = previous.gathered
   }
 
   /** The segment's number for `term`, numbering it if it is new. */
@@ -85,12 +93,77 @@ export class SegmentBuilder {
       id = this.vocabulary.size
       this.vocabulary.set(term, id)
       this.termBytes += 64 + 2 * term.length
-      if (id >= this.lastOrdinal.length) {
-        this.lastOrdinal = growInt(this.lastOrdinal, id + 1)
-        this.lastPosting = growInt(this.lastPosting, id + 1)
+      if (FIELDS * (id + 1) > this.terms.length) {
+        const grown = new Int32Array(2 * this.terms.length)
+        grown.set(this.terms)
+        this.terms = grown
       }
+      const head = this.slice(SLICE_SIZES[0]!)
+      const r = FIELDS * id
+      const t = this.terms
+      t[r + LAST] = -1
+      t[r + TF] = 0
+      t[r + WRITTEN] = -1
+      t[r + AT] = head
+      t[r + END] = head + SLICE_SIZES[0]!
+      t[r + HEAD] = head
+      t[r + DF] = 0
+      t[r + LEVEL] = 0
     }
     return id
+  }
+
+  /** Takes `size` bytes of the pool, and the link after them; returns where they start. */
+  private slice(size: number): number {
+    const start = this.poolSize
+    if (start + size + LINK > this.pool.length) {
+      const grown = new Uint8Array(Math.max(2 * this.pool.length, start + size + LINK))
+      grown.set(this.pool.subarray(0, start))
+      this.pool = grown
+    }
+    this.poolSize = start + size + LINK
+    return start
+  }
+
+  /** Appends `byte` to the bytes of the term whose numbers start at `r`, going on to a new slice when one is full. */
+  private writeByte(r: number, byte: number): void {
+    const t = this.terms
+    let at = t[r + AT]!
+    if (at === t[r + END]) {
+      const level = Math.min(t[r + LEVEL]! + 1, SLICE_SIZES.length - 1)
+      const size = SLICE_SIZES[level]!
+      const next = this.slice(size)
+      const pool = this.pool
+      pool[at] = next & 0xff
+      pool[at + 1] = (next >>> 8) & 0xff
+      pool[at + 2] = (next >>> 16) & 0xff
+      pool[at + 3] = next >>> 24
+      t[r + LEVEL] = level
+      t[r + END] = next + size
+      at = next
+    }
+    this.pool[at] = byte
+    t[r + AT] = at + 1
+  }
+
+  private writeVarint(r: number, value: number): void {
+    let v = value
+    while (v >= 0x80) {
+      this.writeByte(r, (v & 0x7f) | 0x80)
+      v = Math.floor(v / 128)
+    }
+    this.writeByte(r, v)
+  }
+
+  /** Writes the pending posting of the term whose numbers start at `r`, as `encodePostings` would. */
+  private writePending(r: number): void {
+    const t = this.terms
+    const ordinal = t[r + LAST]!
+    const tf = t[r + TF]!
+    const written = t[r + WRITTEN]!
+    t[r + WRITTEN] = ordinal
+    this.writeVarint(r, 2 * (written < 0 ? ordinal : ordinal - written) + (tf > 1 ? 1 : 0))
+    if (tf > 1) this.writeVarint(r, tf)
   }
 
   /**
@@ -107,7 +180,6 @@ export class SegmentBuilder {
   ): number {
     const ordinal = this.count++
     if (this.count > this.lengths.length) {
-      this.postingStart = grow(this.postingStart, 2 * this.count + 1, (n) => new Uint32Array(n))
       this.lengths = grow(this.lengths, this.count, (n) => new Uint32Array(n))
       this.magnitudes = grow(this.magnitudes, this.count, (n) => new Float64Array(n))
       this.vectors = grow(this.vectors, this.count * this.dimensions, (n) => new Float64Array(n))
@@ -124,75 +196,69 @@ export class SegmentBuilder {
     }
     this.magnitudes[ordinal] = Math.sqrt(sum)
     for (let i = from; i < to; i++) {
-      const id = numberOf(ids[i]!)
-      if (this.lastOrdinal[id] === ordinal) {
-        const at = this.lastPosting[id]!
-        this.tfBlocks[at >>> BLOCK_BITS]![at & BLOCK_MASK]!++
+      // `numberOf` may number a new term, which can grow `terms`.
+      const r = FIELDS * numberOf(ids[i]!)
+      const t = this.terms
+      const last = t[r + LAST]!
+      if (last === ordinal) {
+        t[r + TF]!++
         continue
       }
-      const n = this.postingCount++
-      const block = n >>> BLOCK_BITS
-      // Blocks taken over from a previous builder are written over.
-      if (block === this.termBlocks.length) {
-        this.termBlocks.push(new Uint32Array(BLOCK))
-        this.tfBlocks.push(new Uint32Array(BLOCK))
-      }
-      const slot = n & BLOCK_MASK
-      this.termBlocks[block]![slot] = id
-      this.tfBlocks[block]![slot] = 1
-      this.lastOrdinal[id] = ordinal
-      this.lastPosting[id] = n
+      if (last >= 0) this.writePending(r)
+      t[r + LAST] = ordinal
+      t[r + TF] = 1
+      t[r + DF]!++
+      this.postingCount++
     }
-    this.postingStart[ordinal + 1] = this.postingCount
     return ordinal
   }
 
-  /** Approximate memory used by this segment's chunks, in bytes (arrays taken over may hold more). */
+  /**
+   * A measure of the memory this segment's chunks take, in bytes, for the writer's budget: the terms, the vectors, and
+   * 8 bytes per posting in blocks of 65,536 (how the builder once held them; the segments a run cuts by it were
+   * measured so, and the pool holds about a fifth of that).
+   */
   get byteLength(): number {
-    const blocks = Math.ceil(this.postingCount / BLOCK)
-    return this.termBytes + blocks * BLOCK * 8 + this.count * (16 + 8 * this.dimensions)
+    const blocks = Math.ceil(this.postingCount / BUDGET_BLOCK)
+    return this.termBytes + blocks * BUDGET_BLOCK * 8 + this.count * (16 + 8 * this.dimensions)
   }
 
   /**
-   * Each term with its postings as `[ordinal, tf, …]` pairs in increasing ordinal order, in code-unit order of the
-   * terms (the order a B-tree takes them fastest). Groups the flat postings with one counting sort and hands out views
-   * of one array, so the memory it adds is about that of the postings once.
+   * Each term with its postings in code-unit order of the terms (the order a B-tree takes them fastest): how many, and
+   * their bytes as `encodePostings` makes them. The bytes are a view of an array the next term reuses: copy them to
+   * keep them (a SQLite binding copies).
    */
-  *termPostings(): Generator<readonly [term: string, pairs: Uint32Array]> {
-    const terms = [...this.vocabulary.keys()]
-    const starts = new Uint32Array(terms.length + 1)
-    const total = this.postingCount
-    // Block by block, with each block's arrays in locals: the postings are read twice, in order.
-    for (let from = 0; from < total; from += BLOCK) {
-      const termBlock = this.termBlocks[from >>> BLOCK_BITS]!
-      const end = Math.min(BLOCK, total - from)
-      for (let i = 0; i < end; i++) starts[termBlock[i]! + 1]!++
-    }
-    for (let t = 0; t < terms.length; t++) starts[t + 1] = starts[t + 1]! + starts[t]!
-    // With room to spare: segments cut at the budget hold almost the same number of postings, and an array grown by a
-    // few entries each time was fresh memory for each (slow to touch on some machines: about 200 ms for this one).
-    if (this.pairs.length < total * 2) this.pairs = new Uint32Array(total * 2 + (total >> 2))
-    const pairs = this.pairs
-    const next = starts.slice(0, terms.length)
-    const postingStart = this.postingStart
-    let ordinal = 0
-    for (let from = 0; from < total; from += BLOCK) {
-      const termBlock = this.termBlocks[from >>> BLOCK_BITS]!
-      const tfBlock = this.tfBlocks[from >>> BLOCK_BITS]!
-      const end = Math.min(BLOCK, total - from)
-      for (let i = 0; i < end; i++) {
-        // The chunk this posting is in: chunk `ordinal`'s postings end where the next chunk's start.
-        while (from + i >= postingStart[ordinal + 1]!) ordinal++
-        const to = next[termBlock[i]!]!++
-        pairs[2 * to] = ordinal
-        pairs[2 * to + 1] = tfBlock[i]!
-      }
-    }
+  *encodedPostings(): Generator<readonly [term: string, count: number, bytes: Uint8Array]> {
     // The default sort compares strings by code unit without calling back into JavaScript.
-    terms.sort()
+    const terms = [...this.vocabulary.keys()].sort()
     for (const term of terms) {
-      const id = this.vocabulary.get(term)!
-      yield [term, pairs.subarray(2 * starts[id]!, 2 * starts[id + 1]!)] as const
+      const r = FIELDS * this.vocabulary.get(term)!
+      if (this.terms[r + LAST]! !== this.terms[r + WRITTEN]!) this.writePending(r)
+      yield [term, this.terms[r + DF]!, this.gather(r)] as const
+    }
+  }
+
+  /** The bytes of the term whose numbers start at `r`, its slices followed link by link. */
+  private gather(r: number): Uint8Array {
+    const t = this.terms
+    const pool = this.pool
+    const at = t[r + AT]!
+    const end = t[r + END]!
+    let size = 0
+    let start = t[r + HEAD]!
+    for (let level = 0; ; level = Math.min(level + 1, SLICE_SIZES.length - 1)) {
+      const sliceEnd = start + SLICE_SIZES[level]!
+      const last = sliceEnd === end
+      const to = last ? at : sliceEnd
+      if (size + (to - start) > this.gathered.length) {
+        const grown = new Uint8Array(Math.max(2 * this.gathered.length, size + (to - start)))
+        grown.set(this.gathered.subarray(0, size))
+        this.gathered = grown
+      }
+      this.gathered.set(pool.subarray(start, to), size)
+      size += to - start
+      if (last) return this.gathered.subarray(0, size)
+      start = pool[sliceEnd]! | (pool[sliceEnd + 1]! << 8) | (pool[sliceEnd + 2]! << 16) | (pool[sliceEnd + 3]! << 24)
     }
   }
 
