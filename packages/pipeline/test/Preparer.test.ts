@@ -14,6 +14,7 @@ import { Embedder } from "../src/services/Embedder.ts"
 import { layerMemory } from "../src/services/MemoryIndexStore.ts"
 import { EARLY_WORKER, type EarlyWorker, inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
 import { embedText } from "../src/stages/embed/Embed.ts"
+import { hashDoc } from "../src/stages/index/Sync.ts"
 import { analyze } from "../src/stages/text/Analyzer.ts"
 import { chunkSpans } from "../src/stages/text/Chunker.ts"
 import { cleanText } from "../src/stages/text/Clean.ts"
@@ -216,6 +217,21 @@ describe("local-sha256 vectors on the preparing side", () => {
   })
 })
 
+/** The documents with ids and categories, as `hashDocs` needs them. */
+const whole = docs.map((d, i) => ({ ...d, docId: `d${i}`, categories: i % 3 === 0 ? null : `c${i % 4}; shared` }))
+
+describe("content hashes on the preparing side", () => {
+  it("gives each document the hash the sync plan gives it, and none unless asked", () => {
+    const batch = prepareBatch(whole.slice(0, 40), { ...settings, hashDocs: true })
+    assert.deepStrictEqual(batch.flat.hashes, whole.slice(0, 40).map(hashDoc))
+    assert.isUndefined(prepareBatch(whole.slice(0, 40), settings).flat.hashes)
+  })
+
+  it("refuses to hash a document without its id or categories", () => {
+    assert.throws(() => prepareBatch(docs.slice(0, 2), { ...settings, hashDocs: true }), /lacks its id or categories/)
+  })
+})
+
 describe("the worker pool", () => {
   it.effect(
     "fails the batch of a thread that dies, and prepares later batches on a new one",
@@ -289,8 +305,9 @@ describe("a thread started early by a launcher", () => {
   )
 })
 
-// One pool of two threads for the tests below: starting a thread loads the stage's modules, which takes a while.
-layer(layerWorkers(script, 2), { timeout: 60_000 })("a shared worker pool", (it) => {
+// One pool of two threads for the tests below: starting a thread loads the stage's modules, which takes a while. A
+// thread with a batch waiting leaves the hashing of the next to the caller, so both sides hash in the tests.
+layer(layerWorkers(script, 2, 1), { timeout: 60_000 })("a shared worker pool", (it) => {
   it.effect(
     "prepares every batch exactly as the inline stage",
     () =>
@@ -301,6 +318,27 @@ layer(layerWorkers(script, 2), { timeout: 60_000 })("a shared worker pool", (it)
         assert.deepStrictEqual(
           viaWorkers.map(resolved),
           batches.map((batch) => resolved(prepareBatch(batch, settings)))
+        )
+      }),
+    60_000
+  )
+
+  it.effect(
+    "hashes each document as the sync plan does, on the thread that is not behind",
+    () =>
+      Effect.gen(function* () {
+        const pool = yield* Preparer
+        // Four batches at once over two threads: the first two go to idle threads, which hash them; the next two find
+        // a batch waiting, and the caller hashes them.
+        const batches = [whole.slice(0, 50), whole.slice(50, 100), whole.slice(100, 150), whole.slice(150)]
+        const prepared = yield* Effect.forEach(
+          batches,
+          (batch) => pool.prepare(batch, { ...settings, hashDocs: true }),
+          { concurrency: 4 }
+        )
+        assert.deepStrictEqual(
+          prepared.map((p) => p.flat.hashes),
+          batches.map((batch) => batch.map(hashDoc))
         )
       }),
     60_000

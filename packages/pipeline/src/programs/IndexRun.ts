@@ -129,10 +129,13 @@ export interface IndexReport {
   readonly elapsedMillis: number
 }
 
-/** A document of this run that must be (re)written: its record and hash, in read order. */
+/**
+ * A document of this run that must be (re)written: its record and hash, in read order. A document new to the index
+ * needs no hash to be planned, and gets it from the preparer (`hashDocs`), which may make it on another thread.
+ */
 interface Pending {
   readonly sourced: SourcedDoc
-  readonly hash: string
+  readonly hash: string | undefined
 }
 
 /**
@@ -144,7 +147,7 @@ interface Pended {
   readonly sourced: Pick<SourcedDoc, "source" | "line"> & {
     readonly doc: Pick<RawDoc, "docId" | "title" | "categories">
   }
-  readonly hash: string
+  readonly hash: string | undefined
 }
 
 const withoutBody = ({ hash, sourced: { doc, line, source } }: Pending): Pended => ({
@@ -255,8 +258,8 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
           const { doc, source: file } = claimed.sourced
           if (claimed._tag === "Dropped") return void dropped.add(doc.docId)
           read++
-          const hash = hashDoc(doc)
           const before = stored.get(doc.docId)
+          const hash = before === undefined ? undefined : hashDoc(doc)
           if (before !== undefined && before.hash === hash && before.source === file) {
             unchanged.push(doc.docId)
             keptChunks += before.chunks
@@ -275,13 +278,17 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
           readonly prepared: PreparedBatch
         }) =>
           Effect.gen(function* () {
+            const docs: Array<DocToWrite> = []
+            for (let i = 0; i < batch.length; i++) {
+              const { hash, sourced } = batch[i]!
+              const made = hash ?? prepared.flat.hashes?.[i]
+              if (made === undefined) return yield* Effect.die(new Error("the preparer left a new document unhashed"))
+              docs.push({ ...sourced, hash: made })
+            }
             // Through the cache, when the model is costly: the pass before the lock has put every vector there.
-            const counts = yield* writePrepared(
-              writer,
-              settings.dimensions,
-              batch.map((p) => ({ ...p.sourced, hash: p.hash })),
-              prepared
-            ).pipe(Effect.provideService(Embedder, embedder))
+            const counts = yield* writePrepared(writer, settings.dimensions, docs, prepared).pipe(
+              Effect.provideService(Embedder, embedder)
+            )
             for (let i = 0; i < batch.length; i++) {
               if (counts[i]! > 0) {
                 written += counts[i]!
@@ -313,7 +320,11 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
               return Effect.map(
                 preparer.prepare(
                   batch.map((p) => p.sourced.doc),
-                  { ...settings, localVectors: preparesVectors(embedder) }
+                  {
+                    ...settings,
+                    localVectors: preparesVectors(embedder),
+                    hashDocs: batch.some((p) => p.hash === undefined)
+                  }
                 ),
                 (prepared) => ({ batch: pended, prepared })
               )

@@ -142,7 +142,7 @@ export const snapshotLoader = (location: string, manifest: IndexManifest) => {
   const finish = (): Snapshot => {
     if (segment === undefined) throw new Error("snapshotLoader: finish was called twice")
     const built = segment
-    // The builder's postings blocks are not needed once grouped by term: let them go with it.
+    // The builder is not needed once its postings are copied out: let its arrays go with it.
     segment = undefined
     return snapshotOf(location, manifest, built, docs, { docAt, starts, ends, first })
   }

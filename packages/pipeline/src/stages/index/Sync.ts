@@ -1,12 +1,16 @@
 /** Incremental indexing: which documents to add, replace, keep or delete, decided from content hashes. */
 import { hash } from "node:crypto"
-import type { RawDoc } from "@funcpipe/domain/Document"
 
 /**
  * SHA-256 (hex) of a raw document's id, title, body and categories. Equal hashes mean the document would index the
  * same way under the same settings, so it need not be embedded again.
  */
-export const hashDoc = (doc: RawDoc): string =>
+export const hashDoc = (doc: {
+  readonly docId: string
+  readonly title: string
+  readonly body: string
+  readonly categories: string | null
+}): string =>
   // The one-shot hash: a third cheaper than createHash … digest on a 2 KB document.
   hash("sha256", JSON.stringify([doc.docId, doc.title, doc.body, doc.categories]), "hex")
 

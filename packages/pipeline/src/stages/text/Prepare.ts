@@ -4,6 +4,7 @@
  */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../embed/Embed.ts"
+import { hashDoc } from "../index/Sync.ts"
 import { scanWords, termOf, WordRanges } from "./Analyzer.ts"
 import { type BodyRef, packBodies } from "./BodyPack.ts"
 import { chunkSpans } from "./Chunker.ts"
@@ -23,13 +24,31 @@ export interface PrepareSettings {
    * send vectors instead of chunk texts. For any other model the texts are sent and the caller embeds them.
    */
   readonly localVectors?: boolean
+  /**
+   * Also make each document's content hash (`hashesOf`), so that the writer need not: a worker pool does it on the
+   * preparing thread unless that thread is behind (see `layerWorkers`).
+   */
+  readonly hashDocs?: boolean
 }
 
-/** What a document brings to the stage: its title (searchable in every chunk) and its raw body. */
+/**
+ * What a document brings to the stage: its title (searchable in every chunk) and its raw body; for `hashDocs`, also
+ * its id and categories.
+ */
 export interface DocText {
   readonly title: string
   readonly body: string
+  readonly docId?: string
+  readonly categories?: string | null
 }
+
+/** Each document's content hash (`hashDoc`); a document without its id or categories is a bug of the caller's. */
+export const hashesOf = (docs: ReadonlyArray<DocText>): Array<string> =>
+  docs.map(({ body, categories, docId, title }) => {
+    if (docId === undefined || categories === undefined)
+      throw new Error("a document to hash lacks its id or categories")
+    return hashDoc({ docId, title, body, categories })
+  })
 
 /**
  * One prepared document: its chunks' spans (code points) and either their texts, to embed, or (with `localVectors`)
@@ -61,6 +80,8 @@ export interface FlatDocs {
   readonly packs: ReadonlyArray<Uint8Array>
   /** Per document, its pack (an index into `packs`) and its byte range there. */
   readonly bodies: Uint32Array
+  /** Per document, its content hash, with `hashDocs`. */
+  readonly hashes?: ReadonlyArray<string> | undefined
 }
 
 /** The documents of a flat batch, as views of its arrays. */
@@ -240,7 +261,8 @@ export const prepareBatch = (
     texts: vectors === undefined ? texts : [],
     vectors,
     packs,
-    bodies: places
+    bodies: places,
+    hashes: settings.hashDocs === true ? hashesOf(docs) : undefined
   }
   return {
     flat,
