@@ -7,6 +7,7 @@ import {
   bodyBytes,
   bodyIn,
   bodyOfRef,
+  compressPack,
   frameContentSize,
   PACK_BYTES,
   packBodies,
@@ -35,6 +36,25 @@ describe("packBodies", () => {
       }),
       { numRuns: 200 }
     )
+  })
+
+  it("leaves packs uncompressed when asked, and compressing them later gives the very packs made at once", () => {
+    const bodies = [...Array.from({ length: 90 }, (_, i) => `body ${i} é 😀 `.repeat(150)), "x".repeat(PACK_BYTES)]
+    const compressed = packBodies(bodies)
+    const raw = packBodies(bodies, true)
+    assert.deepStrictEqual(
+      raw.map(({ from, to }) => [from, to]),
+      compressed.map(({ from, to }) => [from, to])
+    )
+    const rawPacks = packsOf(raw)
+    assert.strictEqual(rawPacks.length, packsOf(compressed).length)
+    assert.isAbove(rawPacks.length, 2)
+    rawPacks.forEach((pack, i) => {
+      // A raw pack is its text, in a buffer of its own (a thread transfers it).
+      assert.deepStrictEqual(pack, unpack(packsOf(compressed)[i]!))
+      assert.strictEqual(pack.byteLength, pack.buffer.byteLength)
+      assert.deepStrictEqual(compressPack(pack), packsOf(compressed)[i])
+    })
   })
 
   it("fills packs to about PACK_BYTES and gives a larger body a pack of its own", () => {

@@ -307,7 +307,7 @@ describe("a thread started early by a launcher", () => {
 
 // One pool of two threads for the tests below: starting a thread loads the stage's modules, which takes a while. A
 // thread with a batch waiting leaves the hashing of the next to the caller, so both sides hash in the tests.
-layer(layerWorkers(script, 2, 1), { timeout: 60_000 })("a shared worker pool", (it) => {
+layer(layerWorkers(script, 2, { hash: 1, pack: 1 }), { timeout: 60_000 })("a shared worker pool", (it) => {
   it.effect(
     "prepares every batch exactly as the inline stage",
     () =>

@@ -3,6 +3,7 @@
 import { availableParallelism } from "node:os"
 import type { Worker } from "node:worker_threads"
 import { Context, Effect, Layer } from "effect"
+import { compressPack } from "../stages/text/BodyPack.ts"
 import {
   type DocText,
   deltaReceiver,
@@ -76,6 +77,21 @@ export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defau
 const HASH_BACKLOG = 8
 
 /**
+ * How many batches a thread may have waiting before it is asked to leave the packs of the next one uncompressed, for
+ * the caller to compress as they come back (`rawPacks`): with that many, the thread is the slower of the two by far.
+ * In a 210 MB run the caller writes the first half of the corpus while the thread waits for batches now and then (the
+ * caller touches most of its memory for the first time then), and waits for the thread in the second half, a third of
+ * the time.
+ */
+const PACK_BACKLOG = 32
+
+/** A delta with its packs compressed, if the thread left them uncompressed. */
+const compressed = (delta: PreparedDelta): PreparedDelta =>
+  delta.flat.rawPacks === true
+    ? { ...delta, flat: { ...delta.flat, packs: delta.flat.packs.map(compressPack), rawPacks: false } }
+    : delta
+
+/**
  * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking batches
  * in order; a batch goes to the least busy thread, which also hashes its documents (`hashDocs`) unless `hashBacklog`
  * batches or more are waiting for it (then the caller does; see `HASH_BACKLOG`). Threads start with the first batch (a command that indexes nothing
@@ -85,7 +101,7 @@ const HASH_BACKLOG = 8
 export const layerWorkers = (
   script: URL,
   workers = Math.max(1, availableParallelism() - 1),
-  hashBacklog = HASH_BACKLOG
+  backlogs: { readonly hash?: number; readonly pack?: number } = {}
 ) =>
   Layer.effect(
     Preparer,
@@ -120,7 +136,7 @@ export const layerWorkers = (
           // Every delta is received, even one whose batch was forgotten, so the thread's vocabulary stays whole.
           const receive = deltaReceiver()
           worker.on("message", (reply: Reply & { readonly id: number }) => {
-            const batch = reply.delta === undefined ? undefined : receive(reply.delta)
+            const batch = reply.delta === undefined ? undefined : receive(compressed(reply.delta))
             const request = pending.get(reply.id)
             if (request === undefined) return
             pending.delete(reply.id)
@@ -153,9 +169,17 @@ export const layerWorkers = (
               for (let i = 1; i < workers; i++) if ((busy[i] ?? 0) < (busy[t] ?? 0)) t = i
               const worker = pool.threads[t] ?? spawn(t)
               const id = next++
-              // The documents are hashed here when the thread is behind (see `HASH_BACKLOG`), after it otherwise.
-              const hashes = settings.hashDocs === true && (busy[t] ?? 0) >= hashBacklog ? hashesOf(docs) : undefined
-              busy[t] = (busy[t] ?? 0) + 1
+              // The documents are hashed here when the thread is behind, and its packs compressed here when it is well
+              // behind (see `HASH_BACKLOG` and `PACK_BACKLOG`).
+              const behind = busy[t] ?? 0
+              const hashes =
+                settings.hashDocs === true && behind >= (backlogs.hash ?? HASH_BACKLOG) ? hashesOf(docs) : undefined
+              const rawPacks = behind >= (backlogs.pack ?? PACK_BACKLOG)
+              const sent =
+                hashes === undefined && !rawPacks
+                  ? settings
+                  : { ...settings, hashDocs: settings.hashDocs === true && hashes === undefined, rawPacks }
+              busy[t] = behind + 1
               pending.set(id, {
                 thread: t,
                 done: ({ batch, error }) =>
@@ -165,11 +189,7 @@ export const layerWorkers = (
                       : Effect.succeed(hashes === undefined ? batch : { ...batch, flat: { ...batch.flat, hashes } })
                   )
               })
-              worker.postMessage({
-                id,
-                docs,
-                settings: hashes === undefined ? settings : { ...settings, hashDocs: false }
-              })
+              worker.postMessage({ id, docs, settings: sent })
               // Interrupted: forget the batch (its reply, if any, is dropped).
               return Effect.sync(() => {
                 if (pending.delete(id)) busy[t] = Math.max(0, busy[t]! - 1)

@@ -108,6 +108,12 @@ const keptStream = () => {
   return kept
 }
 
+/**
+ * A pack's text (UTF-8) compressed as `packBodies` compresses it, on the calling thread: for packs made with `raw`.
+ * The same bytes on every thread.
+ */
+export const compressPack = (bytes: Uint8Array): Uint8Array => compress(bytes)
+
 const compress = (bytes: Uint8Array): Uint8Array => {
   const stream = keptStream()
   let frame: Uint8Array | undefined
@@ -130,15 +136,16 @@ let scratch = Buffer.allocUnsafe(4 * PACK_BYTES)
 
 /**
  * Packs `bodies` in order: the `i`-th result is where `bodies[i]` is. Each body is encoded on its own (a lone
- * surrogate ending one body never pairs with the next body's). Deterministic.
+ * surrogate ending one body never pairs with the next body's). Deterministic. With `raw`, the packs are left
+ * uncompressed, for another thread to compress (`compressPack`); each then has a buffer of its own.
  */
-export const packBodies = (bodies: ReadonlyArray<string>): Array<BodyRef> => {
+export const packBodies = (bodies: ReadonlyArray<string>, raw = false): Array<BodyRef> => {
   const refs: Array<BodyRef> = []
   const ranges: Array<number> = []
   let bytes = 0
   const close = () => {
     if (ranges.length === 0) return
-    const pack = compress(scratch.subarray(0, bytes))
+    const pack = raw ? new Uint8Array(scratch.subarray(0, bytes)) : compress(scratch.subarray(0, bytes))
     for (let i = 0; i < ranges.length; i += 2) refs.push({ pack, from: ranges[i]!, to: ranges[i + 1]! })
     ranges.length = 0
     bytes = 0

@@ -29,6 +29,11 @@ export interface PrepareSettings {
    * preparing thread unless that thread is behind (see `layerWorkers`).
    */
   readonly hashDocs?: boolean
+  /**
+   * Leave the packs uncompressed (`FlatDocs.rawPacks`), for the caller to compress (`compressPack`): a worker pool asks
+   * for this when the preparing thread is well behind the caller (see `layerWorkers`).
+   */
+  readonly rawPacks?: boolean
 }
 
 /**
@@ -82,6 +87,8 @@ export interface FlatDocs {
   readonly bodies: Uint32Array
   /** Per document, its content hash, with `hashDocs`. */
   readonly hashes?: ReadonlyArray<string> | undefined
+  /** Whether `packs` are left uncompressed (`rawPacks`). */
+  readonly rawPacks?: boolean | undefined
 }
 
 /** The documents of a flat batch, as views of its arrays. */
@@ -245,7 +252,7 @@ export const prepareBatch = (
       embedTextInto(text, vectors!, c * LOCAL_SHA256_DIMENSIONS)
     })
   }
-  const refs = packBodies(bodies)
+  const refs = packBodies(bodies, settings.rawPacks === true)
   const packs: Array<Uint8Array> = []
   const places = new Uint32Array(3 * docs.length)
   refs.forEach((ref, i) => {
@@ -262,7 +269,8 @@ export const prepareBatch = (
     vectors,
     packs,
     bodies: places,
-    hashes: settings.hashDocs === true ? hashesOf(docs) : undefined
+    hashes: settings.hashDocs === true ? hashesOf(docs) : undefined,
+    rawPacks: settings.rawPacks === true
   }
   return {
     flat,
