@@ -68,20 +68,20 @@ export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defau
 
 /**
  * How many batches a thread may have waiting before the caller hashes the documents of its next one itself (for
- * `hashDocs`): a thread with few keeps up with the caller and has time to hash them; with more, it is the slower of the
- * two. Hashing a 210 MB corpus takes about 0.5 s, which neither thread has to spare over a whole run, but the thread
- * runs short of batches now and then (while the caller writes a segment, for one). Interleaved 210 MB runs: always on the
- * caller 5.02-5.50 s, with a limit of 16 5.13-5.27 s (faster in 3 of 4), 4 faster than 16 and 48 in 4 of 4; 2, 4 and 8
- * alike. At 8, the thread hashed about 1 batch in 20.
+ * `hashDocs`): a thread with few keeps up with the caller and has time to hash them; with more, it is the slower of
+ * the two. Hashing a 210 MB corpus takes about 0.5 s, which neither thread has to spare over a whole run, but the
+ * thread runs short of batches now and then (while the caller writes a segment, for one). Interleaved 210 MB runs:
+ * always on the caller 5.02-5.50 s, with a limit of 16 5.13-5.27 s (faster in 3 of 4); 4 faster than 16 and 48 in 4 of
+ * 4; 2, 4 and 8 alike. At 8, the thread hashed about 1 batch in 20.
  */
 const HASH_BACKLOG = 8
 
 /**
  * How many batches a thread may have waiting before it is asked to leave the packs of the next one uncompressed, for
  * the caller to compress as they come back (`rawPacks`): with that many, the thread is the slower of the two by far.
- * In a 210 MB run the caller writes the first half of the corpus while the thread waits for batches now and then (the
- * caller touches most of its memory for the first time then), and waits for the thread in the second half, a third of
- * the time.
+ * In a 210 MB run the caller was the slower in the first half (it touches most of its memory for the first time then)
+ * and waited for the thread a third of the time in the second half. Interleaved 210 MB runs against no such limit:
+ * faster in 4 of 4 pairs; 16, 48 and 56 were within the machine's noise of 32.
  */
 const PACK_BACKLOG = 32
 
@@ -93,10 +93,12 @@ const compressed = (delta: PreparedDelta): PreparedDelta =>
 
 /**
  * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking batches
- * in order; a batch goes to the least busy thread, which also hashes its documents (`hashDocs`) unless `hashBacklog`
- * batches or more are waiting for it (then the caller does; see `HASH_BACKLOG`). Threads start with the first batch (a command that indexes nothing
- * starts none; the first may have been started early by a launcher, see `EARLY_WORKER`) and end when the layer is
- * released. A thread that fails or exits fails the batches it held (as defects) and is replaced for later batches.
+ * in order; a batch goes to the least busy thread. Two jobs go to the caller when the thread is behind: hashing a
+ * batch's documents (`hashDocs`) once `backlogs.hash` batches or more wait for the thread, and compressing its packs
+ * once `backlogs.pack` do (see `HASH_BACKLOG` and `PACK_BACKLOG`, the defaults; tests set both low). Threads start with
+ * the first batch (a command that indexes nothing starts none; the first may have been started early by a launcher,
+ * see `EARLY_WORKER`) and end when the layer is released. A thread that fails or exits fails the batches it held (as
+ * defects) and is replaced for later batches.
  */
 export const layerWorkers = (
   script: URL,
