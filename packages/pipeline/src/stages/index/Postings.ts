@@ -18,12 +18,15 @@ export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => {
   for (let i = 0; i < pairs.length; i += 2) {
     const ordinal = pairs[i]!
     const tf = pairs[i + 1]!
-    size = writeVarint(bytes, size, 2 * (last < 0 ? ordinal : ordinal - last) + (tf > 1 ? 1 : 0))
+    size = writeVarint(bytes, size, postingCode(last < 0 ? ordinal : ordinal - last, tf))
     if (tf > 1) size = writeVarint(bytes, size, tf)
     last = ordinal
   }
   return bytes.subarray(0, size)
 }
+
+/** A posting's code: its gap, with the low bit saying that its frequency (above 1) follows as a varint of its own. */
+export const postingCode = (gap: number, tf: number): number => 2 * gap + (tf > 1 ? 1 : 0)
 
 let scratch = new Uint8Array(1 << 16)
 

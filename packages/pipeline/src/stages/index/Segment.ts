@@ -1,4 +1,5 @@
 /** An index segment under construction: chunks appended in order, with typed-array columns and per-term postings. */
+import { postingCode } from "./Postings.ts"
 
 /**
  * `array` with room for `needed` elements: itself, or a copy four times as long. Four rather than two: each copy goes
@@ -165,7 +166,7 @@ export class SegmentBuilder {
     const tf = t[r + TF]!
     const written = t[r + WRITTEN]!
     t[r + WRITTEN] = ordinal
-    this.writeVarint(r, 2 * (written < 0 ? ordinal : ordinal - written) + (tf > 1 ? 1 : 0))
+    this.writeVarint(r, postingCode(written < 0 ? ordinal : ordinal - written, tf))
     if (tf > 1) this.writeVarint(r, tf)
   }
 

@@ -35,7 +35,7 @@ const compressOnce = (bytes: Uint8Array): Uint8Array =>
   // A copy with a buffer of its own, so a worker can transfer it (a Buffer may share a pooled one).
   new Uint8Array(zstdCompressSync(bytes, { params: ZSTD_PARAMS }))
 
-/** The parts of Node's zstd stream (the one behind `zstdCompressSync`) that `compress` drives directly. */
+/** The parts of Node's zstd stream (the one behind `zstdCompressSync`) that `compressPack` drives directly. */
 interface ZstdStream {
   readonly destroyed: boolean
   readonly _handle?: {
@@ -109,12 +109,10 @@ const keptStream = () => {
 }
 
 /**
- * A pack's text (UTF-8) compressed as `packBodies` compresses it, on the calling thread: for packs made with `raw`.
- * The same bytes on every thread.
+ * A pack's text (UTF-8) compressed as `packBodies` compresses it, through the calling thread's kept stream (the
+ * one-shot call if it is not used): the same bytes on every thread, so a pack made with `raw` can be compressed here.
  */
-export const compressPack = (bytes: Uint8Array): Uint8Array => compress(bytes)
-
-const compress = (bytes: Uint8Array): Uint8Array => {
+export const compressPack = (bytes: Uint8Array): Uint8Array => {
   const stream = keptStream()
   let frame: Uint8Array | undefined
   try {
@@ -145,7 +143,7 @@ export const packBodies = (bodies: ReadonlyArray<string>, raw = false): Array<Bo
   let bytes = 0
   const close = () => {
     if (ranges.length === 0) return
-    const pack = raw ? new Uint8Array(scratch.subarray(0, bytes)) : compress(scratch.subarray(0, bytes))
+    const pack = raw ? new Uint8Array(scratch.subarray(0, bytes)) : compressPack(scratch.subarray(0, bytes))
     for (let i = 0; i < ranges.length; i += 2) refs.push({ pack, from: ranges[i]!, to: ranges[i + 1]! })
     ranges.length = 0
     bytes = 0
