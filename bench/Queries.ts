@@ -1,6 +1,6 @@
 /** Deterministic benchmark queries drawn from indexed chunks: rare words, common pairs, phrases, exact chunk texts. */
-import { analyze, ENGLISH_STOP_WORDS } from "@funcpipe/pipeline/stages/text/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/stages/text/Clean"
+import { analyze, ENGLISH_STOP_WORDS } from "@funcpipe/pipeline/analysis/Analyzer"
+import { cleanText } from "@funcpipe/pipeline/analysis/Clean"
 import { prng } from "./Corpus.ts"
 
 /** How a query was drawn. */

@@ -2,9 +2,9 @@
 
 import { Bm25Params } from "@funcpipe/domain/Config"
 import { type RankKey, rankingOrder } from "@funcpipe/domain/Ranking"
-import { cosineSimilarity } from "@funcpipe/pipeline/stages/rank/Cosine"
-import { type IndexView, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/rank/Engine"
-import type { Top } from "@funcpipe/pipeline/stages/rank/Ranker"
+import { cosineSimilarity } from "@funcpipe/pipeline/search/Cosine"
+import { type IndexView, scoreQuery, topChunksOf } from "@funcpipe/pipeline/search/Engine"
+import type { Top } from "@funcpipe/pipeline/search/Ranker"
 import { Result } from "effect"
 import { prng } from "./Corpus.ts"
 

@@ -10,17 +10,17 @@ import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import { Bm25Params, type RetrievalMode } from "@funcpipe/domain/Config"
 import { eq, printRule, type Rule } from "@funcpipe/domain/Rule"
+import { analyze } from "@funcpipe/pipeline/analysis/Analyzer"
+import { cleanText } from "@funcpipe/pipeline/analysis/Clean"
+import { embedText } from "@funcpipe/pipeline/analysis/Embed"
+import { layerWorkers } from "@funcpipe/pipeline/index/prepare/Preparer"
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { openSnapshot, queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
-import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
-import { embedText } from "@funcpipe/pipeline/stages/embed/Embed"
-import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/stages/rank/Engine"
-import { keyTies, topOf } from "@funcpipe/pipeline/stages/rank/Ranker"
-import { analyze } from "@funcpipe/pipeline/stages/text/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/stages/text/Clean"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
+import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/search/Engine"
+import { keyTies, topOf } from "@funcpipe/pipeline/search/Ranker"
+import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { writeJsonlCorpus } from "./Corpus.ts"
 import { pickQueries } from "./Queries.ts"
@@ -96,7 +96,7 @@ const runtime = ManagedRuntime.make(
     layerSqlite(indexFile),
     Embedder.layerLocalSha256,
     DocumentSource.layer,
-    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker")))
+    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/index/prepare/PrepareWorker")))
   ).pipe(Layer.provideMerge(NodeServices.layer))
 )
 log("indexing in process")

@@ -5,9 +5,9 @@ import { ChunkDraft, Offset } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedding } from "@funcpipe/domain/Embedding"
-import { embedChunk, embedTextInto, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/stages/embed/Embed"
-import { chunkDoc, chunkSpans } from "@funcpipe/pipeline/stages/text/Chunker"
-import { cleanDoc, cleanText, cleanTextGeneric } from "@funcpipe/pipeline/stages/text/Clean"
+import { chunkDoc, chunkSpans } from "@funcpipe/pipeline/analysis/Chunker"
+import { cleanDoc, cleanText, cleanTextGeneric } from "@funcpipe/pipeline/analysis/Clean"
+import { embedChunk, embedTextInto, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/analysis/Embed"
 import { syntheticDocs } from "./Corpus.ts"
 
 // Usage: npx node bench/stages.ts [megabytes] [seed]

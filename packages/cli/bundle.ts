@@ -64,7 +64,7 @@ const lazySegmenter = {
 }
 rmSync(`${root}dist`, { recursive: true, force: true })
 await build({
-  input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/stages/text/PrepareWorker.ts` },
+  input: { funcpipe: `${root}src/bin.ts`, "prepare-worker": `${root}../pipeline/src/index/prepare/PrepareWorker.ts` },
   platform: "node",
   // The workspace packages' TypeScript sources (their `@funcpipe/source` export), not a build of them that may be stale.
   resolve: { conditionNames: ["@funcpipe/source", "import", "node", "default"] },

@@ -7,17 +7,17 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Models } from "@funcpipe/pipeline/services/Models"
-import { layerWorkers } from "@funcpipe/pipeline/services/Preparer"
+import { layerWorkers } from "@funcpipe/pipeline/index/prepare/Preparer"
+import { Models } from "@funcpipe/pipeline/models/Models"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Context, Effect, type FileSystem, Layer, type Path, Runtime, Scope, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
 import { HttpClient, type HttpClientRequest } from "effect/http"
 import { ChildProcessSpawner } from "effect/process"
 import { main } from "./Cli.ts"
 import { serveStopped } from "./commands/Serve.ts"
-import { Progress, terminalProgress } from "./Progress.ts"
-import { presenter, reportFailure } from "./Report.ts"
+import { Progress, terminalProgress } from "./output/Progress.ts"
+import { presenter, reportFailure } from "./output/Report.ts"
 
 // A progress bar only when a person watches stderr; never in pipes or files.
 const ProgressLayer = process.stderr.isTTY
@@ -35,7 +35,7 @@ const bundledWorker = new URL("./prepare-worker.mjs", import.meta.url)
 const PreparerLayer = layerWorkers(
   existsSync(fileURLToPath(bundledWorker))
     ? bundledWorker
-    : new URL(import.meta.resolve("@funcpipe/pipeline/stages/text/PrepareWorker"))
+    : new URL(import.meta.resolve("@funcpipe/pipeline/index/prepare/PrepareWorker"))
 )
 
 // node:http: starts at no cost (undici loads 1.2 MB on every run), and unlike fetch it accepts any port (fetch

@@ -7,17 +7,17 @@
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { Models } from "@funcpipe/pipeline/services/Models"
-import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
+import { Models } from "@funcpipe/pipeline/models/Models"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
+import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import { layer as serverLayer } from "@funcpipe/server/Server"
 import { Effect, Exit, FileSystem, Layer, Path } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { TestConsole } from "effect/testing"
 import { cli, version } from "../src/Cli.ts"
-import { presenter, reportFailure } from "../src/Report.ts"
+import { presenter, reportFailure } from "../src/output/Report.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal, CliOutput.layerPresenter(presenter)).pipe(
   Layer.provideMerge(NodeServices.layer)

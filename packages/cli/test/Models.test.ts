@@ -4,13 +4,13 @@ import { fileURLToPath } from "node:url"
 import { gzipSync } from "node:zlib"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Models } from "@funcpipe/pipeline/services/Models"
+import { Models } from "@funcpipe/pipeline/models/Models"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { ConfigProvider, Effect, Exit, FileSystem, Layer, Path } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { cli, version } from "../src/Cli.ts"
-import { presenter, reportFailure } from "../src/Report.ts"
+import { presenter, reportFailure } from "../src/output/Report.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })

@@ -3,13 +3,13 @@
 import { createServer } from "node:http"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Models } from "@funcpipe/pipeline/services/Models"
+import { Models } from "@funcpipe/pipeline/models/Models"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { cli, version } from "../src/Cli.ts"
-import { embedUsageLine } from "../src/Format.ts"
+import { embedUsageLine } from "../src/output/Format.ts"
 
 const KEY = "sk-e2e-7d1f0c-must-not-leak"
 const DIMENSIONS = 8

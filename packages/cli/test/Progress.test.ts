@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { progressLine, terminalProgress } from "../src/Progress.ts"
+import { progressLine, terminalProgress } from "../src/output/Progress.ts"
 
 describe("terminalProgress", () => {
   it.effect("stays quiet for quick runs, then redraws one line and clears it at the end", () =>

@@ -1,13 +1,13 @@
 /** --keep and --where from the command line: a mixed folder indexed in part, one category queried, bad rules. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { DocumentSource } from "@funcpipe/pipeline/services/DocumentSource"
-import { Models } from "@funcpipe/pipeline/services/Models"
+import { Models } from "@funcpipe/pipeline/models/Models"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Effect, Exit, FileSystem, Layer, Path } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { cli, version } from "../src/Cli.ts"
-import { presenter, reportFailure } from "../src/Report.ts"
+import { presenter, reportFailure } from "../src/output/Report.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal, CliOutput.layerPresenter(presenter)).pipe(
   Layer.provideMerge(NodeServices.layer)

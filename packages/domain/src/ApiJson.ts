@@ -3,9 +3,9 @@
  * Kept apart from `Api.ts` so that the CLI can print them without loading the HTTP modules.
  */
 
-import type { Explanation, ManifestInfo, QueryResponse } from "./Api.ts"
 import type { Chunk } from "./Chunk.ts"
 import type { FusionMethod, RetrievalMode } from "./Config.ts"
+import type { Explanation, ManifestInfo, QueryResponse } from "./http/Api.ts"
 import type { IndexManifest } from "./Manifest.ts"
 import { isKeepAll, printRule } from "./Rule.ts"
 

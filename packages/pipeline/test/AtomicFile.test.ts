@@ -2,7 +2,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
-import { writeFileAtomic } from "../src/services/AtomicFile.ts"
+import { writeFileAtomic } from "../src/platform/AtomicFile.ts"
 
 describe("writeFileAtomic", () => {
   it.effect("replaces the file and leaves nothing else in its directory", () =>

@@ -14,7 +14,7 @@ import {
   reusesZstdDecoder,
   reusesZstdStream,
   unpack
-} from "../src/stages/text/BodyPack.ts"
+} from "../src/index/BodyPack.ts"
 
 /** What a body reads back as: its UTF-8 decoded, so a lone surrogate becomes U+FFFD as in any UTF-8 store. */
 const stored = (body: string) => Buffer.from(body, "utf8").toString("utf8")

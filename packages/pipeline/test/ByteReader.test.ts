@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
 import fc from "fast-check"
-import type { BadRecord } from "../src/stages/read/BadRecord.ts"
+import type { BadRecord } from "../src/read/BadRecord.ts"
 import {
   BINARY_FILE,
   type ByteReader,
@@ -12,9 +12,9 @@ import {
   type LineResult,
   NOT_UTF8,
   sniffBinary
-} from "../src/stages/read/ByteReader.ts"
-import { csvReader, csvRecords, csvSplitter, parseCsvDocs } from "../src/stages/read/Csv.ts"
-import { jsonlReader, LINE_HAS_NUL, LINE_NOT_UTF8, parseJsonlDocs } from "../src/stages/read/Jsonl.ts"
+} from "../src/read/ByteReader.ts"
+import { csvReader, csvRecords, csvSplitter, parseCsvDocs } from "../src/read/Csv.ts"
+import { jsonlReader, LINE_HAS_NUL, LINE_NOT_UTF8, parseJsonlDocs } from "../src/read/Jsonl.ts"
 
 const encode = (text: string) => new TextEncoder().encode(text)
 const bytesOf = (...parts: ReadonlyArray<string | ReadonlyArray<number>>) =>

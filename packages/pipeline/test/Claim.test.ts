@@ -2,8 +2,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
-import { BadRecord } from "../src/stages/read/BadRecord.ts"
-import { claimer } from "../src/stages/read/Claim.ts"
+import { BadRecord } from "../src/read/BadRecord.ts"
+import { claimer } from "../src/read/Claim.ts"
 
 const record = (docId: string, source: string, line: number) =>
   Result.succeed({

@@ -1,7 +1,7 @@
 /** The WebAssembly cosines of coded vector blocks have the bits of the engine's JavaScript loop. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { codedCosines, codedKernelAvailable } from "../src/stages/rank/CodedScan.ts"
+import { codedCosines, codedKernelAvailable } from "../src/search/CodedScan.ts"
 
 /** `scanCoded`'s JavaScript loop for one row, with its clamp; NaN for a row of magnitude 0. */
 const cosineOf = (codes: Uint16Array, row: number, d: number, q: Float64Array, qLength: number): number => {

@@ -9,11 +9,11 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Effect, FileSystem, Layer, Option } from "effect"
+import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
-import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 
 const child = fileURLToPath(new URL("./children/IndexPaused.ts", import.meta.url))
 

@@ -5,7 +5,7 @@ import { createServer } from "node:net"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Path, PlatformError, Result, Stream } from "effect"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
 
 const TestLayer = DocumentSource.layer.pipe(Layer.provideMerge(NodeServices.layer))
 

@@ -4,11 +4,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { ModelLabel } from "@funcpipe/domain/Embedding"
 import { Effect, FileSystem, Layer, Option } from "effect"
+import { Embedder } from "../src/models/Embedder.ts"
 import { deleteDocuments, putDocuments } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
-import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 
 const doc = (docId: string, body: string, title = "") =>
   new RawDoc({ docId: DocId.make(docId), title, body, categories: null })

@@ -2,11 +2,11 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, FileSystem, Layer } from "effect"
+import { Embedder, EmbedFailure } from "../src/models/Embedder.ts"
+import { cachedEmbedder, EmbeddingCache } from "../src/models/EmbeddingCache.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
-import { Embedder, EmbedFailure } from "../src/services/Embedder.ts"
-import { cachedEmbedder, EmbeddingCache } from "../src/services/EmbeddingCache.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
-import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 import { docsSource } from "./Sources.ts"
 
 const corpus = Array.from(

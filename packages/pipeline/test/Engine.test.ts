@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import fc from "fast-check"
-import { bm25Scores, lexicalIndex } from "../src/stages/rank/Bm25.ts"
+import { bm25Scores, lexicalIndex } from "../src/search/Bm25.ts"
 import {
   type EngineQuery,
   FUSION_DEPTH,
@@ -13,7 +13,7 @@ import {
   type TermBlock,
   topChunksOf,
   type VectorBlock
-} from "../src/stages/rank/Engine.ts"
+} from "../src/search/Engine.ts"
 import {
   documentTies,
   fuseLinear,
@@ -22,7 +22,7 @@ import {
   keyTies,
   LINEAR_FLOOR,
   topOf
-} from "../src/stages/rank/Ranker.ts"
+} from "../src/search/Ranker.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:

@@ -4,12 +4,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { eq, not } from "@funcpipe/domain/Rule"
 import { Effect, Layer } from "effect"
 import fc from "fast-check"
+import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { searchPaths } from "../src/programs/Search.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { layerMemory } from "../src/services/MemoryIndexStore.ts"
-import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/stages/rank/Expansion.ts"
+import { defaultExpansion, WEIGHT_STEPS, weightedTerms } from "../src/search/Expansion.ts"
+import { layerTemporary } from "../src/store/sqlite/TempIndexStore.ts"
 import { docsSource } from "./Sources.ts"
 
 const corpus: ReadonlyArray<readonly [string, string]> = [
@@ -56,7 +56,7 @@ describe("query expansion", () => {
     }).pipe(
       Effect.provide(
         Layer.mergeAll(
-          layerMemory,
+          layerTemporary,
           docsSource([
             ...corpus,
             ["tides", "The moon pulls the tides of the ocean, and tidal ocean currents follow."],

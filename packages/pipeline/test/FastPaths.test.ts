@@ -15,11 +15,11 @@ import { CleanDoc, DocId } from "@funcpipe/domain/Document"
 import { isWhitespaceUnit, WHITESPACE_CLASS } from "@funcpipe/domain/Whitespace"
 import fc from "fast-check"
 import { stemmer } from "stemmer"
-import { embedText, embedTextInto } from "../src/stages/embed/Embed.ts"
-import { analyze, analyzeRanges, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/stages/text/Analyzer.ts"
-import { chunkDoc, chunkSpans } from "../src/stages/text/Chunker.ts"
-import { cleanText, cleanTextGeneric } from "../src/stages/text/Clean.ts"
-import { WordTable } from "../src/stages/text/WordTable.ts"
+import { analyze, analyzeRanges, ENGLISH_STOP_WORDS, words, wordsReference } from "../src/analysis/Analyzer.ts"
+import { chunkDoc, chunkSpans } from "../src/analysis/Chunker.ts"
+import { cleanText, cleanTextGeneric } from "../src/analysis/Clean.ts"
+import { embedText, embedTextInto } from "../src/analysis/Embed.ts"
+import { WordTable } from "../src/analysis/TermTable.ts"
 
 // Every Python whitespace character, plus characters only JavaScript's `\s` or neither counts (U+FEFF, U+180E, U+200B).
 const whitespace = [

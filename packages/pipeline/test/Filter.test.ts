@@ -20,13 +20,13 @@ import {
 } from "@funcpipe/domain/Rule"
 import { Effect, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
+import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { layerMemory } from "../src/services/MemoryIndexStore.ts"
-import { type ColumnReader, TableFilter } from "../src/stages/rank/Filter.ts"
-import { fuseLinear, fuseWeightedRanks, type Top } from "../src/stages/rank/Ranker.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { type ColumnReader, TableFilter } from "../src/search/Filter.ts"
+import { fuseLinear, fuseWeightedRanks, type Top } from "../src/search/Ranker.ts"
+import { layerTemporary } from "../src/store/sqlite/TempIndexStore.ts"
 
 const value = fc.constantFrom("a", "b", "ab", "astro-ph", "astro-ph.GA", "cs", "😀", "")
 const field = fc.constantFrom<RuleField>("doc_id", "title", "categories")
@@ -225,7 +225,7 @@ describe("filtered queries", () => {
                 }
               }
             }
-          }).pipe(Effect.provide(Layer.mergeAll(layerMemory, sourceOf(corpus))))
+          }).pipe(Effect.provide(Layer.mergeAll(layerTemporary, sourceOf(corpus))))
         }
         assert.isAbove(nonEmpty, 50, "most filters leave something to rank")
       }).pipe(Effect.provide(Base)),
@@ -262,7 +262,7 @@ describe("filtered queries", () => {
         assert.deepStrictEqual((yield* idsOf(eq("categories", "y"))).sort(), ["a", "c"])
         assert.deepStrictEqual((yield* idsOf(keepAll)).sort(), ["a", "b", "c"])
         assert.deepStrictEqual(yield* idsOf(eq("categories", "none")), [])
-      }).pipe(Effect.provide(Layer.mergeAll(layerMemory, source)))
+      }).pipe(Effect.provide(Layer.mergeAll(layerTemporary, source)))
     }).pipe(Effect.provide(Base))
   )
 
@@ -277,6 +277,6 @@ describe("filtered queries", () => {
           "filter by doc_id, title, categories or source (body works in keep rules, which see documents as they " +
           "are read)"
       )
-    }).pipe(Effect.provide(Layer.mergeAll(layerMemory, Base)))
+    }).pipe(Effect.provide(Layer.mergeAll(layerTemporary, Base)))
   )
 })

@@ -5,12 +5,12 @@
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Path } from "effect"
+import { Embedder } from "../src/models/Embedder.ts"
+import { GLOVE_100D } from "../src/models/glove/Glove.ts"
+import { readGlove } from "../src/models/glove/GloveFiles.ts"
+import { Models } from "../src/models/Models.ts"
 import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { readGlove } from "../src/services/Glove.ts"
-import { Models } from "../src/services/Models.ts"
-import { GLOVE_100D } from "../src/stages/embed/Glove.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
 
 /** The embedder from the installed vectors; failing, the message says how to install them. */
 const glove = Layer.effect(

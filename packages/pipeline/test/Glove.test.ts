@@ -12,12 +12,12 @@ import {
   type GloveModel,
   gloveModel,
   sifWeights
-} from "../src/stages/embed/Glove.ts"
-import { decodeCache, encodeCache } from "../src/stages/embed/GloveCache.ts"
-import { type WordVectors, winkReader } from "../src/stages/embed/WinkVectors.ts"
-import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/stages/embed/WordTable.ts"
-import { concatBytes } from "../src/stages/read/ByteReader.ts"
-import { tarReader } from "../src/stages/read/Tar.ts"
+} from "../src/models/glove/Glove.ts"
+import { decodeCache, encodeCache } from "../src/models/glove/GloveCache.ts"
+import { type WordVectors, winkReader } from "../src/models/glove/WinkVectors.ts"
+import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/models/glove/WordList.ts"
+import { tarReader } from "../src/models/Tar.ts"
+import { concatBytes } from "../src/read/ByteReader.ts"
 import { ENTRY, packageOf, tarOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)

@@ -6,9 +6,8 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
+import { Embedder } from "../src/models/Embedder.ts"
+import { COMMON_COMPONENTS, GLOVE_100D } from "../src/models/glove/Glove.ts"
 import {
   GLOVE_FILE,
   gloveFingerprint,
@@ -18,9 +17,10 @@ import {
   modelsFolder,
   readGlove,
   type VectorSource
-} from "../src/services/Glove.ts"
-import { Models } from "../src/services/Models.ts"
-import { COMMON_COMPONENTS, GLOVE_100D } from "../src/stages/embed/Glove.ts"
+} from "../src/models/glove/GloveFiles.ts"
+import { Models } from "../src/models/Models.ts"
+import { searchPaths } from "../src/programs/Search.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
 import { packageOf, sourceOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const TestLayer = Layer.mergeAll(NodeServices.layer, FetchHttpClient.layer)

@@ -9,22 +9,22 @@ import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
 import { Effect, FileSystem, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
+import { analyze, termCounts } from "../src/analysis/Analyzer.ts"
+import { chunkDoc } from "../src/analysis/Chunker.ts"
+import { cleanDoc, cleanText } from "../src/analysis/Clean.ts"
+import { embedText } from "../src/analysis/Embed.ts"
+import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { openSnapshot, queryIndex } from "../src/programs/QueryIndex.ts"
 import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore, readSnapshot } from "../src/services/IndexStore.ts"
-import { layerMemory } from "../src/services/MemoryIndexStore.ts"
-import { layerPostgres } from "../src/services/PgIndexStore.ts"
-import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
-import { embedText } from "../src/stages/embed/Embed.ts"
-import { bm25Scores, lexicalIndex } from "../src/stages/rank/Bm25.ts"
-import { cosineSimilarity } from "../src/stages/rank/Cosine.ts"
-import { scoreQuery, topDocumentsOfView } from "../src/stages/rank/Engine.ts"
-import { analyze, termCounts } from "../src/stages/text/Analyzer.ts"
-import { chunkDoc } from "../src/stages/text/Chunker.ts"
-import { cleanDoc, cleanText } from "../src/stages/text/Clean.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { bm25Scores, lexicalIndex } from "../src/search/Bm25.ts"
+import { cosineSimilarity } from "../src/search/Cosine.ts"
+import { scoreQuery, topDocumentsOfView } from "../src/search/Engine.ts"
+import { IndexStore, readSnapshot } from "../src/store/IndexStore.ts"
+import { layerPostgres } from "../src/store/postgres/PgIndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
+import { layerTemporary } from "../src/store/sqlite/TempIndexStore.ts"
 import { describePg, freshSchema, PG_URL } from "./PgFixture.ts"
 import { countingEmbedder } from "./Sources.ts"
 
@@ -141,7 +141,7 @@ const allAnswers = Effect.forEach(cases, ([q, k, mode]) => answer(q, k, mode))
 
 /** The stores under test, each with a fresh location. */
 const backends = {
-  memory: () => Effect.succeed(layerMemory),
+  memory: () => Effect.succeed(layerTemporary),
   sqlite: () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem

@@ -6,9 +6,9 @@ import { all, anyOf, eq, not, printRule, type Rule, startsWith, under } from "@f
 import { Effect, FileSystem, Layer, Option, Result, Stream } from "effect"
 import { type IndexOptions, indexPaths } from "../src/programs/IndexRun.ts"
 import { indexStatus } from "../src/programs/IndexStatus.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
-import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 import { countingEmbedder } from "./Sources.ts"
 
 /** A document: id, file it was read from, categories text, title. */

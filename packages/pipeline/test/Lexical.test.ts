@@ -2,7 +2,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, B, Bm25Params, K1 } from "@funcpipe/domain/Config"
 import { Result, Schema } from "effect"
-import { parseQrels, parseQueries } from "../src/stages/eval/Collection.ts"
+import { analyze, termCounts } from "../src/analysis/Analyzer.ts"
+import { parseQrels, parseQueries } from "../src/eval/Collection.ts"
 import {
   averagePrecision,
   Baseline,
@@ -12,9 +13,8 @@ import {
   ndcgAt,
   precisionAt,
   recallAt
-} from "../src/stages/eval/Metrics.ts"
-import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/stages/rank/Bm25.ts"
-import { analyze, termCounts } from "../src/stages/text/Analyzer.ts"
+} from "../src/eval/Metrics.ts"
+import { bm25Scores, explainBm25, idf, lexicalIndex } from "../src/search/Bm25.ts"
 
 const plain = new AnalyzerConfig({ stopWords: "none", stemmer: "none" })
 

@@ -6,10 +6,10 @@
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer, Path } from "effect"
+import { Embedder } from "../src/models/Embedder.ts"
+import { Models } from "../src/models/Models.ts"
 import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { Models } from "../src/services/Models.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
 import {
   expectedMean,
   TINY_DIMENSIONS,

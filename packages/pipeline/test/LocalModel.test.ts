@@ -5,10 +5,10 @@
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, FileSystem, Layer, Path, Result } from "effect"
-import { inspectFolder, localFingerprint } from "../src/services/LocalModel.ts"
-import { Models } from "../src/services/Models.ts"
-import { INSTALL_RUNTIME_COMMAND, importRuntime, installRuntime } from "../src/services/Transformers.ts"
-import { lengthBatches, poolingOf, poolVectors } from "../src/stages/embed/LocalModel.ts"
+import { inspectFolder, localFingerprint } from "../src/models/local/LocalModel.ts"
+import { lengthBatches, poolingOf, poolVectors } from "../src/models/local/Pooling.ts"
+import { INSTALL_RUNTIME_COMMAND, importRuntime, installRuntime } from "../src/models/local/Transformers.ts"
+import { Models } from "../src/models/Models.ts"
 import { tinyModelFiles, writeTinyModel } from "./LocalModelFixture.ts"
 
 const half = 1 / Math.sqrt(2)

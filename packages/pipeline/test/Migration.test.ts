@@ -3,8 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { ModelLabel } from "@funcpipe/domain/Embedding"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
-import { describeMigration, planMigration } from "../src/stages/index/Migration.ts"
-import { planSync } from "../src/stages/index/Sync.ts"
+import { describeMigration, planMigration } from "../src/index/Migration.ts"
+import { planSync } from "../src/index/Sync.ts"
 
 const stored = new IndexManifest({
   formatVersion: 1,

@@ -8,8 +8,8 @@ import { Clock, ConfigProvider, Duration, Effect, Fiber, Layer, Queue, Redacted,
 import { EmbeddingModel } from "effect/ai"
 import { HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
-import { Models } from "../src/services/Models.ts"
-import * as OpenAi from "../src/services/OpenAiEmbeddings.ts"
+import { Models } from "../src/models/Models.ts"
+import * as OpenAi from "../src/models/openai/OpenAiEmbeddings.ts"
 
 const KEY = "sk-test-3f9c2a-never-shown"
 

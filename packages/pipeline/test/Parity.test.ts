@@ -7,19 +7,19 @@ import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
 import { TopK } from "@funcpipe/domain/Query"
 import { Effect, Layer, Result, Stream } from "effect"
+import { chunkDoc } from "../src/analysis/Chunker.ts"
+import { cleanDoc } from "../src/analysis/Clean.ts"
+import { dedupChunks } from "../src/analysis/Dedup.ts"
+import { embedChunk, embedText, LOCAL_SHA256 } from "../src/analysis/Embed.ts"
+import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { layerMemory } from "../src/services/MemoryIndexStore.ts"
-import { embedChunk, embedText, LOCAL_SHA256 } from "../src/stages/embed/Embed.ts"
-import { cosineSimilarity, rawCosine } from "../src/stages/rank/Cosine.ts"
-import { dedupChunks } from "../src/stages/rank/Dedup.ts"
-import { makeQuery } from "../src/stages/rank/Query.ts"
-import { retrieve, vectorIndex } from "../src/stages/rank/Retrieve.ts"
-import { parseCsvDocs } from "../src/stages/read/Csv.ts"
-import { chunkDoc } from "../src/stages/text/Chunker.ts"
-import { cleanDoc } from "../src/stages/text/Clean.ts"
+import { parseCsvDocs } from "../src/read/Csv.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { cosineSimilarity, rawCosine } from "../src/search/Cosine.ts"
+import { makeQuery } from "../src/search/Query.ts"
+import { retrieve, vectorIndex } from "../src/search/Retrieve.ts"
+import { layerTemporary } from "../src/store/sqlite/TempIndexStore.ts"
 import { type GoldenEnv, golden, parseHexFloat } from "./Golden.ts"
 
 const config = (env: GoldenEnv) =>
@@ -241,7 +241,7 @@ describe("parity: retrieval through the index, as the CLI and the server run it"
       size: () => Effect.succeed(0)
     })
   )
-  const indexed = Layer.mergeAll(layerMemory, source, Embedder.layerLocalSha256, NodeServices.layer)
+  const indexed = Layer.mergeAll(layerTemporary, source, Embedder.layerLocalSha256, NodeServices.layer)
   // The index cleans a query before embedding it, as it cleans bodies; the spec ranks by the raw text's vector, so a
   // query is compared with the spec's ranking of its cleaned text ("  Graph NE  " with that of "graph ne").
   const byText = new Map(r.queries.map((q) => [q.query_text, q] as const))

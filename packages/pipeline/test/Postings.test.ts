@@ -1,7 +1,7 @@
 /** The postings codec: what is encoded decodes to the same postings, and damaged bytes are refused. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { decodePostings, encodePostings } from "../src/stages/index/Postings.ts"
+import { decodePostings, encodePostings } from "../src/index/Postings.ts"
 
 const postings = fc.uniqueArray(fc.integer({ min: 0, max: 5_000_000 }), { maxLength: 60 }).chain((ordinals) =>
   fc.tuple(

@@ -7,27 +7,33 @@ import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Effect, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
-import { indexPaths } from "../src/programs/IndexRun.ts"
-import { queryIndex } from "../src/programs/QueryIndex.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { layerMemory } from "../src/services/MemoryIndexStore.ts"
-import { EARLY_WORKER, type EarlyWorker, inlinePreparer, layerWorkers, Preparer } from "../src/services/Preparer.ts"
-import { embedText } from "../src/stages/embed/Embed.ts"
-import { hashDoc } from "../src/stages/index/Sync.ts"
-import { analyze } from "../src/stages/text/Analyzer.ts"
-import { chunkSpans } from "../src/stages/text/Chunker.ts"
-import { cleanText } from "../src/stages/text/Clean.ts"
+import { analyze } from "../src/analysis/Analyzer.ts"
+import { chunkSpans } from "../src/analysis/Chunker.ts"
+import { cleanText } from "../src/analysis/Clean.ts"
+import { embedText } from "../src/analysis/Embed.ts"
+import { WordTable } from "../src/analysis/TermTable.ts"
 import {
   deltaPreparer,
   deltaReceiver,
   type PreparedBatch,
   prepareBatch,
   TermNumbering
-} from "../src/stages/text/Prepare.ts"
-import { WordTable } from "../src/stages/text/WordTable.ts"
+} from "../src/index/prepare/Prepare.ts"
+import {
+  EARLY_WORKER,
+  type EarlyWorker,
+  inlinePreparer,
+  layerWorkers,
+  Preparer
+} from "../src/index/prepare/Preparer.ts"
+import { hashDoc } from "../src/index/Sync.ts"
+import { Embedder } from "../src/models/Embedder.ts"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { layerTemporary } from "../src/store/sqlite/TempIndexStore.ts"
 
-const script = new URL("../src/stages/text/PrepareWorker.ts", import.meta.url)
+const script = new URL("../src/index/prepare/PrepareWorker.ts", import.meta.url)
 const settings = {
   cleaner: CleanerConfig.default,
   chunker: new ChunkerConfig({ chunkSize: ChunkSize.make(7), overlap: Overlap.make(2), tailPolicy: "pad" }),
@@ -354,7 +360,7 @@ layer(layerWorkers(script, 2, { hash: 1, pack: 1 }), { timeout: 60_000 })("a sha
             return yield* Effect.forEach(["running fox", "stars 😀", "深"], (q) =>
               Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations])
             )
-          }).pipe(Effect.provide(Layer.mergeAll(layerMemory, source, preparer)))
+          }).pipe(Effect.provide(Layer.mergeAll(layerTemporary, source, preparer)))
         const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
         const pooled = yield* answers(Layer.succeed(Preparer, yield* Preparer))
         assert.deepStrictEqual(pooled, inline)

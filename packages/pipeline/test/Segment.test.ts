@@ -4,8 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { decodePostings, encodePostings } from "../src/stages/index/Postings.ts"
-import { SegmentBuilder } from "../src/stages/index/Segment.ts"
+import { decodePostings, encodePostings } from "../src/index/Postings.ts"
+import { SegmentBuilder } from "../src/index/Segment.ts"
 
 /** Chunks as term lists over a small vocabulary (repeats within a chunk included), with 2-dimensional vectors. */
 const chunks = fc.array(fc.array(fc.constantFrom("a", "b", "c", "d", "e", "f", "g"), { maxLength: 12 }), {

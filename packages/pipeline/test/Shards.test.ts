@@ -2,8 +2,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FusionConfig } from "@funcpipe/domain/Config"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
-import { fuseLinear, keyTies, topOf } from "../src/stages/rank/Ranker.ts"
-import { fuseHits, type Hit, mergeHits, shardOf, sumStats } from "../src/stages/rank/Shards.ts"
+import { fuseHits, type Hit, mergeHits, shardOf, sumStats } from "../src/cluster/Shards.ts"
+import { fuseLinear, keyTies, topOf } from "../src/search/Ranker.ts"
 
 const hit = (score: number, docId: string, start = 0, end = 3, text = "t"): Hit => ({
   score,

@@ -1,8 +1,8 @@
 /** Document sources and embedders for tests: documents held in memory instead of files, embedders that count. */
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Effect, Layer, Result, Stream } from "effect"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
+import { Embedder } from "../src/models/Embedder.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
 
 /**
  * A source that reads the given documents (doc id and body, no title) as the records of `file`, whatever paths it is

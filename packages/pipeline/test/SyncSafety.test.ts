@@ -4,12 +4,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Effect, FileSystem, Layer, Result, Stream } from "effect"
 import fc from "fast-check"
+import { PRUNE_FREE_DOCUMENTS, pruneReason } from "../src/index/Sync.ts"
+import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
-import { DocumentSource } from "../src/services/DocumentSource.ts"
-import { Embedder } from "../src/services/Embedder.ts"
-import { IndexStore } from "../src/services/IndexStore.ts"
-import { layerSqlite } from "../src/services/SqliteIndexStore.ts"
-import { PRUNE_FREE_DOCUMENTS, pruneReason } from "../src/stages/index/Sync.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 
 /** A source of documents `[docId, body]`, each on its own line of `file`. */
 const lines = (file: string, docs: ReadonlyArray<readonly [string, string]>) =>

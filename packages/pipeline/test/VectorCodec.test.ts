@@ -1,8 +1,8 @@
 /** Vector blocks are stored in the narrowest encoding that gives every component back bit for bit. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../src/stages/embed/Embed.ts"
-import { decodeRows, decodeVectors, encodeVectors, encodingFor, encodingOf } from "../src/stages/index/VectorCodec.ts"
+import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../src/analysis/Embed.ts"
+import { decodeRows, decodeVectors, encodeVectors, encodingFor, encodingOf } from "../src/index/VectorCodec.ts"
 
 /** Encodes, finds the encoding again from the byte length alone, and decodes. */
 const roundTrip = (values: Float64Array): Float64Array => {

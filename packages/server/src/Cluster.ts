@@ -5,9 +5,9 @@
  */
 import { NodeSocket, NodeSocketServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { StoreFailure } from "@funcpipe/pipeline/services/IndexStore"
-import { parsePgUrl, scrubUrl } from "@funcpipe/pipeline/services/PgIndexStore"
-import { layerShardEntities, PartitionSource } from "@funcpipe/pipeline/services/ShardCluster"
+import { layerShardEntities, PartitionSource } from "@funcpipe/pipeline/cluster/ShardCluster"
+import { StoreFailure } from "@funcpipe/pipeline/store/IndexStore"
+import { parsePgUrl, scrubUrl } from "@funcpipe/pipeline/store/postgres/PgIndexStore"
 import { Duration, Effect, Layer, Option } from "effect"
 import {
   MessageStorage,

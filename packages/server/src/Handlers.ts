@@ -1,5 +1,7 @@
 /** The API's handlers: a few lines each over the pipeline's programs, answering from the `LiveIndex` snapshot. */
 
+import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
+import { RawDoc } from "@funcpipe/domain/Document"
 import {
   answerJson,
   DocumentNotFound,
@@ -10,15 +12,13 @@ import {
   manifestJson,
   type QueryRequest,
   WritesDisabled
-} from "@funcpipe/domain/Api"
-import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
-import { RawDoc } from "@funcpipe/domain/Document"
+} from "@funcpipe/domain/http/Api"
+import { highlightSpans } from "@funcpipe/pipeline/analysis/Highlight"
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore, readSnapshot } from "@funcpipe/pipeline/services/IndexStore"
-import { defaultExpansion } from "@funcpipe/pipeline/stages/rank/Expansion"
-import { highlightSpans } from "@funcpipe/pipeline/stages/text/Highlight"
+import { defaultExpansion } from "@funcpipe/pipeline/search/Expansion"
+import { IndexStore, readSnapshot } from "@funcpipe/pipeline/store/IndexStore"
 import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"

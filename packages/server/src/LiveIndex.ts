@@ -3,10 +3,10 @@
  * each request holding the snapshot it started on until it ends.
  */
 
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { IndexMissing, openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { IndexStore, readSnapshot, type Snapshot, type StoreError } from "@funcpipe/pipeline/services/IndexStore"
-import type { ModelMismatch } from "@funcpipe/pipeline/stages/rank/Retrieve"
+import type { ModelMismatch } from "@funcpipe/pipeline/search/Retrieve"
+import { IndexStore, readSnapshot, type Snapshot, type StoreError } from "@funcpipe/pipeline/store/IndexStore"
 import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
 
 /** One opened state of the index. */

@@ -5,7 +5,7 @@
 
 import { createServer, type Server } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { FuncPipeApi } from "@funcpipe/domain/Api"
+import { FuncPipeApi } from "@funcpipe/domain/http/Api"
 import { Cause, Effect, Layer, type Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"

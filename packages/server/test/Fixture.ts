@@ -1,9 +1,9 @@
 /** Test fixtures: a small index in a temporary folder, and a server over it on a free loopback port. */
 import { NodeServices } from "@effect/platform-node"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { layerSqlite } from "@funcpipe/pipeline/services/SqliteIndexStore"
+import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
 import { DEFAULT_MAX_BODY_BYTES, layer, type ServerOptions } from "../src/Server.ts"

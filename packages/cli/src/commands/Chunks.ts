@@ -1,11 +1,11 @@
 /** `funcpipe chunks`: write every chunk with its embedding as JSON Lines. */
 
+import { writeFileAtomic } from "@funcpipe/pipeline/platform/AtomicFile"
 import { ingest } from "@funcpipe/pipeline/programs/Ingest"
-import { writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
 import { Console, Effect, Option } from "effect"
 import { Command } from "effect/cli"
-import { chunkerFrom, chunkingFlags, keep, modelFlags, modelLayer, out, ruleOption } from "../Flags.ts"
-import { chunksJsonl, summaryLines } from "../Format.ts"
+import { chunkerFrom, chunkingFlags, keep, modelFlags, modelLayer, out, ruleOption } from "../flags/Flags.ts"
+import { chunksJsonl, summaryLines } from "../output/Format.ts"
 import { paths } from "./Search.ts"
 
 export const chunks = Command.make(

@@ -1,11 +1,11 @@
 /** `funcpipe copy`: move an index between a SQLite file and a PostgreSQL database, either way. */
 
 import { copyIndex } from "@funcpipe/pipeline/programs/CopyIndex"
-import { layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
-import { IndexStore } from "@funcpipe/pipeline/services/IndexStore"
+import { layerIndexStore, showIndex } from "@funcpipe/pipeline/programs/IndexLocation"
+import { IndexStore } from "@funcpipe/pipeline/store/IndexStore"
 import { Console, Context, Effect, Layer } from "effect"
 import { Command, Flag } from "effect/cli"
-import { Progress } from "../Progress.ts"
+import { Progress } from "../output/Progress.ts"
 
 /** The store at `index`, open until the command's scope closes. */
 const storeAt = (index: string) =>

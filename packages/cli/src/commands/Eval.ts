@@ -1,13 +1,13 @@
 /** `funcpipe eval`: measure retrieval quality on a test collection. */
 
 import { RetrievalMode } from "@funcpipe/domain/Config"
+import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/eval/Metrics"
+import { EmbeddingCache } from "@funcpipe/pipeline/models/EmbeddingCache"
+import { DEFAULT_MODEL } from "@funcpipe/pipeline/models/Models"
+import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/platform/AtomicFile"
+import { systemReason } from "@funcpipe/pipeline/platform/SystemReason"
 import { type Evaluation, evaluateCollection } from "@funcpipe/pipeline/programs/Evaluate"
-import { checkOutputFolder, writeFileAtomic } from "@funcpipe/pipeline/services/AtomicFile"
-import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
-import { embeddingCacheFor, layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
-import { DEFAULT_MODEL } from "@funcpipe/pipeline/services/Models"
-import { systemReason } from "@funcpipe/pipeline/services/SystemReason"
-import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/stages/eval/Metrics"
+import { embeddingCacheFor, layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { Console, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import {
@@ -22,9 +22,9 @@ import {
   queryOptionsFrom,
   rankingFlags,
   ruleOption
-} from "../Flags.ts"
-import { skipLines } from "../Format.ts"
-import { Progress, silentProgress } from "../Progress.ts"
+} from "../flags/Flags.ts"
+import { skipLines } from "../output/Format.ts"
+import { Progress, silentProgress } from "../output/Progress.ts"
 
 /** A metric fell below the baseline by more than the tolerance. */
 export class QualityRegression extends Schema.TaggedError<QualityRegression>()("QualityRegression", {

@@ -1,10 +1,10 @@
 /** `funcpipe index`: build or update the persistent index from files. */
 
+import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/index/Sync"
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
+import { EmbeddingCache } from "@funcpipe/pipeline/models/EmbeddingCache"
+import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/programs/IndexLocation"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
-import { Embedder } from "@funcpipe/pipeline/services/Embedder"
-import { EmbeddingCache } from "@funcpipe/pipeline/services/EmbeddingCache"
-import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/services/IndexLocation"
-import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/stages/index/Sync"
 import { Console, Effect, Layer } from "effect"
 import { Command, Flag } from "effect/cli"
 import {
@@ -18,10 +18,10 @@ import {
   modelFlags,
   modelLayer,
   ruleOption
-} from "../Flags.ts"
-import { embedUsageLine, indexReportJson, indexReportLines, skipLines } from "../Format.ts"
+} from "../flags/Flags.ts"
 import { keepHeapNearLiveData } from "../Heap.ts"
-import { Progress, silentProgress } from "../Progress.ts"
+import { embedUsageLine, indexReportJson, indexReportLines, skipLines } from "../output/Format.ts"
+import { Progress, silentProgress } from "../output/Progress.ts"
 import { paths } from "./Search.ts"
 
 /** Prints on stderr what embedding `chunks` cost, for a model that calls a service. */

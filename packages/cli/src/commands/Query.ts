@@ -3,10 +3,10 @@
 import { oneLine } from "@funcpipe/domain/Decode"
 import { TopK } from "@funcpipe/domain/Query"
 import type { Rule } from "@funcpipe/domain/Rule"
+import { layerIndexModel } from "@funcpipe/pipeline/models/Models"
+import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
-import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
-import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { isPostgresUrl } from "@funcpipe/pipeline/services/PgUrl"
+import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import {
@@ -18,9 +18,9 @@ import {
   serviceFlags,
   where,
   withServiceFlags
-} from "../Flags.ts"
-import { resultLines, resultsJson } from "../Format.ts"
-import { eitherText, queryFlag, queryText, STDIN_HINT } from "../QueryText.ts"
+} from "../flags/Flags.ts"
+import { eitherText, queryFlag, queryText, STDIN_HINT } from "../flags/QueryText.ts"
+import { resultLines, resultsJson } from "../output/Format.ts"
 
 /** `--top-k N`, default 3. */
 export const topK = Flag.Int("top-k").pipe(
@@ -61,7 +61,7 @@ const queryCluster = Effect.fn("query.cluster")(function* (
     return yield* new ShardedQueryUnsupported({ reason: "with --explain or --expand" })
   }
   const { layerEntry } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
-  const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/services/ShardCluster"))
+  const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/cluster/ShardCluster"))
   const model = Layer.provide(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
   const answer = yield* queryShards(text, input.topK, { shards, ...options, ...ruleOption("where", input.where) }).pipe(
     Effect.provide(Layer.merge(layerEntry({ index: input.index }), model))

@@ -16,9 +16,9 @@ import {
   queryOptionsFrom,
   ruleOption,
   where
-} from "../Flags.ts"
-import { resultLines, searchJson, searchSummaryLine, skipLines } from "../Format.ts"
-import { queryFlag, queryText } from "../QueryText.ts"
+} from "../flags/Flags.ts"
+import { queryFlag, queryText } from "../flags/QueryText.ts"
+import { resultLines, searchJson, searchSummaryLine, skipLines } from "../output/Format.ts"
 import { topK } from "./Query.ts"
 
 export const paths = Argument.String("paths").pipe(

@@ -1,10 +1,11 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
-import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
-import { layerIndexModel } from "@funcpipe/pipeline/services/Models"
-import { isPostgresUrl } from "@funcpipe/pipeline/services/PgUrl"
+
+import { layerIndexModel } from "@funcpipe/pipeline/models/Models"
+import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
+import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { indexPath, serviceFlags, withServiceFlags } from "../Flags.ts"
+import { indexPath, serviceFlags, withServiceFlags } from "../flags/Flags.ts"
 import { keepHeapNearLiveData } from "../Heap.ts"
 
 /**

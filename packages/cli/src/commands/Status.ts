@@ -1,11 +1,11 @@
 /** `funcpipe status`: what the index holds and what changed since it was built. */
 
+import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { indexStatus } from "@funcpipe/pipeline/programs/IndexStatus"
-import { layerIndexStore } from "@funcpipe/pipeline/services/IndexLocation"
 import { Console, Effect } from "effect"
 import { Command } from "effect/cli"
-import { indexPath, json } from "../Flags.ts"
-import { statusJson, statusLines } from "../Format.ts"
+import { indexPath, json } from "../flags/Flags.ts"
+import { statusJson, statusLines } from "../output/Format.ts"
 
 export const status = Command.make(
   "status",

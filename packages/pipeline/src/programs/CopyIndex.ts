@@ -6,9 +6,9 @@
 
 import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Clock, Effect, Option, Schema } from "effect"
-import { IndexCorrupt, type IndexStore, readSnapshot, type Snapshot } from "../services/IndexStore.ts"
-import { packBodies } from "../stages/text/BodyPack.ts"
-import { prepareBatch } from "../stages/text/Prepare.ts"
+import { packBodies } from "../index/BodyPack.ts"
+import { prepareBatch } from "../index/prepare/Prepare.ts"
+import { IndexCorrupt, type IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
 import { IndexMissing } from "./QueryIndex.ts"
 
 /** The destination holds an index already; a copy replaces one only when asked to. */

@@ -5,24 +5,18 @@ import type { RawDoc } from "@funcpipe/domain/Document"
 import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Option, Path, Result, Schema, Stream } from "effect"
-import { DocumentSource, type SourcedDoc, type SourceRecord } from "../services/DocumentSource.ts"
-import { Embedder } from "../services/Embedder.ts"
-import { cachedEmbedder, EmbeddingCache } from "../services/EmbeddingCache.ts"
-import {
-  type ChunkRecord,
-  type DocWrite,
-  IndexStore,
-  type IndexWriter,
-  type StoredEntry
-} from "../services/IndexStore.ts"
-import { Preparer } from "../services/Preparer.ts"
-import { describeMigration, planMigration } from "../stages/index/Migration.ts"
-import { hashDoc, pruneReason, type SyncPlan, samePaths } from "../stages/index/Sync.ts"
-import { DimensionMismatch } from "../stages/rank/Cosine.ts"
-import { ModelMismatch } from "../stages/rank/Retrieve.ts"
-import { claimer, emptyAfterCleaning, type Skip } from "../stages/read/Claim.ts"
-import { keepChange, keepTest } from "../stages/read/Keep.ts"
-import type { PreparedBatch } from "../stages/text/Prepare.ts"
+import { describeMigration, planMigration } from "../index/Migration.ts"
+import type { PreparedBatch } from "../index/prepare/Prepare.ts"
+import { Preparer } from "../index/prepare/Preparer.ts"
+import { hashDoc, pruneReason, type SyncPlan, samePaths } from "../index/Sync.ts"
+import { Embedder } from "../models/Embedder.ts"
+import { cachedEmbedder, EmbeddingCache } from "../models/EmbeddingCache.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../read/Claim.ts"
+import { DocumentSource, type SourcedDoc, type SourceRecord } from "../read/DocumentSource.ts"
+import { keepChange, keepTest } from "../read/Keep.ts"
+import { DimensionMismatch } from "../search/Cosine.ts"
+import { ModelMismatch } from "../search/Retrieve.ts"
+import { type ChunkRecord, type DocWrite, IndexStore, type IndexWriter, type StoredEntry } from "../store/IndexStore.ts"
 
 /** The stored index was built with other settings; the message says what changed and how to go on. */
 export class SettingsChanged extends Schema.TaggedError<SettingsChanged>()("SettingsChanged", {

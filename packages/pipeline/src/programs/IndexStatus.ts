@@ -3,12 +3,12 @@
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { keepAll } from "@funcpipe/domain/Rule"
 import { Effect, Path, Stream } from "effect"
-import { DocumentSource } from "../services/DocumentSource.ts"
-import { IndexStore } from "../services/IndexStore.ts"
-import { hashDoc, planSync } from "../stages/index/Sync.ts"
-import { claimer } from "../stages/read/Claim.ts"
-import { keepTest } from "../stages/read/Keep.ts"
-import { prepareBatch } from "../stages/text/Prepare.ts"
+import { prepareBatch } from "../index/prepare/Prepare.ts"
+import { hashDoc, planSync } from "../index/Sync.ts"
+import { claimer } from "../read/Claim.ts"
+import { DocumentSource } from "../read/DocumentSource.ts"
+import { keepTest } from "../read/Keep.ts"
+import { IndexStore } from "../store/IndexStore.ts"
 import { requireManifest } from "./QueryIndex.ts"
 
 /** One file whose documents differ from the index: new documents, changed ones, or ones that are gone. */

@@ -4,15 +4,15 @@ import type { Chunk, ChunkDraft } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Path, Stream } from "effect"
-import { DocumentSource } from "../services/DocumentSource.ts"
-import { Embedder } from "../services/Embedder.ts"
-import { embedChunk } from "../stages/embed/Embed.ts"
-import { claimer, emptyAfterCleaning, type Skip } from "../stages/read/Claim.ts"
-import { keepTest } from "../stages/read/Keep.ts"
-import { chunkDoc } from "../stages/text/Chunker.ts"
-import { cleanDoc } from "../stages/text/Clean.ts"
+import { chunkDoc } from "../analysis/Chunker.ts"
+import { cleanDoc } from "../analysis/Clean.ts"
+import { embedChunk } from "../analysis/Embed.ts"
+import { Embedder } from "../models/Embedder.ts"
+import { claimer, emptyAfterCleaning, type Skip } from "../read/Claim.ts"
+import { DocumentSource } from "../read/DocumentSource.ts"
+import { keepTest } from "../read/Keep.ts"
 
-export type { Skip } from "../stages/read/Claim.ts"
+export type { Skip } from "../read/Claim.ts"
 
 /**
  * What an ingest run did: records read, documents kept (with at least one chunk), documents the keep rule left out,

@@ -4,8 +4,8 @@ import type { AnalyzerConfig, ChunkerConfig } from "@funcpipe/domain/Config"
 import { CleanerConfig } from "@funcpipe/domain/Config"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Effect } from "effect"
-import { layerMemory } from "../services/MemoryIndexStore.ts"
-import { prepareQuery } from "../stages/rank/Query.ts"
+import { prepareQuery } from "../search/Query.ts"
+import { layerTemporary } from "../store/sqlite/TempIndexStore.ts"
 import { indexPaths } from "./IndexRun.ts"
 import { type QueryOptions, queryIndex } from "./QueryIndex.ts"
 
@@ -29,5 +29,5 @@ export const searchPaths = Effect.fn("searchPaths")(function* (
     const report = yield* indexPaths(paths, options)
     const answer = yield* queryIndex(query, topK, options)
     return { ...answer, report } as const
-  }).pipe(Effect.provide(layerMemory))
+  }).pipe(Effect.provide(layerTemporary))
 })

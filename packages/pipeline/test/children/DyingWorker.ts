@@ -1,6 +1,6 @@
 /** A preparing thread for the pool test: exits at once on a batch whose first body is "exit", else prepares it. */
 import { parentPort } from "node:worker_threads"
-import { deltaPreparer } from "../../src/stages/text/Prepare.ts"
+import { deltaPreparer } from "../../src/index/prepare/Prepare.ts"
 
 const prepare = deltaPreparer()
 

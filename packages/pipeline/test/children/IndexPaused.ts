@@ -6,10 +6,10 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Console, Effect, Layer } from "effect"
+import { Embedder } from "../../src/models/Embedder.ts"
 import { indexPaths } from "../../src/programs/IndexRun.ts"
-import { DocumentSource } from "../../src/services/DocumentSource.ts"
-import { Embedder } from "../../src/services/Embedder.ts"
-import { layerSqlite } from "../../src/services/SqliteIndexStore.ts"
+import { DocumentSource } from "../../src/read/DocumentSource.ts"
+import { layerSqlite } from "../../src/store/sqlite/SqliteIndexStore.ts"
 
 const [indexFile, corpus, chunkSize, rebuild, pauseAfter] = process.argv.slice(2) as [
   string,

@@ -7,10 +7,10 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Console, Effect, Layer } from "effect"
+import { Embedder } from "../../src/models/Embedder.ts"
+import { layerIndexStore } from "../../src/programs/IndexLocation.ts"
 import { indexPaths } from "../../src/programs/IndexRun.ts"
-import { DocumentSource } from "../../src/services/DocumentSource.ts"
-import { Embedder } from "../../src/services/Embedder.ts"
-import { layerIndexStore } from "../../src/services/IndexLocation.ts"
+import { DocumentSource } from "../../src/read/DocumentSource.ts"
 
 const [indexFile, corpus, stopAfter] = process.argv.slice(2) as [string, string, string]
 

@@ -1,0 +1,204 @@
+/** Boundary service: where the per-document stage runs, on the calling thread or on a pool of worker threads. */
+
+import { availableParallelism } from "node:os"
+import type { Worker } from "node:worker_threads"
+import { Context, Effect, Layer } from "effect"
+import { compressPack } from "../BodyPack.ts"
+import {
+  type DocText,
+  deltaReceiver,
+  hashesOf,
+  type PreparedBatch,
+  type PreparedDelta,
+  type PrepareSettings,
+  prepareBatch
+} from "./Prepare.ts"
+
+export interface Preparer {
+  /** How many batches can be prepared at once, so a caller can keep them all busy. */
+  readonly concurrency: number
+  /** Runs `prepareBatch`; a failure of the stage itself is a defect (a bug), never a user's error. */
+  readonly prepare: (docs: ReadonlyArray<DocText>, settings: PrepareSettings) => Effect.Effect<PreparedBatch>
+}
+
+/** A batch prepared by a thread, or why it could not be. */
+interface Result {
+  readonly batch?: PreparedBatch | undefined
+  readonly error?: string | undefined
+}
+
+interface Reply {
+  readonly delta?: PreparedDelta
+  readonly error?: string
+}
+
+/** Runs the stage on the calling thread. */
+export const inlinePreparer: Preparer = {
+  concurrency: 1,
+  prepare: (docs, settings) => Effect.sync(() => prepareBatch(docs, settings))
+}
+
+/**
+ * Where a launcher leaves a preparing thread it started before the program was loaded: starting one takes ~0.2 s (a
+ * new V8 instance, then the stage's modules), which otherwise passes with the writer idle. The CLI launcher starts one
+ * for `index`. `failed` is set if the thread errs or exits before a pool takes it.
+ */
+export const EARLY_WORKER = Symbol.for("funcpipe/early-prepare-worker")
+
+/** What a launcher leaves at `EARLY_WORKER`: the thread, the script it runs, and whether it has failed. */
+export interface EarlyWorker {
+  readonly script: string
+  readonly worker: Worker
+  failed: boolean
+}
+
+/** The thread a launcher started for `script`, taken once; one for another script, or failed, is ended instead. */
+const takeEarlyWorker = (script: URL): Worker | undefined => {
+  const holder = globalThis as { [EARLY_WORKER]?: EarlyWorker }
+  const early = holder[EARLY_WORKER]
+  if (early === undefined) return undefined
+  delete holder[EARLY_WORKER]
+  if (!early.failed && early.script === script.href) return early.worker
+  void early.worker.terminate()
+  return undefined
+}
+
+/** The preparer in use: inline unless a layer installs the worker pool (the CLI does). */
+export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defaultValue: () => inlinePreparer })
+
+/**
+ * How many batches a thread may have waiting before the caller hashes the documents of its next one itself (for
+ * `hashDocs`): a thread with few keeps up with the caller and has time to hash them; with more, it is the slower of
+ * the two. Hashing a 210 MB corpus takes about 0.5 s, which neither thread has to spare over a whole run, but the
+ * thread runs short of batches now and then (while the caller writes a segment, for one). Interleaved 210 MB runs:
+ * always on the caller 5.02-5.50 s, with a limit of 16 5.13-5.27 s (faster in 3 of 4); 4 faster than 16 and 48 in 4 of
+ * 4; 2, 4 and 8 alike. At 8, the thread hashed about 1 batch in 20.
+ */
+const HASH_BACKLOG = 8
+
+/**
+ * How many batches a thread may have waiting before it is asked to leave the packs of the next one uncompressed, for
+ * the caller to compress as they come back (`rawPacks`): with that many, the thread is the slower of the two by far.
+ * In a 210 MB run the caller was the slower in the first half (it touches most of its memory for the first time then)
+ * and waited for the thread a third of the time in the second half. Interleaved 210 MB runs against no such limit:
+ * faster in 4 of 4 pairs; 16, 48 and 56 were within the machine's noise of 32.
+ */
+const PACK_BACKLOG = 32
+
+/** A delta with its packs compressed, if the thread left them uncompressed. */
+const compressed = (delta: PreparedDelta): PreparedDelta =>
+  delta.flat.rawPacks === true
+    ? { ...delta, flat: { ...delta.flat, packs: delta.flat.packs.map(compressPack), rawPacks: false } }
+    : delta
+
+/**
+ * A pool of `workers` threads running `script` (the `PrepareWorker` module, as source or bundled), each taking batches
+ * in order; a batch goes to the least busy thread. Two jobs go to the caller when the thread is behind: hashing a
+ * batch's documents (`hashDocs`) once `backlogs.hash` batches or more wait for the thread, and compressing its packs
+ * once `backlogs.pack` do (see `HASH_BACKLOG` and `PACK_BACKLOG`, the defaults; tests set both low). Threads start with
+ * the first batch (a command that indexes nothing starts none; the first may have been started early by a launcher,
+ * see `EARLY_WORKER`) and end when the layer is released. A thread that fails or exits fails the batches it held (as
+ * defects) and is replaced for later batches.
+ */
+export const layerWorkers = (
+  script: URL,
+  workers = Math.max(1, availableParallelism() - 1),
+  backlogs: { readonly hash?: number; readonly pack?: number } = {}
+) =>
+  Layer.effect(
+    Preparer,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => ({ threads: [] as Array<Worker | undefined> })),
+        (pool) => Effect.promise(() => Promise.all(pool.threads.map((t) => t?.terminate())))
+      ),
+      (pool): Preparer => {
+        let next = 0
+        const busy: Array<number> = []
+        const pending = new Map<number, { readonly thread: number; readonly done: (result: Result) => void }>()
+        /** Fails every batch held by thread `t` and takes the thread out, so the next batch starts a new one. */
+        const lose = (t: number, worker: Worker, reason: string) => {
+          if (pool.threads[t] !== worker) return
+          pool.threads[t] = undefined
+          busy[t] = 0
+          const held = [...pending].filter(([, request]) => request.thread === t)
+          for (const [id] of held) pending.delete(id)
+          for (const [, request] of held) request.done({ error: reason })
+        }
+        const spawn = (t: number): Worker => {
+          const early = t === 0 ? takeEarlyWorker(script) : undefined
+          const worker =
+            early ??
+            // A small young generation per thread bounds the memory a pool adds (see the CLI launcher, which starts
+            // its early thread with the same limit). Loaded by the first batch, not at every start of the CLI (~5 ms).
+            new (process.getBuiltinModule("node:worker_threads").Worker)(script, {
+              resourceLimits: { maxYoungGenerationSizeMb: 24 }
+            })
+          worker.unref()
+          // Every delta is received, even one whose batch was forgotten, so the thread's vocabulary stays whole.
+          const receive = deltaReceiver()
+          worker.on("message", (reply: Reply & { readonly id: number }) => {
+            const batch = reply.delta === undefined ? undefined : receive(compressed(reply.delta))
+            const request = pending.get(reply.id)
+            if (request === undefined) return
+            pending.delete(reply.id)
+            busy[t] = Math.max(0, busy[t]! - 1)
+            request.done(
+              batch !== undefined || reply.delta === undefined
+                ? { batch, error: reply.error }
+                : { error: "a preparing thread skipped part of its term numbering" }
+            )
+          })
+          worker.on("error", (error) => lose(t, worker, error.stack ?? error.message))
+          worker.on("exit", (code) => lose(t, worker, `a preparing thread exited with code ${code}`))
+          pool.threads[t] = worker
+          busy[t] = 0
+          return worker
+        }
+        return {
+          // Enough batches in flight that a thread keeps working while the caller writes (synchronously): writing a
+          // full segment holds the caller for a few tenths of a second, and 64 batches of 64 documents let the thread
+          // work through it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
+          concurrency: 64 * workers,
+          prepare: (given, settings) => {
+            // Handed over once posted (the thread has a copy), so a batch waiting for its reply holds no bodies.
+            const box: { docs: ReadonlyArray<DocText> | undefined } = { docs: given }
+            return Effect.callback<PreparedBatch>((resume) => {
+              const docs = box.docs
+              if (docs === undefined) return void resume(Effect.die(new Error("a batch was sent to prepare twice")))
+              box.docs = undefined
+              let t = 0
+              for (let i = 1; i < workers; i++) if ((busy[i] ?? 0) < (busy[t] ?? 0)) t = i
+              const worker = pool.threads[t] ?? spawn(t)
+              const id = next++
+              // The documents are hashed here when the thread is behind, and its packs compressed here when it is well
+              // behind (see `HASH_BACKLOG` and `PACK_BACKLOG`).
+              const behind = busy[t] ?? 0
+              const hashes =
+                settings.hashDocs === true && behind >= (backlogs.hash ?? HASH_BACKLOG) ? hashesOf(docs) : undefined
+              const rawPacks = behind >= (backlogs.pack ?? PACK_BACKLOG)
+              const sent =
+                hashes === undefined && !rawPacks
+                  ? settings
+                  : { ...settings, hashDocs: settings.hashDocs === true && hashes === undefined, rawPacks }
+              busy[t] = behind + 1
+              pending.set(id, {
+                thread: t,
+                done: ({ batch, error }) =>
+                  resume(
+                    batch === undefined
+                      ? Effect.die(new Error(error))
+                      : Effect.succeed(hashes === undefined ? batch : { ...batch, flat: { ...batch.flat, hashes } })
+                  )
+              })
+              worker.postMessage({ id, docs, settings: sent })
+              // Interrupted: forget the batch (its reply, if any, is dropped).
+              return Effect.sync(() => {
+                if (pending.delete(id)) busy[t] = Math.max(0, busy[t]! - 1)
+              })
+            })
+          }
+        }
+      }
+    )
+  )
