@@ -3,6 +3,7 @@
 import { gunzipSync } from "node:zlib"
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
+import { concatBytes } from "../src/base/Bytes.ts"
 import {
   commonDirections,
   convertVectors,
@@ -17,7 +18,6 @@ import { decodeCache, encodeCache } from "../src/models/glove/GloveCache.ts"
 import { type WordVectors, winkReader } from "../src/models/glove/WinkVectors.ts"
 import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/models/glove/WordList.ts"
 import { tarReader } from "../src/models/Tar.ts"
-import { concatBytes } from "../src/read/ByteReader.ts"
 import { ENTRY, packageOf, tarOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)

@@ -1,8 +1,9 @@
 /** Tiny word-vector packages in wink's format, built in memory for the `glove-100d` tests. */
+
 import { createHash } from "node:crypto"
 import { gzipSync } from "node:zlib"
+import { concatBytes } from "../src/base/Bytes.ts"
 import type { VectorSource } from "../src/models/glove/GloveFiles.ts"
-import { concatBytes } from "../src/read/ByteReader.ts"
 
 /** The JSON of a wink vector file holding `vectors` (word → components), in the given word order. */
 export const winkJson = (vectors: ReadonlyArray<readonly [string, ReadonlyArray<number>]>): string => {

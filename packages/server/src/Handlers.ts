@@ -1,15 +1,14 @@
 /** The API's handlers: a few lines each over the pipeline's programs, answering from the `LiveIndex` snapshot. */
 
+import { answerJson, manifestJson } from "@funcpipe/domain/Answer"
 import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
 import { RawDoc } from "@funcpipe/domain/Document"
 import {
-  answerJson,
   DocumentNotFound,
   FuncPipeApi,
   IndexConflict,
   IndexUnavailable,
   InvalidRequest,
-  manifestJson,
   type QueryRequest,
   WritesDisabled
 } from "@funcpipe/domain/http/Api"

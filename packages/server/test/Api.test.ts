@@ -1,8 +1,9 @@
 /** The API in process (typed client, no socket) and over a real loopback socket, with the typed client and raw HTTP. */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { answerJson } from "@funcpipe/domain/Answer"
 import { Alpha } from "@funcpipe/domain/Config"
-import { answerJson, FuncPipeApi } from "@funcpipe/domain/http/Api"
+import { FuncPipeApi } from "@funcpipe/domain/http/Api"
 import { parseRule } from "@funcpipe/domain/Rule"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"

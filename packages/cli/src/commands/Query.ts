@@ -3,8 +3,8 @@
 import { oneLine } from "@funcpipe/domain/Decode"
 import { TopK } from "@funcpipe/domain/Query"
 import type { Rule } from "@funcpipe/domain/Rule"
-import { layerIndexModel } from "@funcpipe/pipeline/models/Models"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
+import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Console, Effect, Layer, Option, Schema } from "effect"
@@ -61,7 +61,7 @@ const queryCluster = Effect.fn("query.cluster")(function* (
     return yield* new ShardedQueryUnsupported({ reason: "with --explain or --expand" })
   }
   const { layerEntry } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
-  const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/cluster/ShardCluster"))
+  const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/programs/ShardedQuery"))
   const model = Layer.provide(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
   const answer = yield* queryShards(text, input.topK, { shards, ...options, ...ruleOption("where", input.where) }).pipe(
     Effect.provide(Layer.merge(layerEntry({ index: input.index }), model))

@@ -1,7 +1,7 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
 
-import { layerIndexModel } from "@funcpipe/pipeline/models/Models"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
+import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"

@@ -1,7 +1,7 @@
 /** The query text a command was given: the argument itself, or stdin when the argument is `-`. */
 
+import { concatBytes } from "@funcpipe/pipeline/base/Bytes"
 import { systemReason } from "@funcpipe/pipeline/platform/SystemReason"
-import { concatBytes } from "@funcpipe/pipeline/read/ByteReader"
 import { Effect, Option, Schema, Stdio, Stream } from "effect"
 import { Flag } from "effect/cli"
 

@@ -1,5 +1,5 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
-import { type AnswerView as ApiAnswerView, answerJson, manifestJson } from "@funcpipe/domain/ApiJson"
+import { type AnswerView as ApiAnswerView, answerJson, manifestJson } from "@funcpipe/domain/Answer"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import type { RankedChunk } from "@funcpipe/domain/Ranking"

@@ -1,10 +1,11 @@
 /**
  * The HTTP API of `funcpipe serve` as a contract: endpoints, request and response schemas, and the errors with their
  * status codes. Servers implement it and clients derive a typed client from it (`HttpApiClient.make(FuncPipeApi)`);
- * the JSON shapes are the CLI's `--json` shapes, built by the functions below for both.
+ * the JSON shapes of its answers are the CLI's `--json` shapes, defined in `../Answer.ts`.
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { BatchResponse, DocumentResponse, QueryResponse, StatusResponse } from "../Answer.ts"
 import { Alpha, B, FusionMethod, K1, RetrievalMode } from "../Config.ts"
 import { RuleFromText } from "../Rule.ts"
 import { hasNonWhitespace } from "../Whitespace.ts"
@@ -77,63 +78,6 @@ export const QueryRequest = Schema.Struct({
 }).annotate({ identifier: "QueryRequest" })
 export type QueryRequest = typeof QueryRequest.Type
 
-/** One term's share of a BM25 score. */
-export const TermScore = Schema.Struct({
-  term: Schema.String,
-  tf: Count,
-  df: Count,
-  idf: Schema.Finite,
-  score: Schema.Finite
-}).annotate({ identifier: "TermScore" })
-
-/** Why a result scored what it did, as far as its mode used each part (`null` for a part it did not use). */
-export const Explanation = Schema.Struct({
-  cosine: Schema.NullOr(Schema.Finite),
-  bm25: Schema.NullOr(Schema.Struct({ score: Schema.Finite, terms: Schema.Array(TermScore) })),
-  vector_rank: Schema.NullOr(Schema.Int),
-  lexical_rank: Schema.NullOr(Schema.Int),
-  fusion: Schema.NullOr(
-    Schema.Struct({
-      method: FusionMethod,
-      alpha: Schema.Finite,
-      lexical: Schema.Finite,
-      vector: Schema.Finite
-    })
-  ).annotate({ description: "In hybrid mode, what each ranking added to the fused score" })
-}).annotate({ identifier: "Explanation" })
-export type Explanation = typeof Explanation.Type
-
-/** A span `[start, end)` of a text, in code points. */
-export const Span = Schema.Tuple([Count, Count])
-
-/** One ranked chunk. */
-export const QueryResult = Schema.Struct({
-  rank: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
-  score: Schema.Finite.annotate({ description: "cosine in [-1, 1], BM25 above 0, fused in (0, 1]" }),
-  doc_id: Schema.String,
-  title: Schema.String.annotate({ description: "The document's title (empty when it has none)" }),
-  start: Count.annotate({ description: "Where the chunk starts in its document's cleaned text, in code points" }),
-  end: Count,
-  text: Schema.String,
-  explain: Schema.optionalKey(Explanation),
-  highlights: Schema.optionalKey(
-    Schema.Array(Span).annotate({
-      description: "Spans of `text` (code points) whose words match the query's terms"
-    })
-  )
-}).annotate({ identifier: "QueryResult" })
-export type QueryResult = typeof QueryResult.Type
-
-/** A query's answer: the same object `funcpipe query --json` prints. */
-export const QueryResponse = Schema.Struct({
-  query: Schema.String.annotate({ description: "The query text after cleaning" }),
-  top_k: Schema.Int,
-  mode: RetrievalMode,
-  model: Schema.String,
-  results: Schema.Array(QueryResult)
-}).annotate({ identifier: "QueryResponse" })
-export type QueryResponse = typeof QueryResponse.Type
-
 /** Many queries in one request, answered from one snapshot of the index. */
 export const BatchRequest = Schema.Struct({
   queries: Schema.Array(QueryRequest).check(
@@ -142,59 +86,8 @@ export const BatchRequest = Schema.Struct({
   )
 }).annotate({ identifier: "BatchRequest" })
 
-/** The answers of a batch, in the order of its queries. */
-export const BatchResponse = Schema.Struct({ answers: Schema.Array(QueryResponse) }).annotate({
-  identifier: "BatchResponse"
-})
-
 // ---------------------------------------------------------------------------------------------------------------
 // Index and documents
-
-/** An index's settings and counts: the same keys as in `funcpipe status --json`. */
-export const ManifestInfo = Schema.Struct({
-  format_version: Schema.Int,
-  model: Schema.String,
-  dimensions: Schema.Int,
-  clean_rules: Schema.Array(Schema.String),
-  chunk_size: Schema.Int,
-  overlap: Schema.Int,
-  tail_policy: Schema.String,
-  stop_words: Schema.String,
-  stemmer: Schema.String,
-  keep: Schema.NullOr(Schema.String).annotate({
-    description: "The keep rule the index was built with; null keeps all"
-  }),
-  created_at: Schema.String,
-  updated_at: Schema.String,
-  documents: Count,
-  chunks: Count
-}).annotate({ identifier: "ManifestInfo" })
-export type ManifestInfo = typeof ManifestInfo.Type
-
-/** What the server answers from, and whether its last look at the index file went wrong. */
-export const StatusResponse = Schema.Struct({
-  index: Schema.String.annotate({ description: "The index file" }),
-  ready: Schema.Boolean.annotate({ description: "Whether queries can be answered" }),
-  writable: Schema.Boolean,
-  manifest: Schema.NullOr(ManifestInfo).annotate({ description: "The index being served; null before there is one" }),
-  snapshot_at: Schema.NullOr(Schema.String).annotate({ description: "When the served snapshot was opened (ISO 8601)" }),
-  reload_error: Schema.NullOr(Schema.Struct({ at: Schema.String, message: Schema.String })).annotate({
-    description: "Why the last attempt to open a newer state of the index failed (the older one is still served)"
-  })
-}).annotate({ identifier: "StatusResponse" })
-export type StatusResponse = typeof StatusResponse.Type
-
-/** A stored document with its chunks in text order. */
-export const DocumentResponse = Schema.Struct({
-  doc_id: Schema.String,
-  title: Schema.String,
-  source: Schema.String.annotate({
-    description: "The file it was read from, or `api` for documents put through the API"
-  }),
-  categories: Schema.NullOr(Schema.String),
-  hash: Schema.String,
-  chunks: Schema.Array(Schema.Struct({ start: Count, end: Count, text: Schema.String }))
-}).annotate({ identifier: "DocumentResponse" })
 
 /** A document to add or replace, in the JSONL input's field names. */
 export const DocumentInput = Schema.Struct({
@@ -380,5 +273,3 @@ export class FuncPipeApi extends HttpApi.make("funcpipe")
 
 // ---------------------------------------------------------------------------------------------------------------
 // The JSON shapes, built once for the CLI and the server (in their own module, which the CLI loads without HTTP)
-
-export * from "../ApiJson.ts"

@@ -191,3 +191,6 @@ export const fuseHits = (
 /** The kind of score a mode's answers carry. */
 export const scoreKind = (mode: RetrievalMode, fusion: FusionConfig): ScoreKind =>
   mode === "vector" ? "cosine" : mode === "lexical" ? "bm25" : fusion.method
+
+/** The terms once each, in first-seen order (the order the statistics rounds use). */
+export const distinct = (terms: ReadonlyArray<string>): Array<string> => [...new Set(terms)]

@@ -4,9 +4,10 @@
  * often a few KB, and a compressor's set-up per call cost more than compressing (deflate per document: 1.08 s for
  * 48 MB at 0.54 of the size; zstd per 64 KB pack: 0.18 s at 0.45). Each thread keeps one zstd stream for its packs.
  */
+
 import { randomFillSync } from "node:crypto"
 import { constants, ZstdCompress, ZstdDecompress, zstdCompressSync, zstdDecompressSync } from "node:zlib"
-import { concatBytes } from "../read/ByteReader.ts"
+import { concatBytes } from "../base/Bytes.ts"
 
 /** A pack closes once it holds this many bytes of text; a document of this size or more is a pack of its own. */
 export const PACK_BYTES = 64 * 1024

@@ -2,6 +2,7 @@
 
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
+import { concatBytes } from "../base/Bytes.ts"
 import { BadRecord } from "./BadRecord.ts"
 
 /** One record of a file: a document, or the reason this record (or the rest of the file) was skipped. */
@@ -57,20 +58,6 @@ export const strictUtf8 = () => new TextDecoder("utf-8", { fatal: true, ignoreBO
 
 /** `text` without a leading byte order mark. */
 export const dropBom = (text: string): string => (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
-
-/** The pieces joined into one array (the piece itself when there is one). */
-export const concatBytes = (pieces: ReadonlyArray<Uint8Array>): Uint8Array => {
-  if (pieces.length === 1) return pieces[0]!
-  let length = 0
-  for (const piece of pieces) length += piece.length
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const piece of pieces) {
-    out.set(piece, at)
-    at += piece.length
-  }
-  return out
-}
 
 /**
  * Where `bytes` stop holding whole UTF-8 characters: its length, or the start of a character cut off at the end.

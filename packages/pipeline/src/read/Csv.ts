@@ -3,13 +3,13 @@
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
+import { concatBytes } from "../base/Bytes.ts"
 import { BadRecord } from "./BadRecord.ts"
 import {
   atLine,
   BINARY_FILE,
   type ByteReader,
   completeUtf8Length,
-  concatBytes,
   type DocResult,
   dropBom,
   formatBytes,

@@ -3,11 +3,11 @@
 import { decodeAs } from "@funcpipe/domain/Decode"
 import { joinLabels, RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
+import { concatBytes } from "../base/Bytes.ts"
 import { BadRecord } from "./BadRecord.ts"
 import {
   atLine,
   type ByteReader,
-  concatBytes,
   type DocResult,
   dropBom,
   formatBytes,

@@ -8,7 +8,7 @@ import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { Effect, FileSystem, Path, Result, Schema, Stream } from "effect"
 import { systemReason } from "../../platform/SystemReason.ts"
 import { Embedder, EmbedFailure, fingerprintOf } from "../Embedder.ts"
-import { ModelUnavailable, type Provider } from "../Models.ts"
+import { ModelUnavailable, type Provider } from "../Provider.ts"
 import { DEFAULT_POOLING, LOCAL_PREFIX, lengthBatches, type Pooling, poolingOf, poolVectors } from "./Pooling.ts"
 import { loadRuntime, type ModelLike, type TokenizerLike, type TransformersRuntime } from "./Transformers.ts"
 

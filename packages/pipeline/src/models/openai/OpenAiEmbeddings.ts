@@ -9,7 +9,7 @@ import { Clock, Config, Context, Effect, Layer, Random, Redacted, Ref, Result, S
 import { AiError, EmbeddingModel } from "effect/ai"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import { Embedder, EmbedFailure, type EmbedUsage, fingerprintOf } from "../Embedder.ts"
-import { ModelUnavailable, type Provider } from "../Models.ts"
+import { ModelUnavailable, type Provider } from "../Provider.ts"
 
 /** The prefix of the model names this provider answers: `openai:text-embedding-3-small`, `openai:nomic-embed-text`. */
 export const OPENAI_PREFIX = "openai:"

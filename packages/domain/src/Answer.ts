@@ -1,0 +1,220 @@
+/**
+ * The shapes of answers: the JSON that `funcpipe query --json`, `status --json` and the HTTP API print, as schemas,
+ * and the functions that build them from the programs' results. The HTTP contract (`http/Api.ts`) imports these;
+ * they import no HTTP module, so the CLI prints answers without loading one.
+ */
+
+import { Schema } from "effect"
+import type { Chunk } from "./Chunk.ts"
+import { FusionMethod, RetrievalMode } from "./Config.ts"
+import type { IndexManifest } from "./Manifest.ts"
+import { isKeepAll, printRule } from "./Rule.ts"
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** One term's share of a BM25 score. */
+export const TermScore = Schema.Struct({
+  term: Schema.String,
+  tf: Count,
+  df: Count,
+  idf: Schema.Finite,
+  score: Schema.Finite
+}).annotate({ identifier: "TermScore" })
+
+/** Why a result scored what it did, as far as its mode used each part (`null` for a part it did not use). */
+export const Explanation = Schema.Struct({
+  cosine: Schema.NullOr(Schema.Finite),
+  bm25: Schema.NullOr(Schema.Struct({ score: Schema.Finite, terms: Schema.Array(TermScore) })),
+  vector_rank: Schema.NullOr(Schema.Int),
+  lexical_rank: Schema.NullOr(Schema.Int),
+  fusion: Schema.NullOr(
+    Schema.Struct({
+      method: FusionMethod,
+      alpha: Schema.Finite,
+      lexical: Schema.Finite,
+      vector: Schema.Finite
+    })
+  ).annotate({ description: "In hybrid mode, what each ranking added to the fused score" })
+}).annotate({ identifier: "Explanation" })
+export type Explanation = typeof Explanation.Type
+
+/** A span `[start, end)` of a text, in code points. */
+export const Span = Schema.Tuple([Count, Count])
+
+/** One ranked chunk. */
+export const QueryResult = Schema.Struct({
+  rank: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  score: Schema.Finite.annotate({ description: "cosine in [-1, 1], BM25 above 0, fused in (0, 1]" }),
+  doc_id: Schema.String,
+  title: Schema.String.annotate({ description: "The document's title (empty when it has none)" }),
+  start: Count.annotate({ description: "Where the chunk starts in its document's cleaned text, in code points" }),
+  end: Count,
+  text: Schema.String,
+  explain: Schema.optionalKey(Explanation),
+  highlights: Schema.optionalKey(
+    Schema.Array(Span).annotate({
+      description: "Spans of `text` (code points) whose words match the query's terms"
+    })
+  )
+}).annotate({ identifier: "QueryResult" })
+export type QueryResult = typeof QueryResult.Type
+
+/** A query's answer: the same object `funcpipe query --json` prints. */
+export const QueryResponse = Schema.Struct({
+  query: Schema.String.annotate({ description: "The query text after cleaning" }),
+  top_k: Schema.Int,
+  mode: RetrievalMode,
+  model: Schema.String,
+  results: Schema.Array(QueryResult)
+}).annotate({ identifier: "QueryResponse" })
+export type QueryResponse = typeof QueryResponse.Type
+
+/** The answers of a batch, in the order of its queries. */
+export const BatchResponse = Schema.Struct({ answers: Schema.Array(QueryResponse) }).annotate({
+  identifier: "BatchResponse"
+})
+
+/** An index's settings and counts: the same keys as in `funcpipe status --json`. */
+export const ManifestInfo = Schema.Struct({
+  format_version: Schema.Int,
+  model: Schema.String,
+  dimensions: Schema.Int,
+  clean_rules: Schema.Array(Schema.String),
+  chunk_size: Schema.Int,
+  overlap: Schema.Int,
+  tail_policy: Schema.String,
+  stop_words: Schema.String,
+  stemmer: Schema.String,
+  keep: Schema.NullOr(Schema.String).annotate({
+    description: "The keep rule the index was built with; null keeps all"
+  }),
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  documents: Count,
+  chunks: Count
+}).annotate({ identifier: "ManifestInfo" })
+export type ManifestInfo = typeof ManifestInfo.Type
+
+/** What the server answers from, and whether its last look at the index file went wrong. */
+export const StatusResponse = Schema.Struct({
+  index: Schema.String.annotate({ description: "The index file" }),
+  ready: Schema.Boolean.annotate({ description: "Whether queries can be answered" }),
+  writable: Schema.Boolean,
+  manifest: Schema.NullOr(ManifestInfo).annotate({ description: "The index being served; null before there is one" }),
+  snapshot_at: Schema.NullOr(Schema.String).annotate({ description: "When the served snapshot was opened (ISO 8601)" }),
+  reload_error: Schema.NullOr(Schema.Struct({ at: Schema.String, message: Schema.String })).annotate({
+    description: "Why the last attempt to open a newer state of the index failed (the older one is still served)"
+  })
+}).annotate({ identifier: "StatusResponse" })
+export type StatusResponse = typeof StatusResponse.Type
+
+/** A stored document with its chunks in text order. */
+export const DocumentResponse = Schema.Struct({
+  doc_id: Schema.String,
+  title: Schema.String,
+  source: Schema.String.annotate({
+    description: "The file it was read from, or `api` for documents put through the API"
+  }),
+  categories: Schema.NullOr(Schema.String),
+  hash: Schema.String,
+  chunks: Schema.Array(Schema.Struct({ start: Count, end: Count, text: Schema.String }))
+}).annotate({ identifier: "DocumentResponse" })
+
+/** A result as the query programs return it (a domain `RankedChunk`). */
+export interface AnswerResult {
+  readonly chunk: Chunk
+  readonly score: number
+  readonly rank: number
+}
+
+/** The score breakdown as the engine returns it. */
+export interface AnswerExplanation {
+  readonly cosine: number | null
+  readonly bm25: {
+    readonly score: number
+    readonly terms: ReadonlyArray<{
+      readonly term: string
+      readonly tf: number
+      readonly df: number
+      readonly idf: number
+      readonly score: number
+    }>
+  } | null
+  readonly vectorRank: number | null
+  readonly lexicalRank: number | null
+  readonly fusion: {
+    readonly method: FusionMethod
+    readonly alpha: number
+    readonly lexical: number
+    readonly vector: number
+  } | null
+}
+
+/** A query's answer, as `queryIndex` and `searchPaths` return it. */
+export interface AnswerView {
+  readonly manifest: { readonly model: string }
+  readonly query: {
+    readonly text: string
+    readonly topK: number
+    readonly mode: RetrievalMode
+    /** The query has words, but every one is a stop word, so lexical search had nothing to look for. */
+    readonly stopWordsOnly: boolean
+  }
+  readonly results: ReadonlyArray<AnswerResult>
+  /** The titles of the results' documents, by doc id. */
+  readonly titles: ReadonlyMap<string, string>
+  readonly explanations: ReadonlyArray<AnswerExplanation> | undefined
+}
+
+const explanationJson = (e: AnswerExplanation): Explanation => ({
+  cosine: e.cosine,
+  bm25: e.bm25 === null ? null : { score: e.bm25.score, terms: e.bm25.terms },
+  vector_rank: e.vectorRank,
+  lexical_rank: e.lexicalRank,
+  fusion: e.fusion
+})
+
+/**
+ * The JSON form of an answer (`funcpipe query --json`, `POST /v1/query`): stable keys, documented in the README.
+ * `highlights`, when given, holds each result's highlighted spans.
+ */
+export const answerJson = (
+  answer: AnswerView,
+  highlights?: ReadonlyArray<ReadonlyArray<readonly [number, number]>>
+): QueryResponse => ({
+  query: answer.query.text,
+  top_k: answer.query.topK,
+  mode: answer.query.mode,
+  model: answer.manifest.model,
+  results: answer.results.map((r, i) => ({
+    rank: r.rank,
+    score: r.score,
+    doc_id: r.chunk.docId,
+    title: answer.titles.get(r.chunk.docId) ?? "",
+    start: r.chunk.start,
+    end: r.chunk.end,
+    text: r.chunk.text,
+    ...(answer.explanations?.[i] === undefined ? {} : { explain: explanationJson(answer.explanations[i]) }),
+    ...(highlights?.[i] === undefined ? {} : { highlights: highlights[i] })
+  }))
+})
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+/** An index's settings and counts in the JSON of `funcpipe status --json` and `GET /v1/status`. */
+export const manifestJson = (m: IndexManifest): ManifestInfo => ({
+  format_version: m.formatVersion,
+  model: m.model,
+  dimensions: m.dimensions,
+  clean_rules: m.cleaner.rules,
+  chunk_size: m.chunker.chunkSize,
+  overlap: m.chunker.overlap,
+  tail_policy: m.chunker.tailPolicy,
+  stop_words: m.analyzer.stopWords,
+  stemmer: m.analyzer.stemmer,
+  keep: m.keep === undefined || isKeepAll(m.keep) ? null : printRule(m.keep),
+  created_at: iso(m.createdAt),
+  updated_at: iso(m.updatedAt),
+  documents: m.documents,
+  chunks: m.chunks
+})
