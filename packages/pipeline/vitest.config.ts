@@ -4,7 +4,8 @@ import { defineProject } from "vitest/config"
 
 export default defineProject({
   // The workspace packages resolve to their TypeScript sources (the `@funcpipe/source` export condition, see
-  // DECISIONS.md); vitest passes these conditions on to its worker processes, and so to the threads they start.
+  // docs/decisions/0062-packages-resolve-to-sources-or-dist.md); vitest passes these conditions on to its worker
+  // processes, and so to the threads they start.
   ssr: { resolve: { conditions: ["@funcpipe/source", ...defaultServerConditions] } },
   test: {
     name: "pipeline",

@@ -175,7 +175,7 @@ const explanationJson = (e: AnswerExplanation): Explanation => ({
 })
 
 /**
- * The JSON form of an answer (`funcpipe query --json`, `POST /v1/query`): stable keys, documented in the README.
+ * The JSON form of an answer (`funcpipe query --json`, `POST /v1/query`): stable keys, documented in docs/cli.md.
  * `highlights`, when given, holds each result's highlighted spans.
  */
 export const answerJson = (

@@ -105,7 +105,7 @@ export const serve = Command.make(
     cluster: Flag.Boolean("cluster").pipe(
       Flag.withDescription(
         "Run a cluster runner instead of an HTTP server: host shards of the PostgreSQL --index for " +
-          "`funcpipe query --shards N` (listens on --host:--runner-port; see README, running FuncPipe for a team)"
+          "`funcpipe query --shards N` (listens on --host:--runner-port; see docs/team.md)"
       ),
       Flag.withDefault(false)
     ),

@@ -70,7 +70,7 @@ export const chunkerFrom = (flags: {
 /** `--model NAME`: the embedding model an index is built with (queries then use the index's own). */
 export const model = Flag.String("model").pipe(
   Flag.withDescription(
-    `The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see the README's Models section)`
+    `The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see docs/models.md)`
   ),
   Flag.withMetavar("NAME"),
   Flag.withDefault(DEFAULT_MODEL as string)
@@ -119,7 +119,7 @@ export const modelLayer = (flags: Parameters<typeof withServiceFlags>[0] & { rea
 
 /** `--json`: machine-readable output on stdout. */
 export const json = Flag.Boolean("json").pipe(
-  Flag.withDescription("Print the results as JSON (the format is stable; see the README)"),
+  Flag.withDescription("Print the results as JSON (the format is stable; see docs/cli.md)"),
   Flag.withDefault(false)
 )
 
@@ -232,7 +232,7 @@ export const keep = Flag.String("keep").pipe(
   Flag.withSchema(RuleFromText),
   Flag.withDescription(
     "Take only the documents this rule keeps, e.g. 'categories = astro-ph and not title ^= Erratum' or " +
-      "'source under notes/2024'; the others are counted and left out (see the README's Rules section)"
+      "'source under notes/2024'; the others are counted and left out (see docs/cli.md, Rules)"
   ),
   Flag.withMetavar("RULE"),
   Flag.optional
@@ -243,7 +243,7 @@ export const where = Flag.String("where").pipe(
   Flag.withSchema(RuleFromText),
   Flag.withDescription(
     "Search only the chunks of documents this rule keeps, e.g. 'categories = cs.AI' or 'source under notes'; the " +
-      "top k is exact, ranked as without the rule (see the README's Rules section)"
+      "top k is exact, ranked as without the rule (see docs/cli.md, Rules)"
   ),
   Flag.withMetavar("RULE"),
   Flag.optional

@@ -79,7 +79,7 @@ export const embedUsageLine = (
 /** A record that was skipped, in JSON: its file, its line (0 for a whole file) and why. */
 const SkipJson = Schema.Struct({ source: Schema.String, line: Schema.Int, reason: Schema.String })
 
-/** The `--json` output of `funcpipe index`: the keys the README documents, checked when encoded. */
+/** The `--json` output of `funcpipe index`: the keys docs/cli.md documents, checked when encoded. */
 export const IndexReportJson = Schema.Struct({
   index: Schema.String,
   dry_run: Schema.Boolean,
@@ -241,7 +241,7 @@ export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
         ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
       ])
 
-/** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in the README. */
+/** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in docs/cli.md. */
 export const resultsJson = (answer: AnswerView): string => JSON.stringify(answerJson(answer))
 
 /** `search --json`: the answer's keys, then the skipped records and the seconds of the in-memory indexing. */

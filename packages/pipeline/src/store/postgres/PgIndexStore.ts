@@ -128,7 +128,7 @@ export const storeError = (target: PgTarget, what: string, error: SqlError.SqlEr
         location,
         reason:
           `the database ${target.database} does not exist; create it first ` +
-          `(see the README's "Running FuncPipe for a team")`
+          `(see docs/team.md)`
       })
     case "57P01": // admin_shutdown
     case "57P02": // crash_shutdown
