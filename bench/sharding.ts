@@ -143,8 +143,8 @@ try {
         yield* queryShards(queries[0]!, 10, { shards, mode: "lexical", timeout: "10 minutes" })
         const load = performance.now() - t
         const result = yield* measure((q, mode) =>
-          Effect.map(queryShards(q, 10, { shards, mode, timeout: "60 seconds" }), ({ hits }) =>
-            hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)
+          Effect.map(queryShards(q, 10, { shards, mode, timeout: "60 seconds" }), ({ results }) =>
+            results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row)
           )
         )
         out.push({ shards, load, ...result })

@@ -5,7 +5,6 @@
  */
 
 import { Schema } from "effect"
-import type { Chunk } from "./Chunk.ts"
 import { FusionMethod, RetrievalMode } from "./Config.ts"
 import type { IndexManifest } from "./Manifest.ts"
 import { isKeepAll, printRule } from "./Rule.ts"
@@ -120,9 +119,14 @@ export const DocumentResponse = Schema.Struct({
   chunks: Schema.Array(Schema.Struct({ start: Count, end: Count, text: Schema.String }))
 }).annotate({ identifier: "DocumentResponse" })
 
-/** A result as the query programs return it (a domain `RankedChunk`). */
+/** A result as the query programs return it: a ranked chunk (a domain `RankedChunk`, or a sharded query's hit). */
 export interface AnswerResult {
-  readonly chunk: Chunk
+  readonly chunk: {
+    readonly docId: string
+    readonly start: number
+    readonly end: number
+    readonly text: string
+  }
   readonly score: number
   readonly rank: number
 }
@@ -150,7 +154,7 @@ export interface AnswerExplanation {
   } | null
 }
 
-/** A query's answer, as `queryIndex` and `searchPaths` return it. */
+/** A query's answer, as `queryIndex`, `queryShards` and `searchPaths` return it. */
 export interface AnswerView {
   readonly manifest: { readonly model: string }
   readonly query: {

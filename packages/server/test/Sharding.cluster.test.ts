@@ -10,6 +10,7 @@ import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, it } from "@effect/vitest"
+import { type AnswerView, answerJson } from "@funcpipe/domain/Answer"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
@@ -93,18 +94,19 @@ interface Outcome {
   readonly error?: string
 }
 
+const rowsOf = (answer: AnswerView): Array<Row> =>
+  answer.results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row)
+
+const singleAnswer = (q: string, k: number, mode: (typeof modes)[number], where?: Rule) =>
+  queryIndex(q, k, { mode, ...(where === undefined ? {} : { where }) })
+
 const single = (q: string, k: number, mode: (typeof modes)[number], where?: Rule) =>
-  Effect.map(queryIndex(q, k, { mode, ...(where === undefined ? {} : { where }) }), ({ results }) =>
-    results.map((r) => [r.score, r.chunk.docId, r.chunk.start, r.chunk.end, r.chunk.text] as Row)
-  )
+  Effect.map(singleAnswer(q, k, mode, where), rowsOf)
 
 const sharded = (q: string, k: number, mode: (typeof modes)[number], shards: number, where?: Rule) =>
   Effect.map(
     queryShards(q, k, { mode, shards, timeout: "60 seconds", ...(where === undefined ? {} : { where }) }),
-    ({ hits, token }) => ({
-      token,
-      rows: hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)
-    })
+    (answer) => ({ token: answer.token, answer, rows: rowsOf(answer) })
   )
 
 const freePort = () =>
@@ -174,9 +176,10 @@ describePg("sharded serving", () => {
       Effect.gen(function* () {
         const state = { corpus: corpusOf(1) }
         const url = yield* indexed(state)
-        const expected = yield* Effect.forEach(cases, ([q, k, mode, where]) => single(q, k, mode, where)).pipe(
+        const answers = yield* Effect.forEach(cases, ([q, k, mode, where]) => singleAnswer(q, k, mode, where)).pipe(
           Effect.provide(layerPostgres(url))
         )
+        const expected = answers.map(rowsOf)
         // Ties: some answer has equal scores in a row in each mode.
         for (const mode of modes) {
           const lists = expected.filter((_, i) => cases[i]![2] === mode)
@@ -205,6 +208,8 @@ describePg("sharded serving", () => {
             cases.forEach(([q, k, mode, where], i) => {
               const name = `${shards} shards, ${mode} "${q}" top ${k}${where === undefined ? "" : " filtered"}`
               assert.deepStrictEqual(got[i]!.rows, expected[i]!, name)
+              // The same answer shape as an unsharded query, field for field (what --json and the text lines print).
+              assert.deepStrictEqual(answerJson(got[i]!.answer), answerJson(answers[i]!), `${name}: its JSON`)
             })
           }
         }).pipe(Effect.provide(layerEntry({ index: url })))
@@ -241,9 +246,7 @@ describePg("sharded serving", () => {
             const mode = modes[i % 3]!
             const started = yield* Clock.currentTimeMillis
             const result = yield* Effect.result(
-              Effect.map(queryShards(q, k, { mode, shards: 8, timeout: "3 seconds" }), ({ hits }) =>
-                hits.map((h) => [h.score, h.docId, h.start, h.end, h.text] as Row)
-              )
+              Effect.map(queryShards(q, k, { mode, shards: 8, timeout: "3 seconds" }), rowsOf)
             )
             const ended = yield* Clock.currentTimeMillis
             const exact = Result.isSuccess(result)

@@ -1,6 +1,5 @@
 /** `funcpipe query`: answer a query from the persistent index. */
 
-import { oneLine } from "@funcpipe/domain/Decode"
 import { TopK } from "@funcpipe/domain/Query"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
@@ -41,7 +40,7 @@ export class ShardedQueryUnsupported extends Schema.TaggedError<ShardedQueryUnsu
   }
 }
 
-/** `query --shards N`: an entry point of the cluster, printing the merged answer. */
+/** `query --shards N`: an entry point of the cluster; its merged answer has the shape of every other query's. */
 const queryCluster = Effect.fn("query.cluster")(function* (
   text: string,
   shards: number,
@@ -63,21 +62,8 @@ const queryCluster = Effect.fn("query.cluster")(function* (
   const { layerEntry } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
   const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/programs/ShardedQuery"))
   const model = Layer.provide(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))
-  const answer = yield* queryShards(text, input.topK, { shards, ...options, ...ruleOption("where", input.where) }).pipe(
+  return yield* queryShards(text, input.topK, { shards, ...options, ...ruleOption("where", input.where) }).pipe(
     Effect.provide(Layer.merge(layerEntry({ index: input.index }), model))
-  )
-  yield* Console.log(
-    input.json
-      ? JSON.stringify({ version: answer.token, mode: answer.mode, kind: answer.kind, results: answer.hits })
-      : answer.hits.length === 0
-        ? "no results"
-        : answer.hits
-            .map(
-              (h, i) =>
-                `${i + 1}. ${h.score.toFixed(6)}  ${h.docId}${h.title === "" ? "" : ` (${h.title})`}  ` +
-                `[${h.start}, ${h.end})  ${oneLine(h.text)}`
-            )
-            .join("\n")
   )
 })
 
@@ -107,11 +93,13 @@ export const query = Command.make(
   },
   Effect.fn("query")(function* (input) {
     const text = yield* queryText(yield* eitherText(input.text, input.query))
-    if (Option.isSome(input.shards)) return yield* queryCluster(text, input.shards.value, input)
     const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
-    const answer = yield* queryIndex(text, input.topK, options).pipe(
-      Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
-    )
+    // Sharded or not, one answer shape and one way of printing it.
+    const answer = Option.isSome(input.shards)
+      ? yield* queryCluster(text, input.shards.value, input)
+      : yield* queryIndex(text, input.topK, options).pipe(
+          Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
+        )
     yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
   })
 ).pipe(

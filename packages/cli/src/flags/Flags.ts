@@ -69,9 +69,7 @@ export const chunkerFrom = (flags: {
 
 /** `--model NAME`: the embedding model an index is built with (queries then use the index's own). */
 export const model = Flag.String("model").pipe(
-  Flag.withDescription(
-    `The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see docs/models.md)`
-  ),
+  Flag.withDescription(`The embedding model: ${MODEL_NAMES} (default ${DEFAULT_MODEL}; see docs/models.md)`),
   Flag.withMetavar("NAME"),
   Flag.withDefault(DEFAULT_MODEL as string)
 )

@@ -1,13 +1,11 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
-import { type AnswerView as ApiAnswerView, answerJson, manifestJson } from "@funcpipe/domain/Answer"
+import { type AnswerExplanation, type AnswerView, answerJson, manifestJson } from "@funcpipe/domain/Answer"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
-import type { RankedChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
-import type { Explanation } from "@funcpipe/pipeline/programs/QueryIndex"
 import { Schema } from "effect"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
@@ -185,18 +183,10 @@ const oneLine = (text: string): string => {
   return points.length > 160 ? `${points.slice(0, 159).join("")}…` : points.join("")
 }
 
-/** A query's answer, as `queryIndex` and `searchPaths` return it. */
-export type AnswerView = ApiAnswerView & {
-  readonly results: ReadonlyArray<RankedChunk>
-  /** The titles of the results' documents, by doc id. */
-  readonly titles: ReadonlyMap<string, string>
-  readonly explanations: ReadonlyArray<Explanation> | undefined
-}
-
 const num = (x: number) => Number(x.toPrecision(6)).toString()
 
 /** An explanation on indented lines under its result. */
-const explainLines = (e: Explanation): ReadonlyArray<string> => [
+const explainLines = (e: AnswerExplanation): ReadonlyArray<string> => [
   ...(e.bm25 === null
     ? []
     : [

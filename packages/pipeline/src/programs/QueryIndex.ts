@@ -83,6 +83,17 @@ export interface QueryOptions {
 
 export type { Explanation }
 
+/**
+ * Whether a query that has words gave no terms because each was a stop word: answers say so, since "no results" alone
+ * puzzles.
+ */
+export const stopWordsOnly = (text: string, terms: ReadonlyArray<string>): boolean => {
+  if (terms.length > 0) return false
+  let words = 0
+  analyzeWords(text, () => void words++)
+  return words > 0
+}
+
 /** The snapshot of the index, with its manifest checked to match the `Embedder` in use; `IndexMissing` if empty. */
 export const openSnapshot = Effect.fn("openSnapshot")(function* () {
   const store = yield* IndexStore
@@ -242,10 +253,12 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     options.explain === true
       ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
-  // No terms from a query that has words: each was a stop word. Said so, since "no results" alone puzzles.
-  let words = 0
-  if (terms.length === 0) analyzeWords(prepared.text, () => void words++)
-  const stopWordsOnly = words > 0
-  const asked = { text: prepared.text, topK: prepared.topK, mode, terms, stopWordsOnly }
+  const asked = {
+    text: prepared.text,
+    topK: prepared.topK,
+    mode,
+    terms,
+    stopWordsOnly: stopWordsOnly(prepared.text, terms)
+  }
   return { manifest, query: asked, results, titles, explanations } as const
 })

@@ -3,7 +3,9 @@
  * rounds (statistics, then search) and merges in the one ranking order, so the answer is the undivided index's.
  */
 
+import type { AnswerView } from "@funcpipe/domain/Answer"
 import { Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Duration, Effect, Option } from "effect"
@@ -12,7 +14,7 @@ import { call, IndexShard, PartitionSource, ShardsUnavailable, shardEntityId } f
 import { distinct, fuseHits, type Hit, mergeHits, scoreKind, shardOf, sumStats } from "../cluster/Shards.ts"
 import { defaultMode, FUSION_DEPTH } from "../search/Engine.ts"
 import { prepareQuery } from "../search/Query.ts"
-import { embedQueries, IndexMissing, queryFilter } from "./QueryIndex.ts"
+import { embedQueries, IndexMissing, queryFilter, stopWordsOnly } from "./QueryIndex.ts"
 
 /** How a sharded query is answered. */
 export interface ShardedQueryOptions {
@@ -31,12 +33,14 @@ export interface ShardedQueryOptions {
   readonly timeout?: Duration.Input
 }
 
-/** A sharded answer: the version it is exact for, the mode and score kind, and the results in the ranking order. */
-export interface ShardedAnswer {
+/**
+ * A sharded answer: the answer shape of `queryIndex` (rank, score and chunk of each result, the titles, the asked
+ * query), with the committed version it is exact for and its score kind.
+ */
+export interface ShardedAnswer extends AnswerView {
   readonly token: string
-  readonly mode: RetrievalMode
   readonly kind: ScoreKind
-  readonly hits: ReadonlyArray<Hit>
+  readonly manifest: IndexManifest
 }
 
 /**
@@ -129,7 +133,21 @@ export const queryShards = Effect.fn("queryShards")(function* (
             answers.map((a) => a.hits),
             prepared.topK
           )
-    return { token, mode, kind: scoreKind(mode, fusion), hits } satisfies ShardedAnswer
+    const asked = { text: prepared.text, topK: prepared.topK, mode, stopWordsOnly: stopWordsOnly(prepared.text, terms) }
+    const answer: ShardedAnswer = {
+      token,
+      kind: scoreKind(mode, fusion),
+      manifest,
+      query: asked,
+      results: hits.map((hit, i) => ({
+        chunk: { docId: hit.docId, start: hit.start, end: hit.end, text: hit.text },
+        score: hit.score,
+        rank: i + 1
+      })),
+      titles: new Map(hits.map((hit) => [hit.docId, hit.title])),
+      explanations: undefined
+    }
+    return answer
   })
   const timeout = Duration.fromInputUnsafe(options.timeout ?? "30 seconds")
   return yield* attempt.pipe(

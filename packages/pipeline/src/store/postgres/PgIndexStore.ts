@@ -126,9 +126,7 @@ export const storeError = (target: PgTarget, what: string, error: SqlError.SqlEr
     case "3D000": // invalid_catalog_name
       return new StoreFailure({
         location,
-        reason:
-          `the database ${target.database} does not exist; create it first ` +
-          `(see docs/team.md)`
+        reason: `the database ${target.database} does not exist; create it first ` + `(see docs/team.md)`
       })
     case "57P01": // admin_shutdown
     case "57P02": // crash_shutdown
