@@ -4,16 +4,8 @@ import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import fc from "fast-check"
 import { bm25Scores, lexicalIndex } from "../src/search/Bm25.ts"
-import {
-  type EngineQuery,
-  FUSION_DEPTH,
-  type IndexView,
-  type PositionFilter,
-  scoreQuery,
-  type TermBlock,
-  topChunksOf,
-  type VectorBlock
-} from "../src/search/Engine.ts"
+import { type EngineQuery, FUSION_DEPTH, scoreQuery, topChunksOf } from "../src/search/Engine.ts"
+import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../src/search/IndexView.ts"
 import {
   documentTies,
   fuseLinear,

@@ -5,7 +5,8 @@
 import { createHash } from "node:crypto"
 import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
-import { type EngineQuery, type IndexView, type PositionFilter, scoreQuery, topChunksOf } from "../search/Engine.ts"
+import { type EngineQuery, scoreQuery, topChunksOf } from "../search/Engine.ts"
+import type { IndexView, PositionFilter } from "../search/IndexView.ts"
 import { fuseLinear, fuseWeightedRanks, keyTies, positiveScore, type Top, TopK, topOf } from "../search/Ranker.ts"
 
 /**

@@ -3,7 +3,8 @@
  * Off by default; `--expand bo1` or `--expand rm3`.
  */
 import { type Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
-import { FUSION_DEPTH, type IndexView, type PositionFilter, scoreQuery, topChunksOf } from "./Engine.ts"
+import { FUSION_DEPTH, scoreQuery, topChunksOf } from "./Engine.ts"
+import type { IndexView, PositionFilter } from "./IndexView.ts"
 
 /** The expansion models: Bo1 (Amati's Bose-Einstein divergence from randomness) and RM3 (Lavrenko's relevance model). */
 export type ExpansionMethod = "bo1" | "rm3"

@@ -4,7 +4,7 @@
  */
 import { labelsOf } from "@funcpipe/domain/Document"
 import { codePoints, isUnder, type Rule, type RuleField } from "@funcpipe/domain/Rule"
-import type { PositionFilter } from "./Engine.ts"
+import type { PositionFilter } from "./IndexView.ts"
 
 /**
  * Where the documents of an index that have chunks are: document `d`'s chunks are at the positions

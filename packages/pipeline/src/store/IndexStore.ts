@@ -8,7 +8,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
 import type { BodyRef } from "../index/BodyPack.ts"
-import type { IndexView, PositionFilter } from "../search/Engine.ts"
+import type { IndexView, PositionFilter } from "../search/IndexView.ts"
 import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./postgres/PgErrors.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */

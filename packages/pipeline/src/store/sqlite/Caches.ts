@@ -1,8 +1,8 @@
 /** What a store's readers keep of one generation of the file between snapshots: decoded columns, postings, bodies, rows and filters, each bounded. */
 
 import type { DecodedPostings } from "../../index/Postings.ts"
-import type { PositionFilter } from "../../search/Engine.ts"
 import type { TableFilter } from "../../search/Filter.ts"
+import type { PositionFilter } from "../../search/IndexView.ts"
 import { POSTINGS_CACHE_BYTES, type SegmentColumns } from "./Tables.ts"
 
 /** A reader's caches for one generation of the file (see `makeSqliteStore`). */

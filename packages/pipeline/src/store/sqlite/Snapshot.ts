@@ -8,8 +8,8 @@ import { Result } from "effect"
 import { bodyIn, unpack } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
 import { decodeRows as decodeBlock, decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
-import type { PositionFilter, TermBlock, VectorBlock } from "../../search/Engine.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
+import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
 import {
   cachedPositions,

@@ -1,0 +1,89 @@
+/** What the engine reads from an index: the view a store's snapshot implements (segments of typed arrays, postings read on demand, vector blocks, chunk keys). */
+
+import type { KeyOf, TieOrder } from "./Ranker.ts"
+
+/**
+ * A block of vectors: `count` rows of `dimensions` components starting at position `offset`, either decoded (float64
+ * components and each row's magnitude `sqrt(Σ x·x)`, summed left to right; 0 for an all-zero row) or as stored in
+ * 16-bit numerators `k` (each component being `k / 65535`, see `VectorCodec`), which a scan decodes as it goes.
+ */
+export type VectorBlock = DecodedBlock | CodedBlock
+
+export interface DecodedBlock {
+  readonly offset: number
+  readonly count: number
+  readonly vectors: Float64Array
+  readonly magnitudes: Float64Array
+  readonly codes?: undefined
+}
+
+export interface CodedBlock {
+  readonly offset: number
+  readonly count: number
+  readonly codes: Uint16Array
+  readonly vectors?: undefined
+  readonly magnitudes?: undefined
+}
+
+/** The postings of one term in one segment: positions are `offset + ordinals[i]`, ascending. */
+export interface TermBlock {
+  readonly offset: number
+  readonly ordinals: Uint32Array
+  readonly tfs: Uint32Array
+}
+
+/**
+ * What the engine reads from an index. Positions number every stored chunk, deleted ones included (`deleted[p]` is
+ * 1 for those); BM25 statistics count live chunks only, so an index updated in place scores exactly like one built
+ * from scratch. The functions may read from storage; they throw the store's typed errors, never anything else.
+ */
+export interface IndexView {
+  readonly dimensions: number
+  /** Stored positions, deleted ones included. */
+  readonly positions: number
+  /** Live chunks: the N of BM25's idf. */
+  readonly liveChunks: number
+  /** Mean length in terms of the live chunks (0 without chunks). */
+  readonly averageLength: number
+  /** Each position's length in terms. */
+  readonly lengths: Uint32Array
+  /** 1 for a deleted position, or `undefined` when none is. */
+  readonly deleted: Uint8Array | undefined
+  /** The postings of a term, one block per segment that holds it (deleted positions included). */
+  readonly postings: (term: string) => ReadonlyArray<TermBlock>
+  /**
+   * Every segment's vectors, in position order. A block may be valid only until the next one is taken (a store may
+   * decode each block into one buffer), so a scan uses each block as it comes.
+   */
+  readonly vectorBlocks: () => Iterable<VectorBlock>
+  /** The ranking key of a position. */
+  readonly keyOf: KeyOf
+  /**
+   * Numbers each position's document (0 … documents - 1), for document-level ranking, with each document's rank in
+   * doc id order (`order`). Within one document, positions must be in (start, end) order, so `order` and the position
+   * decide ties without reading keys.
+   */
+  readonly documents: () => { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array }
+  /**
+   * The tie order of `documents` (`documentTies`) when the view has it at hand; `undefined` (or absent) when it would
+   * first have to read every document, so equal scores are told apart by reading their keys instead. Where many
+   * chunks tie (common words in equally long chunks), comparing two numbers beats reading two keys by far.
+   */
+  readonly tieOrder?: (() => TieOrder | undefined) | undefined
+  /**
+   * A term's live document frequency when it is not that of `postings` (a shard scores its part of an index with the
+   * whole index's statistics, as `liveChunks` and `averageLength` are then too); absent, it is counted from `postings`.
+   */
+  readonly documentFrequency?: ((term: string) => number) | undefined
+}
+
+/**
+ * The positions a filtered query may return (a `--where` rule, evaluated per document by the store): `allowed[p]` is 1
+ * for a live position whose document passes. `listed` holds those positions in ascending order when they are few
+ * enough that visiting them alone beats a pass over every position; `count` is how many there are.
+ */
+export interface PositionFilter {
+  readonly allowed: Uint8Array
+  readonly count: number
+  readonly listed: Int32Array | undefined
+}

@@ -1,0 +1,226 @@
+/** Exact vector scoring over an index view: scans of decoded and coded blocks (with or without a filter), the cosine of one position, and the top k by cosine. */
+
+import { decodeCodes } from "../index/VectorCodec.ts"
+import { codedCosines } from "./CodedScan.ts"
+import type { CodedBlock, DecodedBlock, IndexView, PositionFilter, VectorBlock } from "./IndexView.ts"
+import { keyTies, type TieOrder, type Top, TopK } from "./Ranker.ts"
+
+/**
+ * The blocks decoded, as they come: a coded block into one buffer reused from block to block (so each is valid until
+ * the next is taken, as `IndexView.vectorBlocks` allows), with the same numbers and magnitudes the coded scan computes.
+ */
+function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Generator<DecodedBlock> {
+  let vectors = new Float64Array(0)
+  let magnitudes = new Float64Array(0)
+  for (const block of blocks) {
+    if (block.codes === undefined) {
+      yield block
+      continue
+    }
+    const { codes, count, offset } = block
+    if (magnitudes.length < count) {
+      vectors = new Float64Array(count * dimensions)
+      magnitudes = new Float64Array(count)
+    }
+    decodeCodes(codes, count, dimensions, vectors, magnitudes)
+    yield { offset, count, vectors, magnitudes }
+  }
+}
+
+// biome-ignore lint/complexity/useMathMinMax: the reference's clamp, written as its comparisons (as clampScore)
+export const clamp = (raw: number): number => (raw > 1 ? 1 : raw < -1 ? -1 : raw)
+
+/** Sums `Σ x·x` left to right, as the reference's cosine does. */
+export const magnitudeOf = (v: ArrayLike<number>): number => {
+  let sum = 0
+  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!
+  return Math.sqrt(sum)
+}
+
+/**
+ * Visits every live row with its clamped cosine similarity to `query` (rows of magnitude 0 are passed over: their
+ * cosine is undefined). Same sums in the same order as `cosineSimilarity`, so the scores are bit-identical. `floor`
+ * lets a top-k caller skip rows that cannot enter; only a visit can raise it, so it is read once per block and again
+ * after each visit (a call per row cost a third of a cold scan). With a `filter`, only its positions are visited.
+ */
+export const scanVectors = (
+  view: IndexView,
+  query: ArrayLike<number>,
+  visit: (position: number, score: number) => void,
+  floor: () => number = () => -Infinity,
+  filter?: PositionFilter
+): void => {
+  if (filter !== undefined) {
+    scanFiltered(view, query, visit, floor, filter)
+    return
+  }
+  const d = view.dimensions
+  const qLength = magnitudeOf(query)
+  const q = Float64Array.from(query as ArrayLike<number>)
+  const deleted = view.deleted
+  for (const block of view.vectorBlocks()) {
+    if (block.codes !== undefined) {
+      scanCoded(block, d, q, qLength, deleted, visit, floor)
+      continue
+    }
+    const { count, magnitudes, offset, vectors } = block
+    let least = floor()
+    for (let row = 0; row < count; row++) {
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
+      if (deleted !== undefined && deleted[offset + row] === 1) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= least) {
+        visit(offset + row, score)
+        least = floor()
+      }
+    }
+  }
+}
+
+/**
+ * `scanVectors` over a coded block: each row decoded, its magnitude summed and its dot product with the query taken in
+ * one pass (the very operations, in the same order, as decoding the block first), so the block is read once. In
+ * WebAssembly where it can be (`codedCosines`, the same operations again), else by the loop below.
+ */
+export const scanCoded = (
+  block: CodedBlock,
+  d: number,
+  q: Float64Array,
+  qLength: number,
+  deleted: Uint8Array | undefined,
+  visit: (position: number, score: number) => void,
+  floor: () => number
+): void => {
+  const { codes, count, offset } = block
+  const inKernel = codedCosines(codes, count, d, q, qLength, (cosines) => {
+    let least = floor()
+    for (let row = 0; row < count; row++) {
+      const score = cosines[row]!
+      // A row of magnitude 0 has a NaN cosine, which passes no floor: it is passed over, as below.
+      if (score >= least && (deleted === undefined || deleted[offset + row] !== 1)) {
+        visit(offset + row, score)
+        least = floor()
+      }
+    }
+  })
+  if (inKernel) return
+  let least = floor()
+  for (let row = 0; row < count; row++) {
+    const base = row * d
+    let dot = 0
+    let sum = 0
+    for (let j = 0; j < d; j++) {
+      const x = codes[base + j]! / 65535
+      sum += x * x
+      dot += q[j]! * x
+    }
+    const magnitude = Math.sqrt(sum)
+    if (magnitude === 0) continue
+    if (deleted !== undefined && deleted[offset + row] === 1) continue
+    const score = clamp(dot / (qLength * magnitude))
+    if (score >= least) {
+      visit(offset + row, score)
+      least = floor()
+    }
+  }
+}
+
+/**
+ * `scanVectors` restricted to a filter's positions: the listed ones alone (walking the blocks alongside, as both
+ * ascend), or every row whose `allowed` byte is set. The filter holds live positions only.
+ */
+export const scanFiltered = (
+  view: IndexView,
+  query: ArrayLike<number>,
+  visit: (position: number, score: number) => void,
+  floor: () => number,
+  filter: PositionFilter
+): void => {
+  const d = view.dimensions
+  const qLength = magnitudeOf(query)
+  const q = Float64Array.from(query as ArrayLike<number>)
+  const blocks = decodedBlocks(view.vectorBlocks(), d)
+  const { allowed, listed } = filter
+  // The loops are those of `scanVectors`, written out again so the hot path stays one tight loop.
+  let least = floor()
+  if (listed !== undefined) {
+    const taken = blocks[Symbol.iterator]()
+    let next = taken.next()
+    for (let i = 0; i < listed.length; i++) {
+      const position = listed[i]!
+      while (!next.done && position >= next.value.offset + next.value.count) next = taken.next()
+      if (next.done) return
+      const { magnitudes, offset, vectors } = next.value
+      const row = position - offset
+      const magnitude = magnitudes[row]!
+      if (row < 0 || magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= least) {
+        visit(position, score)
+        least = floor()
+      }
+    }
+    return
+  }
+  for (const block of blocks) {
+    const { count, magnitudes, offset, vectors } = block
+    for (let row = 0; row < count; row++) {
+      if (allowed[offset + row] !== 1) continue
+      const magnitude = magnitudes[row]!
+      if (magnitude === 0) continue
+      let dot = 0
+      const base = row * d
+      for (let j = 0; j < d; j++) dot += q[j]! * vectors[base + j]!
+      const score = clamp(dot / (qLength * magnitude))
+      if (score >= least) {
+        visit(offset + row, score)
+        least = floor()
+      }
+    }
+  }
+}
+
+/** The cosine of one position with the query, or null where undefined (zero vector). */
+export const cosineAt = (view: IndexView, query: ArrayLike<number>, position: number): number | null => {
+  for (const stored of view.vectorBlocks()) {
+    // Only the block holding the position is decoded (a coded one), not every block before it.
+    if (position < stored.offset || position >= stored.offset + stored.count) continue
+    for (const block of decodedBlocks([stored], view.dimensions)) {
+      const row = position - block.offset
+      const magnitude = block.magnitudes[row]!
+      if (magnitude === 0) return null
+      let dot = 0
+      for (let j = 0; j < view.dimensions; j++) dot += query[j]! * block.vectors[row * view.dimensions + j]!
+      return clamp(dot / (magnitudeOf(query) * magnitude))
+    }
+  }
+  return null
+}
+
+/** How a view's equal scores are ordered: by its documents' order when it has that at hand, else by reading keys. */
+export const tiesOf = (view: IndexView): TieOrder => view.tieOrder?.() ?? keyTies(view.keyOf)
+
+/** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
+export const topVectors = (
+  view: IndexView,
+  vector: ArrayLike<number>,
+  k: number,
+  filter?: PositionFilter
+): Array<Top> => {
+  const heap = new TopK(k, tiesOf(view))
+  scanVectors(
+    view,
+    vector,
+    (position, score) => heap.offer(position, score),
+    () => heap.threshold,
+    filter
+  )
+  return heap.take()
+}
