@@ -9,14 +9,10 @@ import { Effect, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
 import { IndexCorrupt, type Snapshot, type StoreError, StoreFailure } from "../store/IndexStore.ts"
-import {
-  decodeManifest,
-  loadSnapshot,
-  PG_LAYOUT,
-  parsePgUrl,
-  scrubUrl,
-  storeError
-} from "../store/postgres/PgIndexStore.ts"
+import { storeError } from "../store/postgres/PgFailures.ts"
+import { PG_LAYOUT } from "../store/postgres/PgIndexStore.ts"
+import { decodeManifest, loadSnapshot } from "../store/postgres/PgRows.ts"
+import { parsePgUrl, scrubUrl } from "../store/postgres/PgUrl.ts"
 
 /** A committed state of the index: its token (generation and version, changed by every commit) and manifest. */
 export interface Pin {
