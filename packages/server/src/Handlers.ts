@@ -14,7 +14,7 @@ import {
 } from "@funcpipe/domain/http/Api"
 import { highlightSpans } from "@funcpipe/pipeline/analysis/Highlight"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
-import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
+import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { defaultExpansion } from "@funcpipe/pipeline/search/Expansion"
 import { IndexStore, readSnapshot } from "@funcpipe/pipeline/store/IndexStore"

@@ -2,7 +2,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
-import { putDocuments } from "@funcpipe/pipeline/programs/IndexRun"
+import { putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
 import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"

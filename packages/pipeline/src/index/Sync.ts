@@ -21,6 +21,16 @@ export interface DocEntry {
   readonly source: string
 }
 
+/**
+ * Whether a document just read is the one the index holds: the same content hash (see `hashDoc`), read from the same
+ * file. The one test of "unchanged" for every run, plan and write; `before` is the stored entry, if any.
+ */
+export const isUnchanged = (
+  before: { readonly hash: string; readonly source: string } | undefined,
+  hash: string | undefined,
+  source: string
+): boolean => before !== undefined && before.hash === hash && before.source === source
+
 /** What a re-index run will do, by doc id. `added` and `updated` keep the order the documents were read in. */
 export interface SyncPlan {
   readonly added: ReadonlyArray<string>
@@ -43,7 +53,7 @@ export const planSync = (stored: ReadonlyArray<DocEntry>, current: ReadonlyArray
     seen.add(doc.docId)
     const before = known.get(doc.docId)
     if (before === undefined) added.push(doc.docId)
-    else if (before.hash !== doc.hash || before.source !== doc.source) updated.push(doc.docId)
+    else if (!isUnchanged(before, doc.hash, doc.source)) updated.push(doc.docId)
     else unchanged.push(doc.docId)
   }
   const deleted = stored.filter((d) => !seen.has(d.docId)).map((d) => d.docId)
