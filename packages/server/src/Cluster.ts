@@ -7,8 +7,8 @@ import { NodeSocket, NodeSocketServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { PartitionSource } from "@funcpipe/pipeline/cluster/Protocol"
 import { layerShardEntities } from "@funcpipe/pipeline/cluster/ShardEntity"
-import { StoreFailure } from "@funcpipe/pipeline/store/IndexStore"
 import { parsePgUrl, scrubUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
+import { StoreFailure } from "@funcpipe/pipeline/store/StoreErrors"
 import { Duration, Effect, Layer, Option } from "effect"
 import {
   MessageStorage,

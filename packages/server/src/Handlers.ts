@@ -14,10 +14,14 @@ import {
 } from "@funcpipe/domain/http/Api"
 import { highlightSpans } from "@funcpipe/pipeline/analysis/Highlight"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
+import type { ModelError } from "@funcpipe/pipeline/models/ModelErrors"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
+import { type IndexRunError, isIndexRunError } from "@funcpipe/pipeline/programs/IndexErrors"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { defaultExpansion } from "@funcpipe/pipeline/search/Expansion"
+import { isQueryError, type QueryError } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexStore, readSnapshot } from "@funcpipe/pipeline/store/IndexStore"
+import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
 import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -32,11 +36,11 @@ export interface HandlerOptions {
   readonly writable: boolean
 }
 
-/** A failure from the pipeline, as a tagged error with a message for people. */
-interface Tagged {
-  readonly _tag: string
-  readonly message: string
-}
+/** A failure of the pipeline's programs, by family. */
+type PipelineError = QueryError | StoreError | ModelError | IndexRunError
+
+/** What the API answers for a pipeline failure. */
+type ApiFailure = InvalidRequest | IndexConflict | IndexUnavailable
 
 /** A request error with one issue, whose message is the whole error's. */
 const invalid = (message: string, path: string) => new InvalidRequest({ message, issues: [{ path, message }] })
@@ -45,33 +49,56 @@ const invalid = (message: string, path: string) => new InvalidRequest({ message,
 const notFound = (docId: string) =>
   new DocumentNotFound({ message: `there is no document ${JSON.stringify(docId)} in the index`, doc_id: docId })
 
-const isApiError = (e: unknown): e is InvalidRequest | IndexConflict | IndexUnavailable =>
-  e instanceof InvalidRequest || e instanceof IndexConflict || e instanceof IndexUnavailable
+const isApiError: (u: unknown) => u is ApiFailure = Schema.is(
+  Schema.Union([InvalidRequest, IndexConflict, IndexUnavailable])
+)
 
 /** The request-level name of the query programs' subjects, for an issue's path. */
 const fieldOf: Record<string, string> = { query: "text", "top-k": "top_k" }
 
-/**
- * Maps a pipeline failure to the API's errors: the user's input (400), an index that cannot answer this request as
- * asked (409), or no readable index (503). The message is the CLI's message for the same failure.
- */
-const apiError = (error: Tagged, path = ""): InvalidRequest | IndexConflict | IndexUnavailable => {
+/** A field of the request at `path` (a batch's `queries[2]`, or the whole body). */
+const fieldAt = (path: string, field: string) => (path === "" ? field : `${path}.${field}`)
+
+/** The index cannot answer this request as asked (409). */
+const conflict = (error: PipelineError) => new IndexConflict({ message: error.message, reason: error._tag })
+
+/** There is no readable index to answer from (503). */
+const unavailable = (error: PipelineError) => new IndexUnavailable({ message: error.message, reason: error._tag })
+
+/** A query error: the caller's input (400), another model's index (409), or no index that can answer (503). */
+const queryFailure = (error: QueryError, path: string): ApiFailure => {
   switch (error._tag) {
-    case "InvalidInput": {
-      const subject = (error as unknown as { readonly subject: string }).subject
-      const field = fieldOf[subject] ?? subject
-      return invalid(error.message, path === "" ? field : `${path}.${field}`)
-    }
+    case "InvalidInput":
+      return invalid(error.message, fieldAt(path, fieldOf[error.subject] ?? error.subject))
     case "ZeroVector":
-      return invalid(error.message, path === "" ? "text" : `${path}.text`)
+      return invalid(error.message, fieldAt(path, "text"))
     case "ModelMismatch":
     case "DimensionMismatch":
-    case "SettingsChanged":
-      return new IndexConflict({ message: error.message, reason: error._tag })
-    default:
-      return new IndexUnavailable({ message: error.message, reason: error._tag })
+      return conflict(error)
+    case "IndexMissing":
+    case "QueryFilterInvalid":
+      return unavailable(error)
   }
 }
+
+/** An index run's failure: settings the index was not built with (409), or a run that changed nothing (503). */
+const runFailure = (error: IndexRunError): ApiFailure => {
+  switch (error._tag) {
+    case "SettingsChanged":
+      return conflict(error)
+    case "PruneNeeded":
+    case "NothingToIndex":
+    case "NothingKept":
+      return unavailable(error)
+  }
+}
+
+/**
+ * Maps a pipeline failure to the API's errors, family by family; the store's and the models' failures mean no readable
+ * index or model (503). The message is the CLI's message for the same failure.
+ */
+const apiError = (error: PipelineError, path = ""): ApiFailure =>
+  isQueryError(error) ? queryFailure(error, path) : isIndexRunError(error) ? runFailure(error) : unavailable(error)
 
 /** Answers one query from a loaded snapshot, in the `query --json` shape. */
 const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
@@ -197,7 +224,7 @@ export const DocumentsHandlers = (options: HandlerOptions) =>
           message: "this server does not change the index; start it with --writable to allow PUT and DELETE"
         })
       )
-      const write = <A, E extends Tagged>(program: Effect.Effect<A, E, IndexStore | Embedder>) =>
+      const write = <A, E extends PipelineError>(program: Effect.Effect<A, E, IndexStore | Embedder>) =>
         writes
           .withPermits(1)(program)
           .pipe(

@@ -4,9 +4,11 @@
  */
 
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
-import { IndexMissing, openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
-import type { ModelMismatch } from "@funcpipe/pipeline/search/Retrieve"
-import { IndexStore, readSnapshot, type Snapshot, type StoreError } from "@funcpipe/pipeline/store/IndexStore"
+import { openSnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
+import type { ModelMismatch } from "@funcpipe/pipeline/search/QueryErrors"
+import { IndexMissing } from "@funcpipe/pipeline/search/QueryErrors"
+import { IndexStore, readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
+import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
 import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
 
 /** One opened state of the index. */

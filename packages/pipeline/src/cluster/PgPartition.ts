@@ -8,11 +8,12 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
-import { IndexCorrupt, type Snapshot, type StoreError, StoreFailure } from "../store/IndexStore.ts"
+import type { Snapshot } from "../store/IndexStore.ts"
 import { storeError } from "../store/postgres/PgFailures.ts"
 import { PG_LAYOUT } from "../store/postgres/PgIndexStore.ts"
 import { decodeManifest, loadSnapshot } from "../store/postgres/PgRows.ts"
 import { parsePgUrl, scrubUrl } from "../store/postgres/PgUrl.ts"
+import { IndexCorrupt, type StoreError, StoreFailure } from "../store/StoreErrors.ts"
 
 /** A committed state of the index: its token (generation and version, changed by every commit) and manifest. */
 export interface Pin {

@@ -2,18 +2,9 @@
 
 import { createHash } from "node:crypto"
 import type { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "../analysis/Embed.ts"
-
-/** The embedding model could not embed a batch (a remote model is down, a text is too long for it, …). */
-export class EmbedFailure extends Schema.TaggedError<EmbedFailure>()("EmbedFailure", {
-  model: Schema.String,
-  reason: Schema.String
-}) {
-  override get message(): string {
-    return `the embedding model ${this.model} failed: ${this.reason}`
-  }
-}
+import type { EmbedFailure } from "./ModelErrors.ts"
 
 /** What a model has cost so far: requests made and, when the model reports them, input tokens. */
 export interface EmbedUsage {

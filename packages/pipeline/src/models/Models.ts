@@ -5,8 +5,9 @@ import { Embedder } from "./Embedder.ts"
 import { GLOVE_100D } from "./glove/Glove.ts"
 import { loadGlove } from "./glove/GloveFiles.ts"
 import * as LocalModel from "./local/LocalModel.ts"
+import { type ModelChoiceError, ModelUnavailable, UnknownModel } from "./ModelErrors.ts"
 import * as OpenAiEmbeddings from "./openai/OpenAiEmbeddings.ts"
-import { type ModelError, ModelUnavailable, type Provider, UnknownModel } from "./Provider.ts"
+import type { Provider } from "./Provider.ts"
 
 /** The default model: offline and exact, the Python reference's. */
 export const DEFAULT_MODEL = LOCAL_SHA256
@@ -37,7 +38,7 @@ export class Models extends Context.Service<
   Models,
   {
     /** The embedder of the model named `name`. */
-    readonly embedder: (name: string) => Effect.Effect<Embedder["Service"], ModelError>
+    readonly embedder: (name: string) => Effect.Effect<Embedder["Service"], ModelChoiceError>
   }
 >()("pipeline/Models") {
   /** A catalogue of the given providers, asked in order. */
@@ -68,7 +69,7 @@ export class Models extends Context.Service<
 }
 
 /** The embedder of the model called `name`, as a layer. */
-export const layerModel = (name: string): Layer.Layer<Embedder, ModelError, Models> =>
+export const layerModel = (name: string): Layer.Layer<Embedder, ModelChoiceError, Models> =>
   Layer.effect(
     Embedder,
     Models.use((models) => models.embedder(name))

@@ -8,8 +8,9 @@ import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Clock, Effect, Option, Schema } from "effect"
 import { packBodies } from "../index/BodyPack.ts"
 import { prepareBatch } from "../index/prepare/Prepare.ts"
-import { IndexCorrupt, type IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
-import { IndexMissing } from "./QueryIndex.ts"
+import { IndexMissing } from "../search/QueryErrors.ts"
+import { type IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
+import { IndexCorrupt } from "../store/StoreErrors.ts"
 
 /** The destination holds an index already; a copy replaces one only when asked to. */
 export class CopyTargetNotEmpty extends Schema.TaggedError<CopyTargetNotEmpty>()("CopyTargetNotEmpty", {

@@ -8,8 +8,7 @@ import type { PreparedBatch } from "../index/prepare/Prepare.ts"
 import { Preparer } from "../index/prepare/Preparer.ts"
 import { hashDoc, isUnchanged } from "../index/Sync.ts"
 import { Embedder } from "../models/Embedder.ts"
-import { DimensionMismatch } from "../search/Cosine.ts"
-import { ModelMismatch } from "../search/Retrieve.ts"
+import { DimensionMismatch, ModelMismatch } from "../search/QueryErrors.ts"
 import { type ChunkRecord, type DocWrite, IndexStore, type IndexWriter } from "../store/IndexStore.ts"
 
 /** A document to write (its body is in the prepared batch), with where it came from and its content hash. */

@@ -59,15 +59,8 @@ export class NothingKept extends Schema.TaggedError<NothingKept>()("NothingKept"
 }
 
 /** The failures of an index run's own rules (the store's and the models' have their families). */
-export type IndexRunError = SettingsChanged | PruneNeeded | NothingToIndex | NothingKept
-
-const INDEX_RUN_ERRORS: ReadonlySet<string> = new Set([
-  "SettingsChanged",
-  "PruneNeeded",
-  "NothingToIndex",
-  "NothingKept"
-])
+export const IndexRunError = Schema.Union([SettingsChanged, PruneNeeded, NothingToIndex, NothingKept])
+export type IndexRunError = typeof IndexRunError.Type
 
 /** Whether `u` is one of the index run's failures. */
-export const isIndexRunError = (u: unknown): u is IndexRunError =>
-  typeof u === "object" && u !== null && "_tag" in u && INDEX_RUN_ERRORS.has(String(u._tag))
+export const isIndexRunError: (u: unknown) => u is IndexRunError = Schema.is(IndexRunError)

@@ -9,30 +9,19 @@ import { isKeepAll, mapPaths, type Rule, reads } from "@funcpipe/domain/Rule"
 import { Effect, Option, Path, Result, Schema } from "effect"
 import { analyze, analyzeWords } from "../analysis/Analyzer.ts"
 import { Embedder } from "../models/Embedder.ts"
-import { DimensionMismatch, squaredNorm, ZeroVector } from "../search/Cosine.ts"
+import { squaredNorm } from "../search/Cosine.ts"
 import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../search/Engine.ts"
 import { type ExpansionConfig, expandQuery } from "../search/Expansion.ts"
 import { prepareQuery } from "../search/Query.ts"
-import { ModelMismatch } from "../search/Retrieve.ts"
-import { IndexCorrupt, IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
-
-/** Nothing has been indexed at the location yet. */
-export class IndexMissing extends Schema.TaggedError<IndexMissing>()("IndexMissing", {
-  location: Schema.String
-}) {
-  override get message(): string {
-    return `there is no index at ${this.location} yet; build one with: funcpipe index <paths...>`
-  }
-}
-
-/** A query filter reads what the index does not keep. */
-export class QueryFilterInvalid extends Schema.TaggedError<QueryFilterInvalid>()("QueryFilterInvalid", {
-  reason: Schema.String
-}) {
-  override get message(): string {
-    return `a query filter cannot use this rule: ${this.reason}`
-  }
-}
+import {
+  DimensionMismatch,
+  IndexMissing,
+  ModelMismatch,
+  QueryFilterInvalid,
+  ZeroVector
+} from "../search/QueryErrors.ts"
+import { IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
+import { IndexCorrupt } from "../store/StoreErrors.ts"
 
 /**
  * Checks a query filter and makes its `source under` paths absolute (against the working directory, as the index's

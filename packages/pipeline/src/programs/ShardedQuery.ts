@@ -14,7 +14,8 @@ import { call, IndexShard, PartitionSource, ShardsUnavailable, shardEntityId } f
 import { distinct, fuseHits, type Hit, mergeHits, scoreKind, shardOf, sumStats } from "../cluster/Shards.ts"
 import { defaultMode, FUSION_DEPTH } from "../search/Engine.ts"
 import { prepareQuery } from "../search/Query.ts"
-import { embedQueries, IndexMissing, queryFilter, stopWordsOnly } from "./QueryIndex.ts"
+import { IndexMissing } from "../search/QueryErrors.ts"
+import { embedQueries, queryFilter, stopWordsOnly } from "./QueryIndex.ts"
 
 /** How a sharded query is answered. */
 export interface ShardedQueryOptions {

@@ -1,28 +1,8 @@
 /** Cosine similarity with the reference's exact float64 arithmetic. */
 
 import { CosineScore } from "@funcpipe/domain/Ranking"
-import { Result, Schema } from "effect"
-
-/** Two vectors of different lengths were compared: they come from different models or a damaged index. */
-export class DimensionMismatch extends Schema.TaggedError<DimensionMismatch>()("DimensionMismatch", {
-  expected: Schema.Int,
-  actual: Schema.Int
-}) {
-  override get message(): string {
-    return `vectors have different dimensions (${this.expected} and ${this.actual}); they cannot be compared`
-  }
-}
-
-/** A vector with no components or with all components zero has no direction, so its cosine is undefined. */
-export class ZeroVector extends Schema.TaggedError<ZeroVector>()("ZeroVector", {
-  length: Schema.Int
-}) {
-  override get message(): string {
-    return this.length === 0
-      ? "an empty vector has no direction; its cosine similarity is undefined"
-      : "a vector of zeros has no direction; its cosine similarity is undefined"
-  }
-}
+import { Result } from "effect"
+import { DimensionMismatch, ZeroVector } from "./QueryErrors.ts"
 
 /** Clamps rounding overshoot (a self-similarity can come out as 1.0000000000000002) into [-1, 1]. */
 // biome-ignore lint/complexity/useMathMinMax: the reference's clamp, written as its comparisons

@@ -4,22 +4,10 @@ import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import type { SearchQuery } from "@funcpipe/domain/Query"
 import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
-import { Result, Schema } from "effect"
-import { clampScore, DimensionMismatch, squaredNorm, ZeroVector } from "./Cosine.ts"
+import { Result } from "effect"
+import { clampScore, squaredNorm } from "./Cosine.ts"
+import { DimensionMismatch, ModelMismatch, ZeroVector } from "./QueryErrors.ts"
 import { anyScore, topChunks } from "./Ranker.ts"
-
-/** The query and the index were embedded by different models, so their vectors cannot be compared. */
-export class ModelMismatch extends Schema.TaggedError<ModelMismatch>()("ModelMismatch", {
-  index: Schema.String,
-  query: Schema.String
-}) {
-  override get message(): string {
-    return (
-      `the index was built with the model "${this.index}" but the query was embedded with "${this.query}"; ` +
-      `query with the index's model or rebuild the index`
-    )
-  }
-}
 
 /**
  * Chunks with their vectors laid out in one contiguous `Float64Array` (row `i` holds chunk `i`) and each row's

@@ -9,7 +9,7 @@ import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
 import type { BodyRef } from "../index/BodyPack.ts"
 import type { IndexView, PositionFilter } from "../search/IndexView.ts"
-import { ForeignSchema, IndexCredentialsRefused, IndexUnreachable } from "./postgres/PgErrors.ts"
+import { isStoreError, type StoreError, StoreFailure } from "./StoreErrors.ts"
 
 /** A document as stored: where it came from, its title and categories, and the hash of its raw content. */
 export class StoredDoc extends Schema.Class<StoredDoc>("pipeline/StoredDoc")({
@@ -78,105 +78,6 @@ export interface StoredChunk {
   readonly text: string
   readonly vector: ReadonlyArray<number>
 }
-
-/**
- * What the store was told by the layer below it (SQLite's or the system's error), kept for logs and debugging: a
- * store error's message never shows it, and it is left out wherever the error is shown to people.
- */
-const UnderlyingCause = Schema.optionalKey(Schema.Defect())
-
-/** The file is not a FuncPipe index (another SQLite database, or not a database at all). */
-export class NotAnIndex extends Schema.TaggedError<NotAnIndex>()("NotAnIndex", {
-  location: Schema.String,
-  cause: UnderlyingCause
-}) {
-  override get message(): string {
-    return `${this.location} is not a FuncPipe index; pass another --index path or move the file away`
-  }
-}
-
-/** The index file is damaged (truncated, overwritten) or holds values that break the index's rules. */
-export class IndexCorrupt extends Schema.TaggedError<IndexCorrupt>()("IndexCorrupt", {
-  location: Schema.String,
-  detail: Schema.String,
-  cause: UnderlyingCause
-}) {
-  override get message(): string {
-    return `the index at ${this.location} is damaged (${this.detail}); delete it and index again`
-  }
-}
-
-/** The index was written by a newer FuncPipe whose layout this build does not know. */
-export class IndexTooNew extends Schema.TaggedError<IndexTooNew>()("IndexTooNew", {
-  location: Schema.String,
-  found: Schema.Int,
-  supported: Schema.Int
-}) {
-  override get message(): string {
-    return (
-      `the index at ${this.location} has layout version ${this.found}, but this FuncPipe reads up to version ` +
-      `${this.supported}; upgrade FuncPipe`
-    )
-  }
-}
-
-/** The index was written by an older FuncPipe whose layout this build no longer reads; it must be rebuilt. */
-export class IndexTooOld extends Schema.TaggedError<IndexTooOld>()("IndexTooOld", {
-  location: Schema.String,
-  found: Schema.Int,
-  supported: Schema.Int
-}) {
-  override get message(): string {
-    return (
-      `the index at ${this.location} has layout version ${this.found}, older than this FuncPipe's ` +
-      `(${this.supported}); rebuild it with: funcpipe index <paths...> --rebuild --index ${this.location}`
-    )
-  }
-}
-
-/** Another process is writing the index right now. */
-export class IndexBusy extends Schema.TaggedError<IndexBusy>()("IndexBusy", {
-  location: Schema.String,
-  cause: UnderlyingCause
-}) {
-  override get message(): string {
-    return `another FuncPipe run is writing the index at ${this.location}; try again when it has finished`
-  }
-}
-
-/** The index could not be read or written for a reason outside FuncPipe (disk full, permissions, …). */
-export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
-  location: Schema.String,
-  reason: Schema.String,
-  cause: UnderlyingCause
-}) {
-  override get message(): string {
-    return `cannot use the index at ${this.location}: ${this.reason}`
-  }
-}
-
-export type StoreError =
-  | NotAnIndex
-  | IndexCorrupt
-  | IndexTooNew
-  | IndexTooOld
-  | IndexBusy
-  | StoreFailure
-  | IndexUnreachable
-  | IndexCredentialsRefused
-  | ForeignSchema
-
-/** Whether `error` is one of the store's errors. */
-const isStoreError = (error: unknown): error is StoreError =>
-  error instanceof NotAnIndex ||
-  error instanceof IndexCorrupt ||
-  error instanceof IndexTooNew ||
-  error instanceof IndexTooOld ||
-  error instanceof IndexBusy ||
-  error instanceof StoreFailure ||
-  error instanceof IndexUnreachable ||
-  error instanceof IndexCredentialsRefused ||
-  error instanceof ForeignSchema
 
 /**
  * One consistent, read-only view of the index (a read transaction): what the engine scores, plus the manifest and

@@ -15,7 +15,8 @@ import { SegmentBuilder } from "../index/Segment.ts"
 import { type TableColumn, TableFilter } from "../search/Filter.ts"
 import type { PositionFilter, TermBlock } from "../search/IndexView.ts"
 import { documentTies } from "../search/Ranker.ts"
-import { cachedPositions, IndexCorrupt, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
+import { cachedPositions, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
+import { IndexCorrupt } from "./StoreErrors.ts"
 
 /**
  * A document as a store loads it: its fields, its cleaned body (raw DEFLATE of the UTF-8), and its chunks' search

@@ -10,7 +10,8 @@ import { createGunzip } from "node:zlib"
 import { Config, Effect, FileSystem, Option, Path, Random, Result, Schema, Stream } from "effect"
 import { HttpClient } from "effect/http"
 import { systemReason } from "../../platform/SystemReason.ts"
-import { Embedder, EmbedFailure, fingerprintOf } from "../Embedder.ts"
+import { Embedder, fingerprintOf } from "../Embedder.ts"
+import { EmbedFailure } from "../ModelErrors.ts"
 import { ArchiveInvalid, tarReader } from "../Tar.ts"
 import {
   COMMON_COMPONENTS,

@@ -6,7 +6,8 @@
 
 import { Effect, Result } from "effect"
 import { HttpClient } from "effect/http"
-import { ModelUnavailable, type Provider } from "../Provider.ts"
+import { ModelUnavailable } from "../ModelErrors.ts"
+import type { Provider } from "../Provider.ts"
 import { labelOf, makeEmbedder, OPENAI_PREFIX } from "./OpenAiEmbedder.ts"
 import { DEFAULT_BASE_URL, ENV, environment, ServiceFlags, settingsFrom } from "./OpenAiSettings.ts"
 

@@ -3,8 +3,7 @@
 import { oneLine } from "@funcpipe/domain/Decode"
 import { Redacted } from "effect"
 import type { SqlError } from "effect/sql"
-import { IndexBusy, type StoreError, StoreFailure } from "../IndexStore.ts"
-import { IndexCredentialsRefused, IndexUnreachable } from "./PgErrors.ts"
+import { IndexBusy, IndexCredentialsRefused, IndexUnreachable, type StoreError, StoreFailure } from "../StoreErrors.ts"
 import type { PgTarget } from "./PgUrl.ts"
 
 /** The words for the network failures people meet. */
@@ -47,7 +46,7 @@ export const storeError = (target: PgTarget, what: string, error: SqlError.SqlEr
     case "3D000": // invalid_catalog_name
       return new StoreFailure({
         location,
-        reason: `the database ${target.database} does not exist; create it first ` + `(see docs/team.md)`
+        reason: `the database ${target.database} does not exist; create it first (see docs/team.md)`
       })
     case "57P01": // admin_shutdown
     case "57P02": // crash_shutdown

@@ -13,19 +13,14 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
 import {
   emptyWriter,
-  IndexCorrupt,
   IndexStore,
-  IndexTooNew,
-  IndexTooOld,
   type IndexWriter,
   type Snapshot,
   type StoredEntry,
-  type StoreError,
-  StoreFailure,
   type TransactionOptions
 } from "../IndexStore.ts"
 import { storedDocOf } from "../LoadedSnapshot.ts"
-import { ForeignSchema } from "./PgErrors.ts"
+import { ForeignSchema, IndexCorrupt, IndexTooNew, IndexTooOld, type StoreError, StoreFailure } from "../StoreErrors.ts"
 import { storeError } from "./PgFailures.ts"
 import {
   decodeManifest,

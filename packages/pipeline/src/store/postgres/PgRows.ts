@@ -5,8 +5,9 @@ import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import { bodyBytes } from "../../index/BodyPack.ts"
-import { type ChunkRecord, type DocRecord, IndexCorrupt, type TermTable, view } from "../IndexStore.ts"
+import { type ChunkRecord, type DocRecord, type TermTable, view } from "../IndexStore.ts"
 import { type LoadedDoc, snapshotLoader } from "../LoadedSnapshot.ts"
+import { IndexCorrupt } from "../StoreErrors.ts"
 
 export const decodeManifest = Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))
 export const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))

@@ -12,7 +12,7 @@ import {
   NotAnIndex,
   type StoreError,
   StoreFailure
-} from "../IndexStore.ts"
+} from "../StoreErrors.ts"
 
 /** 'FPIP': marks a SQLite file as a FuncPipe index. */
 export const APPLICATION_ID = 0x46504950

@@ -11,14 +11,8 @@ import { decodeRows as decodeBlock, decodeVectors, encodingFor, type VectorEncod
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
-import {
-  cachedPositions,
-  IndexCorrupt,
-  type Snapshot,
-  type StoredChunk,
-  type StoredDocument,
-  spanText
-} from "../IndexStore.ts"
+import { cachedPositions, type Snapshot, type StoredChunk, type StoredDocument, spanText } from "../IndexStore.ts"
+import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { release, sqliteReadsAt, statement } from "./Connection.ts"
 import {

@@ -5,16 +5,14 @@ import { Effect, Layer, Option, Result, type Scope, ScopedRef } from "effect"
 import { pathProblem, systemReason } from "../../platform/SystemReason.ts"
 import {
   emptyWriter,
-  IndexCorrupt,
   IndexStore,
   type IndexWriter,
   readSnapshot,
   type Snapshot,
   type StoredDoc,
-  type StoreError,
-  StoreFailure,
   type TransactionOptions
 } from "../IndexStore.ts"
+import { IndexCorrupt, type StoreError, StoreFailure } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import {
   backgroundSync,

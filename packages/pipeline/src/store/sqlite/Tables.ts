@@ -5,7 +5,8 @@ import type { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result, Schema } from "effect"
-import { IndexCorrupt, StoredDoc, view } from "../IndexStore.ts"
+import { StoredDoc, view } from "../IndexStore.ts"
+import { IndexCorrupt } from "../StoreErrors.ts"
 import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */

@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import { IndexStore, StoreFailure } from "../IndexStore.ts"
+import { IndexStore } from "../IndexStore.ts"
+import { StoreFailure } from "../StoreErrors.ts"
 import { makeSqliteStore } from "./SqliteIndexStore.ts"
 
 /**

@@ -9,14 +9,12 @@ import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCod
 import {
   type ChunkRecord,
   type DocRecord,
-  IndexCorrupt,
-  IndexTooOld,
   type IndexWriter,
   type StoredEntry,
-  type StoreError,
   type TermTable,
   view
 } from "../IndexStore.ts"
+import { IndexCorrupt, IndexTooOld, type StoreError } from "../StoreErrors.ts"
 import { LAYOUT, sqlite } from "./Connection.ts"
 import {
   BLOCKS_PER_SEGMENT,
