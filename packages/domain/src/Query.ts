@@ -9,6 +9,9 @@ export const TopK = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message:
 )
 export type TopK = typeof TopK.Type
 
+/** How many results a query gets when it does not say: the CLI's `--top-k` and the HTTP API's `top_k` alike. */
+export const DEFAULT_TOP_K: TopK = TopK.make(3)
+
 /** Query text: must hold at least one non-whitespace character. */
 export const QueryText = Schema.String.check(
   Schema.makeFilter((s: string) => hasNonWhitespace.test(s) || "the query is blank: give some words to search for"),

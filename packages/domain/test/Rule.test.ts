@@ -16,16 +16,15 @@ import {
   matches,
   normalize,
   not,
-  parseRule,
   printRule,
   Rule,
   type RuleField,
   type RuleSubject,
-  readRule,
   ruleJson,
   startsWith,
   under
 } from "../src/Rule.ts"
+import { parseRule, readRule } from "../src/RuleParser.ts"
 
 // Values over a small alphabet meet the documents' fields often; quotes, backslashes and astral characters stress the
 // text form.

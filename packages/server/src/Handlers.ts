@@ -12,6 +12,7 @@ import {
   type QueryRequest,
   WritesDisabled
 } from "@funcpipe/domain/http/Api"
+import { DEFAULT_TOP_K } from "@funcpipe/domain/Query"
 import { highlightSpans } from "@funcpipe/pipeline/analysis/Highlight"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import type { ModelError } from "@funcpipe/pipeline/models/ModelErrors"
@@ -26,9 +27,6 @@ import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { LiveIndex, type Loaded } from "./LiveIndex.ts"
-
-/** The default number of results, as for `funcpipe query`. */
-const DEFAULT_TOP_K = 3
 
 /** What the handlers need to know about how the server was started. */
 export interface HandlerOptions {

@@ -1,6 +1,6 @@
 /** `funcpipe query`: answer a query from the persistent index. */
 
-import { TopK } from "@funcpipe/domain/Query"
+import { DEFAULT_TOP_K, TopK } from "@funcpipe/domain/Query"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
@@ -21,12 +21,12 @@ import {
 import { eitherText, queryFlag, queryText, STDIN_HINT } from "../flags/QueryText.ts"
 import { resultLines, resultsJson } from "../output/Format.ts"
 
-/** `--top-k N`, default 3. */
+/** `--top-k N`, default `DEFAULT_TOP_K`. */
 export const topK = Flag.Int("top-k").pipe(
   Flag.withSchema(TopK),
   Flag.withMetavar("N"),
-  Flag.withDescription("How many results to show (at least 1; default 3)"),
-  Flag.withDefault(TopK.make(3))
+  Flag.withDescription(`How many results to show (at least 1; default ${DEFAULT_TOP_K})`),
+  Flag.withDefault(DEFAULT_TOP_K)
 )
 
 const Shards = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 4096 }, { message: "1 to 4096 shards" }))

@@ -17,10 +17,11 @@ import {
   TailPolicy
 } from "@funcpipe/domain/Config"
 import { decodeAs } from "@funcpipe/domain/Decode"
-import { type Rule, RuleFromText } from "@funcpipe/domain/Rule"
+import type { Rule } from "@funcpipe/domain/Rule"
+import { RuleFromText } from "@funcpipe/domain/RuleParser"
+import { MODEL_NAMES } from "@funcpipe/pipeline/models/ModelErrors"
 import { DEFAULT_MODEL, layerModel } from "@funcpipe/pipeline/models/Models"
 import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/models/openai/OpenAiEmbeddings"
-import { MODEL_NAMES } from "@funcpipe/pipeline/models/ModelErrors"
 import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/search/Expansion"
 import { Config, Effect, Layer, Option, Schema } from "effect"
 import { Flag } from "effect/cli"

@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BatchResponse, DocumentResponse, QueryResponse, StatusResponse } from "../Answer.ts"
 import { Alpha, B, FusionMethod, K1, RetrievalMode } from "../Config.ts"
-import { RuleFromText } from "../Rule.ts"
+import { RuleFromText } from "../RuleParser.ts"
 import { hasNonWhitespace } from "../Whitespace.ts"
 
 /** The most results one query may ask for. */

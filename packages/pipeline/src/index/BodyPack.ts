@@ -6,7 +6,15 @@
  */
 
 import { randomFillSync } from "node:crypto"
-import { constants, ZstdCompress, ZstdDecompress, zstdCompressSync, zstdDecompressSync } from "node:zlib"
+import {
+  constants,
+  deflateRawSync,
+  inflateRawSync,
+  ZstdCompress,
+  ZstdDecompress,
+  zstdCompressSync,
+  zstdDecompressSync
+} from "node:zlib"
 import { concatBytes } from "../base/Bytes.ts"
 
 /** A pack closes once it holds this many bytes of text; a document of this size or more is a pack of its own. */
@@ -303,4 +311,21 @@ export const bodyBytes = (ref: BodyRef): Uint8Array => {
     lastUnpacked = unpacked
   }
   return lastUnpacked!.subarray(ref.from, ref.to)
+}
+
+/**
+ * A body on its own, for a store that keeps one body per row (PostgreSQL's layout predates packs): raw deflate at
+ * level 1, cheap to make and to read back one body at a time.
+ */
+export const deflateBody = (ref: BodyRef): Uint8Array => new Uint8Array(deflateRawSync(bodyBytes(ref), { level: 1 }))
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** A body kept on its own (`deflateBody`) as text, or `undefined` when its bytes are damaged. */
+export const inflateBody = (bytes: Uint8Array): string | undefined => {
+  try {
+    return strictUtf8.decode(inflateRawSync(bytes))
+  } catch {
+    return undefined
+  }
 }

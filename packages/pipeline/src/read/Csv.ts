@@ -43,170 +43,226 @@ const CR = 0x0d
 const LF = 0x0a
 
 /**
+ * Where the splitter is: "record" between records; "field" at the start of a field; "unquoted"/"quoted" inside one;
+ * "quote" after a quote inside a quoted field (the closing one, or the first of `""`).
+ */
+type SplitState = "record" | "field" | "unquoted" | "quoted" | "quote"
+
+/** A splitter's state between pieces, in one object so each parse state can be a function of its own. */
+interface Splitting {
+  readonly maxRecordChars: number
+  state: SplitState
+  fields: Array<string>
+  field: string
+  recordChars: number
+  line: number
+  recordLine: number
+  /** A `\r` that ended the last piece: it may be the start of `\r\n`. */
+  carry: string
+  stopped: boolean
+  /** The records completed by the piece being read, handed back by `push` or `end`. */
+  out: Array<CsvRecord>
+}
+
+/** Ends the field in progress; the next one starts. */
+const endField = (s: Splitting): SplitState => {
+  s.fields.push(s.field)
+  s.field = ""
+  return "field"
+}
+
+/** Ends the record in progress and hands it back; the next one starts. */
+const endRecord = (s: Splitting): SplitState => {
+  endField(s)
+  s.out.push({ line: s.recordLine, fields: Result.succeed(s.fields) })
+  s.fields = []
+  s.recordChars = 0
+  return "record"
+}
+
+/** Adds `text` to the field; `false` when the record grew too long, which is reported and stops the splitter. */
+const append = (s: Splitting, text: string): boolean => {
+  s.field += text
+  s.recordChars += text.length
+  if (s.recordChars <= s.maxRecordChars) return true
+  s.out.push({
+    line: s.recordLine,
+    fields: Result.fail(
+      `the record that starts on line ${s.recordLine} is longer than ${formatBytes(s.maxRecordChars)}, so the rest ` +
+        `of the file is skipped; is a quote left open?`
+    )
+  })
+  s.stopped = true
+  s.field = ""
+  s.fields = []
+  return false
+}
+
+/** Between records: a line break is a blank line (an empty record); anything else starts a field. */
+const atRecord = (s: Splitting, i: number, breakWidth: number): number => {
+  s.recordLine = s.line
+  if (breakWidth === 0) {
+    s.state = "field"
+    return i
+  }
+  s.out.push({ line: s.line, fields: Result.succeed([]) })
+  s.line++
+  return i + breakWidth
+}
+
+/** At the start of a field: a quote opens a quoted field, anything else an unquoted one. */
+const atField = (s: Splitting, i: number, c: number): number => {
+  if (c !== QUOTE) {
+    s.state = "unquoted"
+    return i
+  }
+  s.state = "quoted"
+  return i + 1
+}
+
+/** Inside an unquoted field: a comma or line break ends it; a run of other characters (stray quotes too) joins it. */
+const inUnquoted = (s: Splitting, text: string, i: number, n: number, c: number, breakWidth: number): number => {
+  if (c === COMMA) {
+    s.state = endField(s)
+    return i + 1
+  }
+  if (breakWidth > 0) {
+    s.state = endRecord(s)
+    s.line++
+    return i + breakWidth
+  }
+  let j = i + 1
+  while (j < n) {
+    const d = text.charCodeAt(j)
+    if (d === COMMA || d === CR || d === LF) break
+    j++
+  }
+  append(s, text.slice(i, j))
+  return j
+}
+
+/** Inside a quoted field: all up to the next quote joins it, line breaks as written (each counts one line). */
+const inQuoted = (s: Splitting, text: string, i: number, n: number, c: number): number => {
+  if (c === QUOTE) {
+    s.state = "quote"
+    return i + 1
+  }
+  let j = i
+  while (j < n) {
+    const d = text.charCodeAt(j)
+    if (d === QUOTE) break
+    if (d === LF || (d === CR && !(j + 1 < n && text.charCodeAt(j + 1) === LF))) s.line++
+    j++
+  }
+  append(s, text.slice(i, j))
+  return j
+}
+
+/** After a quote: `""` is a quote; after a closing quote, other text joins the field (as Python's csv reads it). */
+const afterQuote = (s: Splitting, i: number, c: number, breakWidth: number): number => {
+  if (c === QUOTE) {
+    if (append(s, '"')) s.state = "quoted"
+    return i + 1
+  }
+  if (c === COMMA) {
+    s.state = endField(s)
+    return i + 1
+  }
+  if (breakWidth > 0) {
+    s.state = endRecord(s)
+    s.line++
+    return i + breakWidth
+  }
+  s.state = "unquoted"
+  return i
+}
+
+/** Reads `text[0, n)`; a `\r` at `n - 1` is never the start of a `\r\n` still to come (the caller holds it back). */
+const readText = (s: Splitting, text: string, n: number): void => {
+  let i = 0
+  while (i < n && !s.stopped) {
+    const c = text.charCodeAt(i)
+    const breakWidth = c === LF ? 1 : c === CR ? (i + 1 < n && text.charCodeAt(i + 1) === LF ? 2 : 1) : 0
+    switch (s.state) {
+      case "record":
+        i = atRecord(s, i, breakWidth)
+        break
+      case "field":
+        i = atField(s, i, c)
+        break
+      case "unquoted":
+        i = inUnquoted(s, text, i, n, c, breakWidth)
+        break
+      case "quoted":
+        i = inQuoted(s, text, i, n, c)
+        break
+      case "quote":
+        i = afterQuote(s, i, c, breakWidth)
+        break
+    }
+  }
+}
+
+/** The records a piece completes; a `\r` ending it is held back, since a `\n` may start the next piece. */
+const pushText = (s: Splitting, piece: string): ReadonlyArray<CsvRecord> => {
+  s.out = []
+  if (s.stopped) return s.out
+  const text = s.carry === "" ? piece : s.carry + piece
+  const held = text.length > 0 && text.charCodeAt(text.length - 1) === CR
+  s.carry = held ? "\r" : ""
+  readText(s, text, held ? text.length - 1 : text.length)
+  return s.out
+}
+
+/** Why a quoted field still open at the end of the text loses the rest of the file, with the lines lost. */
+const unclosedQuote = (s: Splitting): string => {
+  const last = /[\r\n]$/.test(s.field) ? s.line - 1 : s.line // the file's last line, not the empty one after it
+  const lost = last > s.recordLine ? `lines ${s.recordLine} to ${last}` : `line ${s.recordLine}`
+  return (
+    `a quoted field that starts on line ${s.recordLine} is never closed, so ${lost} (the rest of ` +
+    `the file) could not be read as rows; close the quote to read them`
+  )
+}
+
+/** The records left at the end of the text: a held-back `\r`, the record in progress, or an unclosed quote. */
+const endText = (s: Splitting): ReadonlyArray<CsvRecord> => {
+  s.out = []
+  if (s.stopped) return s.out
+  readText(s, s.carry, s.carry.length)
+  s.carry = ""
+  if (s.stopped) return s.out
+  if (s.state === "quoted") {
+    s.out.push({ line: s.recordLine, fields: Result.fail(unclosedQuote(s)) })
+  } else if (s.state !== "record") {
+    endRecord(s)
+  }
+  s.state = "record"
+  return s.out
+}
+
+/**
  * Splits CSV text into records as `csvRecords` does, piece by piece. A record whose fields hold more than
  * `maxRecordChars` UTF-16 code units (so more than that many bytes of UTF-8) is a failed record and stops the
  * splitter: past an unclosed quote there is no telling where records start again.
  */
 export const csvSplitter = (maxRecordChars: number = Infinity): CsvSplitter => {
-  // "record": between records; "field": at the start of a field; "unquoted"/"quoted": inside one; "quote": after a
-  // quote inside a quoted field (the closing one, or the first of `""`).
-  type State = "record" | "field" | "unquoted" | "quoted" | "quote"
-  let state: State = "record"
-  let fields: Array<string> = []
-  let field = ""
-  let recordChars = 0
-  let line = 1
-  let recordLine = 1
-  let carry = "" // a `\r` that ended the last piece: it may be the start of `\r\n`
-  let stopped = false
-  let out: Array<CsvRecord> = []
-
-  const endField = (): State => {
-    fields.push(field)
-    field = ""
-    return "field"
+  const s: Splitting = {
+    maxRecordChars,
+    state: "record",
+    fields: [],
+    field: "",
+    recordChars: 0,
+    line: 1,
+    recordLine: 1,
+    carry: "",
+    stopped: false,
+    out: []
   }
-  const endRecord = (): State => {
-    endField()
-    out.push({ line: recordLine, fields: Result.succeed(fields) })
-    fields = []
-    recordChars = 0
-    return "record"
-  }
-  const append = (text: string): boolean => {
-    field += text
-    recordChars += text.length
-    if (recordChars <= maxRecordChars) return true
-    out.push({
-      line: recordLine,
-      fields: Result.fail(
-        `the record that starts on line ${recordLine} is longer than ${formatBytes(maxRecordChars)}, so the rest of ` +
-          `the file is skipped; is a quote left open?`
-      )
-    })
-    stopped = true
-    field = ""
-    fields = []
-    return false
-  }
-
-  /** Reads `text[0, n)`; a `\r` at `n - 1` is never the start of a `\r\n` still to come (the caller holds it back). */
-  const read = (text: string, n: number): void => {
-    let i = 0
-    while (i < n && !stopped) {
-      const c = text.charCodeAt(i)
-      const breakWidth = c === LF ? 1 : c === CR ? (i + 1 < n && text.charCodeAt(i + 1) === LF ? 2 : 1) : 0
-      switch (state) {
-        case "record":
-          recordLine = line
-          if (breakWidth > 0) {
-            out.push({ line, fields: Result.succeed([]) }) // a blank line
-            line++
-            i += breakWidth
-          } else {
-            state = "field"
-          }
-          continue
-        case "field":
-          if (c === QUOTE) {
-            state = "quoted"
-            i++
-            continue
-          }
-          state = "unquoted"
-          continue
-        case "unquoted": {
-          if (c === COMMA) {
-            state = endField()
-            i++
-            continue
-          }
-          if (breakWidth > 0) {
-            state = endRecord()
-            line++
-            i += breakWidth
-            continue
-          }
-          // A run of plain characters (a stray quote included) joins the field at once.
-          let j = i + 1
-          while (j < n) {
-            const d = text.charCodeAt(j)
-            if (d === COMMA || d === CR || d === LF) break
-            j++
-          }
-          append(text.slice(i, j))
-          i = j
-          continue
-        }
-        case "quoted": {
-          if (c === QUOTE) {
-            state = "quote"
-            i++
-            continue
-          }
-          // Everything up to the next quote, line breaks included as written; each counts one line.
-          let j = i
-          while (j < n) {
-            const d = text.charCodeAt(j)
-            if (d === QUOTE) break
-            if (d === LF || (d === CR && !(j + 1 < n && text.charCodeAt(j + 1) === LF))) line++
-            j++
-          }
-          append(text.slice(i, j))
-          i = j
-          continue
-        }
-        case "quote":
-          // `""` is a quote; after a closing quote, other text joins the field, as Python's csv module reads it.
-          if (c === QUOTE) {
-            if (append('"')) state = "quoted"
-            i++
-          } else if (c === COMMA) {
-            state = endField()
-            i++
-          } else if (breakWidth > 0) {
-            state = endRecord()
-            line++
-            i += breakWidth
-          } else {
-            state = "unquoted"
-          }
-          continue
-      }
-    }
-  }
-
   return {
-    push: (piece) => {
-      out = []
-      if (stopped) return out
-      const text = carry === "" ? piece : carry + piece
-      const held = text.length > 0 && text.charCodeAt(text.length - 1) === CR
-      carry = held ? "\r" : ""
-      read(text, held ? text.length - 1 : text.length)
-      return out
-    },
-    end: () => {
-      out = []
-      if (stopped) return out
-      read(carry, carry.length)
-      carry = ""
-      if (stopped) return out
-      if (state === "quoted") {
-        const last = /[\r\n]$/.test(field) ? line - 1 : line // the file's last line, not the empty one after it
-        const lost = last > recordLine ? `lines ${recordLine} to ${last}` : `line ${recordLine}`
-        const reason =
-          `a quoted field that starts on line ${recordLine} is never closed, so ${lost} (the rest of ` +
-          `the file) could not be read as rows; close the quote to read them`
-        out.push({ line: recordLine, fields: Result.fail(reason) })
-      } else if (state !== "record") {
-        endRecord()
-      }
-      state = "record"
-      return out
-    },
-    line: () => line + (carry === "" ? 0 : 1),
-    stopped: () => stopped
+    push: (piece) => pushText(s, piece),
+    end: () => endText(s),
+    line: () => s.line + (s.carry === "" ? 0 : 1),
+    stopped: () => s.stopped
   }
 }
 

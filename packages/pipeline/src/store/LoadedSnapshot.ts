@@ -4,12 +4,12 @@
  * same engine, and the same bits, as the SQLite file.
  */
 
-import { inflateRawSync } from "node:zlib"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
+import { inflateBody } from "../index/BodyPack.ts"
 import { decodePostings } from "../index/Postings.ts"
 import { SegmentBuilder } from "../index/Segment.ts"
 import { type TableColumn, TableFilter } from "../search/Filter.ts"
@@ -43,7 +43,6 @@ const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** How many terms' split postings a snapshot keeps for warm queries. */
 const POSTINGS_CACHE_ENTRIES = 4096
 
-const utf8 = new TextDecoder("utf-8", { fatal: true })
 const decodeDoc = Schema.decodeUnknownResult(StoredDoc)
 
 /** The document's fields as a `StoredDoc`, or `IndexCorrupt` (thrown) when they break its rules. */
@@ -216,11 +215,9 @@ const snapshotOf = (
   const bodyOf = (doc: number): string => {
     let body = bodies.get(doc)
     if (body !== undefined) return body
-    try {
-      body = utf8.decode(inflateRawSync(docs[doc]!.body))
-    } catch {
+    body = inflateBody(docs[doc]!.body)
+    if (body === undefined)
       throw corrupt(`the text of document ${JSON.stringify(docs[doc]!.docId)} does not decompress`)
-    }
     bodies.set(doc, body)
     bodyChars += body.length
     for (const [old, text] of bodies) {

@@ -1,10 +1,9 @@
 /** A document's row in the PostgreSQL store: how the writer encodes its fields and search data, and how a snapshot loads rows back, a page at a time. */
 
-import { deflateRawSync } from "node:zlib"
 import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
-import { bodyBytes } from "../../index/BodyPack.ts"
+import { deflateBody } from "../../index/BodyPack.ts"
 import { type ChunkRecord, type DocRecord, type TermTable, view } from "../IndexStore.ts"
 import { type LoadedDoc, snapshotLoader } from "../LoadedSnapshot.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
@@ -64,8 +63,7 @@ export const rowOf = (
     categories: doc.categories,
     hash: doc.hash,
     chunks: chunks.length,
-    // Each body deflated on its own: a PostgreSQL index keeps the layout it had before bodies were packed.
-    body: new Uint8Array(deflateRawSync(bodyBytes(doc.body), { level: 1 })),
+    body: deflateBody(doc.body),
     spans: bytesOf(spans),
     lengths: bytesOf(lengths),
     terms: vocabulary.join(" "),
