@@ -6,6 +6,7 @@ import { cosineSimilarity } from "@funcpipe/pipeline/search/Cosine"
 import { scoreQuery, topChunksOf } from "@funcpipe/pipeline/search/Engine"
 import type { IndexView } from "@funcpipe/pipeline/search/IndexView"
 import type { Top } from "@funcpipe/pipeline/search/Ranker"
+import { ScoringScratch } from "@funcpipe/pipeline/search/Scratch"
 import { Result } from "effect"
 import { prng } from "./Corpus.ts"
 
@@ -112,6 +113,7 @@ export const engineView = ({ dimensions, f64, rows }: RandomVectors): IndexView 
   }
   const block = { offset: 0, count: rows, vectors: f64, magnitudes }
   return {
+    scratch: new ScoringScratch(),
     dimensions,
     positions: rows,
     liveChunks: rows,

@@ -2,19 +2,18 @@
 import { constants, zstdCompressSync } from "node:zlib"
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import {
-  type BodyRef,
-  bodyBytes,
-  bodyIn,
-  bodyOfRef,
-  compressPack,
-  frameContentSize,
-  PACK_BYTES,
-  packBodies,
-  reusesZstdDecoder,
-  reusesZstdStream,
-  unpack
-} from "../src/index/BodyPack.ts"
+import { type BodyRef, bodyIn, frameContentSize, PACK_BYTES, PackReader, PackWriter } from "../src/index/BodyPack.ts"
+
+// One writer and one reader for the whole file, as a thread keeps them from batch to batch.
+const writer = new PackWriter()
+const reader = new PackReader()
+const packBodies = (bodies: ReadonlyArray<string>, raw = false) => writer.pack(bodies, raw)
+const compressPack = (bytes: Uint8Array) => writer.compress(bytes)
+const unpack = (pack: Uint8Array) => reader.unpack(pack)
+const bodyOfRef = (ref: BodyRef) => reader.bodyOf(ref)
+const bodyBytes = (ref: BodyRef) => reader.bodyBytes(ref)
+const reusesZstdStream = () => writer.reusesStream()
+const reusesZstdDecoder = () => reader.reusesDecoder()
 
 /** What a body reads back as: its UTF-8 decoded, so a lone surrogate becomes U+FFFD as in any UTF-8 store. */
 const stored = (body: string) => Buffer.from(body, "utf8").toString("utf8")
@@ -111,6 +110,8 @@ describe("packBodies", () => {
   it("is deterministic and packs nothing for no bodies", () => {
     const bodies = ["alpha", "beta", "gamma"]
     assert.deepStrictEqual(packBodies(bodies), packBodies(bodies))
+    // A writer of its own (another thread's) makes the very same packs.
+    assert.deepStrictEqual(new PackWriter().pack(bodies), packBodies(bodies))
     assert.deepStrictEqual(packBodies([]), [])
   })
 })

@@ -1,7 +1,7 @@
 /** The WebAssembly cosines of coded vector blocks have the bits of the engine's JavaScript loop. */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { codedCosines, codedKernelAvailable } from "../src/search/CodedScan.ts"
+import { CodedScanner } from "../src/search/CodedScan.ts"
 
 /** `scanCoded`'s JavaScript loop for one row, with its clamp; NaN for a row of magnitude 0. */
 const cosineOf = (codes: Uint16Array, row: number, d: number, q: Float64Array, qLength: number): number => {
@@ -34,9 +34,11 @@ const block = fc.integer({ min: 1, max: 40 }).chain((d) =>
   })
 )
 
-describe("codedCosines", () => {
+describe("CodedScanner", () => {
+  const scanner = new CodedScanner()
+
   it("is available here", () => {
-    assert.isTrue(codedKernelAvailable(), "WebAssembly on a little-endian machine")
+    assert.isTrue(scanner.available(), "WebAssembly on a little-endian machine")
   })
 
   it("gives every row the bits of the JavaScript loop, NaN for rows of magnitude 0", () => {
@@ -46,7 +48,7 @@ describe("codedCosines", () => {
         const query = Float64Array.from(q)
         const qLength = Math.sqrt(q.reduce((sum, x) => sum + x * x, 0)) || 1
         let seen: Array<number> | undefined
-        assert.isTrue(codedCosines(codes, rows.length, d, query, qLength, (c) => void (seen = [...c])))
+        assert.isTrue(scanner.cosines(codes, rows.length, d, query, qLength, (c) => void (seen = [...c])))
         const expected = rows.map((_, row) => cosineOf(codes, row, d, query, qLength))
         assert.strictEqual(seen!.length, expected.length)
         const differing = seen!.flatMap((cosine, row) => (Object.is(cosine, expected[row]) ? [] : [row]))
@@ -64,14 +66,20 @@ describe("codedCosines", () => {
     let nested: boolean | undefined
     let first: number | undefined
     assert.isTrue(
-      codedCosines(codes, count, d, q, qLength, (cosines) => {
+      scanner.cosines(codes, count, d, q, qLength, (cosines) => {
         first = cosines[0]
-        nested = codedCosines(codes, 1, d, q, qLength, () => assert.fail("a nested call must not read"))
+        nested = scanner.cosines(codes, 1, d, q, qLength, () => assert.fail("a nested call must not read"))
       })
     )
     assert.strictEqual(nested, false)
     assert.isTrue(Object.is(first, cosineOf(codes, 0, d, q, qLength)))
     // The memory is free again afterwards.
-    assert.isTrue(codedCosines(codes, 1, d, q, qLength, () => {}))
+    assert.isTrue(scanner.cosines(codes, 1, d, q, qLength, () => {}))
+    // Another scanner has memory of its own, so a scan inside another's read goes through its kernel too.
+    let inner: boolean | undefined
+    scanner.cosines(codes, 1, d, q, qLength, () => {
+      inner = new CodedScanner().cosines(codes, 1, d, q, qLength, () => {})
+    })
+    assert.strictEqual(inner, true)
   })
 })

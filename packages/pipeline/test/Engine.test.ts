@@ -15,6 +15,7 @@ import {
   LINEAR_FLOOR,
   topOf
 } from "../src/search/Ranker.ts"
+import { ScoringScratch } from "../src/search/Scratch.ts"
 
 /**
  * An in-memory index view of `chunks` (each a list of terms) split into two segments, with some chunks deleted:
@@ -45,6 +46,7 @@ const viewOf = (chunks: ReadonlyArray<ReadonlyArray<string>>, deletedEvery: numb
     }
   })
   return {
+    scratch: new ScoringScratch(),
     dimensions: 1,
     positions: chunks.length,
     liveChunks: live,

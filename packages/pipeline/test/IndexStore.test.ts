@@ -8,7 +8,7 @@ import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Result, Tracer } from "effect"
 import { embedText } from "../src/analysis/Embed.ts"
-import { packBodies } from "../src/index/BodyPack.ts"
+import { PackWriter } from "../src/index/BodyPack.ts"
 import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex, querySnapshot } from "../src/programs/QueryIndex.ts"
@@ -670,7 +670,7 @@ describe("readers and writers over time", () => {
         title: "",
         categories: null,
         hash: "0".repeat(64),
-        body: packBodies([body])[0]!
+        body: new PackWriter().pack([body])[0]!
       })
       const chunk = (body: string) => [{ start: 0, end: body.length, from: 0, to: 1 }]
       yield* Effect.gen(function* () {

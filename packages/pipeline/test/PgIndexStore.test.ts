@@ -13,7 +13,7 @@ import { Deferred, Effect, Fiber, FileSystem, Layer, Option, Redacted, Result } 
 import { embedText } from "../src/analysis/Embed.ts"
 import { makePartitionReader } from "../src/cluster/PgPartition.ts"
 import { shardOf } from "../src/cluster/Shards.ts"
-import { packBodies } from "../src/index/BodyPack.ts"
+import { PackWriter } from "../src/index/BodyPack.ts"
 import { Embedder } from "../src/models/Embedder.ts"
 import { deleteDocuments } from "../src/programs/DocumentWrites.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
@@ -430,7 +430,7 @@ describePg("the PostgreSQL index", () => {
                   title: "",
                   categories: null,
                   hash: "0".repeat(64),
-                  body: packBodies([body])[0]!
+                  body: new PackWriter().pack([body])[0]!
                 },
                 [
                   { start: 0, end: split, from: 0, to: words.length },

@@ -48,9 +48,13 @@ export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
 const WORD = /\p{Ideographic}|[[\p{L}\p{M}\p{N}]--\p{Ideographic}]+(?:['’.][[\p{L}\p{M}\p{N}]--\p{Ideographic}]+)*/gv
 const ASCII_WORD = /^[a-z]+$/
 
-/** Stems seen recently: word frequencies are skewed, so most words repeat and the Porter rules run once per word. */
-const stems = new Map<string, string>()
-const stemOf = (word: string): string => {
+/**
+ * Stems seen recently, kept by the caller that analyzes many texts (a preparing thread): word frequencies are skewed,
+ * so most words repeat and the Porter rules run once per word.
+ */
+export type StemMemo = Map<string, string>
+
+const stemOf = (word: string, stems: StemMemo): string => {
   let stem = stems.get(word)
   if (stem === undefined) {
     if (stems.size >= 100_000) stems.clear()
@@ -71,8 +75,8 @@ for (let c = 0; c < 128; c++) {
   const ch = String.fromCharCode(c)
   ASCII_CLASS[c] = ch === "'" || ch === "." ? JOINER : IS_WORD_CHAR.test(ch) ? WORD_CHAR : OTHER
 }
-const classes = new Map<number, number>()
-const classOf = (cp: number): number => {
+/** A code point's class, from `ASCII_CLASS` or else the caller's memo of the code points met so far. */
+const classOf = (cp: number, classes: Map<number, number>): number => {
   if (cp < 128) return ASCII_CLASS[cp]!
   if (cp === 0x2019) return JOINER
   let c = classes.get(cp)
@@ -90,6 +94,8 @@ const classOf = (cp: number): number => {
 export class WordRanges {
   data = new Int32Array(3 * 256)
   size = 0
+  /** The classes of the code points above ASCII met so far (testing a code point takes two regular expressions). */
+  readonly classes = new Map<number, number>()
 
   /** Adds a word; as a method of its own, so the scanning loop stays small. */
   push(from: number, to: number, hash: number): void {
@@ -127,7 +133,7 @@ export const scanWords = (text: string, ranges: WordRanges): void => {
     else {
       const cp = text.codePointAt(i)!
       if (cp > 0xffff) size = 2
-      c = classOf(cp)
+      c = classOf(cp, ranges.classes)
     }
     if (c === IDEOGRAPH) {
       ranges.push(i, i + size, WordTable.hash(text, i, i + size))
@@ -152,7 +158,7 @@ export const scanWords = (text: string, ranges: WordRanges): void => {
           continue
         }
         const p = text.codePointAt(i)!
-        if (classOf(p) !== WORD_CHAR) break
+        if (classOf(p, ranges.classes) !== WORD_CHAR) break
         hash = Math.imul(hash ^ u, FNV_PRIME)
         if (p > 0xffff) {
           hash = Math.imul(hash ^ text.charCodeAt(i + 1), FNV_PRIME)
@@ -164,7 +170,7 @@ export const scanWords = (text: string, ranges: WordRanges): void => {
       const after = i + 1
       if (after >= n) break
       const next = text.charCodeAt(after)
-      if ((next < 128 ? ASCII_CLASS[next] : classOf(text.codePointAt(after)!)) !== WORD_CHAR) break
+      if ((next < 128 ? ASCII_CLASS[next] : classOf(text.codePointAt(after)!, ranges.classes)) !== WORD_CHAR) break
       hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME)
       i = after
     }
@@ -190,16 +196,17 @@ export const words = (lowered: string): Array<string> => {
  */
 export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.default): Array<string> => {
   const terms: Array<string> = []
+  const stems: StemMemo = new Map()
   analyzeWords(text, (word) => {
-    const term = termOf(word, config)
+    const term = termOf(word, config, stems)
     if (term !== undefined) terms.push(term)
   })
   return terms
 }
 
 /** The words of `text` as `analyze` finds them (lowercased, before the term rules), one call of `emit` each. */
-export const analyzeWords = (text: string, emit: (word: string) => void): void =>
-  analyzeRanges(text, (lowered, from, to) => emit(lowered.slice(from, to)))
+export const analyzeWords = (text: string, emit: (word: string) => void, ranges = new WordRanges()): void =>
+  analyzeRanges(text, (lowered, from, to) => emit(lowered.slice(from, to)), ranges)
 
 /**
  * The words of `text` as `analyzeWords` finds them, as ranges of its lowercased form (given to `emit` with each, and
@@ -207,10 +214,10 @@ export const analyzeWords = (text: string, emit: (word: string) => void): void =
  */
 export const analyzeRanges = (
   text: string,
-  emit: (lowered: string, from: number, to: number, hash: number) => void
+  emit: (lowered: string, from: number, to: number, hash: number) => void,
+  ranges = new WordRanges()
 ): void => {
   const lowered = text.toLowerCase()
-  const ranges = new WordRanges()
   scanWords(lowered, ranges)
   const { data, size } = ranges
   for (let at = 0; at < size; at += 3) emit(lowered, data[at]!, data[at + 1]!, data[at + 2]!)
@@ -218,13 +225,13 @@ export const analyzeRanges = (
 
 /**
  * The term a lowercased word becomes: without a possessive `'s`, `undefined` for a stop word, Porter-stemmed if it is
- * an English word; as `config` says. A caller may cache it per word.
+ * an English word; as `config` says. A caller may cache it per word; `stems` is the caller's memo of stems.
  */
-export const termOf = (word: string, config: AnalyzerConfig): string | undefined => {
+export const termOf = (word: string, config: AnalyzerConfig, stems: StemMemo = new Map()): string | undefined => {
   let term = word
   if (term.endsWith("'s") || term.endsWith("’s")) term = term.slice(0, -2)
   if (config.stopWords === "english" && ENGLISH_STOP_WORDS.has(term)) return undefined
-  return config.stemmer === "porter" && ASCII_WORD.test(term) ? stemOf(term) : term
+  return config.stemmer === "porter" && ASCII_WORD.test(term) ? stemOf(term, stems) : term
 }
 
 /** How often each term occurs. */

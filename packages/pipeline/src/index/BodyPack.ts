@@ -44,7 +44,7 @@ const compressOnce = (bytes: Uint8Array): Uint8Array =>
   // A copy with a buffer of its own, so a worker can transfer it (a Buffer may share a pooled one).
   new Uint8Array(zstdCompressSync(bytes, { params: ZSTD_PARAMS }))
 
-/** The parts of Node's zstd stream (the one behind `zstdCompressSync`) that `compressPack` drives directly. */
+/** The parts of Node's zstd stream (the one behind `zstdCompressSync`) that `PackWriter.compress` drives directly. */
 interface ZstdStream {
   readonly destroyed: boolean
   readonly _handle?: {
@@ -61,16 +61,6 @@ interface ZstdStream {
   /** After a write: the room left in the output, and the input not taken yet. */
   readonly _writeState?: Uint32Array
 }
-
-/**
- * One zstd stream kept for the thread's packs, each pack written as a frame of its own. `zstdCompressSync` makes and
- * frees a compression context per call: about 60 µs, and fresh memory to touch, which is slow on the benchmark's
- * machine (210 MB, 8 interleaved pairs: 6.44 → 5.86 s median, faster in 7; CPU 11.5 → 10.7 s; 4–10 % fewer page
- * faults; 15–20 MB less at peak). The kept stream is driven through the steps the one-shot call takes, without closing
- * it. It is used only if, on a sample, its frames are the one-shot call's very bytes; and it is dropped, for the
- * one-shot call, if it ever fails. `undefined` until tried, `null` when not used.
- */
-let kept: { readonly stream: ZstdStream; readonly out: Uint8Array } | null | undefined
 
 /** `bytes` as one frame of the kept stream, or `undefined` when the stream is not as expected (or failed). */
 const frameOf = (stream: ZstdStream, out: Uint8Array, bytes: Uint8Array): Uint8Array | undefined => {
@@ -94,9 +84,8 @@ const frameOf = (stream: ZstdStream, out: Uint8Array, bytes: Uint8Array): Uint8A
   return concatBytes(parts)
 }
 
-const keptStream = () => {
-  if (kept !== undefined) return kept
-  kept = null
+/** A kept compression stream and its output buffer, or `null` when this Node's stream is not as expected. */
+const makeKeptStream = (): { readonly stream: ZstdStream; readonly out: Uint8Array } | null => {
   try {
     const stream = new ZstdCompress({ params: ZSTD_PARAMS }) as unknown as ZstdStream
     // A pack's text compresses to well under a pack: one write each, as a rule.
@@ -108,75 +97,96 @@ const keptStream = () => {
     const expected = compressOnce(sample)
     for (let i = 0; i < 2; i++) {
       const frame = frameOf(stream, out, sample)
-      if (frame === undefined || Buffer.compare(frame, expected) !== 0) return kept
+      if (frame === undefined || Buffer.compare(frame, expected) !== 0) return null
     }
-    kept = { stream, out }
+    return { stream, out }
   } catch {
-    kept = null
+    return null
   }
-  return kept
 }
 
 /**
- * A pack's text (UTF-8) compressed as `packBodies` compresses it, through the calling thread's kept stream (the
- * one-shot call if it is not used): the same bytes on every thread, so a pack made with `raw` can be compressed here.
+ * Makes packs: the memory they are assembled in, and one zstd stream kept for them, each pack written as a frame of
+ * its own. One per thread that packs (a preparing thread, the pool that compresses packs a thread left raw), kept as
+ * long as it packs. `zstdCompressSync` makes and frees a compression context per call: about 60 µs, and fresh memory
+ * to touch, which is slow on the benchmark's machine (210 MB, 8 interleaved pairs: 6.44 → 5.86 s median; 15–20 MB
+ * less at peak). The kept stream is driven through the steps the one-shot call takes, without closing it. It is used
+ * only if, on a sample, its frames are the one-shot call's very bytes; and it is dropped, for the one-shot call, if it
+ * ever fails.
  */
-export const compressPack = (bytes: Uint8Array): Uint8Array => {
-  const stream = keptStream()
-  let frame: Uint8Array | undefined
-  try {
-    frame = stream === null ? undefined : frameOf(stream.stream, stream.out, bytes)
-  } catch {
-    frame = undefined
+export class PackWriter {
+  /** `undefined` until tried, `null` when not used. */
+  private kept: { readonly stream: ZstdStream; readonly out: Uint8Array } | null | undefined
+  /** Where packs are assembled, reused from call to call (fresh memory is slow to touch on some machines). */
+  private scratch = Buffer.allocUnsafe(4 * PACK_BYTES)
+
+  private keptStream() {
+    if (this.kept === undefined) this.kept = makeKeptStream()
+    return this.kept
   }
-  if (frame !== undefined) return frame
-  // A stream that failed is not used again; the one-shot call compresses this pack and the next ones.
-  kept = null
-  return compressOnce(bytes)
-}
 
-/** Whether packs go through the kept zstd stream (false where this Node's stream is not as expected): for tests. */
-export const reusesZstdStream = (): boolean => keptStream() !== null
-
-/** Where packs are assembled, reused from call to call (fresh memory is slow to touch on some machines). */
-let scratch = Buffer.allocUnsafe(4 * PACK_BYTES)
-
-/**
- * Packs `bodies` in order: the `i`-th result is where `bodies[i]` is. Each body is encoded on its own (a lone
- * surrogate ending one body never pairs with the next body's). Deterministic. With `raw`, the packs are left
- * uncompressed, for another thread to compress (`compressPack`); each then has a buffer of its own.
- */
-export const packBodies = (bodies: ReadonlyArray<string>, raw = false): Array<BodyRef> => {
-  const refs: Array<BodyRef> = []
-  const ranges: Array<number> = []
-  let bytes = 0
-  const close = () => {
-    if (ranges.length === 0) return
-    const pack = raw ? new Uint8Array(scratch.subarray(0, bytes)) : compressPack(scratch.subarray(0, bytes))
-    for (let i = 0; i < ranges.length; i += 2) refs.push({ pack, from: ranges[i]!, to: ranges[i + 1]! })
-    ranges.length = 0
-    bytes = 0
-  }
-  for (const body of bodies) {
-    // A body of a pack's size or more (in UTF-16 units, each at least a byte) starts a pack of its own, so reading a
-    // small neighbour never decompresses it.
-    if (body.length >= PACK_BYTES) close()
-    // At most 3 bytes per UTF-16 unit.
-    const room = bytes + 3 * body.length
-    if (room > scratch.length) {
-      const grown = Buffer.allocUnsafe(Math.max(room, 2 * scratch.length))
-      scratch.copy(grown, 0, 0, bytes)
-      scratch = grown
+  /**
+   * A pack's text (UTF-8) compressed as `pack` compresses it, through the kept stream (the one-shot call if it is not
+   * used): the same bytes on every thread, so a pack made with `raw` can be compressed here.
+   */
+  compress(bytes: Uint8Array): Uint8Array {
+    const stream = this.keptStream()
+    let frame: Uint8Array | undefined
+    try {
+      frame = stream === null ? undefined : frameOf(stream.stream, stream.out, bytes)
+    } catch {
+      frame = undefined
     }
-    const size = scratch.write(body, bytes, "utf8")
-    ranges.push(bytes, bytes + size)
-    bytes += size
-    if (bytes >= PACK_BYTES) close()
+    if (frame !== undefined) return frame
+    // A stream that failed is not used again; the one-shot call compresses this pack and the next ones.
+    this.kept = null
+    return compressOnce(bytes)
   }
-  close()
-  // A document far larger than a pack leaves the buffer large: let it go rather than hold it for the run.
-  if (scratch.length > 16 * PACK_BYTES) scratch = Buffer.allocUnsafe(4 * PACK_BYTES)
-  return refs
+
+  /** Whether packs go through the kept zstd stream (false where this Node's stream is not as expected): for tests. */
+  reusesStream(): boolean {
+    return this.keptStream() !== null
+  }
+
+  /**
+   * Packs `bodies` in order: the `i`-th result is where `bodies[i]` is. Each body is encoded on its own (a lone
+   * surrogate ending one body never pairs with the next body's). Deterministic. With `raw`, the packs are left
+   * uncompressed, for another thread to compress (`compress`); each then has a buffer of its own.
+   */
+  pack(bodies: ReadonlyArray<string>, raw = false): Array<BodyRef> {
+    const refs: Array<BodyRef> = []
+    const ranges: Array<number> = []
+    let bytes = 0
+    const close = () => {
+      if (ranges.length === 0) return
+      const packed = raw
+        ? new Uint8Array(this.scratch.subarray(0, bytes))
+        : this.compress(this.scratch.subarray(0, bytes))
+      for (let i = 0; i < ranges.length; i += 2) refs.push({ pack: packed, from: ranges[i]!, to: ranges[i + 1]! })
+      ranges.length = 0
+      bytes = 0
+    }
+    for (const body of bodies) {
+      // A body of a pack's size or more (in UTF-16 units, each at least a byte) starts a pack of its own, so reading a
+      // small neighbour never decompresses it.
+      if (body.length >= PACK_BYTES) close()
+      // At most 3 bytes per UTF-16 unit.
+      const room = bytes + 3 * body.length
+      if (room > this.scratch.length) {
+        const grown = Buffer.allocUnsafe(Math.max(room, 2 * this.scratch.length))
+        this.scratch.copy(grown, 0, 0, bytes)
+        this.scratch = grown
+      }
+      const size = this.scratch.write(body, bytes, "utf8")
+      ranges.push(bytes, bytes + size)
+      bytes += size
+      if (bytes >= PACK_BYTES) close()
+    }
+    close()
+    // A document far larger than a pack leaves the buffer large: let it go rather than hold it for the run.
+    if (this.scratch.length > 16 * PACK_BYTES) this.scratch = Buffer.allocUnsafe(4 * PACK_BYTES)
+    return refs
+  }
 }
 
 /**
@@ -206,9 +216,6 @@ const CHECK_FRAME = Uint8Array.from([
 ])
 const CHECK_TEXT = "a frame to check the kept zstd stream with: a frame to check it with twice"
 
-/** Each thread's zstd decompression stream, made at first use: `null` where this Node's stream is not as expected. */
-let keptDecoder: ZstdStream | null | undefined
-
 /**
  * One frame decompressed through `stream` into a buffer of the size its header declares (and one byte more, so that
  * zstd finishes the frame, its checksum included, before the output is full); `undefined` unless the frame came out
@@ -224,58 +231,6 @@ const decodeFrame = (stream: ZstdStream, frame: Uint8Array, size: number): Uint8
   return out.subarray(0, size)
 }
 
-const decoder = (): ZstdStream | null => {
-  if (keptDecoder !== undefined) return keptDecoder
-  keptDecoder = null
-  try {
-    const decompress = new ZstdDecompress()
-    // A damaged frame destroys the stream, which `decodeFrame` sees; the error event it also emits is not news.
-    decompress.on("error", () => {})
-    const stream = decompress as unknown as ZstdStream
-    // Two frames in a row must come out whole: a small frame made once (compressing a sample here, as the
-    // compressing side checks itself, cost a query process more than the stream saves it).
-    const size = frameContentSize(CHECK_FRAME)
-    for (let i = 0; i < 2; i++) {
-      const text = size === undefined ? undefined : decodeFrame(stream, CHECK_FRAME, size)
-      if (text === undefined || Buffer.from(text).toString("latin1") !== CHECK_TEXT) return keptDecoder
-    }
-    keptDecoder = stream
-  } catch {
-    keptDecoder = null
-  }
-  return keptDecoder
-}
-
-/**
- * The text of a pack, decompressed; `undefined` when the bytes are not a pack (damaged), which the caller reports as
- * its own error. Through the thread's kept zstd stream where it can: the one-shot call makes a decompression context
- * and gathers its output in pieces each time, 1–2 ms a pack on the benchmark's VM against 0.05 ms (a cold query shows
- * ten results, from as many packs). Anything unexpected goes to the one-shot call, which decides as it always did.
- */
-export const unpack = (pack: Uint8Array): Uint8Array | undefined => {
-  const size = frameContentSize(pack)
-  const stream = size === undefined ? null : decoder()
-  if (stream !== null) {
-    let text: Uint8Array | undefined
-    try {
-      text = decodeFrame(stream, pack, size!)
-    } catch {
-      text = undefined
-    }
-    if (text !== undefined) return text
-    // The stream may hold part of a frame: the next pack gets a new one.
-    keptDecoder = undefined
-  }
-  try {
-    return zstdDecompressSync(pack)
-  } catch {
-    return undefined
-  }
-}
-
-/** Whether packs are decompressed through the kept zstd stream (false where this Node's stream is not as expected). */
-export const reusesZstdDecoder = (): boolean => decoder() !== null
-
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 /** Bytes `from … to` of an unpacked pack as text, or `undefined` when they are out of range or not UTF-8. */
@@ -290,41 +245,105 @@ export const bodyIn = (unpacked: Uint8Array, from: number, to: number): string |
   }
 }
 
-/** The body a reference points at, or `undefined` when its pack is damaged. */
-export const bodyOfRef = (ref: BodyRef): string | undefined => {
-  const unpacked = unpack(ref.pack)
-  return unpacked === undefined ? undefined : bodyIn(unpacked, ref.from, ref.to)
+/** A kept decompression stream, or `null` when this Node's stream is not as expected. */
+const makeDecoder = (): ZstdStream | null => {
+  try {
+    const decompress = new ZstdDecompress()
+    // A damaged frame destroys the stream, which `decodeFrame` sees; the error event it also emits is not news.
+    decompress.on("error", () => {})
+    const stream = decompress as unknown as ZstdStream
+    // Two frames in a row must come out whole: a small frame made once (compressing a sample here, as the
+    // compressing side checks itself, cost a query process more than the stream saves it).
+    const size = frameContentSize(CHECK_FRAME)
+    for (let i = 0; i < 2; i++) {
+      const text = size === undefined ? undefined : decodeFrame(stream, CHECK_FRAME, size)
+      if (text === undefined || Buffer.from(text).toString("latin1") !== CHECK_TEXT) return null
+    }
+    return stream
+  } catch {
+    return null
+  }
 }
 
-let lastPack: Uint8Array | undefined
-let lastUnpacked: Uint8Array | undefined
-
 /**
- * The UTF-8 bytes of a body made in this process (by `packBodies`), for a store that keeps each body on its own.
- * Documents come in pack order, so the last pack unpacked is kept.
+ * Reads packs: a zstd decompression stream kept for them (made at first use), and the last pack unpacked. One per
+ * reader that reads many (a store's generation of the file, a writer copying bodies out of packs).
  */
-export const bodyBytes = (ref: BodyRef): Uint8Array => {
-  if (ref.pack !== lastPack) {
-    const unpacked = unpack(ref.pack)
-    if (unpacked === undefined) throw new Error("a body pack made in this process does not decompress")
-    lastPack = ref.pack
-    lastUnpacked = unpacked
+export class PackReader {
+  /** `undefined` until tried, `null` when not used. */
+  private keptDecoder: ZstdStream | null | undefined
+  private lastPack: Uint8Array | undefined
+  private lastUnpacked: Uint8Array | undefined
+
+  private decoder(): ZstdStream | null {
+    if (this.keptDecoder === undefined) this.keptDecoder = makeDecoder()
+    return this.keptDecoder
   }
-  return lastUnpacked!.subarray(ref.from, ref.to)
+
+  /**
+   * The text of a pack, decompressed; `undefined` when the bytes are not a pack (damaged), which the caller reports
+   * as its own error. Through the kept zstd stream where it can: the one-shot call makes a decompression context and
+   * gathers its output in pieces each time, 1–2 ms a pack on the benchmark's VM against 0.05 ms (a cold query shows
+   * ten results, from as many packs). Anything unexpected goes to the one-shot call, which decides as it always did.
+   */
+  unpack(pack: Uint8Array): Uint8Array | undefined {
+    const size = frameContentSize(pack)
+    const stream = size === undefined ? null : this.decoder()
+    if (stream !== null) {
+      let text: Uint8Array | undefined
+      try {
+        text = decodeFrame(stream, pack, size!)
+      } catch {
+        text = undefined
+      }
+      if (text !== undefined) return text
+      // The stream may hold part of a frame: the next pack gets a new one.
+      this.keptDecoder = undefined
+    }
+    try {
+      return zstdDecompressSync(pack)
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Whether packs are decompressed through the kept zstd stream (false where this Node's stream is not as expected). */
+  reusesDecoder(): boolean {
+    return this.decoder() !== null
+  }
+
+  /** The body a reference points at, or `undefined` when its pack is damaged. */
+  bodyOf(ref: BodyRef): string | undefined {
+    const unpacked = this.unpack(ref.pack)
+    return unpacked === undefined ? undefined : bodyIn(unpacked, ref.from, ref.to)
+  }
+
+  /**
+   * The UTF-8 bytes of a body made in this process (by `PackWriter.pack`), for a store that keeps each body on its
+   * own. Documents come in pack order, so the last pack unpacked is kept.
+   */
+  bodyBytes(ref: BodyRef): Uint8Array {
+    if (ref.pack !== this.lastPack) {
+      const unpacked = this.unpack(ref.pack)
+      if (unpacked === undefined) throw new Error("a body pack made in this process does not decompress")
+      this.lastPack = ref.pack
+      this.lastUnpacked = unpacked
+    }
+    return this.lastUnpacked!.subarray(ref.from, ref.to)
+  }
 }
 
 /**
  * A body on its own, for a store that keeps one body per row (PostgreSQL's layout predates packs): raw deflate at
  * level 1, cheap to make and to read back one body at a time.
  */
-export const deflateBody = (ref: BodyRef): Uint8Array => new Uint8Array(deflateRawSync(bodyBytes(ref), { level: 1 }))
-
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+export const deflateBody = (reader: PackReader, ref: BodyRef): Uint8Array =>
+  new Uint8Array(deflateRawSync(reader.bodyBytes(ref), { level: 1 }))
 
 /** A body kept on its own (`deflateBody`) as text, or `undefined` when its bytes are damaged. */
 export const inflateBody = (bytes: Uint8Array): string | undefined => {
   try {
-    return strictUtf8.decode(inflateRawSync(bytes))
+    return utf8.decode(inflateRawSync(bytes))
   } catch {
     return undefined
   }

@@ -6,29 +6,37 @@
  * one: the ordinal itself), followed by the term frequency as a varint only when it is more than 1. Most terms occur
  * once in a chunk, so a posting is often one byte (as Lucene folds the frequency into the document delta).
  *
- * The bytes are a view of a buffer the next call reuses (fresh memory is slow to touch on some machines, and a
- * segment's postings are encoded term after term): copy them to keep them; a SQLite binding copies.
+ * An encoder keeps its memory from call to call (fresh memory is slow to touch on some machines, and a segment's
+ * postings are encoded term after term), so the bytes it returns are a view the next call reuses: copy them to keep
+ * them; a SQLite binding copies.
  */
-export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => {
-  // At most 5 bytes for the code (below 2^35) and 5 for the frequency, per pair of numbers.
-  if (scratch.length < pairs.length * 5) scratch = new Uint8Array(Math.max(pairs.length * 5, 2 * scratch.length))
-  const bytes = scratch
-  let size = 0
-  let last = -1
-  for (let i = 0; i < pairs.length; i += 2) {
-    const ordinal = pairs[i]!
-    const tf = pairs[i + 1]!
-    size = writeVarint(bytes, size, postingCode(last < 0 ? ordinal : ordinal - last, tf))
-    if (tf > 1) size = writeVarint(bytes, size, tf)
-    last = ordinal
+export class PostingsEncoder {
+  private bytes = new Uint8Array(1 << 16)
+
+  encode(pairs: ArrayLike<number>): Uint8Array {
+    // At most 5 bytes for the code (below 2^35) and 5 for the frequency, per pair of numbers.
+    if (this.bytes.length < pairs.length * 5) {
+      this.bytes = new Uint8Array(Math.max(pairs.length * 5, 2 * this.bytes.length))
+    }
+    const bytes = this.bytes
+    let size = 0
+    let last = -1
+    for (let i = 0; i < pairs.length; i += 2) {
+      const ordinal = pairs[i]!
+      const tf = pairs[i + 1]!
+      size = writeVarint(bytes, size, postingCode(last < 0 ? ordinal : ordinal - last, tf))
+      if (tf > 1) size = writeVarint(bytes, size, tf)
+      last = ordinal
+    }
+    return bytes.subarray(0, size)
   }
-  return bytes.subarray(0, size)
 }
+
+/** One term's postings encoded in memory of their own (see `PostingsEncoder`). */
+export const encodePostings = (pairs: ArrayLike<number>): Uint8Array => new PostingsEncoder().encode(pairs)
 
 /** A posting's code: its gap, with the low bit saying that its frequency (above 1) follows as a varint of its own. */
 export const postingCode = (gap: number, tf: number): number => 2 * gap + (tf > 1 ? 1 : 0)
-
-let scratch = new Uint8Array(1 << 16)
 
 const writeVarint = (bytes: Uint8Array, at: number, value: number): number => {
   let v = value

@@ -6,7 +6,7 @@
 
 import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Clock, Effect, Option, Schema } from "effect"
-import { packBodies } from "../index/BodyPack.ts"
+import { PackWriter } from "../index/BodyPack.ts"
 import { prepareBatch } from "../index/prepare/Prepare.ts"
 import { IndexMissing } from "../search/QueryErrors.ts"
 import { type IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
@@ -83,6 +83,8 @@ export const copyIndex = Effect.fn("copyIndex")(function* (
 ) {
   const startedAt = yield* Clock.currentTimeMillis
   const progress = options.progress ?? (() => Effect.void)
+  // Packs each copied document's body, one after another.
+  const packs = new PackWriter()
   return yield* Effect.scoped(
     Effect.gen(function* () {
       const opened = yield* from.snapshot
@@ -145,7 +147,7 @@ export const copyIndex = Effect.fn("copyIndex")(function* (
                 title: doc.title,
                 categories: doc.categories,
                 hash: doc.hash,
-                body: packBodies([bodyOf(rows)])[0]!
+                body: packs.pack([bodyOf(rows)])[0]!
               },
               records,
               { vocabulary: prepared.vocabulary, ids: prepared.termIds },

@@ -149,57 +149,67 @@ interface Kernel {
 /** The stored codes are read in the machine's byte order; WebAssembly reads little-endian. */
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
-let kernel: Kernel | null | undefined
-/** Whether a block's cosines are in the kernel's memory and still being read (see `codedCosines`). */
-let inUse = false
-
-const made = (): Kernel | null => {
-  if (kernel !== undefined) return kernel
-  kernel = null
+/** The kernel, compiled and instantiated, or `null` where WebAssembly cannot be used. */
+const makeKernel = (): Kernel | null => {
   try {
     const wasm = (globalThis as { readonly WebAssembly?: WasmApi }).WebAssembly
-    if (littleEndian && wasm !== undefined) {
-      const exports = new wasm.Instance(new wasm.Module(MODULE)).exports
-      kernel = { scan: exports["scan"] as Kernel["scan"], memory: exports["memory"] as WasmMemory }
-    }
+    if (!littleEndian || wasm === undefined) return null
+    const exports = new wasm.Instance(new wasm.Module(MODULE)).exports
+    return { scan: exports["scan"] as Kernel["scan"], memory: exports["memory"] as WasmMemory }
   } catch {
-    kernel = null
+    return null
   }
-  return kernel
 }
 
 /**
- * Calls `read` with the cosines of the block's `count` rows of `d` coded components with `q` (of magnitude `qLength`),
- * NaN where a row's magnitude is 0, and returns true; returns false (without calling it) where the kernel cannot be
- * used, or while an earlier call's `read` is still running (the cosines live in the kernel's memory until it
- * returns), so the caller scores the block itself.
+ * Scores coded blocks in a WebAssembly kernel of its own (instantiated on first use), owned by whoever owns the scan's
+ * working memory (a `ScoringScratch`).
  */
-export const codedCosines = (
-  codes: Uint16Array,
-  count: number,
-  d: number,
-  q: Float64Array,
-  qLength: number,
-  read: (cosines: Float64Array) => void
-): boolean => {
-  const k = inUse ? null : made()
-  if (k === null) return false
-  const qAt = (count * d * 2 + 7) & ~7
-  const outAt = qAt + d * 8
-  const size = outAt + count * 8
-  if (k.memory.buffer.byteLength < size) k.memory.grow(Math.ceil((size - k.memory.buffer.byteLength) / 65_536))
-  const memory = k.memory.buffer
-  new Uint16Array(memory, 0, count * d).set(codes.subarray(0, count * d))
-  new Float64Array(memory, qAt, d).set(q.subarray(0, d))
-  k.scan(0, count, d, qAt, qLength, outAt)
-  inUse = true
-  try {
-    read(new Float64Array(memory, outAt, count))
-  } finally {
-    inUse = false
-  }
-  return true
-}
+export class CodedScanner {
+  private kernel: Kernel | null | undefined
+  /** Whether a block's cosines are in the kernel's memory and still being read (see `cosines`). */
+  private inUse = false
 
-/** Whether scans of coded blocks go through WebAssembly here (false without it, or on a big-endian machine). */
-export const codedKernelAvailable = (): boolean => made() !== null
+  private made(): Kernel | null {
+    if (this.kernel === undefined) this.kernel = makeKernel()
+    return this.kernel
+  }
+
+  /**
+   * Calls `read` with the cosines of the block's `count` rows of `d` coded components with `q` (of magnitude
+   * `qLength`), NaN where a row's magnitude is 0, and returns true; returns false (without calling it) where the
+   * kernel cannot be used, or while an earlier call's `read` is still running (the cosines live in the kernel's memory
+   * until it returns), so the caller scores the block itself.
+   */
+  cosines(
+    codes: Uint16Array,
+    count: number,
+    d: number,
+    q: Float64Array,
+    qLength: number,
+    read: (cosines: Float64Array) => void
+  ): boolean {
+    const k = this.inUse ? null : this.made()
+    if (k === null) return false
+    const qAt = (count * d * 2 + 7) & ~7
+    const outAt = qAt + d * 8
+    const size = outAt + count * 8
+    if (k.memory.buffer.byteLength < size) k.memory.grow(Math.ceil((size - k.memory.buffer.byteLength) / 65_536))
+    const memory = k.memory.buffer
+    new Uint16Array(memory, 0, count * d).set(codes.subarray(0, count * d))
+    new Float64Array(memory, qAt, d).set(q.subarray(0, d))
+    k.scan(0, count, d, qAt, qLength, outAt)
+    this.inUse = true
+    try {
+      read(new Float64Array(memory, outAt, count))
+    } finally {
+      this.inUse = false
+    }
+    return true
+  }
+
+  /** Whether scans of coded blocks go through WebAssembly here (false without it, or on a big-endian machine). */
+  available(): boolean {
+    return this.made() !== null
+  }
+}

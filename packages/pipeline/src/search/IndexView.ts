@@ -1,6 +1,7 @@
 /** What the engine reads from an index: the view a store's snapshot implements (segments of typed arrays, postings read on demand, vector blocks, chunk keys). */
 
 import type { KeyOf, TieOrder } from "./Ranker.ts"
+import type { ScoringScratch } from "./Scratch.ts"
 
 /**
  * A block of vectors: `count` rows of `dimensions` components starting at position `offset`, either decoded (float64
@@ -38,6 +39,8 @@ export interface TermBlock {
  * from scratch. The functions may read from storage; they throw the store's typed errors, never anything else.
  */
 export interface IndexView {
+  /** The engine's working memory and caches for this view, owned by whoever made the view (see `ScoringScratch`). */
+  readonly scratch: ScoringScratch
   readonly dimensions: number
   /** Stored positions, deleted ones included. */
   readonly positions: number

@@ -4,6 +4,7 @@ import type { Bm25Params } from "@funcpipe/domain/Config"
 import { idf, type TermExplanation, termScore } from "./Bm25.ts"
 import type { IndexView, PositionFilter, TermBlock } from "./IndexView.ts"
 import { type Candidates, type Top, TopK } from "./Ranker.ts"
+import type { ScoringScratch } from "./Scratch.ts"
 import { tiesOf } from "./VectorScan.ts"
 
 /** One query term's postings with its live document frequency. */
@@ -31,40 +32,9 @@ export const loadTerms = (view: IndexView, terms: ReadonlyArray<string>): Map<st
   return loaded
 }
 
-/**
- * The working memory of lexical scoring, shared by every `bm25` call. A call scores one segment at a time: a score
- * slot per ordinal of the segment and the ordinals touched, in the order first touched; the segment's candidates are
- * then moved to `positions` and `scores`, and its slots left at 0 for the next. A query then costs in proportion to its
- * postings, not to the size of the index, and allocates nothing once the memory has grown. The slots of one segment
- * rather than of every position: a fresh process touches a page of memory per 512 slots it writes, each at a cost
- * (about 17 µs on the benchmark's VM), and the postings of a query with a few thousand chunks fall on most pages of
- * a slot per position. The candidates of one call stay until the next call, so they are visited in place;
- * `generation` tells a call's candidates whether a later call has since taken the memory.
- */
-export const lexicalScratch = {
-  slots: new Float64Array(0),
-  touched: new Int32Array(1024),
-  positions: new Int32Array(1024),
-  scores: new Float64Array(1024),
-  generation: 0
-}
-
-/**
- * `k1 · (1 − b + b · length / averageLength)` of every position: the part of a BM25 share that depends on the chunk
- * alone, computed with `termScore`'s operations in its order, so a share computed from it has the same bits. Kept per
- * lengths array (one index state answers many queries) for the last average and parameters it was used with.
- */
-export const lengthNorms = new WeakMap<
-  Uint32Array,
-  { readonly averageLength: number; readonly k1: number; readonly b: number; readonly norms: Float64Array }
->()
-
 /** One chunk's `k1 · (1 − b + b · length / averageLength)`, with `termScore`'s operations in its order. */
 export const lengthNormOf = (length: number, averageLength: number, k1: number, b: number): number =>
   k1 * (averageLength === 0 ? 1 : 1 - b + b * (length / averageLength))
-
-/** Lengths arrays a query wanted norms for once: the norms are computed for the second (see `lengthNormsOf`). */
-export const normsWanted = new WeakSet<Uint32Array>()
 
 /**
  * The length norms of `lengths`, if they are at hand or `compute` is true and an earlier query wanted them too: a
@@ -72,27 +42,32 @@ export const normsWanted = new WeakSet<Uint32Array>()
  * that answers many (a server) keeps them from its second query on.
  */
 export const lengthNormsOf = (
+  scratch: ScoringScratch,
   lengths: Uint32Array,
   averageLength: number,
   { b, k1 }: Bm25Params,
   compute: boolean
 ): Float64Array | undefined => {
-  const known = lengthNorms.get(lengths)
+  const known = scratch.norms.get(lengths)
   if (known?.averageLength === averageLength && known.k1 === k1 && known.b === b) return known.norms
   if (!compute) return undefined
-  if (!normsWanted.has(lengths)) {
-    normsWanted.add(lengths)
+  if (!scratch.normsWanted.has(lengths)) {
+    scratch.normsWanted.add(lengths)
     return undefined
   }
   const norms = new Float64Array(lengths.length)
   for (let p = 0; p < lengths.length; p++) norms[p] = lengthNormOf(lengths[p]!, averageLength, k1, b)
-  lengthNorms.set(lengths, { averageLength, k1, b, norms })
+  scratch.norms.set(lengths, { averageLength, k1, b, norms })
   return norms
 }
 
 /** Visits the first `count` candidates of the scratch; a function of its own, as `addShares` is. */
-export const visitCandidates = (count: number, visit: (position: number, score: number) => void): void => {
-  const { positions, scores } = lexicalScratch
+export const visitCandidates = (
+  scratch: ScoringScratch,
+  count: number,
+  visit: (position: number, score: number) => void
+): void => {
+  const { positions, scores } = scratch
   for (let i = 0; i < count; i++) visit(positions[i]!, scores[i]!)
 }
 
@@ -103,7 +78,7 @@ export const visitCandidates = (count: number, visit: (position: number, score: 
  * half-optimized).
  */
 export const addShares = (
-  slots: Float64Array,
+  scratch: ScoringScratch,
   block: TermBlock,
   weight: number,
   count: number,
@@ -117,11 +92,12 @@ export const addShares = (
   // `termScore` inlined with the same operations in the same order, so the sums keep their bits.
   const k1Plus1 = k1 + 1
   const { offset, ordinals, tfs } = block
-  let touched = lexicalScratch.touched
+  const slots = scratch.slots
+  let touched = scratch.touched
   if (touched.length < count + ordinals.length) {
     const grown = new Int32Array(Math.max(touched.length * 2, count + ordinals.length))
     grown.set(touched.subarray(0, count))
-    touched = lexicalScratch.touched = grown
+    touched = scratch.touched = grown
   }
   for (let i = 0; i < ordinals.length; i++) {
     const ordinal = ordinals[i]!
@@ -142,8 +118,8 @@ export const addShares = (
  * above 0, in the order first touched) and sets the slots back to 0; returns the new count. `bm25` has made room for
  * every candidate of the query.
  */
-export const takeSegment = (offset: number, touchedCount: number, count: number): number => {
-  const { positions, scores, slots, touched } = lexicalScratch
+export const takeSegment = (scratch: ScoringScratch, offset: number, touchedCount: number, count: number): number => {
+  const { positions, scores, slots, touched } = scratch
   for (let i = 0; i < touchedCount; i++) {
     const ordinal = touched[i]!
     const score = slots[ordinal]!
@@ -168,7 +144,7 @@ export const bm25 = (
   params: Bm25Params,
   filter?: PositionFilter
 ) => {
-  const memory = lexicalScratch
+  const memory = view.scratch
   const generation = ++memory.generation
   // A filter holds live positions only, so it stands in for the deletions.
   const allowed = filter?.allowed
@@ -193,7 +169,7 @@ export const bm25 = (
   }
   // Each share divides twice; with the chunk's part precomputed it divides once. Computing those costs a pass over
   // every position, so a query with few postings divides as before, unless they are at hand.
-  const norms = lengthNormsOf(lengths, averageLength, params, postings * 4 >= view.positions)
+  const norms = lengthNormsOf(memory, lengths, averageLength, params, postings * 4 >= view.positions)
   if (memory.slots.length < slots) memory.slots = new Float64Array(slots)
   // Room for every candidate at once (one per posting at most): grown as they came, the arrays were copied at each
   // doubling, into memory touched afresh.
@@ -207,20 +183,9 @@ export const bm25 = (
     for (const offset of [...segments.keys()].sort((a, b) => a - b)) {
       let touched = 0
       for (const { block, weight } of segments.get(offset)!) {
-        touched = addShares(
-          memory.slots,
-          block,
-          weight,
-          touched,
-          deleted,
-          allowed,
-          lengths,
-          averageLength,
-          norms,
-          params
-        )
+        touched = addShares(memory, block, weight, touched, deleted, allowed, lengths, averageLength, norms, params)
       }
-      count = takeSegment(offset, touched, count)
+      count = takeSegment(memory, offset, touched, count)
     }
   } catch (error) {
     memory.slots.fill(0) // the next call must start from zeros, whatever this one had touched
@@ -229,7 +194,7 @@ export const bm25 = (
   const candidates: Candidates = (visit) => {
     // A later call has taken the memory: score again (into it).
     if (memory.generation !== generation) return bm25(view, loaded, terms, params, filter).candidates(visit)
-    visitCandidates(count, visit)
+    visitCandidates(memory, count, visit)
   }
   return { candidates }
 }

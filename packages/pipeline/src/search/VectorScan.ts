@@ -1,7 +1,7 @@
 /** Exact vector scoring over an index view: scans of decoded and coded blocks (with or without a filter), the cosine of one position, and the top k by cosine. */
 
 import { decodeCodes } from "../index/VectorCodec.ts"
-import { codedCosines } from "./CodedScan.ts"
+import type { CodedScanner } from "./CodedScan.ts"
 import type { CodedBlock, DecodedBlock, IndexView, PositionFilter, VectorBlock } from "./IndexView.ts"
 import { keyTies, type TieOrder, type Top, TopK } from "./Ranker.ts"
 
@@ -60,7 +60,7 @@ export const scanVectors = (
   const deleted = view.deleted
   for (const block of view.vectorBlocks()) {
     if (block.codes !== undefined) {
-      scanCoded(block, d, q, qLength, deleted, visit, floor)
+      scanCoded(view.scratch.coded, block, d, q, qLength, deleted, visit, floor)
       continue
     }
     const { count, magnitudes, offset, vectors } = block
@@ -84,9 +84,10 @@ export const scanVectors = (
 /**
  * `scanVectors` over a coded block: each row decoded, its magnitude summed and its dot product with the query taken in
  * one pass (the very operations, in the same order, as decoding the block first), so the block is read once. In
- * WebAssembly where it can be (`codedCosines`, the same operations again), else by the loop below.
+ * WebAssembly where it can be (`CodedScanner`, the same operations again), else by the loop below.
  */
 export const scanCoded = (
+  scanner: CodedScanner,
   block: CodedBlock,
   d: number,
   q: Float64Array,
@@ -96,7 +97,7 @@ export const scanCoded = (
   floor: () => number
 ): void => {
   const { codes, count, offset } = block
-  const inKernel = codedCosines(codes, count, d, q, qLength, (cosines) => {
+  const inKernel = scanner.cosines(codes, count, d, q, qLength, (cosines) => {
     let least = floor()
     for (let row = 0; row < count; row++) {
       const score = cosines[row]!

@@ -15,6 +15,7 @@ import { SegmentBuilder } from "../index/Segment.ts"
 import { type TableColumn, TableFilter } from "../search/Filter.ts"
 import type { PositionFilter, TermBlock } from "../search/IndexView.ts"
 import { documentTies } from "../search/Ranker.ts"
+import { ScoringScratch } from "../search/Scratch.ts"
 import { cachedPositions, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
 import { IndexCorrupt } from "./StoreErrors.ts"
 
@@ -322,6 +323,7 @@ const snapshotOf = (
   }
 
   return {
+    scratch: new ScoringScratch(),
     manifest,
     dimensions: d,
     positions,

@@ -3,12 +3,12 @@
  * `local-sha256` model (a pure function), the chunk vectors.
  */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
-import { scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
+import { type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
 import { chunkSpans } from "../../analysis/Chunker.ts"
 import { cleanText } from "../../analysis/Clean.ts"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../../analysis/Embed.ts"
 import { WordTable } from "../../analysis/TermTable.ts"
-import { type BodyRef, packBodies } from "../BodyPack.ts"
+import { type BodyRef, PackWriter } from "../BodyPack.ts"
 import { hashDoc } from "../Sync.ts"
 
 /** A word that is a stop word: it makes no term. */
@@ -30,7 +30,7 @@ export interface PrepareSettings {
    */
   readonly hashDocs?: boolean
   /**
-   * Leave the packs uncompressed (`FlatDocs.rawPacks`), for the caller to compress (`compressPack`): a worker pool asks
+   * Leave the packs uncompressed (`FlatDocs.rawPacks`), for the caller to compress (`PackWriter.compress`): a worker pool asks
    * for this when the preparing thread is well behind the caller (see `layerWorkers`).
    */
   readonly rawPacks?: boolean
@@ -143,6 +143,12 @@ export class TermNumbering {
   words = new WordTable()
   numbers = new Map<string, number>()
   vocabulary: Array<string> = []
+  /** The scanner's ranges and its memo of code points, reused from text to text. */
+  readonly ranges = new WordRanges()
+  /** Stems met so far, across generations (a stem never changes). */
+  readonly stems: StemMemo = new Map()
+  /** Where the batches' bodies are packed and compressed. */
+  readonly packs = new PackWriter()
   readonly limit: number
   constructor(limit = 1 << 18) {
     this.limit = limit
@@ -171,7 +177,7 @@ export const prepareBatch = (
   const analyzer = settings.analyzer as AnalyzerConfig
   numbering.startBatch()
   const { numbers, vocabulary, words } = numbering
-  const ranges = new WordRanges()
+  const { ranges, stems } = numbering
   let ids = new Uint32Array(1 << 14)
   let size = 0
   const counts: Array<number> = []
@@ -190,7 +196,7 @@ export const prepareBatch = (
       let id = words.get(lowered, from, to, hash)
       if (id === undefined) {
         const word = lowered.slice(from, to)
-        const term = termOf(word, analyzer)
+        const term = termOf(word, analyzer, stems)
         id = STOP
         if (term !== undefined) {
           id = numbers.get(term)
@@ -252,7 +258,7 @@ export const prepareBatch = (
       embedTextInto(text, vectors!, c * LOCAL_SHA256_DIMENSIONS)
     })
   }
-  const refs = packBodies(bodies, settings.rawPacks === true)
+  const refs = numbering.packs.pack(bodies, settings.rawPacks === true)
   const packs: Array<Uint8Array> = []
   const places = new Uint32Array(3 * docs.length)
   refs.forEach((ref, i) => {

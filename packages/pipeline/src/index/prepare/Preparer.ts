@@ -3,7 +3,7 @@
 import { availableParallelism } from "node:os"
 import type { Worker } from "node:worker_threads"
 import { Context, Effect, Layer } from "effect"
-import { compressPack } from "../BodyPack.ts"
+import { PackWriter } from "../BodyPack.ts"
 import {
   type DocText,
   deltaReceiver,
@@ -85,10 +85,13 @@ const HASH_BACKLOG = 8
  */
 const PACK_BACKLOG = 32
 
-/** A delta with its packs compressed, if the thread left them uncompressed. */
-const compressed = (delta: PreparedDelta): PreparedDelta =>
+/** A delta with its packs compressed by `packs`, if the thread left them uncompressed. */
+const compressed = (packs: PackWriter, delta: PreparedDelta): PreparedDelta =>
   delta.flat.rawPacks === true
-    ? { ...delta, flat: { ...delta.flat, packs: delta.flat.packs.map(compressPack), rawPacks: false } }
+    ? {
+        ...delta,
+        flat: { ...delta.flat, packs: delta.flat.packs.map((pack) => packs.compress(pack)), rawPacks: false }
+      }
     : delta
 
 /**
@@ -114,6 +117,8 @@ export const layerWorkers = (
       ),
       (pool): Preparer => {
         let next = 0
+        // Compresses the packs threads leave raw when they are behind (on this thread).
+        const packs = new PackWriter()
         const busy: Array<number> = []
         const pending = new Map<number, { readonly thread: number; readonly done: (result: Result) => void }>()
         /** Fails every batch held by thread `t` and takes the thread out, so the next batch starts a new one. */
@@ -138,7 +143,7 @@ export const layerWorkers = (
           // Every delta is received, even one whose batch was forgotten, so the thread's vocabulary stays whole.
           const receive = deltaReceiver()
           worker.on("message", (reply: Reply & { readonly id: number }) => {
-            const batch = reply.delta === undefined ? undefined : receive(compressed(reply.delta))
+            const batch = reply.delta === undefined ? undefined : receive(compressed(packs, reply.delta))
             const request = pending.get(reply.id)
             if (request === undefined) return
             pending.delete(reply.id)

@@ -11,6 +11,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Layer, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
+import { PackReader } from "../../index/BodyPack.ts"
 import {
   emptyWriter,
   IndexStore,
@@ -253,6 +254,8 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     let changed = false
     const pending = new Map<string, Row>()
     let pendingBytes = 0
+    /** Reads the bodies out of the packs they were prepared in. */
+    const packs = new PackReader()
     const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
     const tooOld = new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT })
     const writing = <A, E>(what: string, effect: Effect.Effect<A, E | SqlError.SqlError>) =>
@@ -344,7 +347,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
         writing(
           "writing a document",
           Effect.suspend(() => {
-            const row = rowOf(doc, chunks, terms, vectors)
+            const row = rowOf(packs, doc, chunks, terms, vectors)
             pending.set(doc.docId, row)
             pendingBytes +=
               (row["body"] as Uint8Array).byteLength +

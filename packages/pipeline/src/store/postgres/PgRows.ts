@@ -3,7 +3,7 @@
 import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
-import { deflateBody } from "../../index/BodyPack.ts"
+import { deflateBody, type PackReader } from "../../index/BodyPack.ts"
 import { type ChunkRecord, type DocRecord, type TermTable, view } from "../IndexStore.ts"
 import { type LoadedDoc, snapshotLoader } from "../LoadedSnapshot.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
@@ -29,6 +29,7 @@ export const bytesOf = (array: Uint16Array | Uint32Array | Float64Array): Uint8A
  * document's own vocabulary (space-separated: a term never holds a space) with each chunk's terms numbered into it.
  */
 export const rowOf = (
+  packs: PackReader,
   doc: DocRecord,
   chunks: ReadonlyArray<ChunkRecord>,
   terms: TermTable,
@@ -63,7 +64,7 @@ export const rowOf = (
     categories: doc.categories,
     hash: doc.hash,
     chunks: chunks.length,
-    body: deflateBody(doc.body),
+    body: deflateBody(packs, doc.body),
     spans: bytesOf(spans),
     lengths: bytesOf(lengths),
     terms: vocabulary.join(" "),

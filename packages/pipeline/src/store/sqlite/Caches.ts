@@ -1,8 +1,10 @@
 /** What a store's readers keep of one generation of the file between snapshots: decoded columns, postings, bodies, rows and filters, each bounded. */
 
+import type { PackReader } from "../../index/BodyPack.ts"
 import type { DecodedPostings } from "../../index/Postings.ts"
 import type { TableFilter } from "../../search/Filter.ts"
 import type { PositionFilter } from "../../search/IndexView.ts"
+import type { ScoringScratch } from "../../search/Scratch.ts"
 import { POSTINGS_CACHE_BYTES, type SegmentColumns } from "./Tables.ts"
 
 /** A reader's caches for one generation of the file (see `makeSqliteStore`). */
@@ -43,6 +45,10 @@ export interface Caches {
   bodyChars: number
   /** Bytes of vectors kept with `rows`. */
   rowVectorBytes: number
+  /** The engine's working memory for this generation's snapshots. */
+  readonly scratch: ScoringScratch
+  /** Decompresses this generation's packs. */
+  readonly unpacker: PackReader
   /** Vector scans made in this generation (see `vectorBlocks`). */
   vectorScans: number
   /** Decompressed packs by id (never reused: AUTOINCREMENT), oldest first, up to `PACK_CACHE_ENTRIES`. */

@@ -5,7 +5,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result } from "effect"
-import { bodyIn, unpack } from "../../index/BodyPack.ts"
+import { bodyIn } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
 import { decodeRows as decodeBlock, decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
@@ -327,7 +327,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       if (bytes !== undefined) return bytes
       const blob = (packStatement.get(id) as { data: unknown } | undefined)?.data
       if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
-      bytes = unpack(blob)
+      bytes = caches.unpacker.unpack(blob)
       if (bytes === undefined) throw corrupt(`the text of document ${doc} does not decompress`)
       caches.packs.set(id, bytes)
       if (caches.packs.size > PACK_CACHE_ENTRIES) caches.packs.delete(caches.packs.keys().next().value!)
@@ -554,6 +554,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
     }
 
     return {
+      scratch: caches.scratch,
       manifest: manifestValue,
       // The layout is made anew whenever a segment is added, changed or removed, and a rebuild starts new caches.
       stateKey: layout,

@@ -2,7 +2,9 @@ import { existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Effect, Layer, Option, Result, type Scope, ScopedRef } from "effect"
+import { PackReader } from "../../index/BodyPack.ts"
 import { pathProblem, systemReason } from "../../platform/SystemReason.ts"
+import { ScoringScratch } from "../../search/Scratch.ts"
 import {
   emptyWriter,
   IndexStore,
@@ -68,7 +70,9 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
           filters: undefined,
           vectorScans: 0,
           rowVectorBytes: 0,
-          rows: new Map()
+          rows: new Map(),
+          scratch: new ScoringScratch(),
+          unpacker: new PackReader()
         })
 
   // Acquired before the connections below, so it is released after them (see `backgroundSync`).

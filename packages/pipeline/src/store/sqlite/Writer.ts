@@ -3,7 +3,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option } from "effect"
-import { decodePostings, encodePostings } from "../../index/Postings.ts"
+import { decodePostings, PostingsEncoder } from "../../index/Postings.ts"
 import { SegmentBuilder } from "../../index/Segment.ts"
 import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCodec.ts"
 import {
@@ -42,6 +42,8 @@ import {
 export const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segmentWritten?: () => void) => {
   let layoutCurrent = current
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  /** Encodes the merged segments' postings, term after term, in memory kept for the transaction (made on first use). */
+  let postingsEncoder: PostingsEncoder | undefined
   /** Calls into SQLite (see `sqlite`) while writing. */
   const sql = <A>(what: string, f: () => A) => sqlite(location, what, f)
   /** The failure of a write to a file of an older layout (which only `clear` may touch). */
@@ -345,7 +347,8 @@ export const sqliteWriter = (location: string, db: DatabaseSync, current: boolea
           if (to >= 0) pairs.push(to, decoded.tfs[i]!)
         }
       }
-      if (pairs.length > 0) insertPostings(id, term, pairs.length / 2, encodePostings(pairs))
+      if (pairs.length > 0)
+        insertPostings(id, term, pairs.length / 2, (postingsEncoder ??= new PostingsEncoder()).encode(pairs))
     }
     for (const g of picked) dropSegment(g.id)
     return undefined
