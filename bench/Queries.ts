@@ -1,6 +1,5 @@
 /** Deterministic benchmark queries drawn from indexed chunks: rare words, common pairs, phrases, exact chunk texts. */
-import { analyze, ENGLISH_STOP_WORDS } from "@funcpipe/pipeline/analysis/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/analysis/Clean"
+import { analyze, cleanText, ENGLISH_STOP_WORDS } from "@funcpipe/pipeline"
 import { prng } from "./Corpus.ts"
 
 /** How a query was drawn. */

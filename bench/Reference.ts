@@ -1,13 +1,16 @@
 /** The reference ranking: the simple in-memory BM25 and a full cosine sort over every chunk row of an index file. */
 import { DatabaseSync } from "node:sqlite"
 import { zstdDecompressSync } from "node:zlib"
-import { AnalyzerConfig, Bm25Params, CleanerConfig } from "@funcpipe/domain/Config"
-import { type RankKey, rankingOrder } from "@funcpipe/domain/Ranking"
-import { analyze, termCounts } from "@funcpipe/pipeline/analysis/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/analysis/Clean"
-import { embedText } from "@funcpipe/pipeline/analysis/Embed"
-import { bm25Scores, lexicalIndex } from "@funcpipe/pipeline/search/Bm25"
-import { cosineSimilarity } from "@funcpipe/pipeline/search/Cosine"
+import { AnalyzerConfig, Bm25Params, CleanerConfig, type RankKey, rankingOrder } from "@funcpipe/domain"
+import {
+  analyze,
+  bm25Scores,
+  cleanText,
+  cosineSimilarity,
+  embedText,
+  lexicalIndex,
+  termCounts
+} from "@funcpipe/pipeline"
 import { Result } from "effect"
 import type { ChunkKey } from "./Queries.ts"
 

@@ -1,12 +1,7 @@
 /** The in-memory vector scan comparison: a plain Float32Array top-k scan against FuncPipe's engine on an IndexView. */
 
-import { Bm25Params } from "@funcpipe/domain/Config"
-import { type RankKey, rankingOrder } from "@funcpipe/domain/Ranking"
-import { cosineSimilarity } from "@funcpipe/pipeline/search/Cosine"
-import { scoreQuery, topChunksOf } from "@funcpipe/pipeline/search/Engine"
-import type { IndexView } from "@funcpipe/pipeline/search/IndexView"
-import type { Top } from "@funcpipe/pipeline/search/Ranker"
-import { ScoringScratch } from "@funcpipe/pipeline/search/Scratch"
+import { Bm25Params, type RankKey, rankingOrder } from "@funcpipe/domain"
+import { cosineSimilarity, type IndexView, ScoringScratch, scoreQuery, type Top, topChunksOf } from "@funcpipe/pipeline"
 import { Result } from "effect"
 import { prng } from "./Corpus.ts"
 

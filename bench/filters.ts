@@ -8,19 +8,24 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
-import { Bm25Params, type RetrievalMode } from "@funcpipe/domain/Config"
-import { eq, printRule, type Rule } from "@funcpipe/domain/Rule"
-import { analyze } from "@funcpipe/pipeline/analysis/Analyzer"
-import { cleanText } from "@funcpipe/pipeline/analysis/Clean"
-import { embedText } from "@funcpipe/pipeline/analysis/Embed"
-import { layerWorkers } from "@funcpipe/pipeline/index/prepare/Preparer"
-import { Embedder } from "@funcpipe/pipeline/models/Embedder"
-import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
-import { openSnapshot, queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
-import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
-import { FUSION_DEPTH, scoreQuery, topChunksOf } from "@funcpipe/pipeline/search/Engine"
-import { keyTies, topOf } from "@funcpipe/pipeline/search/Ranker"
-import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
+import { Bm25Params, eq, printRule, type RetrievalMode, type Rule } from "@funcpipe/domain"
+import {
+  analyze,
+  cleanText,
+  DocumentSource,
+  Embedder,
+  embedText,
+  FUSION_DEPTH,
+  indexPaths,
+  keyTies,
+  layerSqlite,
+  layerWorkers,
+  openSnapshot,
+  queryIndex,
+  scoreQuery,
+  topChunksOf,
+  topOf
+} from "@funcpipe/pipeline"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { writeJsonlCorpus } from "./Corpus.ts"
 import { pickQueries } from "./Queries.ts"
@@ -96,7 +101,7 @@ const runtime = ManagedRuntime.make(
     layerSqlite(indexFile),
     Embedder.layerLocalSha256,
     DocumentSource.layer,
-    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/index/prepare/PrepareWorker")))
+    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/worker")))
   ).pipe(Layer.provideMerge(NodeServices.layer))
 )
 log("indexing in process")

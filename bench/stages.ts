@@ -1,13 +1,18 @@
 /** Benchmark of the pure stages clean → chunk → embed: the schema path against the hot path, on a synthetic corpus. */
 
 import { createHash } from "node:crypto"
-import { ChunkDraft, Offset } from "@funcpipe/domain/Chunk"
-import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
-import { CleanDoc, DocId, RawDoc } from "@funcpipe/domain/Document"
-import { Embedding } from "@funcpipe/domain/Embedding"
-import { chunkDoc, chunkSpans } from "@funcpipe/pipeline/analysis/Chunker"
-import { cleanDoc, cleanText, cleanTextGeneric } from "@funcpipe/pipeline/analysis/Clean"
-import { embedChunk, embedTextInto, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/analysis/Embed"
+import { ChunkDraft, ChunkerConfig, CleanDoc, CleanerConfig, DocId, Embedding, Offset, RawDoc } from "@funcpipe/domain"
+import {
+  chunkDoc,
+  chunkSpans,
+  cleanDoc,
+  cleanText,
+  cleanTextGeneric,
+  embedChunk,
+  embedTextInto,
+  LOCAL_SHA256,
+  LOCAL_SHA256_DIMENSIONS
+} from "@funcpipe/pipeline"
 import { syntheticDocs } from "./Corpus.ts"
 
 // Usage: npx node bench/stages.ts [megabytes] [seed]

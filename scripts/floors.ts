@@ -61,6 +61,8 @@ export const ROOMS: ReadonlyArray<Room> = [
     "store",
     "cluster"
   ]),
+  boundary("front doors", `${P}`, ["*pipeline", "domain"]),
+  boundary("test-kit", "packages/test-kit/src/", []),
   boundary("server", "packages/server/src/", ["*pipeline", "domain", "domain/http"]),
   boundary("cli", "packages/cli/src/", ["*pipeline", "domain", "domain/http", "server"])
 ]
@@ -91,14 +93,30 @@ const NODE_IO = new Set([
 /** Packages that do I/O of their own (drivers, platform layers): boundary rooms only. */
 const IO_PACKAGES = ["@effect/platform-node", "@effect/sql-pg", "pg", "playwright-core"]
 
-const roomOf = (file: string): Room | undefined => ROOMS.find((room) => file.startsWith(room.folder))
+/** A file's room: the most specific folder that holds it (the front doors are the files directly in the pipeline's src). */
+const roomOf = (file: string): Room | undefined =>
+  ROOMS.find((room) =>
+    room.name === "front doors" ? dirname(file) === room.folder.slice(0, -1) : file.startsWith(room.folder)
+  )
 
 const PACKAGE_SOURCES: Record<string, string> = {
   "@funcpipe/domain": "packages/domain/src",
   "@funcpipe/pipeline": "packages/pipeline/src",
   "@funcpipe/server": "packages/server/src",
-  "@funcpipe/cli": "packages/cli/src"
+  "@funcpipe/cli": "packages/cli/src",
+  "@funcpipe/test-kit": "packages/test-kit/src"
 }
+
+/** What a program outside the packages (the benchmark, the examples) may import: the packages' entry points. */
+const ENTRY_POINTS = new Set([
+  "@funcpipe/domain",
+  "@funcpipe/domain/http",
+  "@funcpipe/pipeline",
+  "@funcpipe/pipeline/postgres",
+  "@funcpipe/pipeline/cluster",
+  "@funcpipe/pipeline/worker",
+  "@funcpipe/server"
+])
 
 const sourceFiles = (folder: string): Array<string> =>
   readdirSync(join(root, folder), { recursive: true, withFileTypes: true })
@@ -123,11 +141,19 @@ const targetOf = (file: string, spec: string): string => {
   const base = Object.keys(PACKAGE_SOURCES).find((name) => spec === name || spec.startsWith(`${name}/`))
   if (base === undefined) return spec
   const rest = spec.slice(base.length + 1)
+  if (base === "@funcpipe/pipeline" && ["postgres", "cluster"].includes(rest))
+    return `${PACKAGE_SOURCES[base]}/${rest}.ts`
   return `${PACKAGE_SOURCES[base]}/${rest === "" ? "index" : rest}.ts`
 }
 
 const problems: Array<string> = []
-for (const folder of ["packages/domain/src", "packages/pipeline/src", "packages/server/src", "packages/cli/src"]) {
+for (const folder of [
+  "packages/domain/src",
+  "packages/pipeline/src",
+  "packages/server/src",
+  "packages/cli/src",
+  "packages/test-kit/src"
+]) {
   for (const file of sourceFiles(folder)) {
     const room = roomOf(file)
     if (room === undefined) {
@@ -152,6 +178,17 @@ for (const folder of ["packages/domain/src", "packages/pipeline/src", "packages/
       const allowed =
         room.imports.includes(other.name) || (room.imports.includes("*pipeline") && other.folder.startsWith(P))
       if (!allowed) problems.push(`${at} (${other.name} is not below ${room.name})`)
+    }
+  }
+}
+
+// The benchmark and the examples use the packages as a user does: through their entry points only.
+for (const folder of ["bench", "examples/library/src"]) {
+  for (const file of sourceFiles(folder)) {
+    for (const { spec, line } of importsOf(readFileSync(join(root, file), "utf8"))) {
+      if (spec.startsWith("@funcpipe/") && !ENTRY_POINTS.has(spec)) {
+        problems.push(`${file}:${line}: imports ${spec}, which is not an entry point of its package`)
+      }
     }
   }
 }

@@ -1,13 +1,7 @@
 /** A program of its own built on FuncPipe's packages: a few notes indexed into a temporary index, then one query. */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { RawDoc } from "@funcpipe/domain/Document"
-import { chunkDoc } from "@funcpipe/pipeline/analysis/Chunker"
-import { cleanDoc } from "@funcpipe/pipeline/analysis/Clean"
-import { layerWorkers } from "@funcpipe/pipeline/index/prepare/Preparer"
-import { Embedder } from "@funcpipe/pipeline/models/Embedder"
-import { putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
-import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
-import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
+import { RawDoc } from "@funcpipe/domain"
+import { chunkDoc, cleanDoc, Embedder, layerSqlite, layerWorkers, putDocuments, queryIndex } from "@funcpipe/pipeline"
 import { Console, Effect, FileSystem, Layer, Path, Schema } from "effect"
 
 /** The notes as they might arrive from elsewhere (a JSON body, a database): plain data, checked before use. */
@@ -52,7 +46,7 @@ const main = Effect.gen(function* () {
   const services = Layer.mergeAll(
     layerSqlite(path.join(folder, "index.db")),
     Embedder.layerLocalSha256,
-    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/index/prepare/PrepareWorker")), 1)
+    layerWorkers(new URL(import.meta.resolve("@funcpipe/pipeline/worker")), 1)
   )
 
   // The programs: the same ones the funcpipe command runs.

@@ -33,9 +33,7 @@ const ProgressLayer = process.stderr.isTTY
 // The per-document stage runs on worker threads: the bundled worker beside the bundled CLI, or the sources.
 const bundledWorker = new URL("./prepare-worker.mjs", import.meta.url)
 const PreparerLayer = layerWorkers(
-  existsSync(fileURLToPath(bundledWorker))
-    ? bundledWorker
-    : new URL(import.meta.resolve("@funcpipe/pipeline/index/prepare/PrepareWorker"))
+  existsSync(fileURLToPath(bundledWorker)) ? bundledWorker : new URL(import.meta.resolve("@funcpipe/pipeline/worker"))
 )
 
 // node:http: starts at no cost (undici loads 1.2 MB on every run), and unlike fetch it accepts any port (fetch
@@ -59,8 +57,8 @@ const HttpClientLayer = Layer.effect(
   })
 )
 
-// Node's child_process (with node:net and node:dgram) took ~7 ms of every start, and only a `transformers:` model
-// starts a process (its Python helper), so the Node spawner is loaded by the first process started.
+// Node's child_process (with node:net and node:dgram) takes ~7 ms to load, and only a `transformers:` model starts
+// a process (its Python helper), so the Node spawner is loaded by the first process started.
 const ChildProcessLayer = Layer.effect(
   ChildProcessSpawner.ChildProcessSpawner,
   Effect.gen(function* () {

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { tinyTable, writeTinyModel } from "@funcpipe/pipeline/test/LocalModelFixture"
+import { tinyTable, writeTinyModel } from "@funcpipe/test-kit/LocalModelFixture"
 import { Effect, FileSystem, Path } from "effect"
 
 const bin = fileURLToPath(new URL("../bin/funcpipe.mjs", import.meta.url))

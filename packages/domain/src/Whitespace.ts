@@ -18,7 +18,7 @@ export const hasNonWhitespace = new RegExp(`[^${WHITESPACE_CLASS}]`)
 
 // Every whitespace character is in the BMP at or below U+3000, so one table over those UTF-16 units decides them all.
 // It is filled from the class's ranges, written out (a test holds the two equal): testing the class's regular
-// expression on each of the 12,289 units took 1–2 ms of every start.
+// expression on each of the 12,289 units would take 1–2 ms of every start.
 const LAST_WHITESPACE = 0x3000
 const WHITESPACE_RANGES: ReadonlyArray<readonly [number, number]> = [
   [0x09, 0x0d],

@@ -6,6 +6,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, Overlap, type TailPolicy } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { freshSchema, PG_URL } from "@funcpipe/test-kit/PgFixture"
 import { Context, Effect, FileSystem, Layer, Option, Result, Stream } from "effect"
 import { Embedder } from "../src/models/Embedder.ts"
 import { CopyTargetNotEmpty, copyIndex } from "../src/programs/CopyIndex.ts"
@@ -15,7 +16,6 @@ import { DocumentSource } from "../src/read/DocumentSource.ts"
 import { IndexStore } from "../src/store/IndexStore.ts"
 import { layerPostgres } from "../src/store/postgres/PgIndexStore.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
-import { freshSchema, PG_URL } from "./PgFixture.ts"
 
 // Ties, code points outside the BMP, titles and categories, a document of stop words only.
 const corpus: ReadonlyArray<readonly [string, string, string, string | null]> = [

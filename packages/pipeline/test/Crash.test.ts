@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { describePg, freshSchema, writeLocks } from "@funcpipe/test-kit/PgFixture"
 import { Effect, Fiber, FileSystem, Layer } from "effect"
 import { Embedder } from "../src/models/Embedder.ts"
 import { layerIndexStore } from "../src/programs/IndexLocation.ts"
@@ -16,7 +17,6 @@ import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/read/DocumentSource.ts"
 import { IndexStore } from "../src/store/IndexStore.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
-import { describePg, freshSchema, writeLocks } from "./PgFixture.ts"
 
 const child = fileURLToPath(new URL("./children/IndexUntilKilled.ts", import.meta.url))
 const chunker = new ChunkerConfig({

@@ -5,11 +5,6 @@
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path } from "effect"
-import { Embedder } from "../src/models/Embedder.ts"
-import { Models } from "../src/models/Models.ts"
-import { searchPaths } from "../src/programs/Search.ts"
-import { DocumentSource } from "../src/read/DocumentSource.ts"
 import {
   expectedMean,
   TINY_DIMENSIONS,
@@ -17,7 +12,12 @@ import {
   tinyIds,
   tinyTable,
   writeTinyModel
-} from "./LocalModelFixture.ts"
+} from "@funcpipe/test-kit/LocalModelFixture"
+import { Effect, FileSystem, Layer, Path } from "effect"
+import { Embedder } from "../src/models/Embedder.ts"
+import { Models } from "../src/models/Models.ts"
+import { searchPaths } from "../src/programs/Search.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
 
 const ModelsLayer = Models.layer.pipe(
   Layer.provide(NodeHttpClient.layerNodeHttp),

@@ -4,12 +4,12 @@
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { tinyModelFiles, writeTinyModel } from "@funcpipe/test-kit/LocalModelFixture"
 import { ConfigProvider, Effect, FileSystem, Layer, Path, Result } from "effect"
 import { inspectFolder, localFingerprint } from "../src/models/local/LocalModel.ts"
 import { lengthBatches, poolingOf, poolVectors } from "../src/models/local/Pooling.ts"
 import { INSTALL_RUNTIME_COMMAND, importRuntime, installRuntime } from "../src/models/local/Transformers.ts"
 import { Models } from "../src/models/Models.ts"
-import { tinyModelFiles, writeTinyModel } from "./LocalModelFixture.ts"
 
 const half = 1 / Math.sqrt(2)
 

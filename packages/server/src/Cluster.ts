@@ -90,7 +90,7 @@ const storage = (options: ClusterOptions, config: ShardingOptions) =>
 
 /**
  * Connections to runners, with Nagle's algorithm off: a shard request or reply is one small write, and with it on each
- * waited for the peer's delayed acknowledgement (about 40 ms per call on Linux, which made 8 shards 20 times slower).
+ * waits for the peer's delayed acknowledgement (about 40 ms per call on Linux, which makes 8 shards 20 times slower).
  */
 const clientProtocol = Layer.effect(
   Runners.RpcClientProtocol,

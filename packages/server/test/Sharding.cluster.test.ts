@@ -22,7 +22,7 @@ import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { queryShards } from "@funcpipe/pipeline/programs/ShardedQuery"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { layerPostgres } from "@funcpipe/pipeline/store/postgres/PgIndexStore"
-import { describePg, freshSchema, onServer } from "@funcpipe/pipeline/test/PgFixture"
+import { describePg, freshSchema, onServer } from "@funcpipe/test-kit/PgFixture"
 import { Clock, Effect, Layer, Result, Stream } from "effect"
 import { clusterPrefix, layerEntry } from "../src/Cluster.ts"
 

@@ -61,10 +61,10 @@ export const index = Command.make(
     json
   },
   Effect.fn("index")(function* (input) {
-    // Indexing allocates per batch for the whole run: with V8's default growth the main thread's heap swelled to
-    // three times its live data (1 GB corpus: peak 404 MB resident). Letting it grow to twice its live data keeps
-    // most of that saving (318 MB) with half the full collections of 1.5 times, whose marking threads competed for
-    // the two cores (210 MB: 0.6 s less CPU, 7.81-7.87 -> 7.56-7.70 s, 11-16 MB more at peak).
+    // Indexing allocates per batch for the whole run: with V8's default growth the main thread's heap swells to
+    // three times its live data. Letting it grow to twice its live data keeps most of what 1.5 times saves (about a
+    // fifth less resident memory at peak on a 1 GB corpus) with half its full collections, whose marking threads
+    // compete for the two cores.
     keepHeapNearLiveData(100)
     const chunker = yield* chunkerFrom(input)
     const progress = input.json ? silentProgress : yield* Progress

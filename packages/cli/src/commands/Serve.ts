@@ -128,8 +128,8 @@ export const serve = Command.make(
   },
   Effect.fn("serve")(function* (input) {
     // A server allocates for every request, for hours: with V8's default growth, under steady load the resident size
-    // climbed 30-45 % over two minutes with 45 MB live. Growing by a fifth between full collections keeps it flat;
-    // they come every few seconds and take 5-10 ms each.
+    // grows 30-45 % in two minutes with 45 MB live. Growing by a fifth between full collections keeps it flat; they
+    // come every few seconds and take 5-10 ms each (docs/decisions/0071-server-heap-kept-near-its-live-data.md).
     keepHeapNearLiveData(20)
     if (input.cluster) return yield* runCluster(input)
     // The server and its HTTP modules load only here, so every other command starts without them.

@@ -1,11 +1,12 @@
 /**
  * A table from words to numbers, looked up by a range of a text rather than by a string: the analyzer finds words as
- * ranges of a lowercased text, and making a string of each only to look it up in a `Map` cost most of the analysis.
+ * ranges of a lowercased text, and making a string of each only to look it up in a `Map` would cost most of the
+ * analysis.
  * Open addressing over 32-bit FNV-1a hashes of the UTF-16 units; a hit is confirmed by comparing the units in place.
  *
  * A lookup reads at places that depend on the word, so the layout keeps them few: a slot holds the word's hash, its
- * number and where its units are in one array of all the words' units. A hit reads the slot and those units; the
- * earlier layout (a slot pointing into arrays of words, hashes and numbers) read four places, and cost more.
+ * number and where its units are in one array of all the words' units. A hit reads the slot and those units: two
+ * places, where a slot pointing into arrays of words, hashes and numbers would read four.
  */
 /** 32-bit FNV-1a's offset basis and prime. */
 export const FNV_OFFSET = 0x811c9dc5

@@ -1,8 +1,9 @@
 /**
  * Cleaned bodies as an index stores them: the UTF-8 of consecutive documents concatenated into packs of about
  * `PACK_BYTES` and compressed together with zstd. One compression per pack rather than per document: documents are
- * often a few KB, and a compressor's set-up per call cost more than compressing (deflate per document: 1.08 s for
- * 48 MB at 0.54 of the size; zstd per 64 KB pack: 0.18 s at 0.45). Each thread keeps one zstd stream for its packs.
+ * often a few KB, and a compressor's set-up per call costs more than compressing (zstd per 64 KB pack is about six
+ * times as fast as deflate per document: docs/decisions/0017-bodies-stored-once-in-compressed-packs.md). Each thread
+ * keeps one zstd stream for its packs.
  */
 
 import { randomFillSync } from "node:crypto"
@@ -30,8 +31,7 @@ export interface BodyRef {
 /**
  * zstd's fastest positive level, with matches of 7 bytes or more (not 6) and a hash table of 2^12 entries (not 2^13),
  * which a 64 KB pack does not need to be larger: on packs of the benchmark's bodies, 0.80 of level 1's time for 1.08 of
- * its output (0.487 of the text against 0.451). The index is about half packs, and compressing them was a sixth of the
- * preparing thread's time.
+ * its output. The index is about half packs, and compressing them is a good share of the preparing thread's time.
  */
 const ZSTD_PARAMS = {
   [constants.ZSTD_c_compressionLevel]: 1,
@@ -109,10 +109,10 @@ const makeKeptStream = (): { readonly stream: ZstdStream; readonly out: Uint8Arr
  * Makes packs: the memory they are assembled in, and one zstd stream kept for them, each pack written as a frame of
  * its own. One per thread that packs (a preparing thread, the pool that compresses packs a thread left raw), kept as
  * long as it packs. `zstdCompressSync` makes and frees a compression context per call: about 60 µs, and fresh memory
- * to touch, which is slow on the benchmark's machine (210 MB, 8 interleaved pairs: 6.44 → 5.86 s median; 15–20 MB
- * less at peak). The kept stream is driven through the steps the one-shot call takes, without closing it. It is used
- * only if, on a sample, its frames are the one-shot call's very bytes; and it is dropped, for the one-shot call, if it
- * ever fails.
+ * to touch, which is slow on the benchmark's machine (the kept stream makes indexing 210 MB about 9 % faster:
+ * docs/decisions/0018-one-zstd-stream-per-thread.md). The kept stream is driven through the steps the one-shot call
+ * takes, without closing it. It is used only if, on a sample, its frames are the one-shot call's very bytes; and it is
+ * dropped, for the one-shot call, if it ever fails.
  */
 export class PackWriter {
   /** `undefined` until tried, `null` when not used. */
@@ -284,7 +284,7 @@ export class PackReader {
    * The text of a pack, decompressed; `undefined` when the bytes are not a pack (damaged), which the caller reports
    * as its own error. Through the kept zstd stream where it can: the one-shot call makes a decompression context and
    * gathers its output in pieces each time, 1–2 ms a pack on the benchmark's VM against 0.05 ms (a cold query shows
-   * ten results, from as many packs). Anything unexpected goes to the one-shot call, which decides as it always did.
+   * ten results, from as many packs). Anything unexpected goes to the one-shot call, whose answer is final.
    */
   unpack(pack: Uint8Array): Uint8Array | undefined {
     const size = frameContentSize(pack)
@@ -334,7 +334,7 @@ export class PackReader {
 }
 
 /**
- * A body on its own, for a store that keeps one body per row (PostgreSQL's layout predates packs): raw deflate at
+ * A body on its own, for a store that keeps one body per row (PostgreSQL's, a row per document): raw deflate at
  * level 1, cheap to make and to read back one body at a time.
  */
 export const deflateBody = (reader: PackReader, ref: BodyRef): Uint8Array =>

@@ -219,8 +219,8 @@ export class SegmentBuilder {
 
   /**
    * A measure of the memory this segment's chunks take, in bytes, for the writer's budget: the terms, the vectors, and
-   * 8 bytes per posting in blocks of 65,536 (how the builder once held them; the segments a run cuts by it were
-   * measured so, and the pool holds about a fifth of that).
+   * 8 bytes per posting in blocks of 65,536. The pool holds about a fifth of that, but the segment sizes a run cuts by
+   * this measure are tuned to it (docs/decisions/0027-postings-encoded-as-they-come.md).
    */
   get byteLength(): number {
     const blocks = Math.ceil(this.postingCount / BUDGET_BLOCK)

@@ -123,10 +123,10 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
 /**
  * Chunks already decoded, by state of the index (`Snapshot.stateKey`, else the snapshot) and position. A server
  * answers many queries from one snapshot and the same chunks come up again and again; reading, decompressing and
- * checking each anew was about a fifth of its time. Keyed by the state, the chunks also serve the next snapshots of an
- * unchanged index (one per `queryIndex` call: checking the results was a sixth of a warm query on the 60 MB benchmark
- * index). At most `DECODED_CHUNKS` per state (then it starts over), and gone with the state; the model is checked too,
- * as each chunk's embedding names it.
+ * checking each anew would be about a fifth of its time. Keyed by the state, the chunks also serve the next snapshots
+ * of an unchanged index (one per `queryIndex` call: checking the results would be a sixth of a warm query on the 60 MB
+ * benchmark index). At most `DECODED_CHUNKS` per state (then it starts over), and gone with the state; the model is
+ * checked too, as each chunk's embedding names it.
  */
 const decodedChunks = new WeakMap<
   object,

@@ -103,8 +103,8 @@ const fileError = (method: string, file: string, cause: unknown): PlatformError.
 
 /**
  * A file operation of Node's, done synchronously: reading a file piece by piece through the platform's
- * asynchronous `read` (a trip to libuv's thread pool per piece) cost the parsing thread about three times as
- * much (a 210 MB file: 0.54 s against 0.17 s of that thread's time), and it is the thread that writes the index.
+ * asynchronous `read` (a trip to libuv's thread pool per piece) costs the parsing thread about three times as
+ * much, and it is the thread that writes the index (docs/decisions/0028-writer-reads-synchronously-and-syncs-early.md).
  * Only for regular files: opening or reading a named pipe waits for its writer, which would stop the thread.
  */
 const fileSync = <A>(method: string, file: string, f: () => A): Effect.Effect<A, PlatformError.PlatformError> =>
@@ -123,7 +123,8 @@ const fileAsync = <A>(
 /**
  * A turn of Node's event loop, taken by a file's reader at least every `TURN_MILLIS` ms. Reads that do not wait
  * leave the loop unvisited for as long as the rest of the program keeps up with the file, and with it Ctrl-C
- * (a signal is delivered by the loop): an interrupted run of small documents went on to the end of the file.
+ * (a signal is delivered by the loop): without the turns, an interrupted run of small documents would go on to the
+ * end of the file.
  */
 const TURN_MILLIS = 20
 const turn = Effect.callback<void>((resume) => {

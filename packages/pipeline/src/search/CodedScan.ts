@@ -4,9 +4,9 @@
  * its product with the query's component added left to right, then `dot / (|q| · sqrt(Σ x²))` clamped to [-1, 1].
  * WebAssembly's float arithmetic is IEEE 754's, as JavaScript's is, so every cosine has the same bits.
  *
- * Why: a cold process runs a JavaScript loop unoptimized until V8 has seen it run for a while, and the scan's first
- * 8,000 rows or so took about 20 ms of a cold vector query over 442k rows (the optimized loop takes 0.1 ms per 4,096
- * rows). WebAssembly is compiled before it runs: the same scan took 19 ms in all instead of 33 ms.
+ * Why: a cold process runs a JavaScript loop unoptimized until V8 has seen it run for a while, so the scan's first
+ * 8,000 rows or so cost a cold vector query over 442k rows about 20 ms. WebAssembly is compiled before it runs: the
+ * whole cold scan takes about 19 ms instead of 33 ms (docs/decisions/0074-cold-vector-scans-in-webassembly.md).
  */
 
 /** An unsigned LEB128 number, as the binary format writes sizes and counts. */

@@ -74,7 +74,7 @@ export const visitCandidates = (
 /**
  * Adds one term's shares over its block of postings in one segment to the slots, appending each ordinal touched for
  * the first time to the scratch's `touched` after the `count` already there; returns the new count. A function of its
- * own, called for every block of every query, so V8 optimizes it once (a closure made per query ran its loop
+ * own, called for every block of every query, so V8 optimizes it once (a closure made per query would run its loop
  * half-optimized).
  */
 export const addShares = (
@@ -168,11 +168,11 @@ export const bm25 = (
     }
   }
   // Each share divides twice; with the chunk's part precomputed it divides once. Computing those costs a pass over
-  // every position, so a query with few postings divides as before, unless they are at hand.
+  // every position, so a query with few postings divides twice, unless they are at hand.
   const norms = lengthNormsOf(memory, lengths, averageLength, params, postings * 4 >= view.positions)
   if (memory.slots.length < slots) memory.slots = new Float64Array(slots)
-  // Room for every candidate at once (one per posting at most): grown as they came, the arrays were copied at each
-  // doubling, into memory touched afresh.
+  // Room for every candidate at once (one per posting at most): grown as they come, the arrays would be copied at
+  // each doubling, into memory touched afresh.
   const room = Math.min(postings, view.positions)
   if (memory.positions.length < room) {
     memory.positions = new Int32Array(room)

@@ -70,18 +70,18 @@ export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defau
  * How many batches a thread may have waiting before the caller hashes the documents of its next one itself (for
  * `hashDocs`): a thread with few keeps up with the caller and has time to hash them; with more, it is the slower of
  * the two. Hashing a 210 MB corpus takes about 0.5 s, which neither thread has to spare over a whole run, but the
- * thread runs short of batches now and then (while the caller writes a segment, for one). Interleaved 210 MB runs:
- * always on the caller 5.02-5.50 s, with a limit of 16 5.13-5.27 s (faster in 3 of 4); 4 faster than 16 and 48 in 4 of
- * 4; 2, 4 and 8 alike. At 8, the thread hashed about 1 batch in 20.
+ * thread runs short of batches now and then (while the caller writes a segment, for one). Sharing the hashing so is
+ * slightly faster than always hashing on the caller; limits of 2 to 8 do alike, larger ones worse
+ * (docs/decisions/0025-prepare-stage-on-worker-threads.md).
  */
 const HASH_BACKLOG = 8
 
 /**
  * How many batches a thread may have waiting before it is asked to leave the packs of the next one uncompressed, for
  * the caller to compress as they come back (`rawPacks`): with that many, the thread is the slower of the two by far.
- * In a 210 MB run the caller was the slower in the first half (it touches most of its memory for the first time then)
- * and waited for the thread a third of the time in the second half. Interleaved 210 MB runs against no such limit:
- * faster in 4 of 4 pairs; 16, 48 and 56 were within the machine's noise of 32.
+ * The caller is the slower in the first half of a run (it touches most of its memory for the first time then), and
+ * without this would wait for the thread a third of the time in the second half. Limits of 16 to 56 do alike
+ * (docs/decisions/0025-prepare-stage-on-worker-threads.md).
  */
 const PACK_BACKLOG = 32
 

@@ -10,7 +10,7 @@ import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Layer, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { PackReader } from "../../index/BodyPack.ts"
 import {
   emptyWriter,
@@ -92,36 +92,52 @@ type State =
       readonly roots: string | undefined
     }
 
-const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions) => {
-  const { location, schema } = target
-  const meta = sql(`${schema}.meta`)
-  const documentsTable = sql(`${schema}.documents`)
-  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-  const foreign = (tables: ReadonlyArray<string>) => new ForeignSchema({ location, schema, tables })
-  const busyMillis = options.busyTimeoutMillis ?? 2000
+/** What the parts of one store share: the client, the schema's tables, and the snapshot of the last state loaded. */
+interface PgStore {
+  readonly sql: PgClient.PgClient
+  readonly target: PgTarget
+  readonly location: string
+  readonly schema: string
+  readonly meta: Statement.Identifier
+  readonly documentsTable: Statement.Identifier
+  readonly busyMillis: number
+  /** The snapshot of the last state loaded, kept while no commit changes the token. */
+  cached: { readonly token: string; readonly snapshot: Snapshot } | undefined
+}
 
-  /** What the schema holds, read in the caller's transaction. */
-  const inspect = Effect.gen(function* () {
-    const tables = yield* sql<{ readonly name: string }>`
+/** The store's error for damage found in the schema. */
+const corrupt = (c: PgStore, detail: string) => new IndexCorrupt({ location: c.location, detail })
+
+/** The place named holds tables that are not a FuncPipe index. */
+const foreign = (c: PgStore, tables: ReadonlyArray<string>) =>
+  new ForeignSchema({ location: c.location, schema: c.schema, tables })
+
+/** What the schema holds, read in the caller's transaction. */
+const inspect = (c: PgStore) =>
+  Effect.gen(function* () {
+    const tables = yield* c.sql<{ readonly name: string }>`
       SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1`
+      WHERE n.nspname = ${c.schema} AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1`
     const names = tables.map((t) => t.name)
     if (names.length === 0) return { _tag: "Empty" } as State
-    if (!names.includes("meta") || !names.includes("documents")) return yield* foreign(names)
-    const rows = yield* sql<{ readonly key: unknown; readonly value: unknown }>`SELECT key, value FROM ${meta}`.pipe(
+    if (!names.includes("meta") || !names.includes("documents")) return yield* foreign(c, names)
+    const rows = yield* c.sql<{
+      readonly key: unknown
+      readonly value: unknown
+    }>`SELECT key, value FROM ${c.meta}`.pipe(
       // Someone else's `meta` table, with other columns.
       Effect.catchIf(
         (error) => error.reason._tag === "SqlSyntaxError",
-        () => Effect.fail(foreign(names))
+        () => Effect.fail(foreign(c, names))
       )
     )
     const values = new Map<unknown, unknown>(rows.map((row) => [row.key, row.value]))
-    if (values.get("application") !== "funcpipe") return yield* foreign(names)
+    if (values.get("application") !== "funcpipe") return yield* foreign(c, names)
     const layout = Number(values.get("layout"))
     const generation = values.get("generation")
     const version = values.get("version")
     if (!Number.isInteger(layout) || typeof generation !== "string" || typeof version !== "string") {
-      return yield* corrupt("its settings table is damaged")
+      return yield* corrupt(c, "its settings table is damaged")
     }
     const text = (key: string) => {
       const value = values.get(key)
@@ -131,98 +147,102 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     return { _tag: "Index", layout, token, manifest: text("manifest"), roots: text("roots") } as State
   })
 
-  /** Refuses a layout this build does not read (an older one too, unless `older` allows it). */
-  const checkLayout = (state: State, older = false): Effect.Effect<void, StoreError> => {
-    if (state._tag === "Empty") return Effect.void
-    if (state.layout > PG_LAYOUT) {
-      return Effect.fail(new IndexTooNew({ location, found: state.layout, supported: PG_LAYOUT }))
-    }
-    if (state.layout < PG_LAYOUT && !older) {
-      return Effect.fail(new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT }))
-    }
-    return Effect.void
+/** Refuses a layout this build does not read (an older one too, unless `older` allows it). */
+const checkLayout = (c: PgStore, state: State, older = false): Effect.Effect<void, StoreError> => {
+  if (state._tag === "Empty") return Effect.void
+  if (state.layout > PG_LAYOUT) {
+    return Effect.fail(new IndexTooNew({ location: c.location, found: state.layout, supported: PG_LAYOUT }))
   }
-
-  const manifestOf = (json: string | undefined): Effect.Effect<Option.Option<IndexManifest>, IndexCorrupt> => {
-    if (json === undefined) return Effect.succeedNone
-    const decoded = decodeManifest(json)
-    return Result.isSuccess(decoded)
-      ? Effect.succeed(Option.some(decoded.success))
-      : Effect.fail(corrupt(`manifest: ${oneLine(decoded.failure.message)}`))
+  if (state.layout < PG_LAYOUT && !older) {
+    return Effect.fail(new IndexTooOld({ location: c.location, found: state.layout, supported: PG_LAYOUT }))
   }
-  const rootsOf = (json: string | undefined): Effect.Effect<ReadonlyArray<string>, IndexCorrupt> => {
-    if (json === undefined) return Effect.succeed([])
-    const decoded = decodeRoots(json)
-    return Result.isSuccess(decoded)
-      ? Effect.succeed(decoded.success)
-      : Effect.fail(corrupt("the list of indexed paths is unreadable"))
-  }
+  return Effect.void
+}
 
-  const mapSqlError =
-    (what: string) =>
-    <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-      Effect.catchIf(
-        effect,
-        (error): error is SqlError.SqlError => (error as { readonly _tag?: unknown })._tag === "SqlError",
-        (error) => Effect.fail(storeError(target, what, error))
-      ) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
+const manifestOf = (
+  c: PgStore,
+  json: string | undefined
+): Effect.Effect<Option.Option<IndexManifest>, IndexCorrupt> => {
+  if (json === undefined) return Effect.succeedNone
+  const decoded = decodeManifest(json)
+  return Result.isSuccess(decoded)
+    ? Effect.succeed(Option.some(decoded.success))
+    : Effect.fail(corrupt(c, `manifest: ${oneLine(decoded.failure.message)}`))
+}
 
-  /** Runs `f` on what the schema holds in one read-only transaction that sees one committed state. */
-  const reading = <A, E, R>(what: string, f: (state: State) => Effect.Effect<A, E, R>) =>
-    sql
-      .withTransaction(Effect.flatMap(inspect, f))
-      .pipe(
-        Effect.provideService(SqlClient.BeginTransaction, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
-        mapSqlError(what)
-      )
+const rootsOf = (c: PgStore, json: string | undefined): Effect.Effect<ReadonlyArray<string>, IndexCorrupt> => {
+  if (json === undefined) return Effect.succeed([])
+  const decoded = decodeRoots(json)
+  return Result.isSuccess(decoded)
+    ? Effect.succeed(decoded.success)
+    : Effect.fail(corrupt(c, "the list of indexed paths is unreadable"))
+}
 
-  const manifest = reading("reading the manifest", (state) =>
-    Effect.flatMap(checkLayout(state), () => manifestOf(state._tag === "Index" ? state.manifest : undefined))
+const mapSqlError =
+  (c: PgStore, what: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+    Effect.catchIf(
+      effect,
+      (error): error is SqlError.SqlError => (error as { readonly _tag?: unknown })._tag === "SqlError",
+      (error) => Effect.fail(storeError(c.target, what, error))
+    ) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreError, R>
+
+/** Runs `f` on what the schema holds in one read-only transaction that sees one committed state. */
+const reading = <A, E, R>(c: PgStore, what: string, f: (state: State) => Effect.Effect<A, E, R>) =>
+  c.sql
+    .withTransaction(Effect.flatMap(inspect(c), f))
+    .pipe(
+      Effect.provideService(SqlClient.BeginTransaction, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+      mapSqlError(c, what)
+    )
+
+const readManifest = (c: PgStore) =>
+  reading(c, "reading the manifest", (state) =>
+    Effect.flatMap(checkLayout(c, state), () => manifestOf(c, state._tag === "Index" ? state.manifest : undefined))
   )
 
-  const roots = reading("reading the indexed paths", (state) =>
-    rootsOf(state._tag === "Index" ? state.roots : undefined)
-  )
+const readRoots = (c: PgStore) =>
+  reading(c, "reading the indexed paths", (state) => rootsOf(c, state._tag === "Index" ? state.roots : undefined))
 
-  const documents = reading("reading documents", (state) =>
+const readDocuments = (c: PgStore) =>
+  reading(c, "reading documents", (state) =>
     Effect.gen(function* () {
       if (state._tag === "Empty") return []
-      yield* checkLayout(state)
-      const rows = yield* sql<Parameters<typeof storedDocOf>[1]>`
-        SELECT doc_id AS "docId", source, title, categories, hash, chunks FROM ${documentsTable} ORDER BY id`
+      yield* checkLayout(c, state)
+      const rows = yield* c.sql<Parameters<typeof storedDocOf>[1]>`
+        SELECT doc_id AS "docId", source, title, categories, hash, chunks FROM ${c.documentsTable} ORDER BY id`
       return yield* Effect.try({
-        try: () => rows.map((row) => storedDocOf(location, row)),
-        catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(String(error)))
+        try: () => rows.map((row) => storedDocOf(c.location, row)),
+        catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(c, String(error)))
       })
     })
   )
 
-  const version = reading("checking for changes", (state) =>
-    Effect.succeed(state._tag === "Empty" ? "none" : state.token)
-  )
+const readVersion = (c: PgStore) =>
+  reading(c, "checking for changes", (state) => Effect.succeed(state._tag === "Empty" ? "none" : state.token))
 
-  /** The snapshot of the last state loaded, kept while no commit changes the token. */
-  let cached: { readonly token: string; readonly snapshot: Snapshot } | undefined
-
-  const snapshot = reading("reading the index", (state) =>
+const readSnapshot = (c: PgStore) =>
+  reading(c, "reading the index", (state) =>
     Effect.gen(function* () {
       if (state._tag === "Empty") return Option.none<Snapshot>()
-      yield* checkLayout(state)
-      const found = yield* manifestOf(state.manifest)
+      yield* checkLayout(c, state)
+      const found = yield* manifestOf(c, state.manifest)
       if (Option.isNone(found)) return Option.none<Snapshot>()
+      const cached = c.cached
       if (cached?.token === state.token) return Option.some(cached.snapshot)
-      const loaded = yield* loadSnapshot(sql, documentsTable, location, found.value, sql.literal("TRUE"))
-      cached = { token: state.token, snapshot: loaded }
+      const loaded = yield* loadSnapshot(c.sql, c.documentsTable, c.location, found.value, c.sql.literal("TRUE"))
+      c.cached = { token: state.token, snapshot: loaded }
       return Option.some(loaded)
     })
   )
 
-  const createTables = Effect.gen(function* () {
-    yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`
-    yield* sql`CREATE TABLE ${meta} (key text PRIMARY KEY, value text NOT NULL)`
-    yield* sql`INSERT INTO ${meta} (key, value) VALUES ('application', 'funcpipe'), ('layout', ${String(PG_LAYOUT)}),
+const createTables = (c: PgStore) =>
+  Effect.gen(function* () {
+    yield* c.sql`CREATE SCHEMA IF NOT EXISTS ${c.sql(c.schema)}`
+    yield* c.sql`CREATE TABLE ${c.meta} (key text PRIMARY KEY, value text NOT NULL)`
+    yield* c.sql`INSERT INTO ${c.meta} (key, value) VALUES ('application', 'funcpipe'), ('layout', ${String(PG_LAYOUT)}),
       ('generation', ${randomUUID()}), ('version', '0')`
-    yield* sql`CREATE TABLE ${documentsTable} (
+    yield* c.sql`CREATE TABLE ${c.documentsTable} (
       id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       doc_id text NOT NULL UNIQUE,
       source text NOT NULL,
@@ -238,204 +258,231 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
       vectors bytea NOT NULL
     )`
     // The body is deflated already and vectors do not compress: spare the server trying.
-    yield* sql`ALTER TABLE ${documentsTable} ALTER COLUMN body SET STORAGE EXTERNAL,
+    yield* c.sql`ALTER TABLE ${c.documentsTable} ALTER COLUMN body SET STORAGE EXTERNAL,
       ALTER COLUMN vectors SET STORAGE EXTERNAL`
   })
 
-  /**
-   * The writer of one transaction (`readOnly` for a dry run, which writes nothing). Documents are buffered and written
-   * in multi-row inserts; anything that reads or deletes documents writes the buffer first. On an older layout only
-   * `clear` may write, and it lays the tables out anew.
-   */
-  const makeWriter = (state: Extract<State, { _tag: "Index" }>, readOnly: boolean) => {
-    let layoutCurrent = state.layout === PG_LAYOUT
-    let manifestValue: Option.Option<IndexManifest> | undefined
-    let rootsValue: ReadonlyArray<string> | undefined
-    let changed = false
-    const pending = new Map<string, Row>()
-    let pendingBytes = 0
-    /** Reads the bodies out of the packs they were prepared in. */
-    const packs = new PackReader()
-    const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))
-    const tooOld = new IndexTooOld({ location, found: state.layout, supported: PG_LAYOUT })
-    const writing = <A, E>(what: string, effect: Effect.Effect<A, E | SqlError.SqlError>) =>
-      readOnly
-        ? refuse
-        : Effect.suspend(() => {
-            if (!layoutCurrent) return Effect.fail(tooOld)
-            changed = true
-            return mapSqlError(what)(effect)
-          })
+/**
+ * The writer of one transaction (`readOnly` for a dry run, which writes nothing). Documents are buffered and written
+ * in multi-row inserts; anything that reads or deletes documents writes the buffer first. On an older layout only
+ * `clear` may write, and it lays the tables out anew.
+ */
+const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOnly: boolean) => {
+  let layoutCurrent = state.layout === PG_LAYOUT
+  let manifestValue: Option.Option<IndexManifest> | undefined
+  let rootsValue: ReadonlyArray<string> | undefined
+  let changed = false
+  const pending = new Map<string, Row>()
+  let pendingBytes = 0
+  /** Reads the bodies out of the packs they were prepared in. */
+  const packs = new PackReader()
+  const refuse = Effect.fail(new StoreFailure({ location: c.location, reason: "a dry run writes nothing" }))
+  const tooOld = new IndexTooOld({ location: c.location, found: state.layout, supported: PG_LAYOUT })
+  const writing = <A, E>(what: string, effect: Effect.Effect<A, E | SqlError.SqlError>) =>
+    readOnly
+      ? refuse
+      : Effect.suspend(() => {
+          if (!layoutCurrent) return Effect.fail(tooOld)
+          changed = true
+          return mapSqlError(c, what)(effect)
+        })
 
-    const flush = Effect.suspend(() => {
-      if (pending.size === 0) return Effect.void
-      const rows = [...pending.values()] as unknown as readonly [Row, ...Array<Row>]
-      pending.clear()
-      pendingBytes = 0
-      return mapSqlError("writing documents")(
-        sql`
-        INSERT INTO ${documentsTable} ${sql.insert(rows)}
+  const flush = Effect.suspend(() => {
+    if (pending.size === 0) return Effect.void
+    const rows = [...pending.values()] as unknown as readonly [Row, ...Array<Row>]
+    pending.clear()
+    pendingBytes = 0
+    return mapSqlError(
+      c,
+      "writing documents"
+    )(
+      c.sql`
+        INSERT INTO ${c.documentsTable} ${c.sql.insert(rows)}
         ON CONFLICT (doc_id) DO UPDATE SET source = EXCLUDED.source, title = EXCLUDED.title,
           categories = EXCLUDED.categories, hash = EXCLUDED.hash, chunks = EXCLUDED.chunks, body = EXCLUDED.body,
           spans = EXCLUDED.spans, lengths = EXCLUDED.lengths, terms = EXCLUDED.terms, term_ids = EXCLUDED.term_ids,
           vectors = EXCLUDED.vectors`.pipe(Effect.asVoid)
-      )
-    })
+    )
+  })
 
-    const upsertMeta = (key: string, value: string) =>
-      sql`INSERT INTO ${meta} (key, value) VALUES (${key}, ${value})
+  const upsertMeta = (key: string, value: string) =>
+    c.sql`INSERT INTO ${c.meta} (key, value) VALUES (${key}, ${value})
         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
 
-    const writer: IndexWriter = {
-      manifest: Effect.suspend(() =>
-        manifestValue !== undefined
-          ? Effect.succeed(manifestValue)
-          : Effect.map(manifestOf(state.manifest), (found) => (manifestValue = found))
-      ),
-      roots: Effect.suspend(() =>
-        rootsValue !== undefined
-          ? Effect.succeed(rootsValue)
-          : Effect.map(rootsOf(state.roots), (found) => (rootsValue = found))
-      ),
-      storedDocs: Effect.suspend(() => {
-        if (!layoutCurrent) return Effect.fail(tooOld)
-        return Effect.andThen(
-          flush,
-          mapSqlError("reading documents")(
-            sql<{ readonly doc_id: string; readonly hash: string; readonly source: string; readonly chunks: number }>`
-              SELECT doc_id, hash, source, chunks FROM ${documentsTable}`
+  const writer: IndexWriter = {
+    manifest: Effect.suspend(() =>
+      manifestValue !== undefined
+        ? Effect.succeed(manifestValue)
+        : Effect.map(manifestOf(c, state.manifest), (found) => (manifestValue = found))
+    ),
+    roots: Effect.suspend(() =>
+      rootsValue !== undefined
+        ? Effect.succeed(rootsValue)
+        : Effect.map(rootsOf(c, state.roots), (found) => (rootsValue = found))
+    ),
+    storedDocs: Effect.suspend(() => {
+      if (!layoutCurrent) return Effect.fail(tooOld)
+      return Effect.andThen(
+        flush,
+        mapSqlError(
+          c,
+          "reading documents"
+        )(
+          c.sql<{ readonly doc_id: string; readonly hash: string; readonly source: string; readonly chunks: number }>`
+              SELECT doc_id, hash, source, chunks FROM ${c.documentsTable}`
+        )
+      ).pipe(
+        Effect.map((rows) => {
+          const stored = new Map<string, StoredEntry>()
+          for (const r of rows) {
+            stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+          }
+          return stored as ReadonlyMap<string, StoredEntry>
+        })
+      )
+    }),
+    clear: readOnly
+      ? refuse
+      : Effect.suspend(() => {
+          pending.clear()
+          pendingBytes = 0
+          changed = true
+          manifestValue = Option.none()
+          rootsValue = []
+          const wasCurrent = layoutCurrent
+          layoutCurrent = true
+          return mapSqlError(
+            c,
+            "clearing"
+          )(
+            wasCurrent
+              ? Effect.all(
+                  [
+                    c.sql`DELETE FROM ${c.documentsTable}`,
+                    c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots')`,
+                    c.sql`UPDATE ${c.meta} SET value = ${randomUUID()} WHERE key = 'generation'`
+                  ],
+                  { discard: true }
+                )
+              : Effect.andThen(c.sql`DROP TABLE ${c.documentsTable}, ${c.meta}`, createTables(c))
           )
-        ).pipe(
-          Effect.map((rows) => {
-            const stored = new Map<string, StoredEntry>()
-            for (const r of rows) {
-              stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
-            }
-            return stored as ReadonlyMap<string, StoredEntry>
-          })
-        )
-      }),
-      clear: readOnly
-        ? refuse
-        : Effect.suspend(() => {
-            pending.clear()
-            pendingBytes = 0
-            changed = true
-            manifestValue = Option.none()
-            rootsValue = []
-            const wasCurrent = layoutCurrent
-            layoutCurrent = true
-            return mapSqlError("clearing")(
-              wasCurrent
-                ? Effect.all(
-                    [
-                      sql`DELETE FROM ${documentsTable}`,
-                      sql`DELETE FROM ${meta} WHERE key IN ('manifest', 'roots')`,
-                      sql`UPDATE ${meta} SET value = ${randomUUID()} WHERE key = 'generation'`
-                    ],
-                    { discard: true }
-                  )
-                : Effect.andThen(sql`DROP TABLE ${documentsTable}, ${meta}`, createTables)
-            )
-          }),
-      deleteDoc: (docId) =>
-        writing(
-          "deleting a document",
-          Effect.andThen(flush, sql`DELETE FROM ${documentsTable} WHERE doc_id = ${docId}`)
-        ),
-      putDoc: (doc, chunks, terms, vectors) =>
-        writing(
-          "writing a document",
-          Effect.suspend(() => {
-            const row = rowOf(packs, doc, chunks, terms, vectors)
-            pending.set(doc.docId, row)
-            pendingBytes +=
-              (row["body"] as Uint8Array).byteLength +
-              (row["vectors"] as Uint8Array).byteLength +
-              (row["term_ids"] as Uint8Array).byteLength +
-              8 * chunks.length
-            return pending.size >= FLUSH_ROWS || pendingBytes >= FLUSH_BYTES ? flush : Effect.void
-          })
-        ),
-      putDocs: (docs, terms) =>
-        Effect.forEach(docs, ({ chunks, doc, vectors }) => writer.putDoc(doc, chunks, terms, vectors), {
-          discard: true
         }),
-      putManifest: (m) =>
-        writing(
-          "writing the manifest",
-          Effect.suspend(() => {
-            manifestValue = Option.some(m)
-            return upsertMeta("manifest", encodeManifest(m))
-          })
-        ),
-      putRoots: (paths) =>
-        writing(
-          "writing the indexed paths",
-          Effect.suspend(() => {
-            rootsValue = paths
-            return upsertMeta("roots", JSON.stringify(paths))
-          })
-        )
-    }
-    /** Writes what is buffered and, if anything changed, moves the version on; called once, just before the commit. */
-    const finish = Effect.andThen(
-      flush,
-      Effect.suspend(() =>
-        changed
-          ? mapSqlError("committing")(sql`UPDATE ${meta} SET value = (value::bigint + 1)::text WHERE key = 'version'`)
-          : Effect.void
+    deleteDoc: (docId) =>
+      writing(
+        "deleting a document",
+        Effect.andThen(flush, c.sql`DELETE FROM ${c.documentsTable} WHERE doc_id = ${docId}`)
+      ),
+    putDoc: (doc, chunks, terms, vectors) =>
+      writing(
+        "writing a document",
+        Effect.suspend(() => {
+          const row = rowOf(packs, doc, chunks, terms, vectors)
+          pending.set(doc.docId, row)
+          pendingBytes +=
+            (row["body"] as Uint8Array).byteLength +
+            (row["vectors"] as Uint8Array).byteLength +
+            (row["term_ids"] as Uint8Array).byteLength +
+            8 * chunks.length
+          return pending.size >= FLUSH_ROWS || pendingBytes >= FLUSH_BYTES ? flush : Effect.void
+        })
+      ),
+    putDocs: (docs, terms) =>
+      Effect.forEach(docs, ({ chunks, doc, vectors }) => writer.putDoc(doc, chunks, terms, vectors), {
+        discard: true
+      }),
+    putManifest: (m) =>
+      writing(
+        "writing the manifest",
+        Effect.suspend(() => {
+          manifestValue = Option.some(m)
+          return upsertMeta("manifest", encodeManifest(m))
+        })
+      ),
+    putRoots: (paths) =>
+      writing(
+        "writing the indexed paths",
+        Effect.suspend(() => {
+          rootsValue = paths
+          return upsertMeta("roots", JSON.stringify(paths))
+        })
+      )
+  }
+  /** Writes what is buffered and, if anything changed, moves the version on; called once, just before the commit. */
+  const finish = Effect.andThen(
+    flush,
+    Effect.suspend(() =>
+      changed
+        ? mapSqlError(
+            c,
+            "committing"
+          )(c.sql`UPDATE ${c.meta} SET value = (value::bigint + 1)::text WHERE key = 'version'`)
+        : Effect.void
+    )
+  )
+  return { writer, finish }
+}
+
+const transaction = <A, E, R>(
+  c: PgStore,
+  body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+  transactionOptions: TransactionOptions = {}
+): Effect.Effect<A, E | StoreError, R> => {
+  if (transactionOptions.readOnly === true) {
+    // A dry run: what is committed now, without the lock; an older layout is read too (a rebuild's plan).
+    return reading(c, "reading the index", (state) =>
+      state._tag === "Empty"
+        ? body(emptyWriter(c.location))
+        : Effect.flatMap(checkLayout(c, state, true), () => body(makeWriter(c, state, true).writer))
+    )
+  }
+  return Effect.uninterruptibleMask((restore) =>
+    mapSqlError(
+      c,
+      "writing the index"
+    )(
+      c.sql.withTransaction(
+        Effect.gen(function* () {
+          // Wait a little for another writer, as the SQLite store does, then report the index busy.
+          yield* c.sql`SELECT set_config('lock_timeout', ${`${c.busyMillis}ms`}, true)`
+          yield* c.sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${c.schema}))`
+          yield* c.sql`SELECT set_config('lock_timeout', '0', true)`
+          // Read committed: everything read from here on sees the last writer's commit, so no plan is stale.
+          let state = yield* inspect(c)
+          if (state._tag === "Empty") {
+            yield* createTables(c)
+            state = yield* inspect(c)
+          }
+          if (state._tag === "Empty") return yield* corrupt(c, "its tables vanished while it was being written")
+          yield* checkLayout(c, state, true)
+          const { finish, writer } = makeWriter(c, state, false)
+          const result = yield* restore(body(writer))
+          yield* finish
+          return result
+        })
       )
     )
-    return { writer, finish }
-  }
+  )
+}
 
-  const transaction = <A, E, R>(
-    body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
-    transactionOptions: TransactionOptions = {}
-  ): Effect.Effect<A, E | StoreError, R> => {
-    if (transactionOptions.readOnly === true) {
-      // A dry run: what is committed now, without the lock; an older layout is read too (a rebuild's plan).
-      return reading("reading the index", (state) =>
-        state._tag === "Empty"
-          ? body(emptyWriter(location))
-          : Effect.flatMap(checkLayout(state, true), () => body(makeWriter(state, true).writer))
-      )
-    }
-    return Effect.uninterruptibleMask((restore) =>
-      mapSqlError("writing the index")(
-        sql.withTransaction(
-          Effect.gen(function* () {
-            // Wait a little for another writer, as the SQLite store does, then report the index busy.
-            yield* sql`SELECT set_config('lock_timeout', ${`${busyMillis}ms`}, true)`
-            yield* sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${schema}))`
-            yield* sql`SELECT set_config('lock_timeout', '0', true)`
-            // Read committed: everything read from here on sees the last writer's commit, so no plan is stale.
-            let state = yield* inspect
-            if (state._tag === "Empty") {
-              yield* createTables
-              state = yield* inspect
-            }
-            if (state._tag === "Empty") return yield* corrupt("its tables vanished while it was being written")
-            yield* checkLayout(state, true)
-            const { finish, writer } = makeWriter(state, false)
-            const result = yield* restore(body(writer))
-            yield* finish
-            return result
-          })
-        )
-      )
-    )
+const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions) => {
+  const c: PgStore = {
+    sql,
+    target,
+    location: target.location,
+    schema: target.schema,
+    meta: sql(`${target.schema}.meta`),
+    documentsTable: sql(`${target.schema}.documents`),
+    busyMillis: options.busyTimeoutMillis ?? 2000,
+    cached: undefined
   }
-
   return IndexStore.of({
-    location,
-    manifest,
-    roots,
-    documents,
-    snapshot,
-    version,
+    location: c.location,
+    manifest: readManifest(c),
+    roots: readRoots(c),
+    documents: readDocuments(c),
+    snapshot: readSnapshot(c),
+    version: readVersion(c),
     checkpoint: Effect.void,
-    transaction
+    transaction: (body, transactionOptions) => transaction(c, body, transactionOptions)
   })
 }

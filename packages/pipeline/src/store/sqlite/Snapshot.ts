@@ -7,7 +7,7 @@ import type { Rule } from "@funcpipe/domain/Rule"
 import { Result } from "effect"
 import { bodyIn } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
-import { decodeRows as decodeBlock, decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
+import { decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
@@ -16,17 +16,442 @@ import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { release, sqliteReadsAt, statement } from "./Connection.ts"
 import {
+  type Corrupt,
+  columnsOf,
+  decodeRows,
+  deletedOf,
+  lengthsInto,
+  segmentRows,
+  storedBlock,
+  vectorBlock
+} from "./Segments.ts"
+import {
   BLOCKS_PER_SEGMENT,
   BODY_CACHE_CHARS,
   isDeleted,
   PACK_CACHE_ENTRIES,
   readMetaIn,
   rowsInBlock,
-  type SegmentColumns,
   type SegmentRow,
   spansIn,
   storedDocOf
 } from "./Tables.ts"
+
+/** What the parts of one snapshot share: the file, the transaction, the generation's caches and the segments seen. */
+interface Reading {
+  readonly location: string
+  readonly corrupt: Corrupt
+  readonly sqliteReads: ReturnType<typeof sqliteReadsAt>
+  readonly db: DatabaseSync
+  readonly caches: Caches
+  readonly dimensions: number
+  readonly segments: ReadonlyArray<SegmentRow>
+  /** Each segment's first position. */
+  readonly offsets: ReadonlyArray<number>
+  /** Stored positions in all, deleted ones included. */
+  readonly positions: number
+}
+
+/** The layout of the snapshot's segments: deletions and lengths (kept while the segments stay the same), and where a position is. */
+const layoutOf = (r: Reading) => {
+  const { caches, corrupt, db, offsets, positions, segments, sqliteReads } = r
+  // stay the same, so a warm query does not copy them again.
+  const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
+  if (caches.layout?.signature !== signature) {
+    let deleted: Uint8Array | undefined
+    segments.forEach((segment, s) => {
+      const bits = deletedOf(corrupt, caches, db, segment)
+      if (bits === undefined) return
+      deleted ??= new Uint8Array(positions)
+      for (let i = 0; i < segment.count; i++) if (isDeleted(bits, i)) deleted[offsets[s]! + i] = 1
+    })
+    caches.layout = { signature, lengths: undefined, deleted }
+    // Segments merged away or deleted since are no longer needed.
+    const listed = new Set(segments.map((g) => g.id))
+    for (const id of caches.columns.keys()) if (!listed.has(id)) caches.columns.delete(id)
+    for (const id of caches.deleted.keys()) if (!listed.has(id)) caches.deleted.delete(id)
+  }
+  const layout = caches.layout
+  const { deleted } = layout
+  // The lengths are read when a query first needs them: BM25 does, a vector query does not (1.7 MB at 442k chunks).
+  const lengths = sqliteReads((): Uint32Array => {
+    if (layout.lengths === undefined) {
+      const all = new Uint32Array(positions)
+      segments.forEach((segment, s) => {
+        lengthsInto(corrupt, caches, db, segment, all.subarray(offsets[s]!, offsets[s]! + segment.count))
+      })
+      layout.lengths = all
+    }
+    return layout.lengths
+  })
+
+  const segmentAt = (position: number): number => {
+    let lo = 0
+    let hi = segments.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (offsets[mid]! <= position) lo = mid
+      else hi = mid - 1
+    }
+    if (segments.length === 0 || position < 0 || position >= positions)
+      throw corrupt(`no chunk at position ${position}`)
+    return lo
+  }
+  return { signature, layout, deleted, lengths, segmentAt }
+}
+
+/** The postings of a term in every segment, decoded once per generation and kept while they fit the cache. */
+const postingsReader = (r: Reading) => {
+  const { caches, corrupt, db, offsets, segments } = r
+  const postingsStatement = statement(db, "SELECT df, data FROM postings WHERE segment = ? AND term = ?")
+  const postings = (term: string): ReadonlyArray<TermBlock> => {
+    const blocks: Array<TermBlock> = []
+    segments.forEach((segment, s) => {
+      const key = `${segment.id} ${term}`
+      let decoded = caches.postings.get(key)
+      if (decoded === undefined) {
+        const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
+        decoded =
+          row === undefined
+            ? null
+            : typeof row.df === "number" && row.data instanceof Uint8Array
+              ? (decodePostings(row.data, row.df, segment.count) ?? undefined)
+              : undefined
+        if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
+        cachePostings(caches, key, decoded)
+      } else {
+        // Most recently used last, so eviction takes the least recently used first.
+        caches.postings.delete(key)
+        caches.postings.set(key, decoded)
+      }
+      if (decoded !== null) blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
+    })
+    return blocks
+  }
+  return postings
+}
+
+/** The vector blocks of every segment, streamed on a generation's first scan and kept from its second. */
+const vectorReader = (r: Reading) => {
+  const { caches, corrupt, db, dimensions, offsets, segments, sqliteReads } = r
+  let blocks: ReadonlyArray<VectorBlock> | undefined
+  /**
+   * The first scan in a generation reads each block and passes it on as stored (16-bit blocks, which the scan
+   * decodes row by row) or decoded into one buffer, keeping nothing: a command that asks once (the CLI) would
+   * otherwise keep every vector as float64, and on the benchmark machine touching fresh memory costs ~4 ms per MB
+   * (56 MB at 442k chunks). Later scans are those of a long-lived reader (a server), which keeps the decoded blocks.
+   */
+  const vectorBlocks = (): Iterable<VectorBlock> => {
+    if (blocks !== undefined) return blocks
+    if (caches.vectorScans++ === 0) return streamedBlocks()
+    return (blocks = segments.flatMap((segment, s) => {
+      const columns = columnsOf(caches, segment)
+      return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
+        const { magnitudes, vectors } = vectorBlock(corrupt, db, segment, dimensions, columns, b)
+        return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
+      })
+    }))
+  }
+  const readStored = sqliteReads((at: { segment: SegmentRow; block: number }) =>
+    storedBlock(corrupt, db, at.segment, dimensions, at.block)
+  )
+  function* streamedBlocks(): Generator<VectorBlock> {
+    let buffer = new Float64Array(0)
+    let norms = new Float64Array(0)
+    for (let s = 0; s < segments.length; s++) {
+      const segment = segments[s]!
+      for (let b = 0; b * segment.blockRows < segment.count; b++) {
+        const stored = readStored({ segment, block: b })
+        const offset = offsets[s]! + b * segment.blockRows
+        if (stored.encoding === "u16") {
+          // As stored: the scan decodes each row as it scores it. A blob's bytes start at an even offset.
+          const data = stored.data.byteOffset % 2 === 0 ? stored.data : stored.data.slice()
+          yield {
+            offset,
+            count: stored.rows,
+            codes: new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2)
+          }
+          release(stored.data)
+          continue
+        }
+        if (norms.length < stored.rows) {
+          buffer = new Float64Array(segment.blockRows * dimensions)
+          norms = new Float64Array(segment.blockRows)
+        }
+        const { magnitudes, vectors } = decodeRows(
+          corrupt,
+          segment,
+          stored,
+          dimensions,
+          buffer.subarray(0, stored.rows * dimensions),
+          norms.subarray(0, stored.rows)
+        )
+        release(stored.data)
+        yield { offset, count: stored.rows, vectors, magnitudes }
+      }
+    }
+  }
+  return vectorBlocks
+}
+
+/** Chunk rows: where each chunk is (its document, title and span), and the text of the bodies they are cut from. */
+const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText: (read: () => string) => string) => {
+  const { caches, corrupt, db, offsets, segments } = r
+  const chunkStatement = statement(
+    db,
+    "SELECT id, doc_id, title, first, chunks, spans FROM documents WHERE first <= ? AND chunks > 0 " +
+      "ORDER BY first DESC LIMIT 1"
+  )
+  const placeStatement = statement(db, "SELECT pack, body_start, body_end FROM documents WHERE id = ?")
+  const packStatement = statement(db, "SELECT data FROM packs WHERE id = ?")
+  /** A pack, decompressed; the last few are kept, as a result's neighbours in the index share its pack. */
+  const unpacked = (id: number, doc: number): Uint8Array => {
+    let bytes = caches.packs.get(id)
+    if (bytes !== undefined) return bytes
+    const blob = (packStatement.get(id) as { data: unknown } | undefined)?.data
+    if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
+    bytes = caches.unpacker.unpack(blob)
+    if (bytes === undefined) throw corrupt(`the text of document ${doc} does not decompress`)
+    caches.packs.set(id, bytes)
+    if (caches.packs.size > PACK_CACHE_ENTRIES) caches.packs.delete(caches.packs.keys().next().value!)
+    return bytes
+  }
+  const bodyOf = (segment: number, doc: number): string => {
+    const key = `${segment}:${doc}`
+    let body = caches.bodies.get(key)
+    if (body !== undefined) return body
+    const place = placeStatement.get(doc) as { pack: unknown; body_start: unknown; body_end: unknown } | undefined
+    if (typeof place?.pack !== "number") throw corrupt(`the text of document ${doc} is missing`)
+    body = bodyIn(unpacked(place.pack, doc), place.body_start as number, place.body_end as number)
+    if (body === undefined) throw corrupt(`the text of document ${doc} is not where its row says`)
+    caches.bodies.set(key, body)
+    caches.bodyChars += body.length
+    for (const [old, text] of caches.bodies) {
+      if (caches.bodyChars <= BODY_CACHE_CHARS) break
+      caches.bodies.delete(old)
+      caches.bodyChars -= text.length
+    }
+    return body
+  }
+  const rowAt = (position: number) => {
+    const s = segmentAt(position)
+    // A number, not a string: no allocation per lookup (a segment holds far fewer than 2^32 chunks).
+    const key = segments[s]!.id * 2 ** 32 + position - offsets[s]!
+    const cached = caches.rows.get(key)
+    if (cached !== undefined) {
+      const { doc, docId, end, start, title } = cached
+      return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
+    }
+    const id = segments[s]!.base + position - offsets[s]!
+    // The document holding the chunk: the one whose chunks start last at or before it.
+    const row = chunkStatement.get(id) as Record<string, unknown> | undefined
+    const docId = row?.["doc_id"]
+    const title = row?.["title"]
+    const doc = row?.["id"]
+    const first = row?.["first"]
+    const chunks = row?.["chunks"]
+    const spans = typeof chunks === "number" ? spansIn(row?.["spans"], chunks) : undefined
+    if (
+      typeof docId !== "string" ||
+      typeof title !== "string" ||
+      typeof doc !== "number" ||
+      typeof first !== "number" ||
+      spans === undefined ||
+      id - first >= spans.length / 2
+    ) {
+      throw corrupt(`chunk ${id} is missing or unreadable`)
+    }
+    const start = spans[2 * (id - first)]!
+    const end = spans[2 * (id - first) + 1]!
+    if (caches.rows.size >= ROW_CACHE_ENTRIES) {
+      caches.rows.clear()
+      caches.rowVectorBytes = 0
+    }
+    caches.rows.set(key, { docId, title, doc, start, end })
+    return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
+  }
+  const keyOf = (position: number): RankKey => {
+    const { docId, end, start, text } = rowAt(position)
+    // Doc id, start and end already tell chunks apart; the text is only read if a comparison ever gets to it.
+    let cached: string | undefined
+    return {
+      score: 0,
+      docId,
+      start,
+      end,
+      get text() {
+        return (cached ??= keyText(text))
+      }
+    }
+  }
+  return { bodyOf, rowAt, keyOf }
+}
+
+/** A stored chunk with its vector: from a kept block, the row's cache, or cut out of the stored block. */
+const chunkReader = (r: Reading, rowAt: ReturnType<typeof rowReader>["rowAt"]) => {
+  const { caches, corrupt, db, dimensions, offsets, segments } = r
+  /**
+   * A result's vector, when its block is not kept: SQLite cuts the row's bytes out of the block, so a query reads a
+   * few bytes per result rather than a 128–512 KB block into fresh memory each time.
+   */
+  const lengthStatement = statement(db, "SELECT length(data) AS n FROM vectors WHERE id = ?")
+  const rowStatement = statement(db, "SELECT substr(data, ?, ?) AS row FROM vectors WHERE id = ?")
+  /**
+   * The last block two rows in a row were read from, as stored: a reader going through positions in order (a copy
+   * of the index) reads each block once instead of once per row.
+   */
+  let lastBlock: { readonly id: number; readonly stored: ReturnType<typeof storedBlock> } | undefined
+  let lastRowBlock = -1
+  const storedRow = (segment: SegmentRow, block: number, at: number): Float64Array => {
+    const id = segment.id * BLOCKS_PER_SEGMENT + block
+    if (lastBlock?.id !== id && lastRowBlock === id) {
+      lastBlock = { id, stored: storedBlock(corrupt, db, segment, dimensions, block) }
+    }
+    lastRowBlock = id
+    // The row's components: within the kept block, or cut out of the stored one.
+    let bytes: Uint8Array
+    let encoding: VectorEncoding
+    let from = 0
+    if (lastBlock?.id === id) {
+      ;({ data: bytes, encoding } = lastBlock.stored)
+      from = at
+    } else {
+      const rows = rowsInBlock(segment.blockRows, segment.count, block)
+      const length = (lengthStatement.get(id) as { n: unknown } | undefined)?.n
+      const found = typeof length === "number" ? encodingFor(length, rows * dimensions) : undefined
+      if (found === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+      const size = (length as number) / (rows * dimensions)
+      const row = (rowStatement.get(at * size + 1, dimensions * size, id) as { row: unknown } | undefined)?.row
+      if (!(row instanceof Uint8Array) || row.byteLength !== dimensions * size) {
+        throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+      }
+      bytes = row
+      encoding = found
+    }
+    const out = new Float64Array(dimensions)
+    if (!decodeVectors(bytes, encoding, from, from + dimensions, out)) {
+      throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    }
+    return out
+  }
+
+  const chunkAt = (position: number): StoredChunk => {
+    const { docId, end, s, start, text: textOf, title } = rowAt(position)
+    const text = textOf()
+    const row = position - offsets[s]!
+    const segment = segments[s]!
+    const block = Math.floor(row / segment.blockRows)
+    const at = (row % segment.blockRows) * dimensions
+    const cached = columnsOf(caches, segment).blocks.get(block)
+    let vector = cached?.vectors.subarray(at, at + dimensions)
+    if (vector === undefined) {
+      // Kept with the chunk's row (rowAt has just cached it), so a result read again costs no statement.
+      const kept = caches.rows.get(segment.id * 2 ** 32 + row)
+      vector = kept?.vector ?? storedRow(segment, block, at)
+      if (kept !== undefined && kept.vector === undefined && caches.rowVectorBytes < ROW_VECTOR_BYTES) {
+        kept.vector = vector
+        caches.rowVectorBytes += vector.byteLength
+      }
+    }
+    return { docId, title, start, end, text, vector: Array.from(vector) }
+  }
+  return chunkAt
+}
+
+/** Stored documents by id, and every position's document in id order (for ties and per-document tops). */
+const documentReader = (r: Reading, bodyOf: ReturnType<typeof rowReader>["bodyOf"]) => {
+  const { corrupt, db, offsets, positions, segments } = r
+  const documentStatement = statement(
+    db,
+    "SELECT id, doc_id, source, title, categories, hash, first, chunks, spans FROM documents WHERE doc_id = ?"
+  )
+  const document = (docId: string): StoredDocument | undefined => {
+    const row = documentStatement.get(docId) as Record<string, unknown> | undefined
+    if (row === undefined) return undefined
+    const decoded = storedDocOf(row)
+    if (Result.isFailure(decoded)) throw corrupt(decoded.failure)
+    const id = row["id"] as number
+    const count = decoded.success.chunks
+    const spans = spansIn(row["spans"], count)
+    if (spans === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+    const first = row["first"] as number
+    const segment = segments.find((g) => first >= g.base && first < g.base + g.count)
+    if (count > 0 && segment === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+    const body = count === 0 ? "" : bodyOf(segment!.id, id)
+    return {
+      doc: decoded.success,
+      chunks: Array.from({ length: count }, (_, c) => {
+        const start = spans[2 * c]!
+        const end = spans[2 * c + 1]!
+        return { start, end, text: spanText(body, start, end) }
+      })
+    }
+  }
+
+  let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
+  const documentsOf = () => {
+    if (docs !== undefined) return docs
+    const docOf = new Int32Array(positions).fill(-1)
+    const ids: Array<string> = []
+    for (const row of db.prepare("SELECT doc_id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
+      const { chunks, doc_id, first } = row as { doc_id: string; first: number; chunks: number }
+      const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
+      if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count)
+        throw corrupt("a document's chunks are not in the index")
+      const from = offsets[s]! + first - segments[s]!.base
+      docOf.fill(ids.length, from, from + chunks)
+      ids.push(doc_id)
+    }
+    const byId = ids.map((_, i) => i).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
+    const order = new Int32Array(ids.length)
+    byId.forEach((doc, rank) => {
+      order[doc] = rank
+    })
+    return (docs = { docOf, count: ids.length, order })
+  }
+
+  return { document, documentsOf, tieOrder: () => (docs === undefined ? undefined : documentTies(docs)) }
+}
+
+/** Query filters over the documents' columns, read when a rule first needs them and kept per layout. */
+const filterReader = (r: Reading, signature: string) => {
+  const { caches, corrupt, db, offsets, positions, segments } = r
+  // first needs it (read in this snapshot's transaction, which sees the documents the table was made from).
+  const DOCUMENTS_WITH_CHUNKS = "FROM documents WHERE chunks > 0 ORDER BY id"
+  const tableFilter = (): TableFilter => {
+    if (caches.filters?.signature === signature) return caches.filters.table
+    const statement = db.prepare(`SELECT first, chunks ${DOCUMENTS_WITH_CHUNKS}`)
+    statement.setReturnArrays(true)
+    const rows = statement.all() as unknown as Array<Array<unknown>>
+    const first = new Int32Array(rows.length)
+    const chunks = new Int32Array(rows.length)
+    rows.forEach(([at, count], doc) => {
+      if (typeof at !== "number" || typeof count !== "number") throw corrupt("a document's chunks are unreadable")
+      const s = segments.findIndex((g) => at >= g.base && at < g.base + g.count)
+      if (s < 0 || at + count > segments[s]!.base + segments[s]!.count) {
+        throw corrupt("a document's chunks are not in the index")
+      }
+      first[doc] = offsets[s]! + at - segments[s]!.base
+      chunks[doc] = count
+    })
+    const table = new TableFilter({ first, chunks, positions })
+    caches.filters = { signature, table, results: new Map() }
+    return table
+  }
+  const readColumn = (column: TableColumn): ReadonlyArray<string | null> => {
+    const statement = db.prepare(`SELECT ${column} ${DOCUMENTS_WITH_CHUNKS}`)
+    statement.setReturnArrays(true)
+    return (statement.all() as unknown as Array<Array<unknown>>).map(([value]) => {
+      if (typeof value === "string" || (value === null && column === "categories")) return value
+      throw corrupt(`a document's ${column} is unreadable`)
+    })
+  }
+  const filter = (rule: Rule): PositionFilter => {
+    const table = tableFilter()
+    return cachedPositions(caches.filters!.results, rule, (r) => table.positions(r, readColumn))
+  }
+  return filter
+}
 
 /**
  * The function that builds a snapshot's view over one read transaction of the file at `location`; `cachesFor` gives the
@@ -34,149 +459,17 @@ import {
  */
 export const snapshotReader = (location: string, cachesFor: (generation: string) => Caches) => {
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-
-  const segmentRows = (db: DatabaseSync): Array<SegmentRow> =>
-    statement(db, "SELECT id, base, count, live, live_length, version, block_rows FROM segments ORDER BY base")
-      .all()
-      .map((row) => {
-        const r = row as Record<string, unknown>
-        const [id, base, count, live, liveLength, version, blockRows] = [
-          r["id"],
-          r["base"],
-          r["count"],
-          r["live"],
-          r["live_length"],
-          r["version"],
-          r["block_rows"]
-        ]
-        if (
-          typeof id !== "number" ||
-          typeof base !== "number" ||
-          typeof count !== "number" ||
-          typeof live !== "number" ||
-          typeof liveLength !== "number" ||
-          typeof version !== "number" ||
-          typeof blockRows !== "number" ||
-          count < 1 ||
-          live < 0 ||
-          live > count ||
-          blockRows < 1
-        )
-          throw corrupt(`segment ${String(id)} has invalid counts`)
-        return { id, base, count, live, liveLength, version, blockRows }
-      })
-
-  const columnsOf = (caches: Caches, segment: SegmentRow): SegmentColumns => {
-    let columns = caches.columns.get(segment.id)
-    if (columns === undefined) caches.columns.set(segment.id, (columns = { lengths: undefined, blocks: new Map() }))
-    return columns
-  }
-
-  /**
-   * Puts a segment's chunk lengths into `target` (its stretch of a snapshot's lengths), from the segment's cached copy
-   * or else from its row; the stretch is then the cached copy. A row's blob is given back as soon as it is copied, so
-   * the next segment's is read into the same memory: on a cold query, reading 442k chunks' lengths touched 3.4 MB of
-   * fresh memory for 1.7 MB of lengths.
-   */
-  const lengthsInto = (caches: Caches, db: DatabaseSync, segment: SegmentRow, target: Uint32Array): void => {
-    const columns = columnsOf(caches, segment)
-    if (columns.lengths !== undefined) target.set(columns.lengths)
-    else {
-      const row = statement(db, "SELECT lengths FROM segments WHERE id = ?").get(segment.id) as
-        | { lengths: unknown }
-        | undefined
-      const lengths = row?.lengths
-      if (!(lengths instanceof Uint8Array) || lengths.byteLength !== segment.count * 4) {
-        throw corrupt(`segment ${segment.id} has chunk lengths of the wrong size`)
-      }
-      new Uint8Array(target.buffer, target.byteOffset, target.byteLength).set(lengths)
-      release(lengths)
-    }
-    columns.lengths = target
-  }
-
-  /** Block `block` of a segment as stored: its encoded vectors, with their size checked. */
-  const storedBlock = (db: DatabaseSync, segment: SegmentRow, dimensions: number, block: number) => {
-    const rows = rowsInBlock(segment.blockRows, segment.count, block)
-    const data = (
-      statement(db, "SELECT data FROM vectors WHERE id = ?").get(segment.id * BLOCKS_PER_SEGMENT + block) as
-        | { data: unknown }
-        | undefined
-    )?.data
-    const encoding = data instanceof Uint8Array ? encodingFor(data.byteLength, rows * dimensions) : undefined
-    if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
-    return { rows, encoding, data: data as Uint8Array }
-  }
-
-  /**
-   * A stored block decoded into `vectors`, with each row's magnitude (`sqrt(Σ x·x)`, summed left to right, as the
-   * segment was built and as the engine's reference computes it) into `magnitudes`: the same bits as storing them.
-   */
-  const decodeRows = (
-    segment: SegmentRow,
-    stored: ReturnType<typeof storedBlock>,
-    dimensions: number,
-    vectors: Float64Array,
-    magnitudes: Float64Array
-  ): { readonly vectors: Float64Array; readonly magnitudes: Float64Array } => {
-    const decoded = decodeBlock(stored.data, stored.encoding, stored.rows, dimensions, vectors, magnitudes)
-    if (decoded === "not finite") throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-    // Finite components whose squares overflow: no model makes them, so the block is damaged.
-    if (decoded === "too long") throw corrupt(`segment ${segment.id} has a vector too long to score`)
-    return { vectors, magnitudes }
-  }
-
-  /** Block `block` of a segment's vectors (decoded to float64) and magnitudes, read and checked once, then kept. */
-  const vectorBlock = (
-    db: DatabaseSync,
-    segment: SegmentRow,
-    dimensions: number,
-    columns: SegmentColumns,
-    block: number
-  ) => {
-    const cached = columns.blocks.get(block)
-    if (cached !== undefined) return cached
-    const stored = storedBlock(db, segment, dimensions, block)
-    const loaded = decodeRows(
-      segment,
-      stored,
-      dimensions,
-      new Float64Array(stored.rows * dimensions),
-      new Float64Array(stored.rows)
-    )
-    columns.blocks.set(block, loaded)
-    return loaded
-  }
-
-  const deletedOf = (caches: Caches, db: DatabaseSync, segment: SegmentRow): Uint8Array | undefined => {
-    if (segment.live === segment.count) return undefined
-    const cached = caches.deleted.get(segment.id)
-    if (cached !== undefined && cached.version === segment.version) return cached.bits
-    const row = statement(db, "SELECT deleted FROM segments WHERE id = ?").get(segment.id) as
-      | { deleted: unknown }
-      | undefined
-    const bits = row?.deleted
-    if (!(bits instanceof Uint8Array) || bits.byteLength !== Math.ceil(segment.count / 8)) {
-      throw corrupt(`segment ${segment.id} has a damaged list of deleted chunks`)
-    }
-    let live = 0
-    for (let i = 0; i < segment.count; i++) if (!isDeleted(bits, i)) live++
-    if (live !== segment.live) throw corrupt(`segment ${segment.id} counts ${segment.live} live chunks but has ${live}`)
-    caches.deleted.set(segment.id, { version: segment.version, bits })
-    return bits
-  }
-
   const sqliteReads = sqliteReadsAt(location)
   /** Reads the text of a `keyOf` key, when a comparison first needs it. */
   const keyText = sqliteReads((read: () => string) => read())
 
   /** Builds the snapshot's view over the segments of one read transaction on `db`. */
-  const snapshotOf = (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
+  return (db: DatabaseSync, manifestValue: IndexManifest): Snapshot => {
     // Segment ids are unique within one build of the file; a rebuild (here or by another process) starts a new
     // generation whose ids may repeat, so the caches start afresh.
     const caches = cachesFor(readMetaIn(db, "generation") ?? "")
     const dimensions = manifestValue.dimensions
-    const segments = segmentRows(db)
+    const segments = segmentRows(corrupt, db)
     const offsets: Array<number> = []
     let positions = 0
     let liveChunks = 0
@@ -188,371 +481,14 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       liveLength += segment.liveLength
     }
     // The concatenated lengths and deletions depend only on the segments and their versions: reuse them while those
-    // stay the same, so a warm query does not copy them again.
-    const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
-    if (caches.layout?.signature !== signature) {
-      let deleted: Uint8Array | undefined
-      segments.forEach((segment, s) => {
-        const bits = deletedOf(caches, db, segment)
-        if (bits === undefined) return
-        deleted ??= new Uint8Array(positions)
-        for (let i = 0; i < segment.count; i++) if (isDeleted(bits, i)) deleted[offsets[s]! + i] = 1
-      })
-      caches.layout = { signature, lengths: undefined, deleted }
-      // Segments merged away or deleted since are no longer needed.
-      const listed = new Set(segments.map((g) => g.id))
-      for (const id of caches.columns.keys()) if (!listed.has(id)) caches.columns.delete(id)
-      for (const id of caches.deleted.keys()) if (!listed.has(id)) caches.deleted.delete(id)
-    }
-    const layout = caches.layout
-    const { deleted } = layout
-    // The lengths are read when a query first needs them: BM25 does, a vector query does not (1.7 MB at 442k chunks).
-    const lengths = sqliteReads((): Uint32Array => {
-      if (layout.lengths === undefined) {
-        const all = new Uint32Array(positions)
-        segments.forEach((segment, s) => {
-          lengthsInto(caches, db, segment, all.subarray(offsets[s]!, offsets[s]! + segment.count))
-        })
-        layout.lengths = all
-      }
-      return layout.lengths
-    })
-
-    const segmentAt = (position: number): number => {
-      let lo = 0
-      let hi = segments.length - 1
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1
-        if (offsets[mid]! <= position) lo = mid
-        else hi = mid - 1
-      }
-      if (segments.length === 0 || position < 0 || position >= positions)
-        throw corrupt(`no chunk at position ${position}`)
-      return lo
-    }
-
-    const postingsStatement = statement(db, "SELECT df, data FROM postings WHERE segment = ? AND term = ?")
-    const postings = (term: string): ReadonlyArray<TermBlock> => {
-      const blocks: Array<TermBlock> = []
-      segments.forEach((segment, s) => {
-        const key = `${segment.id} ${term}`
-        let decoded = caches.postings.get(key)
-        if (decoded === undefined) {
-          const row = postingsStatement.get(segment.id, term) as { df: unknown; data: unknown } | undefined
-          decoded =
-            row === undefined
-              ? null
-              : typeof row.df === "number" && row.data instanceof Uint8Array
-                ? (decodePostings(row.data, row.df, segment.count) ?? undefined)
-                : undefined
-          if (decoded === undefined) throw corrupt(`the postings of ${JSON.stringify(term)} are damaged`)
-          cachePostings(caches, key, decoded)
-        } else {
-          // Most recently used last, so eviction takes the least recently used first.
-          caches.postings.delete(key)
-          caches.postings.set(key, decoded)
-        }
-        if (decoded !== null) blocks.push({ offset: offsets[s]!, ordinals: decoded.ordinals, tfs: decoded.tfs })
-      })
-      return blocks
-    }
-
-    let blocks: ReadonlyArray<VectorBlock> | undefined
-    /**
-     * The first scan in a generation reads each block and passes it on as stored (16-bit blocks, which the scan
-     * decodes row by row) or decoded into one buffer, keeping nothing: a command that asks once (the CLI) would
-     * otherwise keep every vector as float64, and on the benchmark machine touching fresh memory costs ~4 ms per MB
-     * (56 MB at 442k chunks). Later scans are those of a long-lived reader (a server), which keeps the decoded blocks.
-     */
-    const vectorBlocks = (): Iterable<VectorBlock> => {
-      if (blocks !== undefined) return blocks
-      if (caches.vectorScans++ === 0) return streamedBlocks()
-      return (blocks = segments.flatMap((segment, s) => {
-        const columns = columnsOf(caches, segment)
-        return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
-          const { magnitudes, vectors } = vectorBlock(db, segment, dimensions, columns, b)
-          return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
-        })
-      }))
-    }
-    const readStored = sqliteReads((at: { segment: SegmentRow; block: number }) =>
-      storedBlock(db, at.segment, dimensions, at.block)
-    )
-    function* streamedBlocks(): Generator<VectorBlock> {
-      let buffer = new Float64Array(0)
-      let norms = new Float64Array(0)
-      for (let s = 0; s < segments.length; s++) {
-        const segment = segments[s]!
-        for (let b = 0; b * segment.blockRows < segment.count; b++) {
-          const stored = readStored({ segment, block: b })
-          const offset = offsets[s]! + b * segment.blockRows
-          if (stored.encoding === "u16") {
-            // As stored: the scan decodes each row as it scores it. A blob's bytes start at an even offset.
-            const data = stored.data.byteOffset % 2 === 0 ? stored.data : stored.data.slice()
-            yield {
-              offset,
-              count: stored.rows,
-              codes: new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2)
-            }
-            release(stored.data)
-            continue
-          }
-          if (norms.length < stored.rows) {
-            buffer = new Float64Array(segment.blockRows * dimensions)
-            norms = new Float64Array(segment.blockRows)
-          }
-          const { magnitudes, vectors } = decodeRows(
-            segment,
-            stored,
-            dimensions,
-            buffer.subarray(0, stored.rows * dimensions),
-            norms.subarray(0, stored.rows)
-          )
-          release(stored.data)
-          yield { offset, count: stored.rows, vectors, magnitudes }
-        }
-      }
-    }
-
-    const chunkStatement = statement(
-      db,
-      "SELECT id, doc_id, title, first, chunks, spans FROM documents WHERE first <= ? AND chunks > 0 " +
-        "ORDER BY first DESC LIMIT 1"
-    )
-    const placeStatement = statement(db, "SELECT pack, body_start, body_end FROM documents WHERE id = ?")
-    const packStatement = statement(db, "SELECT data FROM packs WHERE id = ?")
-    /** A pack, decompressed; the last few are kept, as a result's neighbours in the index share its pack. */
-    const unpacked = (id: number, doc: number): Uint8Array => {
-      let bytes = caches.packs.get(id)
-      if (bytes !== undefined) return bytes
-      const blob = (packStatement.get(id) as { data: unknown } | undefined)?.data
-      if (!(blob instanceof Uint8Array)) throw corrupt(`the text of document ${doc} is missing`)
-      bytes = caches.unpacker.unpack(blob)
-      if (bytes === undefined) throw corrupt(`the text of document ${doc} does not decompress`)
-      caches.packs.set(id, bytes)
-      if (caches.packs.size > PACK_CACHE_ENTRIES) caches.packs.delete(caches.packs.keys().next().value!)
-      return bytes
-    }
-    const bodyOf = (segment: number, doc: number): string => {
-      const key = `${segment}:${doc}`
-      let body = caches.bodies.get(key)
-      if (body !== undefined) return body
-      const place = placeStatement.get(doc) as { pack: unknown; body_start: unknown; body_end: unknown } | undefined
-      if (typeof place?.pack !== "number") throw corrupt(`the text of document ${doc} is missing`)
-      body = bodyIn(unpacked(place.pack, doc), place.body_start as number, place.body_end as number)
-      if (body === undefined) throw corrupt(`the text of document ${doc} is not where its row says`)
-      caches.bodies.set(key, body)
-      caches.bodyChars += body.length
-      for (const [old, text] of caches.bodies) {
-        if (caches.bodyChars <= BODY_CACHE_CHARS) break
-        caches.bodies.delete(old)
-        caches.bodyChars -= text.length
-      }
-      return body
-    }
-    const rowAt = (position: number) => {
-      const s = segmentAt(position)
-      // A number, not a string: no allocation per lookup (a segment holds far fewer than 2^32 chunks).
-      const key = segments[s]!.id * 2 ** 32 + position - offsets[s]!
-      const cached = caches.rows.get(key)
-      if (cached !== undefined) {
-        const { doc, docId, end, start, title } = cached
-        return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
-      }
-      const id = segments[s]!.base + position - offsets[s]!
-      // The document holding the chunk: the one whose chunks start last at or before it.
-      const row = chunkStatement.get(id) as Record<string, unknown> | undefined
-      const docId = row?.["doc_id"]
-      const title = row?.["title"]
-      const doc = row?.["id"]
-      const first = row?.["first"]
-      const chunks = row?.["chunks"]
-      const spans = typeof chunks === "number" ? spansIn(row?.["spans"], chunks) : undefined
-      if (
-        typeof docId !== "string" ||
-        typeof title !== "string" ||
-        typeof doc !== "number" ||
-        typeof first !== "number" ||
-        spans === undefined ||
-        id - first >= spans.length / 2
-      ) {
-        throw corrupt(`chunk ${id} is missing or unreadable`)
-      }
-      const start = spans[2 * (id - first)]!
-      const end = spans[2 * (id - first) + 1]!
-      if (caches.rows.size >= ROW_CACHE_ENTRIES) {
-        caches.rows.clear()
-        caches.rowVectorBytes = 0
-      }
-      caches.rows.set(key, { docId, title, doc, start, end })
-      return { s, docId, title, start, end, text: () => spanText(bodyOf(segments[s]!.id, doc), start, end) }
-    }
-    const keyOf = (position: number): RankKey => {
-      const { docId, end, start, text } = rowAt(position)
-      // Doc id, start and end already tell chunks apart; the text is only read if a comparison ever gets to it.
-      let cached: string | undefined
-      return {
-        score: 0,
-        docId,
-        start,
-        end,
-        get text() {
-          return (cached ??= keyText(text))
-        }
-      }
-    }
-    /**
-     * A result's vector, when its block is not kept: SQLite cuts the row's bytes out of the block, so a query reads a
-     * few bytes per result rather than a 128–512 KB block into fresh memory each time.
-     */
-    const lengthStatement = statement(db, "SELECT length(data) AS n FROM vectors WHERE id = ?")
-    const rowStatement = statement(db, "SELECT substr(data, ?, ?) AS row FROM vectors WHERE id = ?")
-    /**
-     * The last block two rows in a row were read from, as stored: a reader going through positions in order (a copy
-     * of the index) reads each block once instead of once per row.
-     */
-    let lastBlock: { readonly id: number; readonly stored: ReturnType<typeof storedBlock> } | undefined
-    let lastRowBlock = -1
-    const storedRow = (segment: SegmentRow, block: number, at: number): Float64Array => {
-      const id = segment.id * BLOCKS_PER_SEGMENT + block
-      if (lastBlock?.id !== id && lastRowBlock === id) {
-        lastBlock = { id, stored: storedBlock(db, segment, dimensions, block) }
-      }
-      lastRowBlock = id
-      // The row's components: within the kept block, or cut out of the stored one.
-      let bytes: Uint8Array
-      let encoding: VectorEncoding
-      let from = 0
-      if (lastBlock?.id === id) {
-        ;({ data: bytes, encoding } = lastBlock.stored)
-        from = at
-      } else {
-        const rows = rowsInBlock(segment.blockRows, segment.count, block)
-        const length = (lengthStatement.get(id) as { n: unknown } | undefined)?.n
-        const found = typeof length === "number" ? encodingFor(length, rows * dimensions) : undefined
-        if (found === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
-        const size = (length as number) / (rows * dimensions)
-        const row = (rowStatement.get(at * size + 1, dimensions * size, id) as { row: unknown } | undefined)?.row
-        if (!(row instanceof Uint8Array) || row.byteLength !== dimensions * size) {
-          throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
-        }
-        bytes = row
-        encoding = found
-      }
-      const out = new Float64Array(dimensions)
-      if (!decodeVectors(bytes, encoding, from, from + dimensions, out)) {
-        throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-      }
-      return out
-    }
-
-    const chunkAt = (position: number): StoredChunk => {
-      const { docId, end, s, start, text: textOf, title } = rowAt(position)
-      const text = textOf()
-      const row = position - offsets[s]!
-      const segment = segments[s]!
-      const block = Math.floor(row / segment.blockRows)
-      const at = (row % segment.blockRows) * dimensions
-      const cached = columnsOf(caches, segment).blocks.get(block)
-      let vector = cached?.vectors.subarray(at, at + dimensions)
-      if (vector === undefined) {
-        // Kept with the chunk's row (rowAt has just cached it), so a result read again costs no statement.
-        const kept = caches.rows.get(segment.id * 2 ** 32 + row)
-        vector = kept?.vector ?? storedRow(segment, block, at)
-        if (kept !== undefined && kept.vector === undefined && caches.rowVectorBytes < ROW_VECTOR_BYTES) {
-          kept.vector = vector
-          caches.rowVectorBytes += vector.byteLength
-        }
-      }
-      return { docId, title, start, end, text, vector: Array.from(vector) }
-    }
-
-    const documentStatement = statement(
-      db,
-      "SELECT id, doc_id, source, title, categories, hash, first, chunks, spans FROM documents WHERE doc_id = ?"
-    )
-    const document = (docId: string): StoredDocument | undefined => {
-      const row = documentStatement.get(docId) as Record<string, unknown> | undefined
-      if (row === undefined) return undefined
-      const decoded = storedDocOf(row)
-      if (Result.isFailure(decoded)) throw corrupt(decoded.failure)
-      const id = row["id"] as number
-      const count = decoded.success.chunks
-      const spans = spansIn(row["spans"], count)
-      if (spans === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
-      const first = row["first"] as number
-      const segment = segments.find((g) => first >= g.base && first < g.base + g.count)
-      if (count > 0 && segment === undefined)
-        throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
-      const body = count === 0 ? "" : bodyOf(segment!.id, id)
-      return {
-        doc: decoded.success,
-        chunks: Array.from({ length: count }, (_, c) => {
-          const start = spans[2 * c]!
-          const end = spans[2 * c + 1]!
-          return { start, end, text: spanText(body, start, end) }
-        })
-      }
-    }
-
-    let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
-    const documentsOf = () => {
-      if (docs !== undefined) return docs
-      const docOf = new Int32Array(positions).fill(-1)
-      const ids: Array<string> = []
-      for (const row of db.prepare("SELECT doc_id, first, chunks FROM documents WHERE chunks > 0").iterate()) {
-        const { chunks, doc_id, first } = row as { doc_id: string; first: number; chunks: number }
-        const s = segments.findIndex((g) => first >= g.base && first < g.base + g.count)
-        if (s < 0 || first + chunks > segments[s]!.base + segments[s]!.count)
-          throw corrupt("a document's chunks are not in the index")
-        const from = offsets[s]! + first - segments[s]!.base
-        docOf.fill(ids.length, from, from + chunks)
-        ids.push(doc_id)
-      }
-      const byId = ids.map((_, i) => i).sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
-      const order = new Int32Array(ids.length)
-      byId.forEach((doc, rank) => {
-        order[doc] = rank
-      })
-      return (docs = { docOf, count: ids.length, order })
-    }
-
-    // The documents with chunks, in id order, as query filters read them: their positions now, a column when a rule
-    // first needs it (read in this snapshot's transaction, which sees the documents the table was made from).
-    const DOCUMENTS_WITH_CHUNKS = "FROM documents WHERE chunks > 0 ORDER BY id"
-    const tableFilter = (): TableFilter => {
-      if (caches.filters?.signature === signature) return caches.filters.table
-      const statement = db.prepare(`SELECT first, chunks ${DOCUMENTS_WITH_CHUNKS}`)
-      statement.setReturnArrays(true)
-      const rows = statement.all() as unknown as Array<Array<unknown>>
-      const first = new Int32Array(rows.length)
-      const chunks = new Int32Array(rows.length)
-      rows.forEach(([at, count], doc) => {
-        if (typeof at !== "number" || typeof count !== "number") throw corrupt("a document's chunks are unreadable")
-        const s = segments.findIndex((g) => at >= g.base && at < g.base + g.count)
-        if (s < 0 || at + count > segments[s]!.base + segments[s]!.count) {
-          throw corrupt("a document's chunks are not in the index")
-        }
-        first[doc] = offsets[s]! + at - segments[s]!.base
-        chunks[doc] = count
-      })
-      const table = new TableFilter({ first, chunks, positions })
-      caches.filters = { signature, table, results: new Map() }
-      return table
-    }
-    const readColumn = (column: TableColumn): ReadonlyArray<string | null> => {
-      const statement = db.prepare(`SELECT ${column} ${DOCUMENTS_WITH_CHUNKS}`)
-      statement.setReturnArrays(true)
-      return (statement.all() as unknown as Array<Array<unknown>>).map(([value]) => {
-        if (typeof value === "string" || (value === null && column === "categories")) return value
-        throw corrupt(`a document's ${column} is unreadable`)
-      })
-    }
-    const filter = (rule: Rule): PositionFilter => {
-      const table = tableFilter()
-      return cachedPositions(caches.filters!.results, rule, (r) => table.positions(r, readColumn))
-    }
-
+    const r: Reading = { location, corrupt, sqliteReads, db, caches, dimensions, segments, offsets, positions }
+    const { deleted, layout, lengths, segmentAt, signature } = layoutOf(r)
+    const postings = postingsReader(r)
+    const vectorBlocks = vectorReader(r)
+    const { bodyOf, keyOf, rowAt } = rowReader(r, segmentAt, keyText)
+    const chunkAt = chunkReader(r, rowAt)
+    const { document, documentsOf, tieOrder } = documentReader(r, bodyOf)
+    const filter = filterReader(r, signature)
     return {
       scratch: caches.scratch,
       manifest: manifestValue,
@@ -572,10 +508,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       chunkAt: sqliteReads(chunkAt),
       document: sqliteReads(document),
       documents: sqliteReads<void, ReturnType<typeof documentsOf>>(documentsOf),
-      tieOrder: () => (docs === undefined ? undefined : documentTies(docs)),
+      tieOrder,
       filter: sqliteReads(filter)
     }
   }
-
-  return snapshotOf
 }

@@ -45,14 +45,13 @@ export const layerSqlite = (file: string): Layer.Layer<IndexStore> => Layer.effe
  * The SQLite store over `file` (see `layerSqlite`). Its read-only connections live in a pool that the scope closes;
  * each read and each transaction holds its connection as a resource of its own.
  */
-export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
-  const location = file
-  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-  /**
-   * What readers cache of one build (generation) of the file. Segment ids are unique within a generation and
-   * segments never change, so cached columns stay valid; a snapshot keeps the caches of its own generation, so an
-   * old snapshot still open across a rebuild cannot fill the new generation's caches with old data.
-   */
+/**
+ * What readers cache of one build (generation) of the file: a function from a generation to its caches, keeping those
+ * of the latest. Segment ids are unique within a generation and segments never change, so cached columns stay valid;
+ * a snapshot keeps the caches of its own generation, so an old snapshot still open across a rebuild cannot fill the
+ * new generation's caches with old data.
+ */
+const generationCaches = () => {
   let current: Caches | undefined
   const cachesFor = (generation: string): Caches =>
     current?.generation === generation
@@ -75,17 +74,17 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
           unpacker: new PackReader()
         })
 
-  // Acquired before the connections below, so it is released after them (see `backgroundSync`).
-  const background = yield* Effect.acquireRelease(
-    Effect.sync(() => backgroundSync(file)),
-    (sync) => sync.close
-  )
+  return cachesFor
+}
 
-  /**
-   * Idle read-only connections, reused across reads and snapshots (each read runs in its own transaction), with the
-   * file they opened: a file deleted and made again is another file, which an old connection would never see. Closed
-   * with the store's scope; a connection given back after that is closed instead of kept.
-   */
+/**
+ * A pool of idle read-only connections, reused across reads and snapshots (each read runs in its own transaction),
+ * with the file they opened: a file deleted and made again is another file, which an old connection would never see.
+ * Closed with the scope; a connection given back after that is closed instead of kept. Gives a function that takes a
+ * pooled connection in a read transaction of its own, given back to the pool when the caller's scope closes.
+ */
+const readerPool = Effect.fnUntraced(function* (file: string) {
+  const location = file
   const pool = yield* Effect.acquireRelease(
     Effect.sync((): ReaderPool => ({ idle: [], closed: false })),
     (pool) =>
@@ -128,11 +127,19 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
   const reader = (what: string): Effect.Effect<DatabaseSync, StoreError, Scope.Scope> =>
     Effect.map(Effect.acquireRelease(takeReader(what), giveBack), ({ db }) => db)
 
+  return reader
+})
+
+/**
+ * The store's version token: SQLite's data_version changes when another connection (in any process) commits to the
+ * file; a file made again is another file, which the old connection would never see, so the file's identity is part
+ * of the token.
+ */
+const versionWatcher = Effect.fnUntraced(function* (file: string) {
+  const location = file
   /** The connection `version` polls, outside any transaction, with the file it opened; none until the first poll. */
   const watcher = yield* ScopedRef.make((): Reader | undefined => undefined)
 
-  // SQLite's data_version changes when another connection (in any process) commits to the file; a file made again
-  // is another file, which the old connection would never see, so the file's identity is part of the token.
   const version = Effect.gen(function* () {
     const what = "checking for changes"
     const identity = yield* sqlite(location, what, () => identityOf(file))
@@ -153,6 +160,12 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     return `${identity}:${row.data_version}`
   }).pipe(Effect.withSpan("IndexStore.version"))
 
+  return version
+})
+
+/** Folds the write-ahead log into the file when no writer is at work; a failure waits for the next chance. */
+const checkpointOf = (file: string) => {
+  const location = file
   const checkpoint = Effect.scoped(
     Effect.gen(function* () {
       const what = "checkpointing"
@@ -169,56 +182,12 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     Effect.withSpan("IndexStore.checkpoint")
   )
 
-  /** Runs `read` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
-  const reading = <A>(what: string, read: (db: DatabaseSync) => Effect.Effect<A, StoreError>) =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        if (!existsSync(file)) return Option.none<A>()
-        return Option.some(yield* read(yield* reader(what)))
-      })
-    )
+  return checkpoint
+}
 
-  const manifest = reading("reading the manifest", (db) => manifestIn(location, "reading the manifest", db)).pipe(
-    Effect.map(Option.flatten),
-    Effect.withSpan("IndexStore.manifest")
-  )
-
-  const roots = reading("reading the indexed paths", (db) => rootsIn(location, "reading the indexed paths", db)).pipe(
-    Effect.map(Option.getOrElse((): ReadonlyArray<string> => [])),
-    Effect.withSpan("IndexStore.roots")
-  )
-
-  const documents = reading("reading documents", (db) =>
-    Effect.gen(function* () {
-      const rows = yield* sqlite(location, "reading documents", () =>
-        hasTables(db) ? db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all() : []
-      )
-      const docs: Array<StoredDoc> = []
-      for (const row of rows) {
-        const decoded = storedDocOf(row as Record<string, unknown>)
-        if (Result.isFailure(decoded)) return yield* corrupt(decoded.failure)
-        docs.push(decoded.success)
-      }
-      return docs
-    })
-  ).pipe(Effect.map(Option.getOrElse((): ReadonlyArray<StoredDoc> => [])), Effect.withSpan("IndexStore.documents"))
-
-  const snapshotOf = snapshotReader(location, cachesFor)
-
-  const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function* () {
-    if (!existsSync(file)) return Option.none()
-    const db = yield* reader("opening")
-    const found = yield* manifestIn(location, "reading", db)
-    if (Option.isNone(found)) return Option.none()
-    // The snapshot's columns are read by synchronous code that throws what it finds damaged; this is its boundary.
-    return Option.some(
-      yield* readSnapshot(
-        location,
-        sqliteReadsAt(location)<void, Snapshot>(() => snapshotOf(db, found.value))
-      )
-    )
-  }).pipe(Effect.withSpan("IndexStore.snapshot"))
-
+/** The store's write (or dry-run) transactions on `file`; `background` syncs a new file while it is written. */
+const transactionOf = (file: string, background: ReturnType<typeof backgroundSync>) => {
+  const location = file
   const makeFolder = Effect.try({
     try: () => mkdirSync(dirname(file), { recursive: true }),
     catch: (error) =>
@@ -280,6 +249,74 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
       })
     )
   })
+
+  return transaction
+}
+
+export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
+  const location = file
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const cachesFor = generationCaches()
+  // Acquired before the connections below, so it is released after them (see `backgroundSync`).
+  const background = yield* Effect.acquireRelease(
+    Effect.sync(() => backgroundSync(file)),
+    (sync) => sync.close
+  )
+
+  const reader = yield* readerPool(file)
+  const version = yield* versionWatcher(file)
+  const checkpoint = checkpointOf(file)
+  const transaction = transactionOf(file, background)
+
+  /** Runs `read` in a read transaction of a pooled read-only connection; `None` when the file does not exist. */
+  const reading = <A>(what: string, read: (db: DatabaseSync) => Effect.Effect<A, StoreError>) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        if (!existsSync(file)) return Option.none<A>()
+        return Option.some(yield* read(yield* reader(what)))
+      })
+    )
+
+  const manifest = reading("reading the manifest", (db) => manifestIn(location, "reading the manifest", db)).pipe(
+    Effect.map(Option.flatten),
+    Effect.withSpan("IndexStore.manifest")
+  )
+
+  const roots = reading("reading the indexed paths", (db) => rootsIn(location, "reading the indexed paths", db)).pipe(
+    Effect.map(Option.getOrElse((): ReadonlyArray<string> => [])),
+    Effect.withSpan("IndexStore.roots")
+  )
+
+  const documents = reading("reading documents", (db) =>
+    Effect.gen(function* () {
+      const rows = yield* sqlite(location, "reading documents", () =>
+        hasTables(db) ? db.prepare("SELECT doc_id, source, title, categories, hash, chunks FROM documents").all() : []
+      )
+      const docs: Array<StoredDoc> = []
+      for (const row of rows) {
+        const decoded = storedDocOf(row as Record<string, unknown>)
+        if (Result.isFailure(decoded)) return yield* corrupt(decoded.failure)
+        docs.push(decoded.success)
+      }
+      return docs
+    })
+  ).pipe(Effect.map(Option.getOrElse((): ReadonlyArray<StoredDoc> => [])), Effect.withSpan("IndexStore.documents"))
+
+  const snapshotOf = snapshotReader(location, cachesFor)
+
+  const snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope> = Effect.gen(function* () {
+    if (!existsSync(file)) return Option.none()
+    const db = yield* reader("opening")
+    const found = yield* manifestIn(location, "reading", db)
+    if (Option.isNone(found)) return Option.none()
+    // The snapshot's columns are read by synchronous code that throws what it finds damaged; this is its boundary.
+    return Option.some(
+      yield* readSnapshot(
+        location,
+        sqliteReadsAt(location)<void, Snapshot>(() => snapshotOf(db, found.value))
+      )
+    )
+  }).pipe(Effect.withSpan("IndexStore.snapshot"))
 
   return IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, transaction })
 })

@@ -1,0 +1,13 @@
+/** FuncPipe's values: schema-checked documents, chunks, embeddings, queries, configs, rules, the ranking order, answers. */
+export * from "./Answer.ts"
+export * from "./Chunk.ts"
+export * from "./Config.ts"
+export * from "./Decode.ts"
+export * from "./Document.ts"
+export * from "./Embedding.ts"
+export * from "./Manifest.ts"
+export * from "./Query.ts"
+export * from "./Ranking.ts"
+export * from "./Rule.ts"
+export * from "./RuleParser.ts"
+export * from "./Whitespace.ts"
