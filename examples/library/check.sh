@@ -25,6 +25,12 @@ cp "$work/funcpipe-domain-$version.tgz" "$work/funcpipe-pipeline-$version.tgz" "
   npm install "${npm_flags[@]}"
   npm run --silent check
   npm start --silent | tee "$work/app.out"
+  # Only the entry points are exported: a file behind them is not reachable from an installed package.
+  if node --input-type=module -e 'await import("@funcpipe/pipeline/store/IndexStore")' 2>"$work/deep.err"; then
+    echo "an internal module of @funcpipe/pipeline is reachable from outside" >&2
+    exit 1
+  fi
+  grep -q ERR_PACKAGE_PATH_NOT_EXPORTED "$work/deep.err" || { cat "$work/deep.err" >&2; exit 1; }
 )
 grep -q '^1\. .* moon "The Moon"' "$work/app.out" || { echo "the example's best answer is not the Moon note" >&2; exit 1; }
 
