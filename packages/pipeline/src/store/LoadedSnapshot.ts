@@ -151,27 +151,8 @@ export const snapshotLoader = (location: string, manifest: IndexManifest) => {
   return { add, finish }
 }
 
-/** The snapshot over a filled segment and the documents kept, with each position's document and span. */
-const snapshotOf = (
-  location: string,
-  manifest: IndexManifest,
-  segment: SegmentBuilder,
-  docs: ReadonlyArray<KeptDoc>,
-  layout: {
-    readonly docAt: Int32Array
-    readonly starts: Uint32Array
-    readonly ends: Uint32Array
-    readonly first: Int32Array
-  }
-): Snapshot => {
-  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-  const d = manifest.dimensions
-  const { docAt, ends, first, starts } = layout
-  const positions = segment.count
-  // Copies, trimmed: a grown array holds up to twice what it needs.
-  const lengths = segment.lengths.slice(0, positions)
-  const vectors = segment.vectors.slice(0, positions * d)
-  const magnitudes = segment.magnitudes.slice(0, positions)
+/** A loaded segment's postings: kept encoded (about a byte each) and decoded when a query first needs a term. */
+const loadedPostings = (segment: SegmentBuilder, positions: number) => {
   // Each term's postings as the builder encoded them (about a byte each), one term after another in `encoded`, and
   // decoded when a query first needs them.
   const termIndex = new Map<string, number>()
@@ -208,8 +189,11 @@ const snapshotOf = (
     split.set(term, blocks)
     return blocks
   }
-  const blocks = [{ offset: 0, count: positions, vectors, magnitudes }]
+  return postings
+}
 
+/** The loaded documents' bodies, decompressed when first read and kept up to `BODY_CACHE_CHARS`. */
+const loadedBodies = (docs: ReadonlyArray<KeptDoc>, corrupt: (detail: string) => IndexCorrupt) => {
   // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`.
   const bodies = new Map<number, string>()
   let bodyChars = 0
@@ -228,6 +212,82 @@ const snapshotOf = (
     }
     return body
   }
+  return bodyOf
+}
+
+/** Every position's document in id order (for ties and per-document tops), and query filters over their columns. */
+const documentIndex = (docs: ReadonlyArray<KeptDoc>, first: Int32Array, positions: number) => {
+  /** The documents with chunks, in position order: their numbers in `docs`. */
+  const withChunks = docs.flatMap((doc, i) => (doc.chunks > 0 ? [i] : []))
+  let numbered: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
+  const documents = () => {
+    if (numbered !== undefined) return numbered
+    const docOf = new Int32Array(positions).fill(-1)
+    withChunks.forEach((i, n) => {
+      docOf.fill(n, first[i]!, first[i]! + docs[i]!.chunks)
+    })
+    const ids = withChunks.map((i) => docs[i]!.docId)
+    const order = new Int32Array(ids.length)
+    ids
+      .map((_, n) => n)
+      .sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
+      .forEach((n, rank) => {
+        order[n] = rank
+      })
+    return (numbered = { docOf, count: ids.length, order })
+  }
+
+  let table: TableFilter | undefined
+  const filters = new Map<string, PositionFilter>()
+  const column = (name: TableColumn): ReadonlyArray<string | null> =>
+    withChunks.map((i) => {
+      const doc = docs[i]!
+      return name === "doc_id"
+        ? doc.docId
+        : name === "title"
+          ? doc.title
+          : name === "source"
+            ? doc.source
+            : doc.categories
+    })
+  const filter = (rule: Rule): PositionFilter => {
+    table ??= new TableFilter({
+      first: Int32Array.from(withChunks, (i) => first[i]!),
+      chunks: Int32Array.from(withChunks, (i) => docs[i]!.chunks),
+      positions
+    })
+    const built = table
+    return cachedPositions(filters, rule, (r) => built.positions(r, column))
+  }
+
+  return { documents, filter }
+}
+
+/** The snapshot over a filled segment and the documents kept, with each position's document and span. */
+const snapshotOf = (
+  location: string,
+  manifest: IndexManifest,
+  segment: SegmentBuilder,
+  docs: ReadonlyArray<KeptDoc>,
+  layout: {
+    readonly docAt: Int32Array
+    readonly starts: Uint32Array
+    readonly ends: Uint32Array
+    readonly first: Int32Array
+  }
+): Snapshot => {
+  const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+  const d = manifest.dimensions
+  const { docAt, ends, first, starts } = layout
+  const positions = segment.count
+  // Copies, trimmed: a grown array holds up to twice what it needs.
+  const lengths = segment.lengths.slice(0, positions)
+  const vectors = segment.vectors.slice(0, positions * d)
+  const magnitudes = segment.magnitudes.slice(0, positions)
+  const postings = loadedPostings(segment, positions)
+  const blocks = [{ offset: 0, count: positions, vectors, magnitudes }]
+
+  const bodyOf = loadedBodies(docs, corrupt)
   const checkPosition = (position: number) => {
     if (!(position >= 0 && position < positions)) throw corrupt(`no chunk at position ${position}`)
   }
@@ -279,49 +339,7 @@ const snapshotOf = (
     }
   }
 
-  /** The documents with chunks, in position order: their numbers in `docs`. */
-  const withChunks = docs.flatMap((doc, i) => (doc.chunks > 0 ? [i] : []))
-  let numbered: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
-  const documents = () => {
-    if (numbered !== undefined) return numbered
-    const docOf = new Int32Array(positions).fill(-1)
-    withChunks.forEach((i, n) => {
-      docOf.fill(n, first[i]!, first[i]! + docs[i]!.chunks)
-    })
-    const ids = withChunks.map((i) => docs[i]!.docId)
-    const order = new Int32Array(ids.length)
-    ids
-      .map((_, n) => n)
-      .sort((a, b) => compareCodePoints(ids[a]!, ids[b]!))
-      .forEach((n, rank) => {
-        order[n] = rank
-      })
-    return (numbered = { docOf, count: ids.length, order })
-  }
-
-  let table: TableFilter | undefined
-  const filters = new Map<string, PositionFilter>()
-  const column = (name: TableColumn): ReadonlyArray<string | null> =>
-    withChunks.map((i) => {
-      const doc = docs[i]!
-      return name === "doc_id"
-        ? doc.docId
-        : name === "title"
-          ? doc.title
-          : name === "source"
-            ? doc.source
-            : doc.categories
-    })
-  const filter = (rule: Rule): PositionFilter => {
-    table ??= new TableFilter({
-      first: Int32Array.from(withChunks, (i) => first[i]!),
-      chunks: Int32Array.from(withChunks, (i) => docs[i]!.chunks),
-      positions
-    })
-    const built = table
-    return cachedPositions(filters, rule, (r) => built.positions(r, column))
-  }
-
+  const { documents, filter } = documentIndex(docs, first, positions)
   return {
     scratch: new ScoringScratch(),
     manifest,

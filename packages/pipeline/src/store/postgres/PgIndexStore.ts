@@ -262,36 +262,46 @@ const createTables = (c: PgStore) =>
       ALTER COLUMN vectors SET STORAGE EXTERNAL`
   })
 
-/**
- * The writer of one transaction (`readOnly` for a dry run, which writes nothing). Documents are buffered and written
- * in multi-row inserts; anything that reads or deletes documents writes the buffer first. On an older layout only
- * `clear` may write, and it lays the tables out anew.
- */
-const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOnly: boolean) => {
-  let layoutCurrent = state.layout === PG_LAYOUT
-  let manifestValue: Option.Option<IndexManifest> | undefined
-  let rootsValue: ReadonlyArray<string> | undefined
-  let changed = false
-  const pending = new Map<string, Row>()
-  let pendingBytes = 0
+/** What one transaction's writer keeps: the state it began from, the documents buffered, what it changed. */
+interface PgWriting {
+  readonly c: PgStore
+  readonly state: Extract<State, { _tag: "Index" }>
+  readonly readOnly: boolean
+  /** False on an older layout, where only `clear` may write. */
+  layoutCurrent: boolean
+  manifestValue: Option.Option<IndexManifest> | undefined
+  rootsValue: ReadonlyArray<string> | undefined
+  /** Whether the transaction changed anything, so that the version moves on at its commit. */
+  changed: boolean
+  /** Rows buffered for one multi-row insert, and the bytes they hold. */
+  readonly pending: Map<string, Row>
+  pendingBytes: number
   /** Reads the bodies out of the packs they were prepared in. */
-  const packs = new PackReader()
-  const refuse = Effect.fail(new StoreFailure({ location: c.location, reason: "a dry run writes nothing" }))
-  const tooOld = new IndexTooOld({ location: c.location, found: state.layout, supported: PG_LAYOUT })
-  const writing = <A, E>(what: string, effect: Effect.Effect<A, E | SqlError.SqlError>) =>
-    readOnly
-      ? refuse
-      : Effect.suspend(() => {
-          if (!layoutCurrent) return Effect.fail(tooOld)
-          changed = true
-          return mapSqlError(c, what)(effect)
-        })
+  readonly packs: PackReader
+}
 
-  const flush = Effect.suspend(() => {
-    if (pending.size === 0) return Effect.void
-    const rows = [...pending.values()] as unknown as readonly [Row, ...Array<Row>]
-    pending.clear()
-    pendingBytes = 0
+/** Runs a write, refused in a dry run and on an older layout; marks the transaction changed. */
+const writing = <A, E>(p: PgWriting, what: string, effect: Effect.Effect<A, E | SqlError.SqlError>) =>
+  p.readOnly
+    ? Effect.fail(new StoreFailure({ location: p.c.location, reason: "a dry run writes nothing" }))
+    : Effect.suspend(() => {
+        if (!p.layoutCurrent) return Effect.fail(tooOld(p))
+        p.changed = true
+        return mapSqlError(p.c, what)(effect)
+      })
+
+/** The failure of a write to a schema of an older layout. */
+const tooOld = (p: PgWriting) =>
+  new IndexTooOld({ location: p.c.location, found: p.state.layout, supported: PG_LAYOUT })
+
+/** Writes the buffered rows in one multi-row insert. */
+const flush = (p: PgWriting) =>
+  Effect.suspend(() => {
+    if (p.pending.size === 0) return Effect.void
+    const rows = [...p.pending.values()] as unknown as readonly [Row, ...Array<Row>]
+    p.pending.clear()
+    p.pendingBytes = 0
+    const { c } = p
     return mapSqlError(
       c,
       "writing documents"
@@ -305,113 +315,146 @@ const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOn
     )
   })
 
-  const upsertMeta = (key: string, value: string) =>
-    c.sql`INSERT INTO ${c.meta} (key, value) VALUES (${key}, ${value})
+const upsertMeta = (c: PgStore, key: string, value: string) =>
+  c.sql`INSERT INTO ${c.meta} (key, value) VALUES (${key}, ${value})
         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
 
+/** The stored documents' ids, hashes, sources and chunk counts, after writing what is buffered. */
+const storedDocs = (p: PgWriting) =>
+  Effect.suspend(() => {
+    if (!p.layoutCurrent) return Effect.fail(tooOld(p))
+    const { c } = p
+    return Effect.andThen(
+      flush(p),
+      mapSqlError(
+        c,
+        "reading documents"
+      )(
+        c.sql<{ readonly doc_id: string; readonly hash: string; readonly source: string; readonly chunks: number }>`
+              SELECT doc_id, hash, source, chunks FROM ${c.documentsTable}`
+      )
+    ).pipe(
+      Effect.map((rows) => {
+        const stored = new Map<string, StoredEntry>()
+        for (const r of rows) {
+          stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+        }
+        return stored as ReadonlyMap<string, StoredEntry>
+      })
+    )
+  })
+
+/** Empties the index (or, on an older layout, lays the tables out anew). */
+const clear = (p: PgWriting) =>
+  p.readOnly
+    ? Effect.fail(new StoreFailure({ location: p.c.location, reason: "a dry run writes nothing" }))
+    : Effect.suspend(() => {
+        const { c } = p
+        p.pending.clear()
+        p.pendingBytes = 0
+        p.changed = true
+        p.manifestValue = Option.none()
+        p.rootsValue = []
+        const wasCurrent = p.layoutCurrent
+        p.layoutCurrent = true
+        return mapSqlError(
+          c,
+          "clearing"
+        )(
+          wasCurrent
+            ? Effect.all(
+                [
+                  c.sql`DELETE FROM ${c.documentsTable}`,
+                  c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots')`,
+                  c.sql`UPDATE ${c.meta} SET value = ${randomUUID()} WHERE key = 'generation'`
+                ],
+                { discard: true }
+              )
+            : Effect.andThen(c.sql`DROP TABLE ${c.documentsTable}, ${c.meta}`, createTables(c))
+        )
+      })
+
+/** Buffers a document's row, writing the buffer once it is full. */
+const putDoc = (p: PgWriting, ...[doc, chunks, terms, vectors]: Parameters<IndexWriter["putDoc"]>) =>
+  writing(
+    p,
+    "writing a document",
+    Effect.suspend(() => {
+      const row = rowOf(p.packs, doc, chunks, terms, vectors)
+      p.pending.set(doc.docId, row)
+      p.pendingBytes +=
+        (row["body"] as Uint8Array).byteLength +
+        (row["vectors"] as Uint8Array).byteLength +
+        (row["term_ids"] as Uint8Array).byteLength +
+        8 * chunks.length
+      return p.pending.size >= FLUSH_ROWS || p.pendingBytes >= FLUSH_BYTES ? flush(p) : Effect.void
+    })
+  )
+
+/**
+ * The writer of one transaction (`readOnly` for a dry run, which writes nothing). Documents are buffered and written
+ * in multi-row inserts; anything that reads or deletes documents writes the buffer first. On an older layout only
+ * `clear` may write, and it lays the tables out anew.
+ */
+const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOnly: boolean) => {
+  const p: PgWriting = {
+    c,
+    state,
+    readOnly,
+    layoutCurrent: state.layout === PG_LAYOUT,
+    manifestValue: undefined,
+    rootsValue: undefined,
+    changed: false,
+    pending: new Map(),
+    pendingBytes: 0,
+    packs: new PackReader()
+  }
   const writer: IndexWriter = {
     manifest: Effect.suspend(() =>
-      manifestValue !== undefined
-        ? Effect.succeed(manifestValue)
-        : Effect.map(manifestOf(c, state.manifest), (found) => (manifestValue = found))
+      p.manifestValue !== undefined
+        ? Effect.succeed(p.manifestValue)
+        : Effect.map(manifestOf(c, state.manifest), (found) => (p.manifestValue = found))
     ),
     roots: Effect.suspend(() =>
-      rootsValue !== undefined
-        ? Effect.succeed(rootsValue)
-        : Effect.map(rootsOf(c, state.roots), (found) => (rootsValue = found))
+      p.rootsValue !== undefined
+        ? Effect.succeed(p.rootsValue)
+        : Effect.map(rootsOf(c, state.roots), (found) => (p.rootsValue = found))
     ),
-    storedDocs: Effect.suspend(() => {
-      if (!layoutCurrent) return Effect.fail(tooOld)
-      return Effect.andThen(
-        flush,
-        mapSqlError(
-          c,
-          "reading documents"
-        )(
-          c.sql<{ readonly doc_id: string; readonly hash: string; readonly source: string; readonly chunks: number }>`
-              SELECT doc_id, hash, source, chunks FROM ${c.documentsTable}`
-        )
-      ).pipe(
-        Effect.map((rows) => {
-          const stored = new Map<string, StoredEntry>()
-          for (const r of rows) {
-            stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
-          }
-          return stored as ReadonlyMap<string, StoredEntry>
-        })
-      )
-    }),
-    clear: readOnly
-      ? refuse
-      : Effect.suspend(() => {
-          pending.clear()
-          pendingBytes = 0
-          changed = true
-          manifestValue = Option.none()
-          rootsValue = []
-          const wasCurrent = layoutCurrent
-          layoutCurrent = true
-          return mapSqlError(
-            c,
-            "clearing"
-          )(
-            wasCurrent
-              ? Effect.all(
-                  [
-                    c.sql`DELETE FROM ${c.documentsTable}`,
-                    c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots')`,
-                    c.sql`UPDATE ${c.meta} SET value = ${randomUUID()} WHERE key = 'generation'`
-                  ],
-                  { discard: true }
-                )
-              : Effect.andThen(c.sql`DROP TABLE ${c.documentsTable}, ${c.meta}`, createTables(c))
-          )
-        }),
+    storedDocs: storedDocs(p),
+    clear: clear(p),
     deleteDoc: (docId) =>
       writing(
+        p,
         "deleting a document",
-        Effect.andThen(flush, c.sql`DELETE FROM ${c.documentsTable} WHERE doc_id = ${docId}`)
+        Effect.andThen(flush(p), c.sql`DELETE FROM ${c.documentsTable} WHERE doc_id = ${docId}`)
       ),
-    putDoc: (doc, chunks, terms, vectors) =>
-      writing(
-        "writing a document",
-        Effect.suspend(() => {
-          const row = rowOf(packs, doc, chunks, terms, vectors)
-          pending.set(doc.docId, row)
-          pendingBytes +=
-            (row["body"] as Uint8Array).byteLength +
-            (row["vectors"] as Uint8Array).byteLength +
-            (row["term_ids"] as Uint8Array).byteLength +
-            8 * chunks.length
-          return pending.size >= FLUSH_ROWS || pendingBytes >= FLUSH_BYTES ? flush : Effect.void
-        })
-      ),
+    putDoc: (doc, chunks, terms, vectors) => putDoc(p, doc, chunks, terms, vectors),
     putDocs: (docs, terms) =>
-      Effect.forEach(docs, ({ chunks, doc, vectors }) => writer.putDoc(doc, chunks, terms, vectors), {
-        discard: true
-      }),
+      Effect.forEach(docs, ({ chunks, doc, vectors }) => putDoc(p, doc, chunks, terms, vectors), { discard: true }),
     putManifest: (m) =>
       writing(
+        p,
         "writing the manifest",
         Effect.suspend(() => {
-          manifestValue = Option.some(m)
-          return upsertMeta("manifest", encodeManifest(m))
+          p.manifestValue = Option.some(m)
+          return upsertMeta(c, "manifest", encodeManifest(m))
         })
       ),
     putRoots: (paths) =>
       writing(
+        p,
         "writing the indexed paths",
         Effect.suspend(() => {
-          rootsValue = paths
-          return upsertMeta("roots", JSON.stringify(paths))
+          p.rootsValue = paths
+          return upsertMeta(c, "roots", JSON.stringify(paths))
         })
       )
   }
   /** Writes what is buffered and, if anything changed, moves the version on; called once, just before the commit. */
   const finish = Effect.andThen(
-    flush,
+    flush(p),
     Effect.suspend(() =>
-      changed
+      p.changed
         ? mapSqlError(
             c,
             "committing"
