@@ -120,8 +120,8 @@ const atField = (s: Splitting, i: number, c: number): number => {
   return i + 1
 }
 
-/** Inside an unquoted field: a comma or line break ends it; a run of other characters (stray quotes too) joins it. */
-const inUnquoted = (s: Splitting, text: string, i: number, n: number, c: number, breakWidth: number): number => {
+/** A comma ends the field and a line break the record: where scanning goes on then, or -1 for any other character. */
+const fieldEnd = (s: Splitting, i: number, c: number, breakWidth: number): number => {
   if (c === COMMA) {
     s.state = endField(s)
     return i + 1
@@ -131,6 +131,13 @@ const inUnquoted = (s: Splitting, text: string, i: number, n: number, c: number,
     s.line++
     return i + breakWidth
   }
+  return -1
+}
+
+/** Inside an unquoted field: a comma or line break ends it; a run of other characters (stray quotes too) joins it. */
+const inUnquoted = (s: Splitting, text: string, i: number, n: number, c: number, breakWidth: number): number => {
+  const ended = fieldEnd(s, i, c, breakWidth)
+  if (ended >= 0) return ended
   let j = i + 1
   while (j < n) {
     const d = text.charCodeAt(j)
@@ -164,15 +171,8 @@ const afterQuote = (s: Splitting, i: number, c: number, breakWidth: number): num
     if (append(s, '"')) s.state = "quoted"
     return i + 1
   }
-  if (c === COMMA) {
-    s.state = endField(s)
-    return i + 1
-  }
-  if (breakWidth > 0) {
-    s.state = endRecord(s)
-    s.line++
-    return i + breakWidth
-  }
+  const ended = fieldEnd(s, i, c, breakWidth)
+  if (ended >= 0) return ended
   s.state = "unquoted"
   return i
 }
