@@ -5,6 +5,7 @@
  * 1 when there is any.
  */
 import { readdirSync, readFileSync } from "node:fs"
+import { builtinModules } from "node:module"
 import { dirname, join, relative, resolve } from "node:path"
 
 const root = resolve(import.meta.dirname, "..")
@@ -90,6 +91,9 @@ const NODE_IO = new Set([
   "process"
 ])
 
+/** Node's built-in modules, which may also be named without the `node:` prefix. */
+const NODE_BUILTINS = new Set(builtinModules)
+
 /** Packages that do I/O of their own (drivers, platform layers): boundary rooms only. */
 const IO_PACKAGES = ["@effect/platform-node", "@effect/sql-pg", "pg", "playwright-core"]
 
@@ -138,11 +142,17 @@ const importsOf = (text: string): Array<{ readonly spec: string; readonly line: 
 const targetOf = (file: string, spec: string): string => {
   if (spec.startsWith(".")) return relative(root, resolve(root, dirname(file), spec))
   if (spec.startsWith("node:")) return spec
+  // A built-in named without its prefix is the same module.
+  if (NODE_BUILTINS.has(spec.split("/")[0]!)) return `node:${spec}`
   const base = Object.keys(PACKAGE_SOURCES).find((name) => spec === name || spec.startsWith(`${name}/`))
   if (base === undefined) return spec
   const rest = spec.slice(base.length + 1)
-  if (base === "@funcpipe/pipeline" && ["postgres", "cluster"].includes(rest))
+  if (base === "@funcpipe/pipeline" && ["postgres", "cluster"].includes(rest)) {
     return `${PACKAGE_SOURCES[base]}/${rest}.ts`
+  }
+  if (base === "@funcpipe/pipeline" && rest === "worker")
+    return `${PACKAGE_SOURCES[base]}/index/prepare/PrepareWorker.ts`
+  if (base === "@funcpipe/domain" && rest === "http") return `${PACKAGE_SOURCES[base]}/http/Api.ts`
   return `${PACKAGE_SOURCES[base]}/${rest === "" ? "index" : rest}.ts`
 }
 

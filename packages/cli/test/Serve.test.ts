@@ -7,11 +7,9 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
-import { DEFAULT_MAX_BODY_BYTES as SERVER_MAX_BODY_BYTES } from "@funcpipe/server/Server"
 import { Effect, FileSystem, Layer } from "effect"
 import { Command } from "effect/cli"
 import { cli, version } from "../src/Cli.ts"
-import { DEFAULT_MAX_BODY_BYTES } from "../src/commands/Serve.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const run = Command.runWith(cli, { version })
@@ -121,10 +119,6 @@ describe("funcpipe serve", () => {
       }).pipe(Effect.provide(TestLayer)),
     60_000
   )
-
-  it("shows the server's own body limit as the default of --max-body", () => {
-    assert.strictEqual(DEFAULT_MAX_BODY_BYTES, SERVER_MAX_BODY_BYTES)
-  })
 })
 
 describe("funcpipe serve --cluster and query --shards", () => {

@@ -112,3 +112,6 @@ export class FusionConfig extends Schema.Class<FusionConfig>("domain/FusionConfi
     return new FusionConfig({ method: chosen, alpha: alpha ?? FusionConfig.defaultAlpha(chosen) })
   }
 }
+
+/** The largest request body `funcpipe serve` reads unless told otherwise (`--max-body`): 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024

@@ -7,30 +7,23 @@ import { type BodyRef, bodyIn, frameContentSize, PACK_BYTES, PackReader, PackWri
 // One writer and one reader for the whole file, as a thread keeps them from batch to batch.
 const writer = new PackWriter()
 const reader = new PackReader()
-const packBodies = (bodies: ReadonlyArray<string>, raw = false) => writer.pack(bodies, raw)
-const compressPack = (bytes: Uint8Array) => writer.compress(bytes)
-const unpack = (pack: Uint8Array) => reader.unpack(pack)
-const bodyOfRef = (ref: BodyRef) => reader.bodyOf(ref)
-const bodyBytes = (ref: BodyRef) => reader.bodyBytes(ref)
-const reusesZstdStream = () => writer.reusesStream()
-const reusesZstdDecoder = () => reader.reusesDecoder()
 
 /** What a body reads back as: its UTF-8 decoded, so a lone surrogate becomes U+FFFD as in any UTF-8 store. */
 const stored = (body: string) => Buffer.from(body, "utf8").toString("utf8")
 
 const packsOf = (refs: ReadonlyArray<BodyRef>) => [...new Set(refs.map((r) => r.pack))]
 
-describe("packBodies", () => {
+describe("PackWriter and PackReader", () => {
   it("gives back every body, in order, across pack boundaries and lone surrogates at their edges", () => {
     const piece = fc.constantFrom("a", "é", "Σ", "😀", "\ud800", "\udc00", " ", "x".repeat(5000))
     const body = fc.array(piece, { maxLength: 60 }).map((parts) => parts.join(""))
     fc.assert(
       fc.property(fc.array(body, { maxLength: 40 }), (bodies) => {
-        const refs = packBodies(bodies)
+        const refs = writer.pack(bodies)
         assert.strictEqual(refs.length, bodies.length)
         refs.forEach((ref, i) => {
-          assert.strictEqual(bodyOfRef(ref), stored(bodies[i]!))
-          assert.strictEqual(Buffer.from(bodyBytes(ref)).toString("utf8"), stored(bodies[i]!))
+          assert.strictEqual(reader.bodyOf(ref), stored(bodies[i]!))
+          assert.strictEqual(Buffer.from(reader.bodyBytes(ref)).toString("utf8"), stored(bodies[i]!))
         })
       }),
       { numRuns: 200 }
@@ -39,8 +32,8 @@ describe("packBodies", () => {
 
   it("leaves packs uncompressed when asked, and compressing them later gives the very packs made at once", () => {
     const bodies = [...Array.from({ length: 90 }, (_, i) => `body ${i} é 😀 `.repeat(150)), "x".repeat(PACK_BYTES)]
-    const compressed = packBodies(bodies)
-    const raw = packBodies(bodies, true)
+    const compressed = writer.pack(bodies)
+    const raw = writer.pack(bodies, true)
     assert.deepStrictEqual(
       raw.map(({ from, to }) => [from, to]),
       compressed.map(({ from, to }) => [from, to])
@@ -50,32 +43,32 @@ describe("packBodies", () => {
     assert.isAbove(rawPacks.length, 2)
     rawPacks.forEach((pack, i) => {
       // A raw pack is its text, in a buffer of its own (a thread transfers it).
-      assert.deepStrictEqual(pack, unpack(packsOf(compressed)[i]!))
+      assert.deepStrictEqual(pack, reader.unpack(packsOf(compressed)[i]!))
       assert.strictEqual(pack.byteLength, pack.buffer.byteLength)
-      assert.deepStrictEqual(compressPack(pack), packsOf(compressed)[i])
+      assert.deepStrictEqual(writer.compress(pack), packsOf(compressed)[i])
     })
   })
 
   it("fills packs to about PACK_BYTES and gives a larger body a pack of its own", () => {
     const small = Array.from({ length: 100 }, (_, i) => `document ${i} `.repeat(200))
     const large = "y".repeat(3 * PACK_BYTES)
-    const refs = packBodies([...small, large, "tail"])
+    const refs = writer.pack([...small, large, "tail"])
     const packs = packsOf(refs)
-    const sizes = packs.map((p) => unpack(p)!.length)
+    const sizes = packs.map((p) => reader.unpack(p)!.length)
     // Each full pack closes at PACK_BYTES or one small body past it; the large body closes the last one early.
     for (const size of sizes.slice(0, -3)) assert.isTrue(size >= PACK_BYTES && size < PACK_BYTES + 2600)
     assert.isTrue(sizes.at(-3)! < PACK_BYTES)
     const largeRef = refs[small.length]!
     assert.strictEqual(largeRef.from, 0)
-    assert.strictEqual(unpack(largeRef.pack)!.length, large.length)
+    assert.strictEqual(reader.unpack(largeRef.pack)!.length, large.length)
     assert.strictEqual(refs[small.length + 1]!.pack, packs.at(-1))
     assert.isTrue(packs.length < 10, `${packs.length} packs for 100 small bodies`)
     // The text compresses: a pack is smaller than what it holds (but for the 4-byte tail, which a frame outweighs).
-    for (const pack of packs.slice(0, -1)) assert.isTrue(pack.byteLength < unpack(pack)!.byteLength / 10)
+    for (const pack of packs.slice(0, -1)) assert.isTrue(pack.byteLength < reader.unpack(pack)!.byteLength / 10)
   })
 
   it("makes, through its kept zstd stream, the very bytes of a one-shot compression of each pack", () => {
-    assert.isTrue(reusesZstdStream(), "this Node's zstd stream is driven directly")
+    assert.isTrue(writer.reusesStream(), "this Node's zstd stream is driven directly")
     // The pack's parameters, as BodyPack sets them: a pack must read back the same whichever way it was made.
     const params = {
       [constants.ZSTD_c_compressionLevel]: 1,
@@ -98,10 +91,10 @@ describe("packBodies", () => {
       "é😀".repeat(9000),
       "tail"
     ]
-    const packs = packsOf(packBodies(bodies))
+    const packs = packsOf(writer.pack(bodies))
     assert.isAtLeast(packs.length, 4)
     for (const pack of packs) {
-      const text = unpack(pack)!
+      const text = reader.unpack(pack)!
       assert.deepStrictEqual(pack, new Uint8Array(zstdCompressSync(text, { params })))
     }
     assert.isAbove(Math.max(...packs.map((p) => p.byteLength)), 4 * PACK_BYTES, "a frame took several writes")
@@ -109,29 +102,29 @@ describe("packBodies", () => {
 
   it("is deterministic and packs nothing for no bodies", () => {
     const bodies = ["alpha", "beta", "gamma"]
-    assert.deepStrictEqual(packBodies(bodies), packBodies(bodies))
+    assert.deepStrictEqual(writer.pack(bodies), writer.pack(bodies))
     // A writer of its own (another thread's) makes the very same packs.
-    assert.deepStrictEqual(new PackWriter().pack(bodies), packBodies(bodies))
-    assert.deepStrictEqual(packBodies([]), [])
+    assert.deepStrictEqual(new PackWriter().pack(bodies), writer.pack(bodies))
+    assert.deepStrictEqual(writer.pack([]), [])
   })
 })
 
 describe("reading a damaged pack", () => {
-  const [ref] = packBodies(["a body that will be damaged"])
+  const [ref] = writer.pack(["a body that will be damaged"])
   const bytes = ref!.pack
 
   it("reports bytes that are not a pack, or whose checksum fails, as undefined", () => {
-    assert.isUndefined(unpack(new Uint8Array([0xff, 0xff])))
+    assert.isUndefined(reader.unpack(new Uint8Array([0xff, 0xff])))
     const changed = bytes.slice()
     changed[changed.length - 1] = changed[changed.length - 1]! ^ 1
-    assert.isUndefined(unpack(changed))
-    assert.isUndefined(unpack(bytes.subarray(0, bytes.length - 5)))
+    assert.isUndefined(reader.unpack(changed))
+    assert.isUndefined(reader.unpack(bytes.subarray(0, bytes.length - 5)))
   })
 
   it("reads the packs after a damaged one as before, whatever the damage left in the kept zstd stream", () => {
-    assert.isTrue(reusesZstdDecoder(), "this Node's zstd stream is driven directly")
+    assert.isTrue(reader.reusesDecoder(), "this Node's zstd stream is driven directly")
     const bodies = ["x".repeat(PACK_BYTES), "y".repeat(70_000), "z"]
-    const good = packBodies(bodies).map((r) => r.pack)
+    const good = writer.pack(bodies).map((r) => r.pack)
     const truncated = bytes.subarray(0, bytes.length - 5)
     const changed = bytes.slice()
     changed[changed.length - 1] = changed[changed.length - 1]! ^ 1
@@ -143,9 +136,9 @@ describe("reading a damaged pack", () => {
     smaller[5] = smaller[5]! - 1
     assert.deepStrictEqual([frameContentSize(larger), frameContentSize(smaller)], [size + 1, size - 1])
     for (const damaged of [truncated, changed, larger, smaller]) {
-      assert.isUndefined(unpack(damaged))
+      assert.isUndefined(reader.unpack(damaged))
       assert.deepStrictEqual(
-        good.map((pack) => Buffer.from(unpack(pack)!).toString("utf8")),
+        good.map((pack) => Buffer.from(reader.unpack(pack)!).toString("utf8")),
         bodies
       )
     }
@@ -161,7 +154,7 @@ describe("reading a damaged pack", () => {
   })
 
   it("reports a range outside the pack, or one that cuts a character, as undefined", () => {
-    const text = unpack(packBodies(["é"])[0]!.pack)!
+    const text = reader.unpack(writer.pack(["é"])[0]!.pack)!
     assert.strictEqual(bodyIn(text, 0, 2), "é")
     assert.isUndefined(bodyIn(text, 0, 3))
     assert.isUndefined(bodyIn(text, 1, 0))

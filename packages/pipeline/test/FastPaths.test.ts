@@ -19,7 +19,7 @@ import { analyze, analyzeRanges, ENGLISH_STOP_WORDS, words, wordsReference } fro
 import { chunkDoc, chunkSpans } from "../src/analysis/Chunker.ts"
 import { cleanText, cleanTextGeneric } from "../src/analysis/Clean.ts"
 import { embedText, embedTextInto } from "../src/analysis/Embed.ts"
-import { WordTable } from "../src/analysis/TermTable.ts"
+import { WordTable } from "../src/analysis/WordTable.ts"
 
 // Every Python whitespace character, plus characters only JavaScript's `\s` or neither counts (U+FEFF, U+180E, U+200B).
 const whitespace = [

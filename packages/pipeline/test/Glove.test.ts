@@ -16,7 +16,7 @@ import {
 } from "../src/models/glove/Glove.ts"
 import { decodeCache, encodeCache } from "../src/models/glove/GloveCache.ts"
 import { type WordVectors, winkReader } from "../src/models/glove/WinkVectors.ts"
-import { makeWordTable, rowOfWord, tableProblem, wordAt } from "../src/models/glove/WordList.ts"
+import { makeWordList, rowOfWord, tableProblem, wordAt } from "../src/models/glove/WordList.ts"
 import { tarReader } from "../src/models/Tar.ts"
 import { ENTRY, packageOf, tarOf, toyVectors, winkJson } from "./GloveFixture.ts"
 
@@ -113,10 +113,10 @@ describe("winkReader", () => {
   })
 })
 
-describe("WordTable", () => {
+describe("WordList", () => {
   it("finds every word's row, and -1 for a word it lacks", () => {
     const words = ["the", "of", "café", "naïve", "x".repeat(40), "日本"]
-    const table = makeWordTable(words)
+    const table = makeWordList(words)
     words.forEach((word, row) => {
       assert.strictEqual(rowOfWord(table, word), row)
       assert.strictEqual(wordAt(table, row), word)
@@ -127,7 +127,7 @@ describe("WordTable", () => {
   })
 
   it("reports a damaged table instead of looping or reading out of bounds", () => {
-    const table = makeWordTable(["a", "b"])
+    const table = makeWordList(["a", "b"])
     assert.match(tableProblem({ ...table, slots: new Uint32Array(4).fill(1) }) ?? "", /full/)
     assert.match(tableProblem({ ...table, slots: new Uint32Array([0, 9, 0, 0]) }) ?? "", /does not exist/)
     assert.match(tableProblem({ ...table, starts: new Uint32Array([0, 1, 1]) }) ?? "", /empty word|add up/)

@@ -11,7 +11,7 @@ import { analyze } from "../src/analysis/Analyzer.ts"
 import { chunkSpans } from "../src/analysis/Chunker.ts"
 import { cleanText } from "../src/analysis/Clean.ts"
 import { embedText } from "../src/analysis/Embed.ts"
-import { WordTable } from "../src/analysis/TermTable.ts"
+import { WordTable } from "../src/analysis/WordTable.ts"
 import {
   deltaPreparer,
   deltaReceiver,
@@ -22,8 +22,8 @@ import {
 import {
   EARLY_WORKER,
   type EarlyWorker,
-  inlinePreparer,
   layerWorkers,
+  makeInlinePreparer,
   Preparer
 } from "../src/index/prepare/Preparer.ts"
 import { hashDoc } from "../src/index/Sync.ts"
@@ -361,7 +361,7 @@ layer(layerWorkers(script, 2, { hash: 1, pack: 1 }), { timeout: 60_000 })("a sha
               Effect.map(queryIndex(q, 20, { mode: "hybrid", explain: true }), (a) => [a.results, a.explanations])
             )
           }).pipe(Effect.provide(Layer.mergeAll(layerTemporary, source, preparer)))
-        const inline = yield* answers(Layer.succeed(Preparer, inlinePreparer))
+        const inline = yield* answers(Layer.succeed(Preparer, makeInlinePreparer()))
         const pooled = yield* answers(Layer.succeed(Preparer, yield* Preparer))
         assert.deepStrictEqual(pooled, inline)
         assert.isAbove((inline[0]![0] as ReadonlyArray<unknown>).length, 0)

@@ -37,9 +37,6 @@ export interface ServerOptions {
   readonly report: (line: string) => Effect.Effect<void>
 }
 
-/** The default largest request body: 1 MiB. */
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-
 /** The server is asked to listen beyond this machine without a token. */
 export class TokenRequired extends Schema.TaggedError<TokenRequired>()("TokenRequired", {
   host: Schema.String

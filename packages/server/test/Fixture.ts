@@ -1,12 +1,13 @@
 /** Test fixtures: a small index in a temporary folder, and a server over it on a free loopback port. */
 import { NodeServices } from "@effect/platform-node"
+import { DEFAULT_MAX_BODY_BYTES } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
 import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
-import { DEFAULT_MAX_BODY_BYTES, layer, type ServerOptions } from "../src/Server.ts"
+import { layer, type ServerOptions } from "../src/Server.ts"
 
 export const doc = (docId: string, title: string, body: string) =>
   new RawDoc({ docId: DocId.make(docId), title, body, categories: null })

@@ -1,5 +1,6 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
 
+import { DEFAULT_MAX_BODY_BYTES } from "@funcpipe/domain/Config"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
@@ -13,9 +14,6 @@ import { keepHeapNearLiveData } from "../Heap.ts"
  * interrupted command: stopping is how a server ends normally.
  */
 export const serveStopped = { value: false }
-
-/** The default request body limit: 1 MiB (the server's own default; repeated here so --help needs no server code). */
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }, { message: "a port is 0 to 65535" }))
 const Positive = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be at least 1" }))

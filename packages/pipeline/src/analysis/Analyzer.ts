@@ -2,7 +2,7 @@
 
 import { AnalyzerConfig } from "@funcpipe/domain/Config"
 import { stemmer } from "stemmer"
-import { FNV_OFFSET, FNV_PRIME, WordTable } from "./TermTable.ts"
+import { FNV_OFFSET, FNV_PRIME, WordTable } from "./WordTable.ts"
 
 /** Lucene's English stop words (the set its English analyzer and Anserini's BM25 runs drop). */
 export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([

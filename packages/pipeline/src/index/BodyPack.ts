@@ -117,8 +117,11 @@ const makeKeptStream = (): { readonly stream: ZstdStream; readonly out: Uint8Arr
 export class PackWriter {
   /** `undefined` until tried, `null` when not used. */
   private kept: { readonly stream: ZstdStream; readonly out: Uint8Array } | null | undefined
-  /** Where packs are assembled, reused from call to call (fresh memory is slow to touch on some machines). */
-  private scratch = Buffer.allocUnsafe(4 * PACK_BYTES)
+  /**
+   * Where packs are assembled, reused from call to call (fresh memory is slow to touch on some machines); made at the
+   * first pack, so a writer that never packs costs nothing.
+   */
+  private scratch = Buffer.allocUnsafe(0)
 
   private keptStream() {
     if (this.kept === undefined) this.kept = makeKeptStream()
@@ -173,7 +176,7 @@ export class PackWriter {
       // At most 3 bytes per UTF-16 unit.
       const room = bytes + 3 * body.length
       if (room > this.scratch.length) {
-        const grown = Buffer.allocUnsafe(Math.max(room, 2 * this.scratch.length))
+        const grown = Buffer.allocUnsafe(Math.max(room, 2 * this.scratch.length, 4 * PACK_BYTES))
         this.scratch.copy(grown, 0, 0, bytes)
         this.scratch = grown
       }

@@ -56,8 +56,9 @@ export interface DecodedPostings {
 }
 
 /**
- * Decodes `count` postings written by `PostingsBuilder`. Returns `undefined` when the bytes do not hold exactly that
- * many well-formed postings with ordinals below `limit` and frequencies of at least 1 (a damaged index).
+ * Decodes `count` postings written by `PostingsEncoder` (or the segment builder, which writes the same bytes). Returns
+ * `undefined` when the bytes do not hold exactly that many well-formed postings with ordinals below `limit` and
+ * frequencies of at least 1 (a damaged index).
  */
 export const decodePostings = (bytes: Uint8Array, count: number, limit: number): DecodedPostings | undefined => {
   const ordinals = new Uint32Array(count)

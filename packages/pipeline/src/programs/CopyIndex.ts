@@ -7,7 +7,7 @@
 import { ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { Clock, Effect, Option, Schema } from "effect"
 import { PackWriter } from "../index/BodyPack.ts"
-import { prepareBatch } from "../index/prepare/Prepare.ts"
+import { prepareBatch, TermNumbering } from "../index/prepare/Prepare.ts"
 import { IndexMissing } from "../search/QueryErrors.ts"
 import { type IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
 import { IndexCorrupt } from "../store/StoreErrors.ts"
@@ -47,10 +47,13 @@ const asStored = {
  * A document's terms, as an index run made them: each chunk's searchable text (the title, a line break, the chunk)
  * through the index's analyzer. Each stored chunk text is prepared as a body of its own, neither cleaned nor cut again.
  */
-const termsOf = (snapshot: Snapshot, title: string, texts: ReadonlyArray<string>) =>
+const termsOf = (snapshot: Snapshot, title: string, texts: ReadonlyArray<string>, packs: PackWriter) =>
   prepareBatch(
     texts.map((body) => ({ title, body })),
-    { ...asStored, analyzer: snapshot.manifest.analyzer }
+    // Only the terms are kept: the packs are left uncompressed.
+    { ...asStored, analyzer: snapshot.manifest.analyzer, rawPacks: true },
+    new TermNumbering(),
+    packs
   )
 
 /**
@@ -132,7 +135,8 @@ export const copyIndex = Effect.fn("copyIndex")(function* (
             const prepared = termsOf(
               snapshot,
               doc.title,
-              rows.map((row) => row.text)
+              rows.map((row) => row.text),
+              packs
             )
             let at = 0
             const records = rows.map((row, c) => {

@@ -3,7 +3,8 @@
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { keepAll } from "@funcpipe/domain/Rule"
 import { Effect, Path, Stream } from "effect"
-import { prepareBatch } from "../index/prepare/Prepare.ts"
+import { PackWriter } from "../index/BodyPack.ts"
+import { prepareBatch, TermNumbering } from "../index/prepare/Prepare.ts"
 import { hashDoc, planSync } from "../index/Sync.ts"
 import { claimer } from "../read/Claim.ts"
 import { DocumentSource } from "../read/DocumentSource.ts"
@@ -38,6 +39,9 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   const claim = claimer(keeps)
   const firsts: Array<{ readonly docId: string; readonly hash: string; readonly source: string }> = []
   const unreadable: Array<string> = []
+  // Whether a new document chunks to anything, asked of the stage with memory kept for the whole run.
+  const numbering = new TermNumbering()
+  const packs = new PackWriter()
   for (const root of roots) {
     yield* source.read([root]).pipe(
       Stream.runForEach((record) =>
@@ -46,7 +50,11 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
           if (claimed._tag !== "Kept") return
           const { doc, source } = claimed.sourced
           // A document that cleans and chunks to nothing is skipped by an index run, so it is not new either.
-          if (!storedIds.has(doc.docId) && prepareBatch([doc], manifest).docs[0]!.starts.length === 0) return
+          if (
+            !storedIds.has(doc.docId) &&
+            prepareBatch([doc], { ...manifest, rawPacks: true }, numbering, packs).docs[0]!.starts.length === 0
+          )
+            return
           firsts.push({ docId: doc.docId, hash: hashDoc(doc), source })
         })
       ),

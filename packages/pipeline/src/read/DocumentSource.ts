@@ -16,8 +16,9 @@ import {
 } from "./ByteReader.ts"
 import { csvReader } from "./Csv.ts"
 import { fileDoc, loadYaml, needsYaml } from "./FileDoc.ts"
-import { type Found, listFiles, type SourceError, type SourceFile } from "./Folder.ts"
+import { type Found, listFiles, type SourceFile } from "./Folder.ts"
 import { jsonlReader } from "./Jsonl.ts"
+import type { SourceError } from "./SourceErrors.ts"
 
 /** A document with the file it was read from and the line it starts on (0 for a text file, which is one document). */
 export interface SourcedDoc {

@@ -67,9 +67,8 @@ export interface Scored {
   readonly filter?: PositionFilter | undefined
 }
 
-/** Clamps rounding overshoot of a cosine into [-1, 1]. */
-
-export const ranksOf = (ranking: ReadonlyArray<Top>) => new Map(ranking.map((top, i) => [top.position, i + 1] as const))
+/** Each ranked position's rank (1 for the best). */
+const ranksOf = (ranking: ReadonlyArray<Top>) => new Map(ranking.map((top, i) => [top.position, i + 1] as const))
 
 /**
  * Scores `query` in `mode`: `vector` visits every live chunk with a defined cosine, `lexical` only the chunks holding

@@ -62,7 +62,7 @@ export const lengthNormsOf = (
 }
 
 /** Visits the first `count` candidates of the scratch; a function of its own, as `addShares` is. */
-export const visitCandidates = (
+const visitCandidates = (
   scratch: ScoringScratch,
   count: number,
   visit: (position: number, score: number) => void
@@ -77,7 +77,7 @@ export const visitCandidates = (
  * own, called for every block of every query, so V8 optimizes it once (a closure made per query would run its loop
  * half-optimized).
  */
-export const addShares = (
+const addShares = (
   scratch: ScoringScratch,
   block: TermBlock,
   weight: number,
@@ -118,7 +118,7 @@ export const addShares = (
  * above 0, in the order first touched) and sets the slots back to 0; returns the new count. `bm25` has made room for
  * every candidate of the query.
  */
-export const takeSegment = (scratch: ScoringScratch, offset: number, touchedCount: number, count: number): number => {
+const takeSegment = (scratch: ScoringScratch, offset: number, touchedCount: number, count: number): number => {
   const { positions, scores, slots, touched } = scratch
   for (let i = 0; i < touchedCount; i++) {
     const ordinal = touched[i]!
@@ -199,7 +199,7 @@ export const bm25 = (
   return { candidates }
 }
 
-export const tfAt = (block: TermBlock, ordinal: number): number => {
+const tfAt = (block: TermBlock, ordinal: number): number => {
   let lo = 0
   let hi = block.ordinals.length - 1
   while (lo <= hi) {

@@ -27,11 +27,12 @@ function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Gene
   }
 }
 
+/** Clamps rounding overshoot of a cosine into [-1, 1]. */
 // biome-ignore lint/complexity/useMathMinMax: the reference's clamp, written as its comparisons (as clampScore)
 export const clamp = (raw: number): number => (raw > 1 ? 1 : raw < -1 ? -1 : raw)
 
 /** Sums `Σ x·x` left to right, as the reference's cosine does. */
-export const magnitudeOf = (v: ArrayLike<number>): number => {
+const magnitudeOf = (v: ArrayLike<number>): number => {
   let sum = 0
   for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!
   return Math.sqrt(sum)
@@ -134,7 +135,7 @@ export const scanCoded = (
  * `scanVectors` restricted to a filter's positions: the listed ones alone (walking the blocks alongside, as both
  * ascend), or every row whose `allowed` byte is set. The filter holds live positions only.
  */
-export const scanFiltered = (
+const scanFiltered = (
   view: IndexView,
   query: ArrayLike<number>,
   visit: (position: number, score: number) => void,

@@ -7,7 +7,7 @@ import { type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Ana
 import { chunkSpans } from "../../analysis/Chunker.ts"
 import { cleanText } from "../../analysis/Clean.ts"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../../analysis/Embed.ts"
-import { WordTable } from "../../analysis/TermTable.ts"
+import { WordTable } from "../../analysis/WordTable.ts"
 import { type BodyRef, PackWriter } from "../BodyPack.ts"
 import { hashDoc } from "../Sync.ts"
 
@@ -147,8 +147,6 @@ export class TermNumbering {
   readonly ranges = new WordRanges()
   /** Stems met so far, across generations (a stem never changes). */
   readonly stems: StemMemo = new Map()
-  /** Where the batches' bodies are packed and compressed. */
-  readonly packs = new PackWriter()
   readonly limit: number
   constructor(limit = 1 << 18) {
     this.limit = limit
@@ -167,12 +165,14 @@ export class TermNumbering {
 /**
  * Prepares a batch of documents for the index: each body is cleaned with the index's rules and cut into chunks; each
  * chunk's searchable text (the title, a line break, the chunk) is analyzed into terms, numbered by `numbering` (a new
- * one by default: the batch alone). Deterministic: the same documents and numbering state give the same batch.
+ * one by default: the batch alone); the bodies are packed by `writer`, which a thread keeps from batch to batch.
+ * Deterministic: the same documents and numbering state give the same batch.
  */
 export const prepareBatch = (
   docs: ReadonlyArray<DocText>,
   settings: PrepareSettings,
-  numbering: TermNumbering = new TermNumbering()
+  numbering: TermNumbering = new TermNumbering(),
+  writer: PackWriter = new PackWriter()
 ): PreparedBatch => {
   const analyzer = settings.analyzer as AnalyzerConfig
   numbering.startBatch()
@@ -258,7 +258,7 @@ export const prepareBatch = (
       embedTextInto(text, vectors!, c * LOCAL_SHA256_DIMENSIONS)
     })
   }
-  const refs = numbering.packs.pack(bodies, settings.rawPacks === true)
+  const refs = writer.pack(bodies, settings.rawPacks === true)
   const packs: Array<Uint8Array> = []
   const places = new Uint32Array(3 * docs.length)
   refs.forEach((ref, i) => {
@@ -303,10 +303,11 @@ export interface PreparedDelta {
 /** The sending side, one per thread: prepares batches with one numbering and sends each term once. */
 export const deltaPreparer = () => {
   const numbering = new TermNumbering()
+  const packs = new PackWriter()
   let generation = 0
   let sent = 0
   return (docs: ReadonlyArray<DocText>, settings: PrepareSettings): PreparedDelta => {
-    const batch = prepareBatch(docs, settings, numbering)
+    const batch = prepareBatch(docs, settings, numbering, packs)
     if (numbering.generation !== generation) {
       generation = numbering.generation
       sent = 0

@@ -11,7 +11,8 @@ import {
   type PreparedBatch,
   type PreparedDelta,
   type PrepareSettings,
-  prepareBatch
+  prepareBatch,
+  TermNumbering
 } from "./Prepare.ts"
 
 export interface Preparer {
@@ -32,10 +33,13 @@ interface Reply {
   readonly error?: string
 }
 
-/** Runs the stage on the calling thread. */
-export const inlinePreparer: Preparer = {
-  concurrency: 1,
-  prepare: (docs, settings) => Effect.sync(() => prepareBatch(docs, settings))
+/** Runs the stage on the calling thread, with packs made by one writer of its own. */
+export const makeInlinePreparer = (): Preparer => {
+  const packs = new PackWriter()
+  return {
+    concurrency: 1,
+    prepare: (docs, settings) => Effect.sync(() => prepareBatch(docs, settings, new TermNumbering(), packs))
+  }
 }
 
 /**
@@ -64,7 +68,7 @@ const takeEarlyWorker = (script: URL): Worker | undefined => {
 }
 
 /** The preparer in use: inline unless a layer installs the worker pool (the CLI does). */
-export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defaultValue: () => inlinePreparer })
+export const Preparer = Context.Reference<Preparer>("pipeline/Preparer", { defaultValue: makeInlinePreparer })
 
 /**
  * How many batches a thread may have waiting before the caller hashes the documents of its next one itself (for

@@ -3,10 +3,10 @@
  * vectors' common directions removed ("all-but-the-top"), normalised to length 1.
  */
 import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
-import { analyzeWords } from "../../analysis/Analyzer.ts"
+import { analyzeWords, WordRanges } from "../../analysis/Analyzer.ts"
 import type { GloveCacheContent } from "./GloveCache.ts"
 import type { WordVectors } from "./WinkVectors.ts"
-import { makeWordTable, rowOfWord, tableRows, type WordTable, wordHash } from "./WordList.ts"
+import { makeWordList, rowOfWord, tableRows, type WordList, wordHash } from "./WordList.ts"
 
 /** The model label stored with every `glove-100d` vector. */
 export const GLOVE_100D = ModelLabel.make("glove-100d")
@@ -34,7 +34,7 @@ export const SIF_A = 3e-5
 export interface GloveModel {
   readonly dimensions: number
   /** The words; rows are in frequency order, 0 the most frequent word. */
-  readonly words: WordTable
+  readonly words: WordList
   /** `rows × dimensions` components, row by row: the vector file's vectors scaled to length 1, half precision. */
   readonly vectors: Float16Array
   /** The mean of the `COMMON_ROWS` most frequent words' vectors. */
@@ -45,6 +45,8 @@ export interface GloveModel {
   readonly weights: Float32Array
   /** The SIF weight of a word the vectors lack: that of a word rarer than the rarest they hold. */
   readonly unknownWeight: number
+  /** The word scanner's memory and its memo of code points, reused from text to text. */
+  readonly ranges: WordRanges
 }
 
 /** The model the cache content makes, with SIF weights for `a`. */
@@ -58,7 +60,8 @@ export const gloveModel = (content: GloveCacheContent, a: number = SIF_A): Glove
     mean: content.mean,
     components: content.components,
     weights: weights.subarray(0, rows),
-    unknownWeight: weights[rows]!
+    unknownWeight: weights[rows]!,
+    ranges: new WordRanges()
   }
 }
 
@@ -83,7 +86,7 @@ export const convertVectors = (source: WordVectors, recipe: string): GloveCacheC
   // component i / 2, which was read before, so no second matrix is needed.
   const half = new Float16Array(vectors.buffer, vectors.byteOffset, vectors.length)
   for (let i = 0; i < vectors.length; i++) half[i] = vectors[i]!
-  return { recipe, dimensions, words: makeWordTable(source.words), vectors: half, mean, components }
+  return { recipe, dimensions, words: makeWordList(source.words), vectors: half, mean, components }
 }
 
 /**
@@ -196,12 +199,16 @@ export const gloveWords = (
     if (row >= 0) known(row)
     else if (word.length >= UNKNOWN_MIN_LENGTH && LETTER.test(word)) unknown(word)
   }
-  analyzeWords(text, (word) => {
-    const row = rowOfWord(model.words, word)
-    if (row >= 0) known(row)
-    else if (JOINERS.test(word)) for (const part of word.split(JOINERS)) visit(part)
-    else visit(word)
-  })
+  analyzeWords(
+    text,
+    (word) => {
+      const row = rowOfWord(model.words, word)
+      if (row >= 0) known(row)
+      else if (JOINERS.test(word)) for (const part of word.split(JOINERS)) visit(part)
+      else visit(word)
+    },
+    model.ranges
+  )
 }
 
 /**

@@ -3,7 +3,7 @@
  * with no parsing but the word list.
  */
 import { Result, Schema } from "effect"
-import { tableProblem, tableRows, type WordTable } from "./WordList.ts"
+import { tableProblem, tableRows, type WordList } from "./WordList.ts"
 
 /** The cache file is damaged, truncated or written by another version. */
 export class CacheInvalid extends Schema.TaggedError<CacheInvalid>()("CacheInvalid", {
@@ -20,7 +20,7 @@ export interface GloveCacheContent {
   readonly recipe: string
   readonly dimensions: number
   /** The words, row `r` the word of frequency rank `r` (0 the most frequent). */
-  readonly words: WordTable
+  readonly words: WordList
   /** `rows × dimensions` components, row by row, as half-precision floats. */
   readonly vectors: Float16Array
   readonly mean: Float64Array
@@ -118,7 +118,7 @@ export const decodeCache = (bytes: Uint8Array, recipe: string): Result.Result<Gl
   const directions = typed(directionsAt, vectorsAt, 8, (b, o) => new Float64Array(b, o, (1 + k) * dimensions))
   for (let i = 0; i < directions.length; i++)
     if (!Number.isFinite(directions[i]!)) return invalid("a number is not finite")
-  const words: WordTable = {
+  const words: WordList = {
     starts: typed(startsAt, slotsAt, 4, (b, o) => new Uint32Array(b, o, rows + 1)),
     slots: typed(slotsAt, unitsAt, 4, (b, o) => new Uint32Array(b, o, slotCount)),
     units: typed(unitsAt, bytes.length, 2, (b, o) => new Uint16Array(b, o, units))

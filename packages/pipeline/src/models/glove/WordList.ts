@@ -4,7 +4,7 @@
  */
 
 /** Words by row, and an open-addressing hash table from word to row. */
-export interface WordTable {
+export interface WordList {
   /** Row `r`'s word is `units[starts[r]] … units[starts[r + 1] - 1]` (UTF-16 code units); `rows + 1` entries. */
   readonly starts: Uint32Array
   readonly units: Uint16Array
@@ -20,13 +20,13 @@ export const wordHash = (word: string): number => {
 }
 
 /** How many rows the table holds. */
-export const tableRows = (table: WordTable): number => table.starts.length - 1
+export const tableRows = (table: WordList): number => table.starts.length - 1
 
 /**
  * The table of `words`, row `r` for `words[r]`, with at least twice as many slots as words (so probes stay short).
  * When a word repeats, lookups find its first row.
  */
-export const makeWordTable = (words: ReadonlyArray<string>): WordTable => {
+export const makeWordList = (words: ReadonlyArray<string>): WordList => {
   const starts = new Uint32Array(words.length + 1)
   for (let r = 0; r < words.length; r++) starts[r + 1] = starts[r]! + words[r]!.length
   const units = new Uint16Array(starts[words.length]!)
@@ -47,7 +47,7 @@ export const makeWordTable = (words: ReadonlyArray<string>): WordTable => {
   return table
 }
 
-const sameWord = (table: WordTable, row: number, word: string): boolean => {
+const sameWord = (table: WordList, row: number, word: string): boolean => {
   const start = table.starts[row]!
   if (table.starts[row + 1]! - start !== word.length) return false
   for (let i = 0; i < word.length; i++) if (table.units[start + i] !== word.charCodeAt(i)) return false
@@ -55,7 +55,7 @@ const sameWord = (table: WordTable, row: number, word: string): boolean => {
 }
 
 /** The row of `word`, or -1 when the table does not hold it. */
-export const rowOfWord = (table: WordTable, word: string): number => {
+export const rowOfWord = (table: WordList, word: string): number => {
   const mask = table.slots.length - 1
   for (let slot = wordHash(word) & mask; ; slot = (slot + 1) & mask) {
     const entry = table.slots[slot]!
@@ -65,7 +65,7 @@ export const rowOfWord = (table: WordTable, word: string): number => {
 }
 
 /** The word of `row`. */
-export const wordAt = (table: WordTable, row: number): string =>
+export const wordAt = (table: WordList, row: number): string =>
   String.fromCharCode(...table.units.subarray(table.starts[row]!, table.starts[row + 1]!))
 
 /**
@@ -73,7 +73,7 @@ export const wordAt = (table: WordTable, row: number): string =>
  * end at the number of units; a power-of-two slot count with at least one empty slot (so every probe ends); slots
  * that name rows that exist. A damaged file cannot then send a lookup out of bounds or into an endless loop.
  */
-export const tableProblem = (table: WordTable): string | undefined => {
+export const tableProblem = (table: WordList): string | undefined => {
   const { starts, units, slots } = table
   if (starts.length < 2 || starts[0] !== 0 || starts[starts.length - 1] !== units.length) {
     return "its word list does not add up"

@@ -74,7 +74,7 @@ export const rowOf = (
 }
 
 /** Documents read per statement when a snapshot loads: one page of rows is held at a time, never the whole index. */
-export const LOAD_PAGE = 1000
+const LOAD_PAGE = 1000
 
 /**
  * Loads the documents of `documents` that `where` selects into a snapshot, a page of rows at a time in id order, each
@@ -119,7 +119,7 @@ export const typed = <A>(
 ) => (value instanceof Uint8Array && value.byteLength % size === 0 ? view(value, size, make) : undefined)
 
 /** A loaded document from its row; `IndexCorrupt` (thrown) when a column is not what the writer wrote. */
-export const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc => {
+const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc => {
   const docId = row["doc_id"]
   const bad = (what: string) =>
     new IndexCorrupt({ location, detail: `the ${what} of document ${JSON.stringify(docId)} are unreadable` })

@@ -40,7 +40,7 @@ export const sqliteCode = (error: unknown): number | undefined => {
  * The store's error for what SQLite (or the system under it) threw while the store was `what` (say "opening"), with
  * the original kept as its cause.
  */
-export const sqliteError = (location: string, what: string, error: unknown): StoreError => {
+const sqliteError = (location: string, what: string, error: unknown): StoreError => {
   const cause = error
   switch (sqliteCode(error)) {
     case 5: // SQLITE_BUSY
@@ -83,7 +83,7 @@ export const sqlite = <A>(location: string, what: string, f: () => A): Effect.Ef
   Effect.try({ try: f, catch: (error) => sqliteError(location, what, error) })
 
 /** What tells a FuncPipe index of a layout this build reads from anything else. */
-export const fileMarks = (db: DatabaseSync) => ({
+const fileMarks = (db: DatabaseSync) => ({
   tables: (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n,
   appId: (db.prepare("PRAGMA application_id").get() as { application_id: number }).application_id,
   version: (db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version
@@ -121,10 +121,10 @@ export const closeConnection = (db: DatabaseSync) =>
   })
 
 /** SQLite's extended result code for a read-only connection that finds a rollback journal left by a stopped write. */
-export const SQLITE_READONLY_ROLLBACK = 776
+const SQLITE_READONLY_ROLLBACK = 776
 
 /** A read-only connection that has read the schema (the first read is where SQLite reports most problems). */
-export const openReadOnly = (location: string): DatabaseSync => {
+const openReadOnly = (location: string): DatabaseSync => {
   const db = new DatabaseSync(location, { readOnly: true, timeout: 2000 })
   try {
     db.prepare("SELECT count(*) FROM sqlite_master").get()
@@ -141,7 +141,7 @@ export const openReadOnly = (location: string): DatabaseSync => {
  * write can play back: one is opened for that, as SQLite would for any writer, and the file is then read as it was
  * before that write.
  */
-export const connectReadOnly = (location: string): DatabaseSync => {
+const connectReadOnly = (location: string): DatabaseSync => {
   try {
     return openReadOnly(location)
   } catch (error) {

@@ -52,10 +52,13 @@ interface Reading {
   readonly positions: number
 }
 
-/** The layout of the snapshot's segments: deletions and lengths (kept while the segments stay the same), and where a position is. */
+/**
+ * The layout of the snapshot's segments: deletions and lengths, and where a position is. The concatenated lengths and
+ * deletions depend only on the segments and their versions, so they are reused while those stay the same and a warm
+ * query does not copy them again.
+ */
 const layoutOf = (r: Reading) => {
   const { caches, corrupt, db, offsets, positions, segments, sqliteReads } = r
-  // stay the same, so a warm query does not copy them again.
   const signature = segments.map((g) => `${g.id}.${g.version}`).join(" ")
   if (caches.layout?.signature !== signature) {
     let deleted: Uint8Array | undefined
@@ -416,6 +419,7 @@ const documentReader = (r: Reading, bodyOf: ReturnType<typeof rowReader>["bodyOf
 /** Query filters over the documents' columns, read when a rule first needs them and kept per layout. */
 const filterReader = (r: Reading, signature: string) => {
   const { caches, corrupt, db, offsets, positions, segments } = r
+  // The documents with chunks, in id order, as query filters read them: their positions now, a column when a rule
   // first needs it (read in this snapshot's transaction, which sees the documents the table was made from).
   const DOCUMENTS_WITH_CHUNKS = "FROM documents WHERE chunks > 0 ORDER BY id"
   const tableFilter = (): TableFilter => {
@@ -480,7 +484,6 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       liveChunks += segment.live
       liveLength += segment.liveLength
     }
-    // The concatenated lengths and deletions depend only on the segments and their versions: reuse them while those
     const r: Reading = { location, corrupt, sqliteReads, db, caches, dimensions, segments, offsets, positions }
     const { deleted, layout, lengths, segmentAt, signature } = layoutOf(r)
     const postings = postingsReader(r)

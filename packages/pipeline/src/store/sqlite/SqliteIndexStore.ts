@@ -1,3 +1,8 @@
+/**
+ * The index as one SQLite file laid out for search: the store's layer, its pool of read-only connections, its version
+ * token and its write transactions. Documents and chunk text are rows; search data lives in immutable segments.
+ */
+
 import { existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
@@ -41,10 +46,6 @@ import { sqliteWriter } from "./Writer.ts"
  */
 export const layerSqlite = (file: string): Layer.Layer<IndexStore> => Layer.effect(IndexStore, makeSqliteStore(file))
 
-/**
- * The SQLite store over `file` (see `layerSqlite`). Its read-only connections live in a pool that the scope closes;
- * each read and each transaction holds its connection as a resource of its own.
- */
 /**
  * What readers cache of one build (generation) of the file: a function from a generation to its caches, keeping those
  * of the latest. Segment ids are unique within a generation and segments never change, so cached columns stay valid;
@@ -253,6 +254,10 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
   return transaction
 }
 
+/**
+ * The SQLite store over `file` (see `layerSqlite`). Its read-only connections live in a pool that the scope closes;
+ * each read and each transaction holds its connection as a resource of its own.
+ */
 export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
   const location = file
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })

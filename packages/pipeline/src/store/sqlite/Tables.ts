@@ -10,7 +10,7 @@ import { IndexCorrupt } from "../StoreErrors.ts"
 import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
-export const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
+const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
 
 /** The most chunks a segment of `dimensions`-component vectors holds. */
 export const maxChunksOf = (dimensions: number): number =>
@@ -33,7 +33,7 @@ export const PACK_CACHE_ENTRIES = 8
 export const SEGMENT_BUDGET_BYTES = 24 * 1024 * 1024
 export const SEGMENT_LIMIT_BYTES = 48 * 1024 * 1024
 
-export const decodeManifestJson = (json: string): Result.Result<IndexManifest, string> =>
+const decodeManifestJson = (json: string): Result.Result<IndexManifest, string> =>
   Result.mapError(Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))(json), (error) =>
     oneLine(error.message)
   )
@@ -43,7 +43,7 @@ export const decodeManifestJson = (json: string): Result.Result<IndexManifest, s
  * schema each time took ~50 µs of a warm query of ~0.5 ms; the stored text rarely changes, so the same text is
  * decoded once.
  */
-export let lastManifest: { readonly json: string; readonly decoded: Result.Result<IndexManifest, string> } | undefined
+let lastManifest: { readonly json: string; readonly decoded: Result.Result<IndexManifest, string> } | undefined
 export const decodeManifest = (json: string): Result.Result<IndexManifest, string> => {
   if (lastManifest?.json !== json) lastManifest = { json, decoded: decodeManifestJson(json) }
   return lastManifest.decoded
@@ -83,7 +83,7 @@ export const rootsIn = Effect.fnUntraced(function* (location: string, what: stri
   return parsed.success
 })
 
-export const decodeStoredDoc = Schema.decodeUnknownResult(StoredDoc)
+const decodeStoredDoc = Schema.decodeUnknownResult(StoredDoc)
 
 /** A `documents` row decoded as a `StoredDoc`, or why it breaks the rules. */
 export const storedDocOf = (row: Record<string, unknown>): Result.Result<StoredDoc, string> =>
@@ -190,7 +190,7 @@ export interface SegmentColumns {
  * Vectors are stored in blocks of about 512 KiB: a vector query reads every block, a result reads the one block that
  * holds its row. Block `b` of segment `s` is row `s · 2^20 + b` of the `vectors` table.
  */
-export const VECTOR_BLOCK_BYTES = 512 * 1024
+const VECTOR_BLOCK_BYTES = 512 * 1024
 export const blockRowsFor = (dimensions: number) => Math.max(1, Math.floor(VECTOR_BLOCK_BYTES / (8 * dimensions)))
 export const BLOCKS_PER_SEGMENT = 2 ** 20
 /** How many rows block `block` of a segment of `count` chunks holds (the last block may hold fewer). */
