@@ -87,7 +87,12 @@ describe("answers kept as a record", () => {
         ["index", `${dir}/no-such-folder`, ...ix],
         ["search", sample, "--query", "moon", "--chunk-size", "10", "--overlap", "10"],
         ["index", sample, ...ix, "--model", "no-such-model"],
-        ["status", "--index", `${dir}/missing/index.db`]
+        ["status", "--index", `${dir}/missing/index.db`],
+        // Results grouped by document, over chunks short enough that documents have several.
+        ["index", sample, "--index", `${dir}/short.db`, "--chunk-size", "60", "--overlap", "10"],
+        ["query", "polaris star", "--index", `${dir}/short.db`, "--top-k", "3", "--group", "doc"],
+        ["query", "polaris star", "--index", `${dir}/short.db`, "--top-k", "2", "--group", "doc", "--json"],
+        ["query", "polaris star", "--index", `${dir}/short.db`, "--group", "document"]
       ]
       const record: Array<string> = []
       for (const args of lines) record.push(normalize(yield* transcript(args), dir))

@@ -138,7 +138,7 @@ describe("funcpipe serve --cluster and query --shards", () => {
       const index = "postgres://nobody@127.0.0.1:1/none"
       const error = yield* Effect.flip(run(["query", "moon", "--shards", "2", "--explain", "--index", index]))
       assert.strictEqual(error._tag, "ShardedQueryUnsupported")
-      assert.match(error.message, /with --explain or --expand/)
+      assert.match(error.message, /with --explain, --expand or --group doc/)
     }).pipe(Effect.provide(TestLayer))
   )
 })

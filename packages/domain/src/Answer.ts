@@ -5,7 +5,7 @@
  */
 
 import { Schema } from "effect"
-import { FusionMethod, RetrievalMode } from "./Config.ts"
+import { FusionMethod, ResultGroup, RetrievalMode } from "./Config.ts"
 import type { IndexManifest } from "./Manifest.ts"
 import { isKeepAll, printRule } from "./Rule.ts"
 
@@ -54,6 +54,11 @@ export const QueryResult = Schema.Struct({
     Schema.Array(Span).annotate({
       description: "Spans of `text` (code points) whose words match the query's terms"
     })
+  ),
+  more_in_document: Schema.optionalKey(
+    Count.annotate({
+      description: 'With `group: "doc"`: how many more of this document\'s chunks matched besides the one shown'
+    })
   )
 }).annotate({ identifier: "QueryResult" })
 export type QueryResult = typeof QueryResult.Type
@@ -64,6 +69,9 @@ export const QueryResponse = Schema.Struct({
   top_k: Schema.Int,
   mode: RetrievalMode,
   model: Schema.String,
+  group: Schema.optionalKey(
+    ResultGroup.annotate({ description: "Present when results are documents (`doc`): one per document" })
+  ),
   results: Schema.Array(QueryResult)
 }).annotate({ identifier: "QueryResponse" })
 export type QueryResponse = typeof QueryResponse.Type
@@ -163,11 +171,15 @@ export interface AnswerView {
     readonly mode: RetrievalMode
     /** The query has words, but every one is a stop word, so lexical search had nothing to look for. */
     readonly stopWordsOnly: boolean
+    /** `doc` when each result stands for a document (absent: each result is a chunk). */
+    readonly group?: ResultGroup
   }
   readonly results: ReadonlyArray<AnswerResult>
   /** The titles of the results' documents, by doc id. */
   readonly titles: ReadonlyMap<string, string>
   readonly explanations: ReadonlyArray<AnswerExplanation> | undefined
+  /** With results grouped by document: how many more of each result's document's chunks matched. */
+  readonly more?: ReadonlyArray<number> | undefined
 }
 
 const explanationJson = (e: AnswerExplanation): Explanation => ({
@@ -190,6 +202,7 @@ export const answerJson = (
   top_k: answer.query.topK,
   mode: answer.query.mode,
   model: answer.manifest.model,
+  ...(answer.query.group === "doc" ? { group: "doc" as const } : {}),
   results: answer.results.map((r, i) => ({
     rank: r.rank,
     score: r.score,
@@ -199,7 +212,8 @@ export const answerJson = (
     end: r.chunk.end,
     text: r.chunk.text,
     ...(answer.explanations?.[i] === undefined ? {} : { explain: explanationJson(answer.explanations[i]) }),
-    ...(highlights?.[i] === undefined ? {} : { highlights: highlights[i] })
+    ...(highlights?.[i] === undefined ? {} : { highlights: highlights[i] }),
+    ...(answer.more?.[i] === undefined ? {} : { more_in_document: answer.more[i] })
   }))
 })
 

@@ -82,6 +82,13 @@ export const RetrievalMode = Schema.Literals(["vector", "lexical", "hybrid"])
 export type RetrievalMode = typeof RetrievalMode.Type
 
 /**
+ * What a result is: a chunk (the default, every chunk ranked on its own) or a document (`doc`: the best chunk of each
+ * document, with how many more of its chunks matched; the top k then counts documents).
+ */
+export const ResultGroup = Schema.Literals(["chunk", "doc"])
+export type ResultGroup = typeof ResultGroup.Type
+
+/**
  * How hybrid mode fuses its two rankings: `linear` adds the min-max normalised scores, weighted; `rrf` (reciprocal
  * rank fusion) adds weighted `1 / (60 + rank)`, using ranks only.
  */

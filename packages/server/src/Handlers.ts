@@ -103,6 +103,7 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
   Effect.map(
     querySnapshot(loaded.snapshot, location, request.text, request.top_k ?? DEFAULT_TOP_K, {
       ...(request.mode === undefined ? {} : { mode: request.mode }),
+      ...(request.group === undefined ? {} : { group: request.group }),
       ...(request.where === undefined ? {} : { where: request.where }),
       ...(request.expand === undefined ? {} : { expand: defaultExpansion(request.expand) }),
       fusion: FusionConfig.of(request.fusion, request.alpha),

@@ -59,6 +59,26 @@ describe("the API in process", () => {
     })
   )
 
+  it.effect("groups results by document when asked, as the query program does", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      yield* Effect.gen(function* () {
+        const client = yield* HttpApiTest.groups(FuncPipeApi, ["search"])
+        const answer = yield* client.search.query({ payload: { text: "Saturn moons", top_k: 2, group: "doc" } })
+        const direct = yield* queryIndex("Saturn moons", 2, { group: "doc" })
+        assert.deepStrictEqual(answer, answerJson(direct))
+        assert.strictEqual(answer.group, "doc")
+        assert.deepStrictEqual(
+          answer.results.map((r) => r.more_in_document),
+          direct.more
+        )
+        const ungrouped = yield* client.search.query({ payload: { text: "Saturn moons", top_k: 2 } })
+        assert.notProperty(ungrouped, "group")
+        assert.notProperty(ungrouped.results[0]!, "more_in_document")
+      }).pipe(Effect.provide(inProcess(file)))
+    })
+  )
+
   it.effect("filters with where and fuses as fusion and alpha say", () =>
     Effect.gen(function* () {
       const file = yield* fixtureIndex

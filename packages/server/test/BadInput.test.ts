@@ -55,6 +55,7 @@ describe("bad input", () => {
           [{ text: "   " }, "text", /blank/],
           [{ top_k: 3 }, "text", /Missing key/],
           [{ text: "moon", mode: "fuzzy" }, "mode", /vector.*lexical.*hybrid/],
+          [{ text: "moon", group: "document" }, "group", /chunk.*doc/],
           [{ text: "moon", b: 2 }, "b", /between 0 and 1/],
           [{ text: "moon", where: "title ^^ y" }, "where", /column \d+/],
           [{ text: "moon", fusion: "max" }, "fusion", /linear.*rrf/],

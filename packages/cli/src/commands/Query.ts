@@ -56,8 +56,8 @@ const queryCluster = Effect.fn("query.cluster")(function* (
   if (!isPostgresUrl(input.index)) {
     return yield* new ShardedQueryUnsupported({ reason: "without a postgres:// --index" })
   }
-  if (options.explain || options.expand !== undefined) {
-    return yield* new ShardedQueryUnsupported({ reason: "with --explain or --expand" })
+  if (options.explain || options.expand !== undefined || options.group === "doc") {
+    return yield* new ShardedQueryUnsupported({ reason: "with --explain, --expand or --group doc" })
   }
   const { layerEntry } = yield* Effect.promise(() => import("@funcpipe/server/Cluster"))
   const { queryShards } = yield* Effect.promise(() => import("@funcpipe/pipeline/programs/ShardedQuery"))

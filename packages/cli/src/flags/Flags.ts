@@ -11,6 +11,7 @@ import {
   FusionMethod,
   K1,
   Overlap,
+  ResultGroup,
   RetrievalMode,
   Stemmer,
   StopWords,
@@ -200,12 +201,20 @@ export const rankingFlags = {
   )
 }
 
-/** The ranking flags and `--explain`: how a query is answered and shown. */
+/** The ranking flags, `--explain` and `--group`: how a query is answered and shown. */
 export const queryFlags = {
   ...rankingFlags,
   explain: Flag.Boolean("explain").pipe(
     Flag.withDescription("Show each result's score breakdown: BM25 per term, vector score, fused ranks"),
     Flag.withDefault(false)
+  ),
+  group: Flag.Literals("group", ResultGroup.literals).pipe(
+    Flag.withMetavar("GROUP"),
+    Flag.withDescription(
+      "chunk (each chunk ranked on its own; the default) or doc (one result per document: its best chunk, and how " +
+        "many more of its chunks matched; --top-k then counts documents)"
+    ),
+    Flag.withDefault("chunk" as const)
   )
 }
 
@@ -213,6 +222,7 @@ export const queryFlags = {
 export const queryOptionsFrom = (flags: {
   readonly mode: Option.Option<RetrievalMode>
   readonly explain?: boolean
+  readonly group?: ResultGroup
   readonly k1: K1
   readonly b: B
   readonly fusion: FusionMethod
@@ -222,6 +232,7 @@ export const queryOptionsFrom = (flags: {
   ...(Option.isSome(flags.expand) ? { expand: defaultExpansion(flags.expand.value) } : {}),
   ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
   explain: flags.explain === true,
+  ...(flags.group === "doc" ? { group: flags.group } : {}),
   bm25: new Bm25Params({ k1: flags.k1, b: flags.b }),
   fusion: FusionConfig.of(flags.fusion, Option.getOrUndefined(flags.alpha))
 })

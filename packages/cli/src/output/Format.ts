@@ -221,6 +221,10 @@ const titleOf = (answer: AnswerView, docId: string): string => {
   return ` "${points.length > 60 ? `${points.slice(0, 59).join("")}…` : title}"`
 }
 
+/** With results grouped by document: how many more of the document's chunks matched, on an indented line. */
+const moreLines = (more: number | undefined): ReadonlyArray<string> =>
+  more === undefined || more === 0 ? [] : [`     also in this document: ${plural(more, "more passage")}`]
+
 /** Human-readable results: rank, score, doc id, title, span and text, one result per line (plus explanations). */
 export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
   answer.results.length === 0
@@ -228,6 +232,7 @@ export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
     : answer.results.flatMap((r, i) => [
         `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
           `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
+        ...moreLines(answer.more?.[i]),
         ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
       ])
 

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BatchResponse, DocumentResponse, QueryResponse, StatusResponse } from "../Answer.ts"
-import { Alpha, B, FusionMethod, K1, RetrievalMode } from "../Config.ts"
+import { Alpha, B, FusionMethod, K1, ResultGroup, RetrievalMode } from "../Config.ts"
 import { RuleFromText } from "../RuleParser.ts"
 import { hasNonWhitespace } from "../Whitespace.ts"
 
@@ -48,6 +48,13 @@ export const QueryRequest = Schema.Struct({
     })
   ),
   explain: Schema.optionalKey(Schema.Boolean.annotate({ description: "Add each result's score breakdown" })),
+  group: Schema.optionalKey(
+    ResultGroup.annotate({
+      description:
+        "chunk (the default: each chunk ranked on its own) or doc (the best chunk of each document, with how many " +
+        "more of its chunks matched; top_k then counts documents)"
+    })
+  ),
   k1: Schema.optionalKey(K1.annotate({ description: "BM25 term-frequency saturation (default 0.9)" })),
   b: Schema.optionalKey(B.annotate({ description: "BM25 length normalisation, 0 to 1 (default 0.4)" })),
   fusion: Schema.optionalKey(

@@ -1,7 +1,7 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
 
 import { Chunk } from "@funcpipe/domain/Chunk"
-import { Bm25Params, type FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
+import { Bm25Params, type FusionConfig, type ResultGroup, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
@@ -10,7 +10,14 @@ import { Effect, Option, Path, Result, Schema } from "effect"
 import { analyze, analyzeWords } from "../analysis/Analyzer.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { squaredNorm } from "../search/Cosine.ts"
-import { defaultMode, type Explanation, FUSION_DEPTH, scoreQuery, topChunksOf } from "../search/Engine.ts"
+import {
+  defaultMode,
+  type Explanation,
+  FUSION_DEPTH,
+  scoreQuery,
+  topChunksOf,
+  topDocumentsWithMore
+} from "../search/Engine.ts"
 import { type ExpansionConfig, expandQuery } from "../search/Expansion.ts"
 import { prepareQuery } from "../search/Query.ts"
 import {
@@ -63,6 +70,8 @@ export interface QueryOptions {
    * those chunks; BM25's statistics stay those of the whole index.
    */
   readonly where?: Rule
+  /** `doc`: one result per document, its best chunk, with how many more of its chunks matched (default `chunk`). */
+  readonly group?: ResultGroup
   /**
    * Expand the query's terms from its best first-pass chunks (pseudo-relevance feedback; with `where`, the best of the
    * chunks it allows); off by default.
@@ -226,9 +235,11 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
           expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
         )
   const query = { terms: scoredTerms, vector: embedding?.vector }
-  const { scored, tops } = yield* readSnapshot(location, () => {
+  const { more, scored, tops } = yield* readSnapshot(location, () => {
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
-    return { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query) }
+    return options.group === "doc"
+      ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
+      : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
   })
   /** The titles of the results' documents, by doc id. */
   const titles = new Map<string, string>()
@@ -247,7 +258,8 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     topK: prepared.topK,
     mode,
     terms,
-    stopWordsOnly: stopWordsOnly(prepared.text, terms)
+    stopWordsOnly: stopWordsOnly(prepared.text, terms),
+    ...(options.group === "doc" ? { group: options.group } : {})
   }
-  return { manifest, query: asked, results, titles, explanations } as const
+  return { manifest, query: asked, results, titles, explanations, more } as const
 })

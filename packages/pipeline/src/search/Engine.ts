@@ -181,6 +181,22 @@ export const topDocumentsOfView = (view: IndexView, scored: Scored, k: number): 
 }
 
 /**
+ * `topDocumentsOfView`, with how many more of each result document's chunks were candidates besides the one shown
+ * (in lexical mode: its other chunks that hold a query term; in vector mode: all its other chunks).
+ */
+export const topDocumentsWithMore = (
+  view: IndexView,
+  scored: Scored,
+  k: number
+): { readonly tops: Array<Top>; readonly more: Array<number> } => {
+  const documents = view.documents()
+  const { count, docOf } = documents
+  const counts = new Int32Array(count)
+  const tops = topDocumentsOf(scored.candidates, k, documentTies(documents), (p) => docOf[p]!, count, counts)
+  return { tops, more: tops.map((top) => counts[docOf[top.position]!]! - 1) }
+}
+
+/**
  * The best mode for an index's model: `local-sha256` vectors only match identical text, so its indexes answer
  * lexically (BM25); a real embedding model's indexes fuse both rankings.
  */

@@ -150,19 +150,21 @@ export const topOf = (candidates: Candidates, k: number, tie: TieOrder): Array<T
 /**
  * The best `k` documents, each ranked by its best chunk (the first of its chunks in the ranking order), in the ranking
  * order of those best chunks; `docOf` numbers each position's document from 0 to `documents - 1`. Returns the best
- * chunk of each document.
+ * chunk of each document. With `counts` (one slot per document), each document's slot counts its candidates.
  */
 export const topDocumentsOf = (
   candidates: Candidates,
   k: number,
   tie: TieOrder,
   docOf: (position: number) => number,
-  documents: number
+  documents: number,
+  counts?: Int32Array
 ): Array<Top> => {
   const bestPosition = new Int32Array(documents).fill(-1)
   const bestScore = new Float64Array(documents)
   candidates((position, score) => {
     const doc = docOf(position)
+    if (counts !== undefined) counts[doc]!++
     const current = bestPosition[doc]!
     if (current < 0 || compare(tie, position, score, current, bestScore[doc]!) < 0) {
       bestPosition[doc] = position
