@@ -10,6 +10,7 @@ export const searchPage = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>FuncPipe search</title>
+<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%232563eb'/%3E%3Cpath d='M4 4h8M4 8h6M4 12h4' stroke='white' stroke-width='2'/%3E%3C/svg%3E">
 <style>
   :root { color-scheme: light dark; --muted: #6b7280; --line: #d1d5db; --mark: #fde68a; --accent: #2563eb; }
   * { box-sizing: border-box; }
@@ -32,6 +33,11 @@ export const searchPage = `<!doctype html>
   .meta { display: flex; gap: 1rem; flex-wrap: wrap; font-size: .85rem; color: var(--muted); }
   .rank { font-weight: 600; color: inherit; }
   .doc { font-family: ui-monospace, monospace; }
+  .title { font-weight: 600; color: inherit; }
+  .more { border: none; background: none; color: var(--accent); padding: 0; font-size: .85rem; cursor: pointer; }
+  .more-list { list-style: none; margin: .25rem 0 0 1rem; padding: 0 0 0 .75rem; border-left: 2px solid var(--line); }
+  .more-list li { padding: .35rem 0; }
+  #group-label { flex-direction: row; align-items: center; gap: .35rem; font-size: .9rem; }
   .text { margin: .35rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
   mark { background: var(--mark); color: black; padding: 0 .1em; border-radius: .15em; }
   details summary { cursor: pointer; color: var(--accent); font-size: .85rem; }
@@ -57,6 +63,7 @@ export const searchPage = `<!doctype html>
     <option value="hybrid">hybrid</option>
   </select></label>
   <label>Top k<input id="topk" name="topk" type="number" min="1" max="1000" value="5"></label>
+  <label id="group-label"><input id="group" name="group" type="checkbox">one per document</label>
   <button type="submit">Search</button>
 </form>
 <div id="message" role="status"></div>
@@ -126,19 +133,72 @@ const show = (answer) => {
   $("message").textContent = answer.results.length === 0
     ? "No results in " + answer.mode + " mode."
     : answer.results.length + " result" + (answer.results.length === 1 ? "" : "s") + " in " + answer.mode + " mode for “" + answer.query + "”"
-  for (const r of answer.results) {
-    const meta = el("div", { className: "meta" }, [
-      el("span", { className: "rank", textContent: "#" + r.rank }),
-      el("span", { className: "score", textContent: "score " + r.score.toFixed(6) }),
-      el("span", { className: "doc", textContent: r.doc_id }),
-      el("span", { className: "span", textContent: "[" + r.start + ", " + r.end + ")" })
-    ])
-    const text = el("div", { className: "text" }, marked(r.text, r.highlights))
-    list.append(el("li", { className: "result" }, [meta, text, ...(r.explain ? [explainView(r.explain)] : [])]))
-  }
+  for (const r of answer.results) list.append(resultView(answer, r))
+}
+
+/** One result: its rank, score, title, doc id and span, the passage with its matches marked, and what else is there. */
+const resultView = (answer, r) => {
+  const meta = el("div", { className: "meta" }, [
+    el("span", { className: "rank", textContent: "#" + r.rank }),
+    el("span", { className: "score", textContent: "score " + r.score.toFixed(6) }),
+    ...(r.title ? [el("span", { className: "title", textContent: r.title, dir: "auto" })] : []),
+    el("span", { className: "doc", textContent: r.doc_id, dir: "auto" }),
+    el("span", { className: "span", textContent: "[" + r.start + ", " + r.end + ")" })
+  ])
+  const text = el("div", { className: "text", dir: "auto" }, marked(r.text, r.highlights))
+  const more = r.more_in_document ? [moreView(answer, r)] : []
+  return el("li", { className: "result" }, [meta, text, ...more, ...(r.explain ? [explainView(r.explain)] : [])])
+}
+
+/** A value as a rule's double-quoted text, in which only a quote and a backslash are escaped (each by a backslash). */
+const ruleText = (value) => {
+  const backslash = String.fromCharCode(92)
+  return '"' + value.replaceAll(backslash, backslash + backslash).replaceAll('"', backslash + '"') + '"'
+}
+
+/**
+ * "Also in this document": a button that shows, in place, the document's other matching passages, in their ranking
+ * order (the same query, searched in that document alone).
+ */
+const moreView = (answer, r) => {
+  const count = r.more_in_document
+  const button = el("button", {
+    type: "button",
+    className: "more",
+    textContent: "also in this document: " + count + " more passage" + (count === 1 ? "" : "s")
+  })
+  const box = el("div", {}, [button])
+  button.addEventListener("click", () => {
+    button.disabled = true
+    const body = {
+      text: answer.query,
+      mode: answer.mode,
+      top_k: count + 1,
+      highlight: true,
+      where: "doc_id = " + ruleText(r.doc_id)
+    }
+    call("POST", "/v1/query", body).then((found) => {
+      const others = found.results.filter((o) => o.start !== r.start || o.end !== r.end)
+      const items = others.map((o) =>
+        el("li", {}, [
+          el("div", { className: "meta" }, [
+            el("span", { className: "score", textContent: "score " + o.score.toFixed(6) }),
+            el("span", { className: "span", textContent: "[" + o.start + ", " + o.end + ")" })
+          ]),
+          el("div", { className: "text", dir: "auto" }, marked(o.text, o.highlights))
+        ])
+      )
+      box.replaceChildren(el("ol", { className: "more-list" }, items))
+    }, (error) => {
+      button.disabled = false
+      box.replaceChildren(button, el("div", { className: "text", textContent: error.message }))
+    })
+  })
+  return box
 }
 
 const fail = (error) => {
+  $("results").replaceChildren()
   $("message").className = "error"
   $("message").textContent = error.message
 }
@@ -154,8 +214,17 @@ $("search").addEventListener("submit", (event) => {
   event.preventDefault()
   const body = { text: $("q").value, top_k: Number($("topk").value) || 5, explain: true, highlight: true }
   if ($("mode").value) body.mode = $("mode").value
+  if ($("group").checked) body.group = "doc"
   $("message").textContent = "searching…"
   call("POST", "/v1/query", body).then(show, fail)
+})
+
+// Enter submits from every field of the form, the mode's list included.
+$("search").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && event.target instanceof HTMLSelectElement) {
+    event.preventDefault()
+    $("search").requestSubmit()
+  }
 })
 
 $("token-save").addEventListener("click", () => {

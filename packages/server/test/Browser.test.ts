@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { chromium } from "playwright-core"
-import { baseUrl, fixtureIndex, serverOver } from "./Fixture.ts"
+import { baseUrl, fixtureIndex, serverOver, shortChunkIndex } from "./Fixture.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
 const ARTIFACTS = fileURLToPath(new URL("../../../build/artifacts/", import.meta.url))
@@ -71,6 +71,69 @@ describe("the search page", () => {
           assert.deepStrictEqual(elsewhere, [])
         }).pipe(Effect.provide(serverOver(file)))
         // A budget, not a measure: starting Chromium on a busy 2-core machine can take most of half a minute.
+      }),
+    120_000
+  )
+
+  it.effect.skipIf(!runs)(
+    "shows one result per document with its title, expands the document's other passages in place, and clears old " +
+      "results on an error",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* shortChunkIndex
+        yield* Effect.gen(function* () {
+          const url = yield* baseUrl
+          const browser = yield* Effect.acquireRelease(
+            Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] })),
+            (browser) => Effect.promise(() => browser.close())
+          )
+          const page = yield* Effect.promise(() => browser.newPage({ viewport: { width: 1000, height: 900 } }))
+          const found = yield* Effect.promise(async () => {
+            await page.goto(`${url}/`)
+            await page.getByText("3 documents").waitFor()
+            await page.fill("#q", "polaris stars")
+            await page.check("#group")
+            // Enter in the mode's list submits, as in any other field.
+            await page.selectOption("#mode", "lexical")
+            await page.press("#mode", "Enter")
+            const first = page.locator("li.result").first()
+            await first.waitFor()
+            const grouped = {
+              docs: await page.locator("li.result .doc").allTextContents(),
+              titles: await page.locator("li.result .title").allTextContents(),
+              more: await first.locator("button.more").textContent(),
+              dir: await first.locator(".text").first().getAttribute("dir")
+            }
+            await first.locator("button.more").click()
+            await first.locator(".more-list li").first().waitFor()
+            const expanded = await first.locator(".more-list li .span").allTextContents()
+            mkdirSync(ARTIFACTS, { recursive: true })
+            await page.screenshot({ path: `${ARTIFACTS}search-page-grouped.png`, fullPage: true })
+            // A failing search leaves no results of the previous one on the page (the server's answer is replaced by an
+            // error, as when the index has gone away).
+            await page.route("**/v1/query", (route) =>
+              route.fulfill({
+                status: 503,
+                contentType: "application/json",
+                body: JSON.stringify({ _tag: "IndexUnavailable", message: "there is no index to answer from" })
+              })
+            )
+            await page.fill("#q", "polaris")
+            await page.click("button[type=submit]")
+            await page.locator("#message.error").waitFor()
+            const afterError = await page.locator("li.result").count()
+            const favicon = await page.locator("link[rel=icon]").count()
+            return { ...grouped, expanded, afterError, favicon }
+          })
+          assert.deepStrictEqual(found.docs, ["polaris.md", "orion.md"])
+          assert.deepStrictEqual(found.titles, ["Finding Polaris", "Orion"])
+          assert.match(found.more ?? "", /^also in this document: \d+ more passages?$/)
+          const more = Number(/(\d+) more/.exec(found.more ?? "")![1])
+          assert.strictEqual(found.expanded.length, more)
+          assert.strictEqual(found.dir, "auto")
+          assert.strictEqual(found.afterError, 0)
+          assert.strictEqual(found.favicon, 1)
+        }).pipe(Effect.provide(serverOver(file)))
       }),
     120_000
   )

@@ -1,9 +1,11 @@
 /** Test fixtures: a small index in a temporary folder, and a server over it on a free loopback port. */
 import { NodeServices } from "@effect/platform-node"
-import { DEFAULT_MAX_BODY_BYTES } from "@funcpipe/domain/Config"
+import { ChunkerConfig, ChunkSize, DEFAULT_MAX_BODY_BYTES, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
+import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import { Effect, FileSystem, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServer } from "effect/http"
@@ -42,6 +44,36 @@ export const fixtureIndex = Effect.gen(function* () {
   const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-server-" })
   const file = `${dir}/index.db`
   yield* writeDocs(file, DOCS)
+  return file
+}).pipe(Effect.provide(NodeServices.layer))
+
+/**
+ * A temporary folder's index of a few notes cut into chunks of 40 code points, so that a document has several; the
+ * folder goes with the scope.
+ */
+export const shortChunkIndex = Effect.gen(function* () {
+  const fs = yield* FileSystem.FileSystem
+  const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-server-short-" })
+  yield* fs.makeDirectory(`${dir}/notes`)
+  yield* fs.writeFileString(
+    `${dir}/notes/polaris.md`,
+    "# Finding Polaris\nFollow the two end stars of the Big Dipper's bowl upward to find Polaris, the North Star. " +
+      "Polaris barely moves during the night, which makes it a guide to true north.\n"
+  )
+  yield* fs.writeFileString(
+    `${dir}/notes/orion.md`,
+    "# Orion\nThree bright stars in a row form the hunter's belt; Betelgeuse glows red at his shoulder.\n"
+  )
+  yield* fs.writeFileString(`${dir}/notes/bread.md`, "# Bread\nLet the dough rise slowly in a cool kitchen.\n")
+  const file = `${dir}/index.db`
+  const chunker = new ChunkerConfig({
+    chunkSize: ChunkSize.make(40),
+    overlap: Overlap.make(0),
+    tailPolicy: "emit_short"
+  })
+  yield* indexPaths([`${dir}/notes`], { chunker }).pipe(
+    Effect.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, DocumentSource.layer))
+  )
   return file
 }).pipe(Effect.provide(NodeServices.layer))
 
