@@ -18,6 +18,7 @@ import { main } from "./Cli.ts"
 import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./output/Progress.ts"
 import { presenter, reportFailure } from "./output/Report.ts"
+import { ResultTerminal, terminalStyleOf } from "./output/Terminal.ts"
 
 // A progress bar only when a person watches stderr; never in pipes or files.
 const ProgressLayer = process.stderr.isTTY
@@ -74,7 +75,12 @@ const ChildProcessLayer = Layer.effect(
   })
 )
 
+// Results for a person when stdout is a terminal: passages of its width, matched words in bold.
+const terminal = terminalStyleOf(process.stdout.isTTY === true, process.stdout.columns, process.env)
+const TerminalLayer = terminal === undefined ? Layer.empty : Layer.succeed(ResultTerminal, terminal)
+
 const MainLayer = Layer.mergeAll(
+  TerminalLayer,
   PreparerLayer,
   DocumentSource.layer,
   Models.layer.pipe(Layer.provide(HttpClientLayer)),

@@ -20,6 +20,7 @@ import {
 } from "../flags/Flags.ts"
 import { eitherText, queryFlag, queryText, STDIN_HINT } from "../flags/QueryText.ts"
 import { resultLines, resultsJson } from "../output/Format.ts"
+import { ResultTerminal, terminalViewOf } from "../output/Terminal.ts"
 
 /** `--top-k N`, default `DEFAULT_TOP_K`. */
 export const topK = Flag.Int("top-k").pipe(
@@ -100,7 +101,12 @@ export const query = Command.make(
       : yield* queryIndex(text, input.topK, options).pipe(
           Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
         )
-    yield* Console.log(input.json ? resultsJson(answer) : resultLines(answer).join("\n"))
+    const terminal = yield* ResultTerminal
+    yield* Console.log(
+      input.json
+        ? resultsJson(answer)
+        : resultLines(answer, terminal === undefined ? undefined : terminalViewOf(terminal, answer)).join("\n")
+    )
   })
 ).pipe(
   Command.withDescription("Print the indexed chunks that best match a query"),

@@ -19,6 +19,7 @@ import {
 } from "../flags/Flags.ts"
 import { queryFlag, queryText } from "../flags/QueryText.ts"
 import { resultLines, searchJson, searchSummaryLine, skipLines } from "../output/Format.ts"
+import { ResultTerminal, terminalViewOf } from "../output/Terminal.ts"
 import { topK } from "./Query.ts"
 
 export const paths = Argument.String("paths").pipe(
@@ -52,7 +53,12 @@ export const search = Command.make(
     }).pipe(Effect.provide(modelLayer(input)))
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))
-    yield* Console.log(input.json ? searchJson(answer, answer.report) : resultLines(answer).join("\n"))
+    const terminal = yield* ResultTerminal
+    yield* Console.log(
+      input.json
+        ? searchJson(answer, answer.report)
+        : resultLines(answer, terminal === undefined ? undefined : terminalViewOf(terminal, answer)).join("\n")
+    )
   })
 ).pipe(
   Command.withDescription(

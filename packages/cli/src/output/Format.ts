@@ -3,10 +3,12 @@ import { type AnswerExplanation, type AnswerView, answerJson, manifestJson } fro
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
+import { passageOf } from "@funcpipe/pipeline/analysis/Passage"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
 import { Schema } from "effect"
+import type { TerminalView } from "./Terminal.ts"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
@@ -183,6 +185,33 @@ const oneLine = (text: string): string => {
   return points.length > 160 ? `${points.slice(0, 159).join("")}…` : points.join("")
 }
 
+const BOLD = "\u001b[1m"
+const NORMAL = "\u001b[22m"
+
+/**
+ * A passage of a chunk's text for a terminal line with `room` columns left: the part that shows the most of its
+ * matched `spans` (code points), cut at word boundaries, `…` where text is left out, matched words in bold if asked.
+ */
+const passageLine = (
+  text: string,
+  spans: ReadonlyArray<readonly [number, number]>,
+  weights: ReadonlyArray<number>,
+  room: number,
+  bold: boolean
+): string => {
+  // One space per line break or tab, so that code point offsets stay as they are.
+  const points = Array.from(text.replace(/[\r\n\t]/g, " "))
+  const passage = passageOf(points, spans, Math.max(20, room - 2), weights)
+  let out = passage.start > 0 ? "…" : ""
+  let at = passage.start
+  for (const [start, end] of passage.spans) {
+    const word = points.slice(passage.start + start, passage.start + end).join("")
+    out += points.slice(at, passage.start + start).join("") + (bold ? `${BOLD}${word}${NORMAL}` : word)
+    at = passage.start + end
+  }
+  return `${out}${points.slice(at, passage.end).join("")}${passage.end < points.length ? "…" : ""}`
+}
+
 const num = (x: number) => Number(x.toPrecision(6)).toString()
 
 /** An explanation on indented lines under its result. */
@@ -225,16 +254,31 @@ const titleOf = (answer: AnswerView, docId: string): string => {
 const moreLines = (more: number | undefined): ReadonlyArray<string> =>
   more === undefined || more === 0 ? [] : [`     also in this document: ${plural(more, "more passage")}`]
 
-/** Human-readable results: rank, score, doc id, title, span and text, one result per line (plus explanations). */
-export const resultLines = (answer: AnswerView): ReadonlyArray<string> =>
+/**
+ * Human-readable results: rank, score, doc id, title, span and text, one result per line (plus explanations). On a
+ * `terminal`, the text is a passage as wide as the terminal around the matches, which are shown in bold.
+ */
+export const resultLines = (answer: AnswerView, terminal?: TerminalView): ReadonlyArray<string> =>
   answer.results.length === 0
     ? [noResultsLine(answer.query)]
-    : answer.results.flatMap((r, i) => [
-        `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  ` +
-          `[${r.chunk.start}, ${r.chunk.end})  ${oneLine(r.chunk.text)}`,
-        ...moreLines(answer.more?.[i]),
-        ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
-      ])
+    : answer.results.flatMap((r, i) => {
+        const head = `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  [${r.chunk.start}, ${r.chunk.end})  `
+        const text =
+          terminal === undefined
+            ? oneLine(r.chunk.text)
+            : passageLine(
+                r.chunk.text,
+                terminal.spans[i] ?? [],
+                terminal.weights[i] ?? [],
+                terminal.style.columns - Array.from(head).length,
+                terminal.style.bold
+              )
+        return [
+          `${head}${text}`,
+          ...moreLines(answer.more?.[i]),
+          ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
+        ]
+      })
 
 /** The `--json` form of an answer: the HTTP API's answer shape, stable keys, documented in docs/cli.md. */
 export const resultsJson = (answer: AnswerView): string => JSON.stringify(answerJson(answer))
