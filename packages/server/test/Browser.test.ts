@@ -17,6 +17,16 @@ const ARTIFACTS = fileURLToPath(new URL("../../../build/artifacts/", import.meta
 // CI installs Chromium (.ci/run) and must run this test; elsewhere it is skipped when Chromium is not installed.
 const runs = existsSync(CHROMIUM) || process.env["CI"] !== undefined
 
+/** A page of a headless Chromium, 1000 pixels wide and `height` high, closed with the scope. */
+const browserPage = (height: number) =>
+  Effect.gen(function* () {
+    const browser = yield* Effect.acquireRelease(
+      Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] })),
+      (browser) => Effect.promise(() => browser.close())
+    )
+    return yield* Effect.promise(() => browser.newPage({ viewport: { width: 1000, height } }))
+  })
+
 describe("the search page", () => {
   it.effect.skipIf(!runs)(
     "answers a query typed into it, highlights the matches and explains the score",
@@ -25,11 +35,7 @@ describe("the search page", () => {
         const file = yield* fixtureIndex
         yield* Effect.gen(function* () {
           const url = yield* baseUrl
-          const browser = yield* Effect.acquireRelease(
-            Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] })),
-            (browser) => Effect.promise(() => browser.close())
-          )
-          const page = yield* Effect.promise(() => browser.newPage({ viewport: { width: 1000, height: 800 } }))
+          const page = yield* browserPage(800)
           // The page may only talk to this server: no CDN, nothing from elsewhere.
           const elsewhere: Array<string> = []
           page.on("request", (request) => {
@@ -83,11 +89,7 @@ describe("the search page", () => {
         const file = yield* shortChunkIndex
         yield* Effect.gen(function* () {
           const url = yield* baseUrl
-          const browser = yield* Effect.acquireRelease(
-            Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] })),
-            (browser) => Effect.promise(() => browser.close())
-          )
-          const page = yield* Effect.promise(() => browser.newPage({ viewport: { width: 1000, height: 900 } }))
+          const page = yield* browserPage(900)
           const found = yield* Effect.promise(async () => {
             await page.goto(`${url}/`)
             await page.getByText("3 documents").waitFor()
