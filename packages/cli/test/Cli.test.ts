@@ -21,8 +21,10 @@ describe("funcpipe search", () => {
       yield* run(["search", sample, "--query", voyager, "--mode", "vector"])
       const lines = yield* TestConsole.logLines
       const out = String(lines[0]).split("\n")
-      assert.strictEqual(out.length, 3)
-      assert.match(out[0]!, /^1\. 1\.000000 {2}voyager-1 "Voyager 1" {2}\[0, 90\) {2}launched in 1977, voyager 1 flew/)
+      // Three results, the Markdown ones with the heading they are under on a line of their own.
+      const results = out.filter((line) => !line.startsWith("     in "))
+      assert.strictEqual(results.length, 3)
+      assert.match(out[0]!, /^1\. 1\.000000 {2}voyager-1 "Voyager 1" {2}\[0, 90\) {2}Launched in 1977, Voyager 1 flew/)
       assert.match(out[1]!, /^2\. 0\.\d{6} {2}\S+( "[^"]+")? {2}\[\d+, \d+\) {2}/)
       const errors = yield* TestConsole.errorLines
       assert.deepStrictEqual(errors, ["indexed 17 documents into 17 chunks in memory, 0 skipped (0.0 s)"])
@@ -76,9 +78,15 @@ describe("funcpipe search", () => {
         "start",
         "end",
         "text",
+        "passage",
+        "section",
         "explain"
       ])
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
+      // The cleaned text as indexed, and the passage as the document has it.
+      assert.strictEqual(parsed.results[0].text, voyager.toLowerCase())
+      assert.strictEqual(parsed.results[0].passage, voyager)
+      assert.deepStrictEqual(parsed.results[0].section, [])
       assert.strictEqual(parsed.results[0].title, "Voyager 1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
     }).pipe(Effect.provide(TestLayer))
@@ -144,7 +152,7 @@ describe("funcpipe search", () => {
       ])
       assert.match(
         String((yield* TestConsole.logLines)[0]).split("\n")[0]!,
-        /^1\. 1\.000000 {2}voyager-1 "Voyager 1" {2}\[0, 11\) {2}launched in$/
+        /^1\. 1\.000000 {2}voyager-1 "Voyager 1" {2}\[0, 11\) {2}Launched in$/
       )
     }).pipe(Effect.provide(TestLayer))
   )

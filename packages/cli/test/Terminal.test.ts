@@ -26,7 +26,7 @@ const MOON =
   "back. It is about 384,000 km away."
 
 /** Indexes the note and answers `query` with the given terminal (none: plain output); returns the first line. */
-const firstLine = (query: string, terminal: Layer.Layer<never>) =>
+const firstLine = (query: string, terminal: Layer.Layer<never>, flags: ReadonlyArray<string> = []) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-terminal-" })
@@ -34,8 +34,8 @@ const firstLine = (query: string, terminal: Layer.Layer<never>) =>
     yield* fs.writeFileString(`${dir}/sky/moon.md`, MOON)
     yield* run(["index", `${dir}/sky`, "--index", `${dir}/index.db`])
     const before = (yield* TestConsole.logLines).length
-    yield* run(["query", query, "--index", `${dir}/index.db`]).pipe(Effect.provide(terminal))
-    return String((yield* TestConsole.logLines).slice(before)[0])
+    yield* run(["query", query, "--index", `${dir}/index.db`, ...flags]).pipe(Effect.provide(terminal))
+    return String((yield* TestConsole.logLines).slice(before)[0]).split("\n")[0]!
   }).pipe(Effect.provide(BaseLayer))
 
 describe("results on a terminal", () => {
@@ -44,12 +44,16 @@ describe("results on a terminal", () => {
       const line = yield* firstLine("how far away", Layer.succeed(ResultTerminal, { columns: 100, bold: true }))
       assert.isAtMost(Array.from(visible(line)).length, 100)
       assert.include(line, "\u001b[1maway\u001b[22m")
-      assert.include(visible(line), "it is about 384,000 km away.")
+      assert.include(visible(line), "It is about 384,000 km away.")
       assert.match(visible(line), /\[0, \d+\) {2}…/, "the passage says that text before it is left out")
-      // Plain output keeps the first 160 code points, which do not reach the match.
+      // Plain output cuts the passage to 160 code points around the match, and marks nothing.
       const plain = yield* firstLine("how far away", Layer.empty)
-      assert.notInclude(plain, "384,000")
+      assert.include(plain, "It is about 384,000 km away.")
       assert.notInclude(plain, "\u001b[")
+      // With --raw, the cleaned text as indexed: its first 160 code points, which do not reach the match.
+      const raw = yield* firstLine("how far away", Layer.empty, ["--raw"])
+      assert.match(raw, /\[0, \d+\) {2}# the moon the moon has no light/)
+      assert.notInclude(raw, "384,000")
     })
   )
 

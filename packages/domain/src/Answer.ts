@@ -48,11 +48,26 @@ export const QueryResult = Schema.Struct({
   title: Schema.String.annotate({ description: "The document's title (empty when it has none)" }),
   start: Count.annotate({ description: "Where the chunk starts in its document's cleaned text, in code points" }),
   end: Count,
-  text: Schema.String,
+  text: Schema.String.annotate({
+    description: "The chunk's cleaned text (what was indexed and what the ranking order compares)"
+  }),
+  passage: Schema.String.annotate({
+    description:
+      "The chunk as the document has it: its original text, out to whole words, Markdown and HTML markup removed, " +
+      "on one line; cut around the matches (… where left out) when `passage_width` asks"
+  }),
+  section: Schema.Array(Schema.String).annotate({
+    description: "The headings the chunk is under, outermost first (Markdown documents; empty otherwise)"
+  }),
   explain: Schema.optionalKey(Explanation),
   highlights: Schema.optionalKey(
     Schema.Array(Span).annotate({
       description: "Spans of `text` (code points) whose words match the query's terms"
+    })
+  ),
+  passage_highlights: Schema.optionalKey(
+    Schema.Array(Span).annotate({
+      description: "Spans of `passage` (code points) whose words match the query's terms"
     })
   ),
   more_in_document: Schema.optionalKey(
@@ -180,7 +195,29 @@ export interface AnswerView {
   readonly explanations: ReadonlyArray<AnswerExplanation> | undefined
   /** With results grouped by document: how many more of each result's document's chunks matched. */
   readonly more?: ReadonlyArray<number> | undefined
+  /** What each result shows of its chunk (absent: its cleaned text, without headings). */
+  readonly shown?: ReadonlyArray<ShownChunk> | undefined
 }
+
+/** What a result shows of its chunk: the original text of its span, markup removed, and its headings. */
+export interface ShownChunk {
+  readonly passage: string
+  readonly section: ReadonlyArray<string>
+}
+
+/** What an answer's JSON adds for a page: spans of `text` and passages (cut, with their spans) per result. */
+export interface AnswerMarks {
+  readonly highlights?: ReadonlyArray<ReadonlyArray<readonly [number, number]>> | undefined
+  readonly passages?:
+    | ReadonlyArray<{ readonly text: string; readonly spans?: ReadonlyArray<readonly [number, number]> | undefined }>
+    | undefined
+}
+
+/** A padded tail's U+0000s at the end of a chunk's text. */
+const PADDING = new RegExp(`${String.fromCharCode(0)}+$`)
+
+/** A result's passage when nothing better is known: its cleaned text on one line, without a padded tail's U+0000s. */
+export const plainPassage = (text: string): string => text.replace(PADDING, "").replace(/\s+/g, " ").trim()
 
 const explanationJson = (e: AnswerExplanation): Explanation => ({
   cosine: e.cosine,
@@ -192,12 +229,9 @@ const explanationJson = (e: AnswerExplanation): Explanation => ({
 
 /**
  * The JSON form of an answer (`funcpipe query --json`, `POST /v1/query`): stable keys, documented in docs/cli.md.
- * `highlights`, when given, holds each result's highlighted spans.
+ * `marks`, when given, holds each result's highlighted spans and its passage as cut for display.
  */
-export const answerJson = (
-  answer: AnswerView,
-  highlights?: ReadonlyArray<ReadonlyArray<readonly [number, number]>>
-): QueryResponse => ({
+export const answerJson = (answer: AnswerView, marks: AnswerMarks = {}): QueryResponse => ({
   query: answer.query.text,
   top_k: answer.query.topK,
   mode: answer.query.mode,
@@ -211,8 +245,11 @@ export const answerJson = (
     start: r.chunk.start,
     end: r.chunk.end,
     text: r.chunk.text,
+    passage: marks.passages?.[i]?.text ?? answer.shown?.[i]?.passage ?? plainPassage(r.chunk.text),
+    section: answer.shown?.[i]?.section ?? [],
     ...(answer.explanations?.[i] === undefined ? {} : { explain: explanationJson(answer.explanations[i]) }),
-    ...(highlights?.[i] === undefined ? {} : { highlights: highlights[i] }),
+    ...(marks.highlights?.[i] === undefined ? {} : { highlights: marks.highlights[i] }),
+    ...(marks.passages?.[i]?.spans === undefined ? {} : { passage_highlights: marks.passages[i].spans }),
     ...(answer.more?.[i] === undefined ? {} : { more_in_document: answer.more[i] })
   }))
 })

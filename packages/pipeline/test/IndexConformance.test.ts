@@ -6,9 +6,10 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
 import { describePg, freshSchema, PG_URL } from "@funcpipe/test-kit/PgFixture"
-import { Effect, FileSystem, Layer, Result, Stream } from "effect"
+import { Effect, FileSystem, Layer, Option, Result, Stream } from "effect"
 import fc from "fast-check"
 import { analyze, termCounts } from "../src/analysis/Analyzer.ts"
 import { chunkDoc } from "../src/analysis/Chunker.ts"
@@ -218,6 +219,59 @@ describe.each(Object.entries(backends))("IndexStore conformance: %s", (name, mak
             lists.some((rows) => rows.some((row, i) => i > 0 && row[2] === rows[i - 1]![2])),
             `${mode} meets ties`
           )
+        }
+      }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))),
+    60_000
+  )
+
+  it.effect(
+    "keeps each document's text as written, and keeps writing an index of format 2 with cleaned text only",
+    () =>
+      Effect.gen(function* () {
+        const written: Corpus = [
+          ["x", "  The  İstanbul\r\nBRIDGE <!-- a note -->  "],
+          ["y", "Σ ends ΟΔΟΣ\tand 😀 ß"]
+        ]
+        const read = Effect.gen(function* () {
+          const store = yield* IndexStore
+          const snapshot = yield* openSnapshot()
+          return yield* readSnapshot(store.location, () => written.map(([docId]) => snapshot.documentText(docId)))
+        })
+        for (const format of [3, 2] as const) {
+          const source = makeSource()
+          source.set(written)
+          const layer = Layer.mergeAll(yield* makeStore(), source.layer)
+          const { answers, manifest, texts } = yield* Effect.gen(function* () {
+            if (format === 2) {
+              // An index made by a build that wrote format 2: its manifest, before any document.
+              yield* indexPaths(["corpus"], { chunker })
+              const store = yield* IndexStore
+              const made = yield* store.manifest
+              yield* store.transaction((writer) =>
+                Effect.andThen(
+                  writer.clear,
+                  writer.putManifest(new IndexManifest({ ...Option.getOrThrow(made), formatVersion: 2 }))
+                )
+              )
+            }
+            yield* indexPaths(["corpus"], { chunker })
+            const manifest = yield* IndexStore.use((s) => s.manifest)
+            return { answers: yield* allAnswers, texts: yield* read, manifest }
+          }).pipe(Effect.provide(layer))
+          assert.deepStrictEqual(
+            texts,
+            written.map(([, body]) => ({
+              source: `mem/1`,
+              cleaned: cleanText(body),
+              original: format === 3 ? body : undefined
+            })),
+            `format ${format}`
+          )
+          cases.forEach(([q, k, mode], i) => {
+            if (mode !== "hybrid")
+              assert.deepStrictEqual<ReadonlyArray<unknown>>(answers[i]!, referenceAnswer(written, q, k, mode))
+          })
+          assert.strictEqual(Option.getOrThrow(manifest).formatVersion, format)
         }
       }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer))),
     60_000

@@ -2,12 +2,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig, ChunkerConfig, ChunkSize, CleanerConfig, Overlap } from "@funcpipe/domain/Config"
 import { ModelLabel } from "@funcpipe/domain/Embedding"
-import { IndexManifest } from "@funcpipe/domain/Manifest"
+import { FORMAT_VERSION, IndexManifest } from "@funcpipe/domain/Manifest"
 import { describeMigration, planMigration } from "../src/index/Migration.ts"
 import { planSync } from "../src/index/Sync.ts"
 
 const stored = new IndexManifest({
-  formatVersion: 1,
+  formatVersion: FORMAT_VERSION,
   model: ModelLabel.make("local-sha256"),
   dimensions: 16,
   cleaner: CleanerConfig.default,
@@ -19,7 +19,7 @@ const stored = new IndexManifest({
   chunks: 9
 })
 const same = {
-  formatVersion: 1,
+  formatVersion: FORMAT_VERSION,
   model: stored.model,
   dimensions: 16,
   modelFingerprint: "f1",
@@ -63,10 +63,18 @@ describe("planMigration", () => {
     assert.include(describeMigration(plan), "the settings of local-sha256 (its address or version) changed")
     assert.deepStrictEqual(planMigration(stored, { ...same, modelFingerprint: "f2" }), { _tag: "Compatible" })
   })
-  it("refuses another format version", () => {
-    const plan = planMigration(new IndexManifest({ ...stored, formatVersion: 2 }), same)
-    assert.deepStrictEqual(plan, { _tag: "IncompatibleFormat", found: 2, supported: 1 })
-    assert.include(describeMigration(plan), "upgrade FuncPipe")
+  it("refuses a newer format version, and one too old to write", () => {
+    const newer = planMigration(new IndexManifest({ ...stored, formatVersion: FORMAT_VERSION + 1 }), same)
+    assert.deepStrictEqual(newer, { _tag: "IncompatibleFormat", found: FORMAT_VERSION + 1, supported: FORMAT_VERSION })
+    assert.include(describeMigration(newer), "upgrade FuncPipe")
+    const older = planMigration(new IndexManifest({ ...stored, formatVersion: 1 }), same)
+    assert.strictEqual(older._tag, "IncompatibleFormat")
+    assert.include(describeMigration(older), "must be rebuilt")
+  })
+  it("keeps writing an index of format 2, which holds only cleaned text", () => {
+    assert.deepStrictEqual(planMigration(new IndexManifest({ ...stored, formatVersion: 2 }), same), {
+      _tag: "Compatible"
+    })
   })
 })
 

@@ -14,6 +14,7 @@ import {
 } from "@funcpipe/domain/http/Api"
 import { DEFAULT_TOP_K } from "@funcpipe/domain/Query"
 import { highlightSpans } from "@funcpipe/pipeline/analysis/Highlight"
+import { cutPassage } from "@funcpipe/pipeline/analysis/Passage"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import type { ModelError } from "@funcpipe/pipeline/models/ModelErrors"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
@@ -116,13 +117,27 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
               b: request.b ?? B.make(Bm25Params.default.b)
             })
     }),
-    (found) =>
-      answerJson(
-        found,
-        request.highlight === true
-          ? found.results.map((r) => highlightSpans(r.chunk.text, found.query.terms, loaded.snapshot.manifest.analyzer))
+    (found) => {
+      const analyzer = loaded.snapshot.manifest.analyzer
+      const highlight = request.highlight === true
+      const width = request.passage_width
+      const marked = (text: string) => highlightSpans(text, found.query.terms, analyzer)
+      // A passage is cut around its matches (however it is asked to be marked), and marked only when asked.
+      const passages =
+        highlight || width !== undefined
+          ? found.shown.map(({ passage }) => {
+              const cut =
+                width === undefined
+                  ? { text: passage, spans: marked(passage) }
+                  : cutPassage(passage, marked(passage), width)
+              return { text: cut.text, spans: highlight ? cut.spans : undefined }
+            })
           : undefined
-      )
+      return answerJson(found, {
+        highlights: highlight ? found.results.map((r) => marked(r.chunk.text)) : undefined,
+        passages
+      })
+    }
   )
 
 const iso = (millis: number) => new Date(millis).toISOString()

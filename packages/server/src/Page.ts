@@ -39,6 +39,7 @@ export const searchPage = `<!doctype html>
   .more-list li { padding: .35rem 0; }
   #group-label { flex-direction: row; align-items: center; gap: .35rem; font-size: .9rem; }
   .text { margin: .35rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+  .section { margin-top: .25rem; font-size: .85rem; color: var(--muted); }
   mark { background: var(--mark); color: black; padding: 0 .1em; border-radius: .15em; }
   details summary { cursor: pointer; color: var(--accent); font-size: .85rem; }
   table.explain { border-collapse: collapse; font-size: .85rem; margin: .35rem 0; }
@@ -83,6 +84,9 @@ const call = async (method, path, body) => {
   if (!response.ok) throw new Error(data.message || ("HTTP " + response.status))
   return data
 }
+
+/** About three lines of a result's passage, chosen around its matches. */
+const PASSAGE_WIDTH = 320
 
 const el = (tag, props, children) => {
   const node = document.createElement(tag)
@@ -145,9 +149,12 @@ const resultView = (answer, r) => {
     el("span", { className: "doc", textContent: r.doc_id, dir: "auto" }),
     el("span", { className: "span", textContent: "[" + r.start + ", " + r.end + ")" })
   ])
-  const text = el("div", { className: "text", dir: "auto" }, marked(r.text, r.highlights))
+  const section = r.section.length > 0 && !(r.section.length === 1 && r.section[0] === r.title)
+    ? [el("div", { className: "section", textContent: r.section.join(" › "), dir: "auto" })]
+    : []
+  const text = el("div", { className: "text", dir: "auto" }, marked(r.passage, r.passage_highlights))
   const more = r.more_in_document ? [moreView(answer, r)] : []
-  return el("li", { className: "result" }, [meta, text, ...more, ...(r.explain ? [explainView(r.explain)] : [])])
+  return el("li", { className: "result" }, [meta, ...section, text, ...more, ...(r.explain ? [explainView(r.explain)] : [])])
 }
 
 /** A value as a rule's double-quoted text, in which only a quote and a backslash are escaped (each by a backslash). */
@@ -175,6 +182,7 @@ const moreView = (answer, r) => {
       mode: answer.mode,
       top_k: count + 1,
       highlight: true,
+      passage_width: PASSAGE_WIDTH,
       where: "doc_id = " + ruleText(r.doc_id)
     }
     call("POST", "/v1/query", body).then((found) => {
@@ -185,7 +193,7 @@ const moreView = (answer, r) => {
             el("span", { className: "score", textContent: "score " + o.score.toFixed(6) }),
             el("span", { className: "span", textContent: "[" + o.start + ", " + o.end + ")" })
           ]),
-          el("div", { className: "text", dir: "auto" }, marked(o.text, o.highlights))
+          el("div", { className: "text", dir: "auto" }, marked(o.passage, o.passage_highlights))
         ])
       )
       box.replaceChildren(el("ol", { className: "more-list" }, items))
@@ -212,7 +220,13 @@ const status = () =>
 
 $("search").addEventListener("submit", (event) => {
   event.preventDefault()
-  const body = { text: $("q").value, top_k: Number($("topk").value) || 5, explain: true, highlight: true }
+  const body = {
+    text: $("q").value,
+    top_k: Number($("topk").value) || 5,
+    explain: true,
+    highlight: true,
+    passage_width: PASSAGE_WIDTH
+  }
   if ($("mode").value) body.mode = $("mode").value
   if ($("group").checked) body.group = "doc"
   $("message").textContent = "searching…"

@@ -70,7 +70,7 @@ describe("the search page", () => {
             rank: "#1",
             doc: "cassini",
             span: "[0, 74)",
-            marks: ["saturn", "rings"],
+            marks: ["Saturn", "rings"],
             terms: ["saturn", "ring"]
           })
           assert.isTrue(existsSync(`${ARTIFACTS}search-page.png`))
@@ -104,7 +104,9 @@ describe("the search page", () => {
               docs: await page.locator("li.result .doc").allTextContents(),
               titles: await page.locator("li.result .title").allTextContents(),
               more: await first.locator("button.more").textContent(),
-              dir: await first.locator(".text").first().getAttribute("dir")
+              dir: await first.locator(".text").first().getAttribute("dir"),
+              section: await first.locator(".section").first().textContent(),
+              passage: await first.locator(".text").first().textContent()
             }
             await first.locator("button.more").click()
             await first.locator(".more-list li").first().waitFor()
@@ -133,6 +135,10 @@ describe("the search page", () => {
           const more = Number(/(\d+) more/.exec(found.more ?? "")![1])
           assert.strictEqual(found.expanded.length, more)
           assert.strictEqual(found.dir, "auto")
+          // The passage as written (capitals kept, markup gone), under the headings it sits in.
+          assert.strictEqual(found.section, "Finding Polaris › From the Big Dipper")
+          assert.match(found.passage ?? "", /Polaris/)
+          assert.notMatch(found.passage ?? "", /[#*]/)
           assert.strictEqual(found.afterError, 0)
           assert.strictEqual(found.favicon, 1)
         }).pipe(Effect.provide(serverOver(file)))

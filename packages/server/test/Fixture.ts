@@ -57,7 +57,7 @@ export const shortChunkIndex = Effect.gen(function* () {
   yield* fs.makeDirectory(`${dir}/notes`)
   yield* fs.writeFileString(
     `${dir}/notes/polaris.md`,
-    "# Finding Polaris\nFollow the two end stars of the Big Dipper's bowl upward to find Polaris, the North Star. " +
+    "# Finding Polaris\n\n## From the *Big Dipper*\nFollow the two end stars of the Big Dipper's bowl upward to find Polaris, the North Star. " +
       "Polaris barely moves during the night, which makes it a guide to true north.\n"
   )
   yield* fs.writeFileString(

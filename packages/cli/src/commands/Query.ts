@@ -20,7 +20,7 @@ import {
 } from "../flags/Flags.ts"
 import { eitherText, queryFlag, queryText, STDIN_HINT } from "../flags/QueryText.ts"
 import { resultLines, resultsJson } from "../output/Format.ts"
-import { ResultTerminal, terminalViewOf } from "../output/Terminal.ts"
+import { ResultTerminal, resultViewOf } from "../output/Terminal.ts"
 
 /** `--top-k N`, default `DEFAULT_TOP_K`. */
 export const topK = Flag.Int("top-k").pipe(
@@ -103,9 +103,7 @@ export const query = Command.make(
         )
     const terminal = yield* ResultTerminal
     yield* Console.log(
-      input.json
-        ? resultsJson(answer)
-        : resultLines(answer, terminal === undefined ? undefined : terminalViewOf(terminal, answer)).join("\n")
+      input.json ? resultsJson(answer) : resultLines(answer, resultViewOf(terminal, input.raw, answer)).join("\n")
     )
   })
 ).pipe(

@@ -19,7 +19,7 @@ import {
 } from "../flags/Flags.ts"
 import { queryFlag, queryText } from "../flags/QueryText.ts"
 import { resultLines, searchJson, searchSummaryLine, skipLines } from "../output/Format.ts"
-import { ResultTerminal, terminalViewOf } from "../output/Terminal.ts"
+import { ResultTerminal, resultViewOf } from "../output/Terminal.ts"
 import { topK } from "./Query.ts"
 
 export const paths = Argument.String("paths").pipe(
@@ -57,7 +57,7 @@ export const search = Command.make(
     yield* Console.log(
       input.json
         ? searchJson(answer, answer.report)
-        : resultLines(answer, terminal === undefined ? undefined : terminalViewOf(terminal, answer)).join("\n")
+        : resultLines(answer, resultViewOf(terminal, input.raw, answer)).join("\n")
     )
   })
 ).pipe(

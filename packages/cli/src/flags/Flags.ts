@@ -215,6 +215,13 @@ export const queryFlags = {
         "many more of its chunks matched; --top-k then counts documents)"
     ),
     Flag.withDefault("chunk" as const)
+  ),
+  raw: Flag.Boolean("raw").pipe(
+    Flag.withDescription(
+      "Show each result's cleaned text, as it was indexed (lower-cased, spaces collapsed), instead of the passage " +
+        "as the document has it"
+    ),
+    Flag.withDefault(false)
   )
 }
 

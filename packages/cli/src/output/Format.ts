@@ -3,12 +3,12 @@ import { type AnswerExplanation, type AnswerView, answerJson, manifestJson } fro
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
-import { passageOf } from "@funcpipe/pipeline/analysis/Passage"
+import { cutPassage } from "@funcpipe/pipeline/analysis/Passage"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
 import { Schema } from "effect"
-import type { TerminalView } from "./Terminal.ts"
+import type { ResultView } from "./Terminal.ts"
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
@@ -188,28 +188,29 @@ const oneLine = (text: string): string => {
 const BOLD = "\u001b[1m"
 const NORMAL = "\u001b[22m"
 
+/** How many code points of a passage a plain (not terminal) result line shows. */
+const PLAIN_WIDTH = 160
+
 /**
- * A passage of a chunk's text for a terminal line with `room` columns left: the part that shows the most of its
- * matched `spans` (code points), cut at word boundaries, `…` where text is left out, matched words in bold if asked.
+ * A passage for one line with `room` columns: the part of `text` that shows the most of its matched `spans` (code
+ * points), cut at word boundaries, `…` where text is left out, matched words in bold if asked.
  */
 const passageLine = (
   text: string,
   spans: ReadonlyArray<readonly [number, number]>,
-  weights: ReadonlyArray<number>,
   room: number,
   bold: boolean
 ): string => {
-  // One space per line break or tab, so that code point offsets stay as they are.
-  const points = Array.from(text.replace(/[\r\n\t]/g, " "))
-  const passage = passageOf(points, spans, Math.max(20, room - 2), weights)
-  let out = passage.start > 0 ? "…" : ""
-  let at = passage.start
-  for (const [start, end] of passage.spans) {
-    const word = points.slice(passage.start + start, passage.start + end).join("")
-    out += points.slice(at, passage.start + start).join("") + (bold ? `${BOLD}${word}${NORMAL}` : word)
-    at = passage.start + end
+  const cut = cutPassage(text, spans, Math.max(20, room - 2))
+  if (!bold) return cut.text
+  const points = Array.from(cut.text)
+  let out = ""
+  let at = 0
+  for (const [start, end] of cut.spans) {
+    out += `${points.slice(at, start).join("")}${BOLD}${points.slice(start, end).join("")}${NORMAL}`
+    at = end
   }
-  return `${out}${points.slice(at, passage.end).join("")}${passage.end < points.length ? "…" : ""}`
+  return out + points.slice(at).join("")
 }
 
 const num = (x: number) => Number(x.toPrecision(6)).toString()
@@ -255,26 +256,37 @@ const moreLines = (more: number | undefined): ReadonlyArray<string> =>
   more === undefined || more === 0 ? [] : [`     also in this document: ${plural(more, "more passage")}`]
 
 /**
- * Human-readable results: rank, score, doc id, title, span and text, one result per line (plus explanations). On a
- * `terminal`, the text is a passage as wide as the terminal around the matches, which are shown in bold.
+ * The headings a result's chunk is under, on an indented line: none for a document without headings, or when the one
+ * heading is the title already shown.
  */
-export const resultLines = (answer: AnswerView, terminal?: TerminalView): ReadonlyArray<string> =>
+const sectionLines = (section: ReadonlyArray<string> | undefined, title: string | undefined): ReadonlyArray<string> =>
+  section === undefined || section.length === 0 || (section.length === 1 && section[0] === title)
+    ? []
+    : [`     in ${section.map((h) => oneLine(h)).join(" › ")}`]
+
+/**
+ * Human-readable results: rank, score, doc id, title and span, then the passage, on one line per result (plus the
+ * headings it is under and explanations). The passage is the chunk as the document has it, cut around the matches: to
+ * the terminal's width with the matches in bold on a terminal, to 160 characters otherwise. With `raw`, the chunk's
+ * cleaned text instead (on plain output whole up to 160 characters, line breaks escaped, as indexed).
+ */
+export const resultLines = (answer: AnswerView, view: ResultView): ReadonlyArray<string> =>
   answer.results.length === 0
     ? [noResultsLine(answer.query)]
     : answer.results.flatMap((r, i) => {
         const head = `${r.rank}. ${r.score.toFixed(6)}  ${r.chunk.docId}${titleOf(answer, r.chunk.docId)}  [${r.chunk.start}, ${r.chunk.end})  `
         const text =
-          terminal === undefined
+          view.raw && view.style === undefined
             ? oneLine(r.chunk.text)
             : passageLine(
-                r.chunk.text,
-                terminal.spans[i] ?? [],
-                terminal.weights[i] ?? [],
-                terminal.style.columns - Array.from(head).length,
-                terminal.style.bold
+                view.texts[i] ?? "",
+                view.spans[i] ?? [],
+                view.style === undefined ? PLAIN_WIDTH + 2 : view.style.columns - Array.from(head).length,
+                view.style?.bold ?? false
               )
         return [
           `${head}${text}`,
+          ...(view.raw ? [] : sectionLines(answer.shown?.[i]?.section, answer.titles.get(r.chunk.docId))),
           ...moreLines(answer.more?.[i]),
           ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
         ]

@@ -1,7 +1,8 @@
 /**
  * Whether results are drawn for a person at a terminal, and how: passages as wide as the terminal with the matched
- * words in bold. Plain output (pipes, files, tests) keeps the stable one-line format.
+ * words in bold; plain output (pipes, files, tests) cuts them to 160 characters around the matches.
  */
+import { plainPassage } from "@funcpipe/domain/Answer"
 import type { AnalyzerConfig } from "@funcpipe/domain/Config"
 import { analyze } from "@funcpipe/pipeline/analysis/Analyzer"
 import { highlightSpans } from "@funcpipe/pipeline/analysis/Highlight"
@@ -14,26 +15,14 @@ export interface TerminalStyle {
 }
 
 /**
- * Results drawn for a terminal: its style, each result's matched spans (code points of its text), and each span's
- * weight in choosing the passage.
+ * How results are drawn: for a terminal (its style) or plain, each result's shown text (its passage, or with `raw` its
+ * cleaned chunk text) and the spans of that text whose words match the query (code points).
  */
-export interface TerminalView {
-  readonly style: TerminalStyle
+export interface ResultView {
+  readonly style: TerminalStyle | undefined
+  readonly raw: boolean
+  readonly texts: ReadonlyArray<string>
   readonly spans: ReadonlyArray<ReadonlyArray<readonly [number, number]>>
-  readonly weights: ReadonlyArray<ReadonlyArray<number>>
-}
-
-/**
- * Each span's weight: one over the square of how often its word occurs in the text, so that a word the text holds once
- * outweighs a cluster of a word it repeats (the rarer word tells more about why the text matched): the n occurrences
- * of a word weigh 1/n together.
- */
-const rarity = (text: string, spans: ReadonlyArray<readonly [number, number]>): Array<number> => {
-  const points = Array.from(text)
-  const words = spans.map(([start, end]) => points.slice(start, end).join("").toLowerCase())
-  const counts = new Map<string, number>()
-  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1)
-  return words.map((word) => 1 / counts.get(word)! ** 2)
 }
 
 /** The terminal results are drawn for, or `undefined` for plain output (the default). */
@@ -58,18 +47,23 @@ export const terminalStyleOf = (
     : undefined
 
 /**
- * What a terminal shows of an answer: its style, and each result's words that match the query (found as the
- * analyzer of the index finds terms, so `borrowing` is marked for `borrow`).
+ * What is shown of an answer: for a terminal (`style`) or plain (`undefined`), each result's passage or, with `raw`,
+ * its cleaned text, and the words in it that match the query (found as the analyzer of the index finds terms, so
+ * `borrowing` is marked for `borrow`).
  */
-export const terminalViewOf = (
-  style: TerminalStyle,
+export const resultViewOf = (
+  style: TerminalStyle | undefined,
+  raw: boolean,
   answer: {
     readonly query: { readonly text: string }
     readonly manifest: { readonly analyzer: AnalyzerConfig }
     readonly results: ReadonlyArray<{ readonly chunk: { readonly text: string } }>
+    readonly shown?: ReadonlyArray<{ readonly passage: string }> | undefined
   }
-): TerminalView => {
+): ResultView => {
   const terms = analyze(answer.query.text, answer.manifest.analyzer)
-  const spans = answer.results.map((r) => highlightSpans(r.chunk.text, terms, answer.manifest.analyzer))
-  return { style, spans, weights: answer.results.map((r, i) => rarity(r.chunk.text, spans[i]!)) }
+  const texts = answer.results.map((r, i) =>
+    raw ? r.chunk.text : (answer.shown?.[i]?.passage ?? plainPassage(r.chunk.text))
+  )
+  return { style, raw, texts, spans: texts.map((text) => highlightSpans(text, terms, answer.manifest.analyzer)) }
 }

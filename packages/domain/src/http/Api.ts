@@ -79,7 +79,15 @@ export const QueryRequest = Schema.Struct({
   ),
   highlight: Schema.optionalKey(
     Schema.Boolean.annotate({
-      description: "Add each result's `highlights`: the spans of its text whose words match the query's terms"
+      description:
+        "Add each result's `highlights` and `passage_highlights`: the spans of its text and of its passage whose " +
+        "words match the query's terms"
+    })
+  ),
+  passage_width: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 20, maximum: 100_000 })).annotate({
+      description:
+        "Cut each result's passage to about this many characters around its matches (… where text is left out)"
     })
   )
 }).annotate({ identifier: "QueryRequest" })

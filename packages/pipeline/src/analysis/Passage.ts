@@ -75,3 +75,44 @@ export const passageOf = (
   const inside = spans.filter(([s, e]) => s >= start && e <= end).map(([s, e]) => [s - start, e - start] as const)
   return { start, end, spans: inside }
 }
+
+/**
+ * Each span's weight in choosing a passage: one over the square of how often its word occurs in the text, so that a
+ * word the text holds once outweighs a cluster of a word it repeats (the rarer word tells more about why the text
+ * matched): the n occurrences of a word weigh 1/n together.
+ */
+export const rarityWeights = (text: string, spans: ReadonlyArray<readonly [number, number]>): Array<number> => {
+  const points = Array.from(text)
+  const words = spans.map(([start, end]) => points.slice(start, end).join("").toLowerCase())
+  const counts = new Map<string, number>()
+  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1)
+  return words.map((word) => 1 / counts.get(word)! ** 2)
+}
+
+/** A text cut to a passage: `…` where text is left out, and the matched spans counted in it. */
+export interface CutPassage {
+  readonly text: string
+  readonly spans: ReadonlyArray<readonly [number, number]>
+}
+
+/**
+ * `text` cut to the passage of at most `width` code points (plus the `…` marks) that shows the most of its matched
+ * `spans` (`passageOf`, the rarer words weighing more), with `…` where text is left out; line breaks and tabs become
+ * spaces. A text that fits is kept whole.
+ */
+export const cutPassage = (
+  text: string,
+  spans: ReadonlyArray<readonly [number, number]>,
+  width: number
+): CutPassage => {
+  // One space per line break or tab, so that code point offsets stay as they are.
+  const points = Array.from(text.replace(/[\r\n\t]/g, " "))
+  const passage = passageOf(points, spans, width, rarityWeights(text, spans))
+  const before = passage.start > 0 ? "…" : ""
+  const after = passage.end < points.length ? "…" : ""
+  const shift = before.length
+  return {
+    text: before + points.slice(passage.start, passage.end).join("") + after,
+    spans: passage.spans.map(([s, e]) => [s + shift, e + shift] as const)
+  }
+}

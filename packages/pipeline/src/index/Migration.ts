@@ -1,6 +1,11 @@
 /** Migration planning: what a change of settings means for an existing index. */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
-import { FORMAT_VERSION, type IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
+import {
+  FORMAT_VERSION,
+  type IndexManifest,
+  type IndexSettings,
+  OLDEST_FORMAT_VERSION
+} from "@funcpipe/domain/Manifest"
 
 /**
  * The kinds of change, from harmless to fatal: `Compatible` (the index answers as is), `Rechunk` (the clean rules or
@@ -19,7 +24,11 @@ const analysis = (a: AnalyzerConfig) => `stop words ${a.stopWords}, stemmer ${a.
 
 /** Classifies the difference between a stored manifest and the settings a command asks for. Pure. */
 export const planMigration = (stored: IndexManifest, requested: IndexSettings): Migration => {
-  if (stored.formatVersion !== requested.formatVersion) {
+  // An older layout this build still writes is kept as it is (`--rebuild` moves the index to the newest).
+  const writable =
+    stored.formatVersion === requested.formatVersion ||
+    (stored.formatVersion >= OLDEST_FORMAT_VERSION && stored.formatVersion < requested.formatVersion)
+  if (!writable) {
     return { _tag: "IncompatibleFormat", found: stored.formatVersion, supported: requested.formatVersion }
   }
   const embedding: Array<string> = []

@@ -119,13 +119,15 @@ export const copyIndex = Effect.fn("copyIndex")(function* (
           }
           let done = 0
           for (const [docId, positions] of positionsOf) {
-            const { doc, rows } = yield* readSnapshot(from.location, () => {
+            const { doc, original, rows } = yield* readSnapshot(from.location, () => {
               const stored = snapshot.document(docId)
               if (stored === undefined || stored.chunks.length !== positions.length) {
                 const detail = `the chunks of ${JSON.stringify(docId)} disagree`
                 throw new IndexCorrupt({ location: from.location, detail })
               }
-              return { doc: stored.doc, rows: positions.map((p) => snapshot.chunkAt(p)) }
+              // An index that keeps the text as written is copied with it; one of format 2 with its cleaned text.
+              const original = snapshot.documentText(docId)?.original
+              return { doc: stored.doc, rows: positions.map((p) => snapshot.chunkAt(p)), original }
             })
             const d = snapshot.dimensions
             const vectors = new Float64Array(rows.length * d)
@@ -151,7 +153,7 @@ export const copyIndex = Effect.fn("copyIndex")(function* (
                 title: doc.title,
                 categories: doc.categories,
                 hash: doc.hash,
-                body: packs.pack([bodyOf(rows)])[0]!
+                body: packs.pack([original ?? bodyOf(rows)])[0]!
               },
               records,
               { vocabulary: prepared.vocabulary, ids: prepared.termIds },

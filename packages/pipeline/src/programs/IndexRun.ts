@@ -355,14 +355,17 @@ const finishRun = Effect.fnUntraced(function* (
 })
 
 /** The run under the write lock: check the settings, plan and write every record, then finish. */
-const runLocked = (run: Run, startedAt: number) => (writer: IndexWriter) =>
+const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
   Effect.gen(function* () {
     const existing = yield* writer.manifest
+    let run = asked
     if (Option.isSome(existing) && !run.rebuild) {
       const migration = planMigration(existing.value, run.settings)
       if (migration._tag !== "Compatible") {
         return yield* new SettingsChanged({ location: run.store.location, detail: describeMigration(migration) })
       }
+      // An index of an older layout this build still writes keeps it: its documents are all stored alike.
+      run = { ...run, settings: { ...run.settings, formatVersion: existing.value.formatVersion } }
     }
     const stored: StoredDocs = run.rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
     const storedRoots = yield* writer.roots

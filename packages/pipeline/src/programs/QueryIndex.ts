@@ -1,5 +1,6 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
 
+import { plainPassage, type ShownChunk } from "@funcpipe/domain/Answer"
 import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type ResultGroup, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
@@ -8,6 +9,7 @@ import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, mapPaths, type Rule, reads } from "@funcpipe/domain/Rule"
 import { Effect, Option, Path, Result, Schema } from "effect"
 import { analyze, analyzeWords } from "../analysis/Analyzer.ts"
+import { chunkViewer } from "../analysis/Display.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { squaredNorm } from "../search/Cosine.ts"
 import {
@@ -253,6 +255,7 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     options.explain === true
       ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
+  const shown = yield* readSnapshot(location, () => shownChunks(snapshot, results))
   const asked = {
     text: prepared.text,
     topK: prepared.topK,
@@ -261,5 +264,22 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     stopWordsOnly: stopWordsOnly(prepared.text, terms),
     ...(options.group === "doc" ? { group: options.group } : {})
   }
-  return { manifest, query: asked, results, titles, explanations, more } as const
+  return { manifest, query: asked, results, titles, explanations, more, shown } as const
 })
+
+/**
+ * What each result shows: the original text of its chunk and the headings it is under, each document's texts read
+ * and aligned once however many of its chunks are results.
+ */
+const shownChunks = (snapshot: Snapshot, results: ReadonlyArray<RankedChunk>): ReadonlyArray<ShownChunk> => {
+  const viewers = new Map<string, ((start: number, end: number) => ShownChunk) | undefined>()
+  return results.map(({ chunk }) => {
+    let viewer = viewers.get(chunk.docId)
+    if (!viewers.has(chunk.docId)) {
+      const text = snapshot.documentText(chunk.docId)
+      viewer = text === undefined ? undefined : chunkViewer(text, snapshot.manifest.cleaner)
+      viewers.set(chunk.docId, viewer)
+    }
+    return viewer?.(chunk.start, chunk.end) ?? { passage: plainPassage(chunk.text), section: [] }
+  })
+}

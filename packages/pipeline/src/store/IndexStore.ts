@@ -30,8 +30,9 @@ export interface DocRecord {
   readonly categories: string | null
   readonly hash: string
   /**
-   * Where the cleaned body is, in a pack shared with the documents written next to it: chunk texts are its code-point
-   * spans, so it is stored once instead of per chunk.
+   * Where the body is, in a pack shared with the documents written next to it: as written from format 3 on (the
+   * cleaned body, whose code-point spans are the chunk texts, is made from it with the clean rules), cleaned before.
+   * Stored once instead of per chunk.
    */
   readonly body: BodyRef
 }
@@ -101,6 +102,17 @@ export interface Snapshot extends IndexView {
   readonly filter: (rule: Rule) => PositionFilter
   /** A stored document and its chunks in text order, or `undefined` when the index has no such doc id. */
   readonly document: (docId: string) => StoredDocument | undefined
+  /** What a result shows of a document with chunks: its source and texts; `undefined` for no such document. */
+  readonly documentText: (docId: string) => DocumentText | undefined
+}
+
+/** A document's texts for display: where it was read from, its cleaned body, and its body as written. */
+export interface DocumentText {
+  readonly source: string
+  /** The cleaned body: chunk spans count its code points. */
+  readonly cleaned: string
+  /** The body as written; `undefined` in an index of format 2, which kept only the cleaned body. */
+  readonly original: string | undefined
 }
 
 /** A stored document with the span and text of each of its chunks. */

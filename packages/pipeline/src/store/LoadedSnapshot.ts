@@ -4,11 +4,13 @@
  * same engine, and the same bits, as the SQLite file.
  */
 
+import type { CleanerConfig } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
-import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
+import { cleanText } from "../analysis/Clean.ts"
 import { inflateBody } from "../index/BodyPack.ts"
 import { decodePostings } from "../index/Postings.ts"
 import { SegmentBuilder } from "../index/Segment.ts"
@@ -16,7 +18,14 @@ import { type TableColumn, TableFilter } from "../search/Filter.ts"
 import type { PositionFilter, TermBlock } from "../search/IndexView.ts"
 import { documentTies } from "../search/Ranker.ts"
 import { ScoringScratch } from "../search/Scratch.ts"
-import { cachedPositions, type Snapshot, StoredDoc, type StoredDocument, spanText } from "./IndexStore.ts"
+import {
+  cachedPositions,
+  type DocumentText,
+  type Snapshot,
+  StoredDoc,
+  type StoredDocument,
+  spanText
+} from "./IndexStore.ts"
 import { IndexCorrupt } from "./StoreErrors.ts"
 
 /**
@@ -193,16 +202,25 @@ const loadedPostings = (segment: SegmentBuilder, positions: number) => {
 }
 
 /** The loaded documents' bodies, decompressed when first read and kept up to `BODY_CACHE_CHARS`. */
-const loadedBodies = (docs: ReadonlyArray<KeptDoc>, corrupt: (detail: string) => IndexCorrupt) => {
-  // Decompressed bodies, oldest first, up to `BODY_CACHE_CHARS`.
+const loadedBodies = (
+  docs: ReadonlyArray<KeptDoc>,
+  cleaner: CleanerConfig | undefined,
+  corrupt: (detail: string) => IndexCorrupt
+) => {
+  // Cleaned bodies, oldest first, up to `BODY_CACHE_CHARS`.
   const bodies = new Map<number, string>()
   let bodyChars = 0
+  /** A body as stored: as written (format 3 on) or cleaned (format 2). */
+  const storedBody = (doc: number): string => {
+    const body = inflateBody(docs[doc]!.body)
+    if (body === undefined)
+      throw corrupt(`the text of document ${JSON.stringify(docs[doc]!.docId)} does not decompress`)
+    return body
+  }
   const bodyOf = (doc: number): string => {
     let body = bodies.get(doc)
     if (body !== undefined) return body
-    body = inflateBody(docs[doc]!.body)
-    if (body === undefined)
-      throw corrupt(`the text of document ${JSON.stringify(docs[doc]!.docId)} does not decompress`)
+    body = cleaner === undefined ? storedBody(doc) : cleanText(storedBody(doc), cleaner)
     bodies.set(doc, body)
     bodyChars += body.length
     for (const [old, text] of bodies) {
@@ -212,7 +230,7 @@ const loadedBodies = (docs: ReadonlyArray<KeptDoc>, corrupt: (detail: string) =>
     }
     return body
   }
-  return bodyOf
+  return { bodyOf, storedBody }
 }
 
 /** Every position's document in id order (for ties and per-document tops), and query filters over their columns. */
@@ -287,7 +305,8 @@ const snapshotOf = (
   const postings = loadedPostings(segment, positions)
   const blocks = [{ offset: 0, count: positions, vectors, magnitudes }]
 
-  const bodyOf = loadedBodies(docs, corrupt)
+  const cleaner = keepsOriginals(manifest.formatVersion) ? manifest.cleaner : undefined
+  const { bodyOf, storedBody } = loadedBodies(docs, cleaner, corrupt)
   const checkPosition = (position: number) => {
     if (!(position >= 0 && position < positions)) throw corrupt(`no chunk at position ${position}`)
   }
@@ -339,6 +358,12 @@ const snapshotOf = (
     }
   }
 
+  const documentText = (docId: string): DocumentText | undefined => {
+    const i = byId.get(docId)
+    if (i === undefined || docs[i]!.chunks === 0) return undefined
+    return { source: docs[i]!.source, cleaned: bodyOf(i), original: cleaner === undefined ? undefined : storedBody(i) }
+  }
+
   const { documents, filter } = documentIndex(docs, first, positions)
   return {
     scratch: new ScoringScratch(),
@@ -354,6 +379,7 @@ const snapshotOf = (
     keyOf,
     chunkAt,
     document,
+    documentText,
     documents,
     // The documents are in memory, so their order is always at hand.
     tieOrder: () => documentTies(documents()),

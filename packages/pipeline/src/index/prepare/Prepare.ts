@@ -1,8 +1,9 @@
 /**
- * The per-document stage of indexing: clean → chunk → analyze, the cleaned bodies packed for storage and, for the
+ * The per-document stage of indexing: clean → chunk → analyze, the bodies packed for storage (as written) and, for the
  * `local-sha256` model (a pure function), the chunk vectors.
  */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
+import { FORMAT_VERSION, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
 import { chunkSpans } from "../../analysis/Chunker.ts"
 import { cleanText } from "../../analysis/Clean.ts"
@@ -19,6 +20,11 @@ export interface PrepareSettings {
   readonly cleaner: Pick<CleanerConfig, "rules">
   readonly chunker: Pick<ChunkerConfig, "chunkSize" | "overlap" | "tailPolicy">
   readonly analyzer: Pick<AnalyzerConfig, "stopWords" | "stemmer">
+  /**
+   * The index's layout version: from 3 on, each document's body is packed as written (the cleaned text is made from
+   * it when read); before, the cleaned body is packed. Absent: this build's `FORMAT_VERSION`.
+   */
+  readonly formatVersion?: number
   /**
    * Embed the chunks with `local-sha256` here: the model is a pure function, so the preparing threads can run it and
    * send vectors instead of chunk texts. For any other model the texts are sent and the caller embeds them.
@@ -57,7 +63,7 @@ export const hashesOf = (docs: ReadonlyArray<DocText>): Array<string> =>
 
 /**
  * One prepared document: its chunks' spans (code points) and either their texts, to embed, or (with `localVectors`)
- * their `local-sha256` vectors, chunk after chunk; and where its cleaned body is in the batch's packs. The arrays are
+ * their `local-sha256` vectors, chunk after chunk; and where its body is in the batch's packs. The arrays are
  * views of the batch's `FlatDocs`.
  */
 export interface PreparedDoc {
@@ -217,9 +223,10 @@ export const prepareBatch = (
       ids[size++] = id
     }
   }
+  const originals = keepsOriginals(settings.formatVersion ?? FORMAT_VERSION)
   docs.forEach((doc, d) => {
     const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
-    bodies.push(body)
+    bodies.push(originals ? doc.body : body)
     const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
     chunkCounts[d] = spans.length
     if (spans.length === 0) return

@@ -1,17 +1,26 @@
 /** A snapshot of an index file: the engine's view over the segments one read transaction sees, reading columns, postings, vectors and text on demand through the generation's caches. */
 
 import type { DatabaseSync } from "node:sqlite"
-import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import type { CleanerConfig } from "@funcpipe/domain/Config"
+import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result } from "effect"
+import { cleanText } from "../../analysis/Clean.ts"
 import { bodyIn } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
 import { decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
-import { cachedPositions, type Snapshot, type StoredChunk, type StoredDocument, spanText } from "../IndexStore.ts"
+import {
+  cachedPositions,
+  type DocumentText,
+  type Snapshot,
+  type StoredChunk,
+  type StoredDocument,
+  spanText
+} from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { release, sqliteReadsAt, statement } from "./Connection.ts"
@@ -50,6 +59,8 @@ interface Reading {
   readonly offsets: ReadonlyArray<number>
   /** Stored positions in all, deleted ones included. */
   readonly positions: number
+  /** The clean rules that make a stored body (the text as written) the cleaned one; `undefined`: stored cleaned. */
+  readonly cleaner: CleanerConfig | undefined
 }
 
 /**
@@ -219,14 +230,20 @@ const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText:
     if (caches.packs.size > PACK_CACHE_ENTRIES) caches.packs.delete(caches.packs.keys().next().value!)
     return bytes
   }
+  /** A document's body as stored: as written (format 3 on) or cleaned (format 2). */
+  const storedBody = (doc: number): string => {
+    const place = placeStatement.get(doc) as { pack: unknown; body_start: unknown; body_end: unknown } | undefined
+    if (typeof place?.pack !== "number") throw corrupt(`the text of document ${doc} is missing`)
+    const body = bodyIn(unpacked(place.pack, doc), place.body_start as number, place.body_end as number)
+    if (body === undefined) throw corrupt(`the text of document ${doc} is not where its row says`)
+    return body
+  }
+  /** A document's cleaned body, which chunk spans count in. */
   const bodyOf = (segment: number, doc: number): string => {
     const key = `${segment}:${doc}`
     let body = caches.bodies.get(key)
     if (body !== undefined) return body
-    const place = placeStatement.get(doc) as { pack: unknown; body_start: unknown; body_end: unknown } | undefined
-    if (typeof place?.pack !== "number") throw corrupt(`the text of document ${doc} is missing`)
-    body = bodyIn(unpacked(place.pack, doc), place.body_start as number, place.body_end as number)
-    if (body === undefined) throw corrupt(`the text of document ${doc} is not where its row says`)
+    body = r.cleaner === undefined ? storedBody(doc) : cleanText(storedBody(doc), r.cleaner)
     caches.bodies.set(key, body)
     caches.bodyChars += body.length
     for (const [old, text] of caches.bodies) {
@@ -287,7 +304,7 @@ const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText:
       }
     }
   }
-  return { bodyOf, rowAt, keyOf }
+  return { bodyOf, storedBody, rowAt, keyOf }
 }
 
 /** A stored chunk with its vector: from a kept block, the row's cache, or cut out of the stored block. */
@@ -362,7 +379,7 @@ const chunkReader = (r: Reading, rowAt: ReturnType<typeof rowReader>["rowAt"]) =
 }
 
 /** Stored documents by id, and every position's document in id order (for ties and per-document tops). */
-const documentReader = (r: Reading, bodyOf: ReturnType<typeof rowReader>["bodyOf"]) => {
+const documentReader = (r: Reading, { bodyOf, storedBody }: ReturnType<typeof rowReader>) => {
   const { corrupt, db, offsets, positions, segments } = r
   const documentStatement = statement(
     db,
@@ -390,6 +407,15 @@ const documentReader = (r: Reading, bodyOf: ReturnType<typeof rowReader>["bodyOf
       })
     }
   }
+  const textStatement = statement(db, "SELECT id, source, first, chunks FROM documents WHERE doc_id = ?")
+  const documentText = (docId: string): DocumentText | undefined => {
+    const row = textStatement.get(docId) as { id: number; source: string; first: number; chunks: number } | undefined
+    if (row === undefined || row.chunks === 0) return undefined
+    const segment = segments.find((g) => row.first >= g.base && row.first < g.base + g.count)
+    if (segment === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
+    const cleaned = bodyOf(segment.id, row.id)
+    return { source: row.source, cleaned, original: r.cleaner === undefined ? undefined : storedBody(row.id) }
+  }
 
   let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined
   const documentsOf = () => {
@@ -413,7 +439,7 @@ const documentReader = (r: Reading, bodyOf: ReturnType<typeof rowReader>["bodyOf
     return (docs = { docOf, count: ids.length, order })
   }
 
-  return { document, documentsOf, tieOrder: () => (docs === undefined ? undefined : documentTies(docs)) }
+  return { document, documentText, documentsOf, tieOrder: () => (docs === undefined ? undefined : documentTies(docs)) }
 }
 
 /** Query filters over the documents' columns, read when a rule first needs them and kept per layout. */
@@ -484,13 +510,15 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       liveChunks += segment.live
       liveLength += segment.liveLength
     }
-    const r: Reading = { location, corrupt, sqliteReads, db, caches, dimensions, segments, offsets, positions }
+    const cleaner = keepsOriginals(manifestValue.formatVersion) ? manifestValue.cleaner : undefined
+    const r: Reading = { location, corrupt, sqliteReads, db, caches, dimensions, segments, offsets, positions, cleaner }
     const { deleted, layout, lengths, segmentAt, signature } = layoutOf(r)
     const postings = postingsReader(r)
     const vectorBlocks = vectorReader(r)
-    const { bodyOf, keyOf, rowAt } = rowReader(r, segmentAt, keyText)
+    const rows = rowReader(r, segmentAt, keyText)
+    const { keyOf, rowAt } = rows
     const chunkAt = chunkReader(r, rowAt)
-    const { document, documentsOf, tieOrder } = documentReader(r, bodyOf)
+    const { document, documentText, documentsOf, tieOrder } = documentReader(r, rows)
     const filter = filterReader(r, signature)
     return {
       scratch: caches.scratch,
@@ -510,6 +538,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       keyOf: sqliteReads(keyOf),
       chunkAt: sqliteReads(chunkAt),
       document: sqliteReads(document),
+      documentText: sqliteReads(documentText),
       documents: sqliteReads<void, ReturnType<typeof documentsOf>>(documentsOf),
       tieOrder,
       filter: sqliteReads(filter)

@@ -1,0 +1,99 @@
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import { displayText, headingPath, markupOf, prepareDisplay, wholeWords } from "../src/analysis/Display.ts"
+
+const whole = (text: string) => {
+  const doc = prepareDisplay(text, "markdown")
+  return displayText(doc, 0, text.length)
+}
+
+describe("displayText", () => {
+  it("removes Markdown and HTML markup around the words", () => {
+    const text = [
+      "---",
+      "title: Moon",
+      "---",
+      "# The *Moon* <!-- old headings. do not remove -->",
+      "",
+      '> Earth\'s **only** natural [satellite](https://example.org/moon "x").',
+      "",
+      "- It is about 384,000 km away.",
+      "1. See ![a crater](crater.png) and <https://nasa.gov>.",
+      "Use `rustc --version` and <kbd>Ctrl</kbd>-C; keep snake_case, 2 * 3 and Vec<T>.",
+      "AT&amp;T &#x2014; \\*literal\\*",
+      "",
+      "[satellite]: https://example.org"
+    ].join("\n")
+    assert.strictEqual(
+      whole(text),
+      "The Moon Earth's only natural satellite. It is about 384,000 km away. See a crater and https://nasa.gov. " +
+        "Use rustc --version and Ctrl-C; keep snake_case, 2 * 3 and Vec<T>. AT&T — *literal*"
+    )
+  })
+
+  it("keeps code blocks as written, fences out", () => {
+    const text = "Before\n\n```rust,ignore\nlet x = *ptr; // a_b_\n```\n\nAfter **bold**"
+    assert.strictEqual(whole(text), "Before let x = *ptr; // a_b_ After bold")
+  })
+
+  it("leaves out a hidden part cut by the span's edges", () => {
+    const text = "one <!-- a comment --> two"
+    const doc = prepareDisplay(text, "markdown")
+    assert.strictEqual(displayText(doc, 10, text.length), "two")
+    assert.strictEqual(displayText(doc, 0, 9), "one")
+  })
+
+  it("shows plain text as written, whitespace collapsed", () => {
+    const doc = prepareDisplay("a *b*  <i>c</i>\n d", "plain")
+    assert.strictEqual(displayText(doc, 0, doc.original.length), "a *b* <i>c</i> d")
+    assert.strictEqual(markupOf("/notes/moon.md"), "markdown")
+    assert.strictEqual(markupOf("/data/records.jsonl"), "plain")
+  })
+
+  it("never throws and never shows more than the span, whatever the text", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 80 }), fc.nat(), fc.nat(), (text, a, b) => {
+        const from = Math.min(a, b) % (text.length + 1)
+        const to = Math.max(from, Math.max(a, b) % (text.length + 1))
+        const shown = displayText(prepareDisplay(text, "markdown"), from, to)
+        assert.isAtMost(shown.length, to - from + 8)
+      }),
+      { numRuns: 500 }
+    )
+  })
+})
+
+describe("wholeWords", () => {
+  it("moves a span's edges out to the ends of the words they cut", () => {
+    const text = "the moon orbits the earth"
+    assert.deepStrictEqual(wholeWords(text, 6, 12), [4, 15])
+    assert.deepStrictEqual(wholeWords(text, 4, 8), [4, 8])
+  })
+})
+
+describe("headingPath", () => {
+  it("names the headings a position is under, outermost first", () => {
+    const text = [
+      "# Guide",
+      "intro",
+      "## Ownership",
+      "text A",
+      "### Borrowing `&T`",
+      "text B",
+      "## Lifetimes",
+      "text C",
+      "```",
+      "# not a heading",
+      "```",
+      "Setext",
+      "------",
+      "text D"
+    ].join("\n")
+    const doc = prepareDisplay(text, "markdown")
+    assert.deepStrictEqual(headingPath(doc, text.indexOf("intro")), ["Guide"])
+    assert.deepStrictEqual(headingPath(doc, text.indexOf("text B")), ["Guide", "Ownership", "Borrowing &T"])
+    assert.deepStrictEqual(headingPath(doc, text.indexOf("text C")), ["Guide", "Lifetimes"])
+    assert.deepStrictEqual(headingPath(doc, text.indexOf("text D")), ["Guide", "Setext"])
+    assert.deepStrictEqual(headingPath(prepareDisplay(text, "plain"), text.length), [])
+  })
+})
