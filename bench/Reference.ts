@@ -56,6 +56,11 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
         .all()
         .map((r) => row(r["docId"], r["start"], r["end"], r["text"], r["title"]))
     }
+    // From format 3 on a pack holds each body as written, and the chunks are spans of it cleaned by the index's rules.
+    const manifest = JSON.parse(
+      String((db.prepare("SELECT value FROM meta WHERE key = 'manifest'").get() as { value: unknown }).value)
+    ) as { formatVersion: number; cleaner: CleanerConfig }
+    const cleaned = (body: string) => (manifest.formatVersion >= 3 ? cleanText(body, manifest.cleaner) : body)
     const placeOf = db.prepare("SELECT pack, body_start, body_end FROM documents WHERE id = ?")
     const packOf = db.prepare("SELECT data FROM packs WHERE id = ?")
     const decoder = new TextDecoder("utf-8", { fatal: true })
@@ -64,7 +69,7 @@ export const readChunkRows = (file: string): Array<ChunkRow> => {
       const place = placeOf.get(doc) as { pack: number; body_start: number; body_end: number }
       const blob = (packOf.get(place.pack) as { data?: unknown } | undefined)?.data
       if (!(blob instanceof Uint8Array)) throw new Error(`no body for document ${String(doc)} in ${file}`)
-      return Array.from(decoder.decode(zstdDecompressSync(blob).subarray(place.body_start, place.body_end)))
+      return Array.from(cleaned(decoder.decode(zstdDecompressSync(blob).subarray(place.body_start, place.body_end))))
     }
     if (columns.length === 0) {
       // Layout 4: no chunk rows; a document's row holds its chunks' [start, end] pairs, its chunks numbered from `first`.

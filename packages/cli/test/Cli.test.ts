@@ -157,6 +157,26 @@ describe("funcpipe search", () => {
     }).pipe(Effect.provide(TestLayer))
   )
 
+  it.effect("ends chunks at a sentence with --chunker sentences, and refuses a tail policy it cannot apply", () =>
+    Effect.gen(function* () {
+      // The moon note's first sentence ends within 60 characters: the fixed windows run on past it, to a space here.
+      const first = (...flags: ReadonlyArray<string>) =>
+        Effect.gen(function* () {
+          const before = (yield* TestConsole.logLines).length
+          yield* run(["search", `${sample}/sky/moon.md`, "-q", "light", "--chunk-size", "60", "--json", ...flags])
+          const { results } = JSON.parse(String((yield* TestConsole.logLines)[before]))
+          return results.map((r: { text: string }) => r.text)
+        })
+      assert.deepStrictEqual(yield* first("--chunker", "sentences"), ["# the moon the moon has no light of its own."])
+      assert.deepStrictEqual(yield* first(), ["# the moon the moon has no light of its own. what we see is "])
+      const error = yield* Effect.flip(run(["search", sample, "-q", "x", "--chunker", "words", "--tail", "pad"]))
+      assert.strictEqual(
+        error.message,
+        "invalid chunking flags: the tail policy pad applies to fixed windows only, not to the words chunker"
+      )
+    }).pipe(Effect.provide(TestLayer))
+  )
+
   it.effect("rejects an overlap not below the chunk size with the domain's message", () =>
     Effect.gen(function* () {
       const error = yield* Effect.flip(run(["search", sample, "-q", "x", "--chunk-size", "4", "--overlap", "4"]))

@@ -105,8 +105,10 @@ export const ManifestInfo = Schema.Struct({
   chunk_size: Schema.Int,
   overlap: Schema.Int,
   tail_policy: Schema.String,
+  chunker: Schema.String.annotate({ description: "Where chunks end: fixed, words, sentences or markdown" }),
   stop_words: Schema.String,
   stemmer: Schema.String,
+  analyzer_version: Schema.Int.annotate({ description: "1, or 2: marks inside words (E[x]tract) joined" }),
   keep: Schema.NullOr(Schema.String).annotate({
     description: "The keep rule the index was built with; null keeps all"
   }),
@@ -265,8 +267,10 @@ export const manifestJson = (m: IndexManifest): ManifestInfo => ({
   chunk_size: m.chunker.chunkSize,
   overlap: m.chunker.overlap,
   tail_policy: m.chunker.tailPolicy,
+  chunker: m.chunker.strategy ?? "fixed",
   stop_words: m.analyzer.stopWords,
   stemmer: m.analyzer.stemmer,
+  analyzer_version: m.analyzer.version ?? 1,
   keep: m.keep === undefined || isKeepAll(m.keep) ? null : printRule(m.keep),
   created_at: iso(m.createdAt),
   updated_at: iso(m.updatedAt),

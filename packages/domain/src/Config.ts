@@ -27,13 +27,39 @@ export type Overlap = typeof Overlap.Type
 export const TailPolicy = Schema.Literals(["emit_short", "drop", "pad"])
 export type TailPolicy = typeof TailPolicy.Type
 
-/** Windows of `chunkSize` code points advancing by `chunkSize - overlap`. */
+/**
+ * Where chunks end: `fixed` cuts every `chunkSize - overlap` code points, exactly as the reference does; `words` ends
+ * each chunk at the last space of its window, `sentences` at the last sentence end (else space), and `markdown` also
+ * never lets a chunk cross a heading of the document as written. A boundary is looked for in the window's second half;
+ * a window without one is cut where it ends. Chunks of the boundary-aware chunkers start at a word.
+ */
+export const ChunkStrategy = Schema.Literals(["fixed", "words", "sentences", "markdown"])
+export type ChunkStrategy = typeof ChunkStrategy.Type
+
+/**
+ * Windows of at most `chunkSize` code points advancing by `chunkSize - overlap` (`fixed`, the reference's) or ending at
+ * a boundary (`strategy`; absent means `fixed`, as in indexes made before there was a choice). A tail policy other
+ * than `emit_short` applies to fixed windows only.
+ */
 export class ChunkerConfig extends Schema.Class<ChunkerConfig>("domain/ChunkerConfig")(
-  Schema.Struct({ chunkSize: ChunkSize, overlap: Overlap, tailPolicy: TailPolicy }).check(
+  Schema.Struct({
+    chunkSize: ChunkSize,
+    overlap: Overlap,
+    tailPolicy: TailPolicy,
+    strategy: Schema.optionalKey(ChunkStrategy)
+  }).check(
     Schema.makeFilter((c: { readonly chunkSize: number; readonly overlap: number }) =>
       c.overlap < c.chunkSize
         ? undefined
         : { path: ["overlap"], issue: `overlap (${c.overlap}) must be smaller than the chunk size (${c.chunkSize})` }
+    ),
+    Schema.makeFilter((c: { readonly tailPolicy: TailPolicy; readonly strategy?: ChunkStrategy }) =>
+      c.tailPolicy === "emit_short" || (c.strategy ?? "fixed") === "fixed"
+        ? undefined
+        : {
+            path: ["tailPolicy"],
+            issue: `the tail policy ${c.tailPolicy} applies to fixed windows only, not to the ${c.strategy} chunker`
+          }
     )
   )
 ) {
@@ -53,9 +79,18 @@ export const Stemmer = Schema.Literals(["porter", "none"])
 export type Stemmer = typeof Stemmer.Type
 
 /** How text becomes search terms for lexical retrieval; stored with an index, since terms are stored. */
+/**
+ * The analyzer's version: 1 splits words at every mark that is not a letter, digit, apostrophe or dot; 2 first joins
+ * what people write inside words: a bracketed letter or three before more letters (`E[x]tract`, `[c]reate`), soft
+ * hyphens, word joiners and zero-width (non-)joiners. Absent: 1, as in indexes made before there was a choice.
+ */
+export const AnalyzerVersion = Schema.Literals([1, 2])
+export type AnalyzerVersion = typeof AnalyzerVersion.Type
+
 export class AnalyzerConfig extends Schema.Class<AnalyzerConfig>("domain/AnalyzerConfig")({
   stopWords: StopWords,
-  stemmer: Stemmer
+  stemmer: Stemmer,
+  version: Schema.optionalKey(AnalyzerVersion)
 }) {
   static readonly default = new AnalyzerConfig({ stopWords: "english", stemmer: "porter" })
 }

@@ -39,6 +39,15 @@ describe("planMigration", () => {
     assert.include(describeMigration(plan), "clean rules strip, lower, collapse_ws → strip")
     assert.include(describeMigration(plan), "size 512, overlap 0, tail emit_short → size 100, overlap 10, tail drop")
   })
+  it("asks to re-chunk when the chunker changes where chunks end", () => {
+    const chunker = new ChunkerConfig({ ...ChunkerConfig.default, strategy: "markdown" })
+    const plan = planMigration(stored, { ...same, chunker })
+    assert.strictEqual(plan._tag, "Rechunk")
+    assert.include(describeMigration(plan), "tail emit_short → size 512, overlap 0, tail emit_short, chunker markdown")
+    // An index made before the choice existed has fixed windows, as `fixed` asks.
+    const fixed = new ChunkerConfig({ ...ChunkerConfig.default, strategy: "fixed" })
+    assert.deepStrictEqual(planMigration(stored, { ...same, chunker: fixed }), { _tag: "Compatible" })
+  })
   it("asks to re-index when the analyzer changes", () => {
     const plan = planMigration(stored, {
       ...same,

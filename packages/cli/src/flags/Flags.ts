@@ -3,10 +3,12 @@
 import {
   Alpha,
   AnalyzerConfig,
+  type AnalyzerVersion,
   B,
   Bm25Params,
   ChunkerConfig,
   ChunkSize,
+  ChunkStrategy,
   FusionConfig,
   FusionMethod,
   K1,
@@ -51,6 +53,14 @@ export const chunkingFlags = {
       "The last, shorter chunk: emit_short (default) keeps it, drop discards it, pad fills it with U+0000"
     ),
     Flag.withDefault(ChunkerConfig.default.tailPolicy)
+  ),
+  chunker: Flag.Literals("chunker", ChunkStrategy.literals).pipe(
+    Flag.withMetavar("KIND"),
+    Flag.withDescription(
+      "Where chunks end: fixed (every --chunk-size characters, the default), words (at a space), sentences (at a " +
+        "sentence's end, else a space) or markdown (as sentences, and never across a heading)"
+    ),
+    Flag.withDefault("fixed" as const)
   )
 }
 
@@ -67,7 +77,17 @@ export const chunkerFrom = (flags: {
   readonly chunkSize: number
   readonly overlap: number
   readonly tail: TailPolicy
-}) => Effect.fromResult(decodeChunker({ chunkSize: flags.chunkSize, overlap: flags.overlap, tailPolicy: flags.tail }))
+  readonly chunker: ChunkStrategy
+}) =>
+  Effect.fromResult(
+    decodeChunker({
+      chunkSize: flags.chunkSize,
+      overlap: flags.overlap,
+      tailPolicy: flags.tail,
+      // The reference's fixed windows are recorded as before, without a strategy.
+      ...(flags.chunker === "fixed" ? {} : { strategy: flags.chunker })
+    })
+  )
 
 /** `--model NAME`: the embedding model an index is built with (queries then use the index's own). */
 export const model = Flag.String("model").pipe(
@@ -145,12 +165,28 @@ export const analyzerFlags = {
       "Reduce English words to stems (porter, the default: 'indexing' and 'indexed' both become 'index') or not (none)"
     ),
     Flag.withDefault(AnalyzerConfig.default.stemmer)
+  ),
+  analyzerVersion: Flag.Literals("analyzer-version", ["1", "2"] as const).pipe(
+    Flag.withMetavar("N"),
+    Flag.withDescription(
+      `1 splits words at brackets and invisible marks; 2 joins what people write inside words, so E[x]tract is ` +
+        `found as extract (default ${AnalyzerConfig.default.version ?? 1})`
+    ),
+    Flag.withDefault(String(AnalyzerConfig.default.version ?? 1) as "1" | "2")
   )
 }
 
-/** The analyzer the flags name. */
-export const analyzerFrom = (flags: { readonly stopWords: StopWords; readonly stemmer: Stemmer }) =>
-  new AnalyzerConfig({ stopWords: flags.stopWords, stemmer: flags.stemmer })
+/** The analyzer the flags name (version 1 recorded as before, without a version). */
+export const analyzerFrom = (flags: {
+  readonly stopWords: StopWords
+  readonly stemmer: Stemmer
+  readonly analyzerVersion: "1" | "2"
+}) =>
+  new AnalyzerConfig({
+    stopWords: flags.stopWords,
+    stemmer: flags.stemmer,
+    ...(flags.analyzerVersion === "1" ? {} : { version: 2 as AnalyzerVersion })
+  })
 
 /** `--mode`, `--k1`, `--b`: how documents are ranked for a query. */
 export const rankingFlags = {

@@ -49,6 +49,50 @@ const WORD = /\p{Ideographic}|[[\p{L}\p{M}\p{N}]--\p{Ideographic}]+(?:['’.][[\
 const ASCII_WORD = /^[a-z]+$/
 
 /**
+ * What analyzer version 2 joins into the word around it: a bracketed letter or three followed by a letter (tldr's
+ * `E[x]tract`, `[c]reate`; not `a[i]` or `v[0]`), and the invisible marks that sit inside words (soft hyphen, word
+ * joiner, zero-width non-joiner and joiner).
+ */
+const INSIDE_MARKS = /(?<!\])\[(\p{L}{1,3})\](?=\p{L})|\u00ad|\u200c|\u200d|\u2060/gu
+const HAS_MARK = /\[|\u00ad|\u200c|\u200d|\u2060/
+
+/** `text` with what version 2 joins into words taken out; as is for version 1 or text without such marks. */
+export const joinMarks = (text: string, version: AnalyzerConfig["version"]): string =>
+  version !== 2 || !HAS_MARK.test(text) ? text : text.replace(INSIDE_MARKS, "$1")
+
+/**
+ * `joinMarks` with where each unit of the result came from (`from`, UTF-16 units of `text`), for highlighting words
+ * in the text as written.
+ */
+export const joinMarksAligned = (
+  text: string,
+  version: AnalyzerConfig["version"]
+): { readonly text: string; readonly from: Int32Array } => {
+  const from = new Int32Array(text.length + 1)
+  let out = ""
+  let at = 0
+  let size = 0
+  const copy = (to: number) => {
+    for (let i = at; i < to; i++) from[size++] = i
+    out += text.slice(at, to)
+  }
+  if (version === 2 && HAS_MARK.test(text)) {
+    for (const m of text.matchAll(INSIDE_MARKS)) {
+      copy(m.index)
+      const letters = m[1]
+      if (letters !== undefined) {
+        for (let i = 0; i < letters.length; i++) from[size++] = m.index + 1 + i
+        out += letters
+      }
+      at = m.index + m[0].length
+    }
+  }
+  copy(text.length)
+  from[size] = text.length
+  return { text: out, from: from.subarray(0, size + 1) }
+}
+
+/**
  * Stems seen recently, kept by the caller that analyzes many texts (a preparing thread): word frequencies are skewed,
  * so most words repeat and the Porter rules run once per word.
  */
@@ -191,13 +235,13 @@ export const words = (lowered: string): Array<string> => {
 }
 
 /**
- * The terms of `text`, in order: words lowercased, a possessive `'s` removed, stop words dropped and the rest
- * Porter-stemmed (English words only) as `config` says. The same function analyzes chunks and queries.
+ * The terms of `text`, in order: words (for version 2, with the marks inside them joined) lowercased, a possessive
+ * `'s` removed, stop words dropped and the rest Porter-stemmed (English words only) as `config` says. The same function analyzes chunks and queries.
  */
 export const analyze = (text: string, config: AnalyzerConfig = AnalyzerConfig.default): Array<string> => {
   const terms: Array<string> = []
   const stems: StemMemo = new Map()
-  analyzeWords(text, (word) => {
+  analyzeWords(joinMarks(text, config.version), (word) => {
     const term = termOf(word, config, stems)
     if (term !== undefined) terms.push(term)
   })

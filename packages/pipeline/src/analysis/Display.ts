@@ -228,3 +228,17 @@ export const chunkViewer = (
     return { passage: displayText(doc, wordsFrom, wordsTo), section: headingPath(doc, from) }
   }
 }
+
+/**
+ * Where the headings of a Markdown text start (UTF-16 units, in order): ATX (`# Title`) and setext (a line over `===`
+ * or `---`) headings outside fenced code. What the `markdown` chunker keeps chunks from crossing.
+ */
+export const headingStarts = (original: string): Array<number> => {
+  const inFence = insideOf(rangesOf(original, FENCED))
+  const starts: Array<number> = []
+  for (const m of original.matchAll(ATX)) if (!inFence(m.index)) starts.push(m.index)
+  for (const m of original.matchAll(SETEXT)) {
+    if (!inFence(m.index) && !/^[ \t]{0,3}(?:[-*+]|#|>)/.test(m[1]!)) starts.push(m.index)
+  }
+  return starts.sort((a, b) => a - b)
+}

@@ -31,35 +31,6 @@ const slice = (a: Aligned, start: number, end: number): Aligned =>
     ? a
     : { text: a.text.slice(start, end), from: a.from.subarray(start, end), to: a.to.subarray(start, end) }
 
-/** Grows the arrays of a text being built unit by unit. */
-class Builder {
-  text = ""
-  from: Int32Array
-  to: Int32Array
-  size = 0
-  constructor(capacity: number) {
-    this.from = new Int32Array(Math.max(16, capacity))
-    this.to = new Int32Array(Math.max(16, capacity))
-  }
-  push(count: number, from: number, to: number): void {
-    if (this.size + count > this.from.length) {
-      const grown = Math.max(this.from.length * 2, this.size + count)
-      const f = new Int32Array(grown)
-      const t = new Int32Array(grown)
-      f.set(this.from)
-      t.set(this.to)
-      this.from = f
-      this.to = t
-    }
-    this.from.fill(from, this.size, this.size + count)
-    this.to.fill(to, this.size, this.size + count)
-    this.size += count
-  }
-  done(text: string): Aligned {
-    return { text, from: this.from.subarray(0, this.size), to: this.to.subarray(0, this.size) }
-  }
-}
-
 /** `strip`: whitespace off both ends. */
 const strip = (a: Aligned): Aligned => {
   let start = 0
@@ -69,80 +40,83 @@ const strip = (a: Aligned): Aligned => {
   return slice(a, start, end)
 }
 
+const NON_ASCII = /[\u0080-\uffff]/
+
 /**
  * `lower` or `upper`. The text is the whole text's mapping (so context such as a word-final `Σ` is as `cleanText`
  * makes it); the alignment comes from mapping each code point alone, which can change its length (`İ` lowercases to
- * two units, `ß` uppercases to `SS`) but never differently in context. Should the two ever disagree in length, every
- * unit is aligned to the whole original: coarser, never wrong.
+ * two units, `ß` uppercases to `SS`) but never differently in context. ASCII text keeps its alignment as it is. Should
+ * the two ever disagree in length, every unit is aligned to the whole original: coarser, never wrong.
  */
 const caseMapped = (a: Aligned, map: (text: string) => string): Aligned => {
   const whole = map(a.text)
-  const out = new Builder(whole.length)
   const { text } = a
-  for (let i = 0; i < text.length; ) {
-    // ASCII maps to one unit, the common case, without a call.
-    if (text.charCodeAt(i) < 0x80) {
-      out.push(1, a.from[i]!, a.to[i]!)
-      i++
-      continue
+  if (!NON_ASCII.test(text)) return { text: whole, from: a.from, to: a.to }
+  const from = new Int32Array(whole.length)
+  const to = new Int32Array(whole.length)
+  let size = 0
+  for (let i = 0; i < text.length && size <= whole.length; ) {
+    const unit = text.charCodeAt(i)
+    const width = unit >= 0xd800 && unit <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? 2 : 1
+    const length = unit < 0x80 ? 1 : map(text.slice(i, i + width)).length
+    const f = a.from[i]!
+    const t = a.to[i + width - 1]!
+    for (let k = 0; k < length && size < whole.length; k++) {
+      from[size] = f
+      to[size++] = t
     }
-    const width = text.codePointAt(i)! > 0xffff ? 2 : 1
-    out.push(map(text.slice(i, i + width)).length, a.from[i]!, a.to[i + width - 1]!)
     i += width
   }
-  if (out.size === whole.length) return out.done(whole)
-  const coarse = new Builder(whole.length)
-  if (text.length > 0) coarse.push(whole.length, a.from[0]!, a.to[text.length - 1]!)
-  return coarse.done(whole)
+  if (size === whole.length) return { text: whole, from, to }
+  from.fill(text.length > 0 ? a.from[0]! : 0)
+  to.fill(text.length > 0 ? a.to[text.length - 1]! : 0)
+  return { text: whole, from, to }
 }
 
 /** `collapse_ws`: stripped, then each run of whitespace other than a single space becomes one space. */
 const collapse = (a: Aligned): Aligned => {
   const s = strip(a)
   const { text } = s
-  const out = new Builder(text.length)
-  let built = ""
+  const n = text.length
+  const from = new Int32Array(n)
+  const to = new Int32Array(n)
+  const parts: Array<string> = []
+  let size = 0
   let copied = 0
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < n; ) {
     if (!isWhitespaceUnit(text.charCodeAt(i))) {
+      from[size] = s.from[i]!
+      to[size++] = s.to[i]!
       i++
       continue
     }
     let j = i + 1
-    while (j < text.length && isWhitespaceUnit(text.charCodeAt(j))) j++
-    if (j === i + 1 && text.charCodeAt(i) === 0x20) {
-      i = j
-      continue
+    while (j < n && isWhitespaceUnit(text.charCodeAt(j))) j++
+    from[size] = s.from[i]!
+    to[size++] = s.to[j - 1]!
+    if (j > i + 1 || text.charCodeAt(i) !== 0x20) {
+      parts.push(text.slice(copied, i), " ")
+      copied = j
     }
-    for (let k = copied; k < i; k++) out.push(1, s.from[k]!, s.to[k]!)
-    out.push(1, s.from[i]!, s.to[j - 1]!)
-    built += `${text.slice(copied, i)} `
-    copied = i = j
+    i = j
   }
-  for (let k = copied; k < text.length; k++) out.push(1, s.from[k]!, s.to[k]!)
-  return out.done(built + text.slice(copied))
+  parts.push(text.slice(copied))
+  return { text: parts.join(""), from: from.subarray(0, size), to: to.subarray(0, size) }
 }
 
 /** `replace_newlines`: each `\r\n`, `\r` or `\n` becomes one space. */
 const replaceNewlines = (a: Aligned): Aligned => {
   const { text } = a
-  const out = new Builder(text.length)
-  let built = ""
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    if (unit === 0x0d && text.charCodeAt(i + 1) === 0x0a) {
-      out.push(1, a.from[i]!, a.to[i + 1]!)
-      built += " "
-      i++
-    } else if (unit === 0x0a || unit === 0x0d) {
-      out.push(1, a.from[i]!, a.to[i]!)
-      built += " "
-    } else {
-      out.push(1, a.from[i]!, a.to[i]!)
-      built += text[i]
-    }
+  const n = text.length
+  const from = new Int32Array(n)
+  const to = new Int32Array(n)
+  let size = 0
+  for (let i = 0; i < n; i++) {
+    from[size] = a.from[i]!
+    if (text.charCodeAt(i) === 0x0d && text.charCodeAt(i + 1) === 0x0a) i++
+    to[size++] = a.to[i]!
   }
-  return out.done(built)
+  return { text: text.replace(/\r\n|\r|\n/g, " "), from: from.subarray(0, size), to: to.subarray(0, size) }
 }
 
 const applyRule = (a: Aligned, rule: CleanRule): Aligned => {

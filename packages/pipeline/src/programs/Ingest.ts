@@ -4,7 +4,7 @@ import type { Chunk, ChunkDraft } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Path, Stream } from "effect"
-import { chunkDoc } from "../analysis/Chunker.ts"
+import { chunkDoc, sectionStarts } from "../analysis/Chunker.ts"
 import { cleanDoc } from "../analysis/Clean.ts"
 import { embedChunk } from "../analysis/Embed.ts"
 import { Embedder } from "../models/Embedder.ts"
@@ -72,7 +72,9 @@ export const ingest = Effect.fn("ingest")(function* (paths: ReadonlyArray<string
         const claimed = claim.take(record)
         if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
         if (claimed._tag === "Dropped") return void dropped++
-        const docChunks = chunkDoc(cleanDoc(claimed.sourced.doc, cleaner), chunker)
+        const raw = claimed.sourced.doc
+        const sections = chunker.strategy === "markdown" ? sectionStarts(raw.body, cleaner) : undefined
+        const docChunks = chunkDoc(cleanDoc(raw, cleaner), chunker, sections)
         if (docChunks.length === 0) return void skipped.push(emptyAfterCleaning(claimed.sourced))
         kept++
         drafts.push(...docChunks)

@@ -29,7 +29,7 @@ import {
   QueryFilterInvalid,
   ZeroVector
 } from "../search/QueryErrors.ts"
-import { IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
+import { type DocumentText, IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
 import { IndexCorrupt } from "../store/StoreErrors.ts"
 
 /**
@@ -268,18 +268,17 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
 })
 
 /**
- * What each result shows: the original text of its chunk and the headings it is under, each document's texts read
- * and aligned once however many of its chunks are results.
+ * Each document's viewer, by the texts a snapshot gave for it: a store gives the same object while it keeps the
+ * document's body in memory, so a document in the results of many queries is aligned and parsed once.
  */
-const shownChunks = (snapshot: Snapshot, results: ReadonlyArray<RankedChunk>): ReadonlyArray<ShownChunk> => {
-  const viewers = new Map<string, ((start: number, end: number) => ShownChunk) | undefined>()
-  return results.map(({ chunk }) => {
-    let viewer = viewers.get(chunk.docId)
-    if (!viewers.has(chunk.docId)) {
-      const text = snapshot.documentText(chunk.docId)
-      viewer = text === undefined ? undefined : chunkViewer(text, snapshot.manifest.cleaner)
-      viewers.set(chunk.docId, viewer)
-    }
-    return viewer?.(chunk.start, chunk.end) ?? { passage: plainPassage(chunk.text), section: [] }
+const viewers = new WeakMap<DocumentText, (start: number, end: number) => ShownChunk>()
+
+/** What each result shows: the original text of its chunk and the headings it is under. */
+const shownChunks = (snapshot: Snapshot, results: ReadonlyArray<RankedChunk>): ReadonlyArray<ShownChunk> =>
+  results.map(({ chunk }) => {
+    const text = snapshot.documentText(chunk.docId)
+    if (text === undefined) return { passage: plainPassage(chunk.text), section: [] }
+    let viewer = viewers.get(text)
+    if (viewer === undefined) viewers.set(text, (viewer = chunkViewer(text, snapshot.manifest.cleaner)))
+    return viewer(chunk.start, chunk.end)
   })
-}

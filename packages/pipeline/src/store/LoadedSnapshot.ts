@@ -201,6 +201,9 @@ const loadedPostings = (segment: SegmentBuilder, positions: number) => {
   return postings
 }
 
+/** How many documents' texts for display a loaded snapshot keeps. */
+const KEPT_TEXTS = 256
+
 /** The loaded documents' bodies, decompressed when first read and kept up to `BODY_CACHE_CHARS`. */
 const loadedBodies = (
   docs: ReadonlyArray<KeptDoc>,
@@ -358,10 +361,22 @@ const snapshotOf = (
     }
   }
 
+  // The last few documents' texts, the same object each time while kept (callers key their display work on it).
+  const texts = new Map<number, DocumentText>()
   const documentText = (docId: string): DocumentText | undefined => {
     const i = byId.get(docId)
     if (i === undefined || docs[i]!.chunks === 0) return undefined
-    return { source: docs[i]!.source, cleaned: bodyOf(i), original: cleaner === undefined ? undefined : storedBody(i) }
+    let text = texts.get(i)
+    if (text === undefined) {
+      text = {
+        source: docs[i]!.source,
+        cleaned: bodyOf(i),
+        original: cleaner === undefined ? undefined : storedBody(i)
+      }
+      texts.set(i, text)
+      if (texts.size > KEPT_TEXTS) texts.delete(texts.keys().next().value!)
+    }
+    return text
   }
 
   const { documents, filter } = documentIndex(docs, first, positions)

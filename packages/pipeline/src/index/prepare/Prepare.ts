@@ -4,8 +4,8 @@
  */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, keepsOriginals } from "@funcpipe/domain/Manifest"
-import { type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
-import { chunkSpans } from "../../analysis/Chunker.ts"
+import { joinMarks, type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
+import { chunkBody } from "../../analysis/Chunker.ts"
 import { cleanText } from "../../analysis/Clean.ts"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../../analysis/Embed.ts"
 import { WordTable } from "../../analysis/WordTable.ts"
@@ -18,8 +18,8 @@ const STOP = -1
 /** How documents are prepared: the index's clean rules, chunker and analyzer (plain values, so workers can take them). */
 export interface PrepareSettings {
   readonly cleaner: Pick<CleanerConfig, "rules">
-  readonly chunker: Pick<ChunkerConfig, "chunkSize" | "overlap" | "tailPolicy">
-  readonly analyzer: Pick<AnalyzerConfig, "stopWords" | "stemmer">
+  readonly chunker: Pick<ChunkerConfig, "chunkSize" | "overlap" | "tailPolicy" | "strategy">
+  readonly analyzer: Pick<AnalyzerConfig, "stopWords" | "stemmer" | "version">
   /**
    * The index's layout version: from 3 on, each document's body is packed as written (the cleaned text is made from
    * it when read); before, the cleaned body is packed. Absent: this build's `FORMAT_VERSION`.
@@ -227,13 +227,13 @@ export const prepareBatch = (
   docs.forEach((doc, d) => {
     const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
     bodies.push(originals ? doc.body : body)
-    const spans = chunkSpans(body, settings.chunker as ChunkerConfig)
+    const spans = chunkBody(doc.body, body, settings.chunker as ChunkerConfig, settings.cleaner)
     chunkCounts[d] = spans.length
     if (spans.length === 0) return
     // A chunk's searchable text is the title, a line break and the chunk. The break ends any word and is no context
     // for lowercasing either, so the title's terms are found once per document and copied to each chunk.
     const titleFrom = size
-    const title = doc.title.toLowerCase()
+    const title = joinMarks(doc.title, analyzer.version).toLowerCase()
     scanWords(title, ranges)
     addTerms(title)
     const titleTerms = size - titleFrom
@@ -252,7 +252,7 @@ export const prepareBatch = (
         ids.copyWithin(size, titleFrom, titleFrom + titleTerms)
         size += titleTerms
       }
-      const lowered = span.text.toLowerCase()
+      const lowered = joinMarks(span.text, analyzer.version).toLowerCase()
       scanWords(lowered, ranges)
       addTerms(lowered)
       counts.push(size - before)

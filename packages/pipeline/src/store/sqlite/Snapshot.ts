@@ -22,7 +22,7 @@ import {
   spanText
 } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
-import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
+import { type BodyEntry, type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { release, sqliteReadsAt, statement } from "./Connection.ts"
 import {
   type Corrupt,
@@ -208,6 +208,10 @@ const vectorReader = (r: Reading) => {
   return vectorBlocks
 }
 
+/** What a cached body counts against `BODY_CACHE_CHARS`: its stored text, and its cleaned text when that differs. */
+const entryChars = (entry: BodyEntry): number =>
+  entry.stored.length + (entry.cleaned === entry.stored ? 0 : entry.cleaned.length)
+
 /** Chunk rows: where each chunk is (its document, title and span), and the text of the bodies they are cut from. */
 const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText: (read: () => string) => string) => {
   const { caches, corrupt, db, offsets, segments } = r
@@ -238,21 +242,24 @@ const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText:
     if (body === undefined) throw corrupt(`the text of document ${doc} is not where its row says`)
     return body
   }
-  /** A document's cleaned body, which chunk spans count in. */
-  const bodyOf = (segment: number, doc: number): string => {
+  /** A document's body as stored and cleaned, kept in the generation's cache. */
+  const bodyEntry = (segment: number, doc: number): BodyEntry => {
     const key = `${segment}:${doc}`
-    let body = caches.bodies.get(key)
-    if (body !== undefined) return body
-    body = r.cleaner === undefined ? storedBody(doc) : cleanText(storedBody(doc), r.cleaner)
-    caches.bodies.set(key, body)
-    caches.bodyChars += body.length
-    for (const [old, text] of caches.bodies) {
+    let entry = caches.bodies.get(key)
+    if (entry !== undefined) return entry
+    const stored = storedBody(doc)
+    entry = { stored, cleaned: r.cleaner === undefined ? stored : cleanText(stored, r.cleaner) }
+    caches.bodies.set(key, entry)
+    caches.bodyChars += entryChars(entry)
+    for (const [old, kept] of caches.bodies) {
       if (caches.bodyChars <= BODY_CACHE_CHARS) break
       caches.bodies.delete(old)
-      caches.bodyChars -= text.length
+      caches.bodyChars -= entryChars(kept)
     }
-    return body
+    return entry
   }
+  /** A document's cleaned body, which chunk spans count in. */
+  const bodyOf = (segment: number, doc: number): string => bodyEntry(segment, doc).cleaned
   const rowAt = (position: number) => {
     const s = segmentAt(position)
     // A number, not a string: no allocation per lookup (a segment holds far fewer than 2^32 chunks).
@@ -304,7 +311,7 @@ const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText:
       }
     }
   }
-  return { bodyOf, storedBody, rowAt, keyOf }
+  return { bodyOf, bodyEntry, rowAt, keyOf }
 }
 
 /** A stored chunk with its vector: from a kept block, the row's cache, or cut out of the stored block. */
@@ -379,7 +386,7 @@ const chunkReader = (r: Reading, rowAt: ReturnType<typeof rowReader>["rowAt"]) =
 }
 
 /** Stored documents by id, and every position's document in id order (for ties and per-document tops). */
-const documentReader = (r: Reading, { bodyOf, storedBody }: ReturnType<typeof rowReader>) => {
+const documentReader = (r: Reading, { bodyEntry, bodyOf }: ReturnType<typeof rowReader>) => {
   const { corrupt, db, offsets, positions, segments } = r
   const documentStatement = statement(
     db,
@@ -413,8 +420,13 @@ const documentReader = (r: Reading, { bodyOf, storedBody }: ReturnType<typeof ro
     if (row === undefined || row.chunks === 0) return undefined
     const segment = segments.find((g) => row.first >= g.base && row.first < g.base + g.count)
     if (segment === undefined) throw corrupt(`the chunks of ${JSON.stringify(docId)} are not in the index`)
-    const cleaned = bodyOf(segment.id, row.id)
-    return { source: row.source, cleaned, original: r.cleaner === undefined ? undefined : storedBody(row.id) }
+    const entry = bodyEntry(segment.id, row.id)
+    entry.shown ??= {
+      source: row.source,
+      cleaned: entry.cleaned,
+      original: r.cleaner === undefined ? undefined : entry.stored
+    }
+    return entry.shown
   }
 
   let docs: { readonly docOf: Int32Array; readonly count: number; readonly order: Int32Array } | undefined

@@ -1,0 +1,65 @@
+/** Analyzer version 2: what people write inside words (`E[x]tract`, soft hyphens) is joined into the word. */
+import { assert, describe, it } from "@effect/vitest"
+import { AnalyzerConfig } from "@funcpipe/domain/Config"
+import fc from "fast-check"
+import { analyze, joinMarks, joinMarksAligned } from "../src/analysis/Analyzer.ts"
+import { highlightSpans } from "../src/analysis/Highlight.ts"
+import { prepareBatch } from "../src/index/prepare/Prepare.ts"
+
+const v1 = AnalyzerConfig.default
+const v2 = new AnalyzerConfig({ ...AnalyzerConfig.default, version: 2 })
+
+describe("analyzer version 2", () => {
+  it("joins a bracketed letter inside or before a word, and invisible marks inside one", () => {
+    assert.deepStrictEqual(analyze("E[x]tract files, [c]reate an archive", v2), ["extract", "file", "creat", "archiv"])
+    assert.deepStrictEqual(analyze("E[x]tract files", v1), ["e", "x", "tract", "file"])
+    assert.deepStrictEqual(analyze("extra\u00adordinary co\u200dop", v2), ["extraordinari", "coop"])
+  })
+
+  it("leaves indexing and other brackets as they are", () => {
+    assert.deepStrictEqual(analyze("a[i] v[0] [link](url) [abcd]ef", v2), analyze("a[i] v[0] [link](url) [abcd]ef", v1))
+  })
+
+  it("is version 1 exactly on text without such marks", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 60 }), (text) => {
+        const clean = text.replace(/\[|\]|\u00ad|\u200c|\u200d|\u2060/g, "")
+        assert.deepStrictEqual(analyze(clean, v2), analyze(clean, v1))
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("aligns the joined text with the text as written", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom("E", "[x]", "tract", " ", "[c]", "\u00ad", "😀", "a[i]", "]"), { maxLength: 20 }),
+        (parts) => {
+          const text = parts.join("")
+          const joined = joinMarksAligned(text, 2)
+          assert.strictEqual(joined.text, joinMarks(text, 2))
+          for (let i = 0; i < joined.text.length; i++) assert.strictEqual(text[joined.from[i]!], joined.text[i])
+        }
+      )
+    )
+  })
+
+  it("highlights the word as written, brackets included", () => {
+    const text = "E[x]tract a file; then [l]ist"
+    const terms = analyze("extract list", v2)
+    const points = Array.from(text)
+    const shown = highlightSpans(text, terms, v2).map(([s, e]) => points.slice(s, e).join(""))
+    assert.deepStrictEqual(shown, ["E[x]tract", "[l]ist"])
+    assert.deepStrictEqual(highlightSpans(text, analyze("extract list", v1), v1), [])
+  })
+
+  it("is the analyzer an index run uses for chunks and titles", () => {
+    const batch = prepareBatch([{ title: "E[x]tract", body: "Un[z]ip the archive" }], {
+      cleaner: { rules: ["strip"] },
+      chunker: { chunkSize: 100 as never, overlap: 0 as never, tailPolicy: "emit_short" },
+      analyzer: v2
+    })
+    const terms = Array.from(batch.termIds, (id) => batch.vocabulary[id])
+    assert.deepStrictEqual(terms, ["extract", "unzip", "archiv"])
+  })
+})
