@@ -1,13 +1,21 @@
 /** Analyzer version 2: what people write inside words (`E[x]tract`, soft hyphens) is joined into the word. */
 import { assert, describe, it } from "@effect/vitest"
+import { NodeServices } from "@effect/platform-node"
 import { AnalyzerConfig } from "@funcpipe/domain/Config"
+import { Effect, FileSystem, Layer, Option } from "effect"
 import fc from "fast-check"
 import { analyze, joinMarks, joinMarksAligned } from "../src/analysis/Analyzer.ts"
 import { highlightSpans } from "../src/analysis/Highlight.ts"
 import { prepareBatch } from "../src/index/prepare/Prepare.ts"
+import { Embedder } from "../src/models/Embedder.ts"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
+import { docsSource } from "./Sources.ts"
 
-const v1 = AnalyzerConfig.default
-const v2 = new AnalyzerConfig({ ...AnalyzerConfig.default, version: 2 })
+const v1 = new AnalyzerConfig({ stopWords: "english", stemmer: "porter" })
+const v2 = new AnalyzerConfig({ stopWords: "english", stemmer: "porter", version: 2 })
 
 describe("analyzer version 2", () => {
   it("joins a bracketed letter inside or before a word, and invisible marks inside one", () => {
@@ -62,4 +70,31 @@ describe("analyzer version 2", () => {
     const terms = Array.from(batch.termIds, (id) => batch.vocabulary[id])
     assert.deepStrictEqual(terms, ["extract", "unzip", "archiv"])
   })
+
+  it.effect("is what a new index gets, while an index of version 1 keeps its own unless a version is named", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-marks-" })
+      const docs = docsSource([["tar", "E[x]tract an archive"]])
+      const versionAt = (file: string, options: Parameters<typeof indexPaths>[1]) =>
+        Effect.gen(function* () {
+          yield* indexPaths(["mem"], options)
+          const manifest = Option.getOrThrow(yield* IndexStore.use((s) => s.manifest))
+          const { results } = yield* queryIndex("extract", 1)
+          return { version: manifest.analyzer.version ?? 1, found: results.length }
+        }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(`${dir}/${file}`), docs)))
+      // A new index: version 2, so E[x]tract is found as extract.
+      assert.deepStrictEqual(yield* versionAt("new.db", { analyzerVersionFromIndex: true }), { version: 2, found: 1 })
+      // An index made with version 1 keeps it when no version is named, and refuses another one without a rebuild.
+      assert.deepStrictEqual(yield* versionAt("old.db", { analyzer: v1 }), { version: 1, found: 0 })
+      assert.deepStrictEqual(yield* versionAt("old.db", { analyzerVersionFromIndex: true }), { version: 1, found: 0 })
+      const refused = yield* Effect.flip(versionAt("old.db", { analyzer: v2 }))
+      assert.strictEqual(refused._tag, "SettingsChanged")
+      assert.include(
+        refused.message,
+        "stop words english, stemmer porter → stop words english, stemmer porter, version 2"
+      )
+      assert.deepStrictEqual(yield* versionAt("old.db", { analyzer: v2, rebuild: true }), { version: 2, found: 1 })
+    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
+  )
 })

@@ -181,7 +181,7 @@ export const evaluate = Command.make(
     const run = (mode: Option.Option<RetrievalMode>, rebuild: boolean) =>
       evaluateCollection(input.collection, {
         chunker,
-        analyzer: analyzerFrom(input),
+        ...analyzerFrom(input),
         ...ruleOption("keep", input.keep),
         rebuild,
         ...queryOptionsFrom({ ...input, mode }),

@@ -70,7 +70,7 @@ export const index = Command.make(
     const progress = input.json ? silentProgress : yield* Progress
     const report = yield* indexPaths(input.paths, {
       chunker,
-      analyzer: analyzerFrom(input),
+      ...analyzerFrom(input),
       ...ruleOption("keep", input.keep),
       dryRun: input.dryRun,
       rebuild: input.rebuild,

@@ -46,7 +46,7 @@ export const search = Command.make(
     const text = yield* queryText(input.query)
     const answer = yield* searchPaths(input.paths, text, input.topK, {
       chunker,
-      analyzer: analyzerFrom(input),
+      analyzer: analyzerFrom(input).analyzer,
       ...queryOptionsFrom(input),
       ...ruleOption("keep", input.keep),
       ...ruleOption("where", input.where)

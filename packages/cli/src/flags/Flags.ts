@@ -170,23 +170,34 @@ export const analyzerFlags = {
     Flag.withMetavar("N"),
     Flag.withDescription(
       `1 splits words at brackets and invisible marks; 2 joins what people write inside words, so E[x]tract is ` +
-        `found as extract (default ${AnalyzerConfig.default.version ?? 1})`
+        `found as extract (default: an existing index's own, ${AnalyzerConfig.default.version ?? 1} for a new one)`
     ),
-    Flag.withDefault(String(AnalyzerConfig.default.version ?? 1) as "1" | "2")
+    Flag.optional
   )
 }
 
-/** The analyzer the flags name (version 1 recorded as before, without a version). */
+/**
+ * The analyzer the flags name (version 1 recorded as before, without a version), and whether they left its version to
+ * the index: an existing index then keeps its own, and a new one gets the default.
+ */
 export const analyzerFrom = (flags: {
   readonly stopWords: StopWords
   readonly stemmer: Stemmer
-  readonly analyzerVersion: "1" | "2"
-}) =>
-  new AnalyzerConfig({
-    stopWords: flags.stopWords,
-    stemmer: flags.stemmer,
-    ...(flags.analyzerVersion === "1" ? {} : { version: 2 as AnalyzerVersion })
+  readonly analyzerVersion: Option.Option<"1" | "2">
+}) => {
+  const version = Option.match(flags.analyzerVersion, {
+    onNone: () => AnalyzerConfig.default.version,
+    onSome: (v) => Number(v) as AnalyzerVersion
   })
+  return {
+    analyzer: new AnalyzerConfig({
+      stopWords: flags.stopWords,
+      stemmer: flags.stemmer,
+      ...(version === undefined || version === 1 ? {} : { version })
+    }),
+    analyzerVersionFromIndex: Option.isNone(flags.analyzerVersion)
+  }
+}
 
 /** `--mode`, `--k1`, `--b`: how documents are ranked for a query. */
 export const rankingFlags = {

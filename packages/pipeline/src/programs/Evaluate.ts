@@ -41,6 +41,8 @@ export interface EvalOptions {
   readonly fusion?: FusionConfig
   readonly chunker?: ChunkerConfig
   readonly analyzer?: AnalyzerConfig
+  /** An existing index keeps its analyzer version (see `IndexOptions.analyzerVersionFromIndex`). */
+  readonly analyzerVersionFromIndex?: boolean
   /** Which documents of the corpus to index (default: all). */
   readonly keep?: Rule
   /** Expand each query from its best first-pass chunks (pseudo-relevance feedback); off by default. */
@@ -120,6 +122,7 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir
   const index = yield* indexPaths([corpus], {
     ...(options.chunker === undefined ? {} : { chunker: options.chunker }),
     analyzer: options.analyzer ?? AnalyzerConfig.default,
+    analyzerVersionFromIndex: options.analyzerVersionFromIndex === true,
     ...(options.keep === undefined ? {} : { keep: options.keep }),
     rebuild: options.rebuild === true,
     // The index is this collection's own, mirroring one file: deleting what left the corpus (or the keep rule) is safe.

@@ -28,6 +28,11 @@ export interface IndexOptions {
   readonly cleaner?: CleanerConfig
   readonly chunker?: ChunkerConfig
   readonly analyzer?: AnalyzerConfig
+  /**
+   * The caller named no analyzer version: an existing index keeps its own, and `analyzer.version` applies to a new
+   * index (or a rebuilt one) only.
+   */
+  readonly analyzerVersionFromIndex?: boolean
   /** Plan only: read and compare, write nothing. */
   readonly dryRun?: boolean
   /** Replace the whole index, whatever it was built with. */
@@ -104,6 +109,7 @@ interface Run {
   readonly keep: Rule
   readonly keeps: ReturnType<typeof keepTest>
   readonly rebuild: boolean
+  readonly analyzerVersionFromIndex: boolean
   readonly dryRun: boolean
   readonly prune: boolean
   readonly batchSize: number
@@ -170,6 +176,7 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
     keep,
     keeps: keepTest(keep, (file) => path.resolve(file)),
     rebuild: options.rebuild === true,
+    analyzerVersionFromIndex: options.analyzerVersionFromIndex === true,
     dryRun: options.dryRun === true,
     prune: options.prune === true,
     batchSize: options.batchSize ?? 64,
@@ -359,6 +366,15 @@ const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
   Effect.gen(function* () {
     const existing = yield* writer.manifest
     let run = asked
+    if (Option.isSome(existing) && !run.rebuild && run.analyzerVersionFromIndex) {
+      const { version } = existing.value.analyzer
+      const analyzer = new AnalyzerConfig({
+        stopWords: run.settings.analyzer.stopWords,
+        stemmer: run.settings.analyzer.stemmer,
+        ...(version === undefined ? {} : { version })
+      })
+      run = { ...run, settings: { ...run.settings, analyzer } }
+    }
     if (Option.isSome(existing) && !run.rebuild) {
       const migration = planMigration(existing.value, run.settings)
       if (migration._tag !== "Compatible") {
