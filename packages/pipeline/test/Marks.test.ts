@@ -1,6 +1,7 @@
 /** Analyzer version 2: what people write inside words (`E[x]tract`, soft hyphens) is joined into the word. */
-import { assert, describe, it } from "@effect/vitest"
+
 import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { AnalyzerConfig } from "@funcpipe/domain/Config"
 import { Effect, FileSystem, Layer, Option } from "effect"
 import fc from "fast-check"
