@@ -80,6 +80,7 @@ describe("funcpipe search", () => {
         "text",
         "passage",
         "section",
+        "source",
         "explain"
       ])
       assert.strictEqual(parsed.results[0].doc_id, "voyager-1")
@@ -87,6 +88,7 @@ describe("funcpipe search", () => {
       assert.strictEqual(parsed.results[0].text, voyager.toLowerCase())
       assert.strictEqual(parsed.results[0].passage, voyager)
       assert.deepStrictEqual(parsed.results[0].section, [])
+      assert.match(parsed.results[0].source, /missions\.csv$/)
       assert.strictEqual(parsed.results[0].title, "Voyager 1")
       assert.isAbove(parsed.results[0].score, parsed.results[1].score)
     }).pipe(Effect.provide(TestLayer))

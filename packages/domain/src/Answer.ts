@@ -59,6 +59,9 @@ export const QueryResult = Schema.Struct({
   section: Schema.Array(Schema.String).annotate({
     description: "The headings the chunk is under, outermost first (Markdown documents; empty otherwise)"
   }),
+  source: Schema.String.annotate({
+    description: "Where the document was read from: its file, or `api` for documents put through the API"
+  }),
   explain: Schema.optionalKey(Explanation),
   highlights: Schema.optionalKey(
     Schema.Array(Span).annotate({
@@ -124,6 +127,9 @@ export const StatusResponse = Schema.Struct({
   index: Schema.String.annotate({ description: "The index file" }),
   ready: Schema.Boolean.annotate({ description: "Whether queries can be answered" }),
   writable: Schema.Boolean,
+  link_sources: Schema.Boolean.annotate({
+    description: "Whether GET /v1/documents/{id}/text hands out documents' text (serve --link-sources)"
+  }),
   manifest: Schema.NullOr(ManifestInfo).annotate({ description: "The index being served; null before there is one" }),
   snapshot_at: Schema.NullOr(Schema.String).annotate({ description: "When the served snapshot was opened (ISO 8601)" }),
   reload_error: Schema.NullOr(Schema.Struct({ at: Schema.String, message: Schema.String })).annotate({
@@ -205,6 +211,7 @@ export interface AnswerView {
 export interface ShownChunk {
   readonly passage: string
   readonly section: ReadonlyArray<string>
+  readonly source: string
 }
 
 /** What an answer's JSON adds for a page: spans of `text` and passages (cut, with their spans) per result. */
@@ -249,6 +256,7 @@ export const answerJson = (answer: AnswerView, marks: AnswerMarks = {}): QueryRe
     text: r.chunk.text,
     passage: marks.passages?.[i]?.text ?? answer.shown?.[i]?.passage ?? plainPassage(r.chunk.text),
     section: answer.shown?.[i]?.section ?? [],
+    source: answer.shown?.[i]?.source ?? "",
     ...(answer.explanations?.[i] === undefined ? {} : { explain: explanationJson(answer.explanations[i]) }),
     ...(marks.highlights?.[i] === undefined ? {} : { highlights: marks.highlights[i] }),
     ...(marks.passages?.[i]?.spans === undefined ? {} : { passage_highlights: marks.passages[i].spans }),

@@ -10,6 +10,7 @@ import {
   IndexUnavailable,
   InvalidRequest,
   type QueryRequest,
+  SourcesOff,
   WritesDisabled
 } from "@funcpipe/domain/http/Api"
 import { DEFAULT_TOP_K } from "@funcpipe/domain/Query"
@@ -33,6 +34,8 @@ import { LiveIndex, type Loaded } from "./LiveIndex.ts"
 export interface HandlerOptions {
   /** Whether `PUT`/`DELETE /v1/documents` may change the index. */
   readonly writable: boolean
+  /** Whether `GET /v1/documents/{id}/text` hands out documents' text (`serve --link-sources`). */
+  readonly linkSources?: boolean
 }
 
 /** A failure of the pipeline's programs, by family. */
@@ -193,6 +196,7 @@ export const IndexHandlers = (options: HandlerOptions) =>
             index: live.location,
             ready: loaded !== undefined,
             writable: options.writable,
+            link_sources: options.linkSources === true,
             manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
             snapshot_at: loaded === undefined ? null : iso(loaded.loadedAt),
             reload_error: failure === undefined ? null : { at: iso(failure.at), message: failure.error.message }
@@ -216,6 +220,24 @@ export const IndexHandlers = (options: HandlerOptions) =>
                     })
               )
             )
+        )
+        .handle("text", ({ params }) =>
+          options.linkSources === true
+            ? live
+                .use((loaded) => readSnapshot(live.location, () => loaded.snapshot.documentText(params.id)))
+                .pipe(
+                  Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
+                  Effect.flatMap((text) =>
+                    text === undefined
+                      ? Effect.fail(notFound(params.id))
+                      : Effect.succeed(text.original ?? text.cleaned)
+                  )
+                )
+            : Effect.fail(
+                new SourcesOff({
+                  message: "this server does not hand out documents' text; start it with --link-sources to allow it"
+                })
+              )
         )
     })
   )

@@ -85,6 +85,26 @@ const call = async (method, path, body) => {
   return data
 }
 
+/** Whether the server links results to their documents' text (serve --link-sources); from the status. */
+let linkSources = false
+
+/**
+ * A link to a result's document as written: fetched with the token (a plain link would not carry it) and opened as
+ * plain text in a new tab.
+ */
+const sourceLink = (r) => {
+  const link = el("a", { href: "#", className: "source", textContent: r.source, dir: "auto" })
+  link.addEventListener("click", (event) => {
+    event.preventDefault()
+    const headers = token ? { authorization: "Bearer " + token } : {}
+    fetch("/v1/documents/" + encodeURIComponent(r.doc_id) + "/text", { headers }).then(async (response) => {
+      if (!response.ok) throw new Error((await response.json().catch(() => ({}))).message || "HTTP " + response.status)
+      window.open(URL.createObjectURL(await response.blob()), "_blank")
+    }).catch(fail)
+  })
+  return link
+}
+
 /** About three lines of a result's passage, chosen around its matches. */
 const PASSAGE_WIDTH = 320
 
@@ -147,9 +167,11 @@ const resultView = (answer, r) => {
     el("span", { className: "score", textContent: "score " + r.score.toFixed(6) }),
     ...(r.title ? [el("span", { className: "title", textContent: r.title, dir: "auto" })] : []),
     el("span", { className: "doc", textContent: r.doc_id, dir: "auto" }),
-    el("span", { className: "span", textContent: "[" + r.start + ", " + r.end + ")" })
+    el("span", { className: "span", textContent: "[" + r.start + ", " + r.end + ")" }),
+    ...(linkSources && r.source ? [sourceLink(r)] : [])
   ])
-  const section = r.section.length > 0 && !(r.section.length === 1 && r.section[0] === r.title)
+  const unmarked = (text) => text.replace(/[\\x60*_]/g, "").trim()
+  const section = r.section.length > 0 && !(r.section.length === 1 && unmarked(r.section[0]) === unmarked(r.title))
     ? [el("div", { className: "section", textContent: r.section.join(" › "), dir: "auto" })]
     : []
   const text = el("div", { className: "text", dir: "auto" }, marked(r.passage, r.passage_highlights))
@@ -213,6 +235,7 @@ const fail = (error) => {
 
 const status = () =>
   call("GET", "/v1/status").then((s) => {
+    linkSources = s.link_sources
     $("status").textContent = s.manifest
       ? s.index + ": " + s.manifest.documents + " documents, " + s.manifest.chunks + " chunks, model " + s.manifest.model
       : s.index + ": no index to answer from yet" + (s.reload_error ? " (" + s.reload_error.message + ")" : "")

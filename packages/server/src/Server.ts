@@ -29,6 +29,8 @@ export interface ServerOptions {
   readonly token: Redacted.Redacted<string> | undefined
   /** Whether `PUT` and `DELETE /v1/documents` may change the index. */
   readonly writable: boolean
+  /** Whether results link to their documents' text (`GET /v1/documents/{id}/text`). */
+  readonly linkSources?: boolean
   /** The largest request body, in bytes (larger ones get 413 before they are read). */
   readonly maxBodyBytes: number
   /** How often to look for a newer state of the index file, in milliseconds (0: never; tests refresh by hand). */
@@ -73,7 +75,7 @@ export const routes = (options: ServerOptions) =>
       maxBodyBytes: options.maxBodyBytes,
       reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
     })
-  ).pipe(Layer.provide(handlersLayer({ writable: options.writable })))
+  ).pipe(Layer.provide(handlersLayer({ writable: options.writable, linkSources: options.linkSources === true })))
 
 /**
  * A Node HTTP server where slow clients cannot hold a connection forever (headers within 10 s, the whole request

@@ -13,7 +13,7 @@ import { HttpServer } from "effect/http"
 import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
 import { handlersLayer } from "../src/Handlers.ts"
 import { LiveIndex } from "../src/LiveIndex.ts"
-import { baseUrl, fixtureIndex, send, serverOver } from "./Fixture.ts"
+import { baseUrl, fixtureIndex, send, serverOver, shortChunkIndex } from "./Fixture.ts"
 
 /** The handlers over `file` without a server, for `HttpApiTest`. */
 const inProcess = (file: string, writable = false) =>
@@ -197,6 +197,36 @@ describe("the API over a socket", () => {
         assert.include(page.body, "<title>FuncPipe search</title>")
         assert.notMatch(page.body, /<script[^>]+src=|<link[^>]+href="http/, "the page loads nothing from elsewhere")
       }).pipe(Effect.provide(serverOver(file)))
+    })
+  )
+
+  it.effect("hands out a document's text as written only when started with --link-sources", () =>
+    Effect.gen(function* () {
+      const file = yield* shortChunkIndex
+      const ask = (path: string) =>
+        Effect.gen(function* () {
+          const text = yield* send("GET", path)
+          const status = yield* send("GET", "/v1/status")
+          return {
+            status: text.status,
+            body: text.body,
+            type: text.headers["content-type"],
+            links: status.body.link_sources
+          }
+        })
+      const off = yield* ask("/v1/documents/polaris.md/text").pipe(Effect.provide(serverOver(file)))
+      assert.deepStrictEqual([off.status, off.body._tag, off.links], [403, "SourcesOff", false])
+      assert.include(off.body.message, "--link-sources")
+      const on = yield* ask("/v1/documents/polaris.md/text").pipe(
+        Effect.provide(serverOver(file, { linkSources: true }))
+      )
+      // The file as written: its Markdown, capitals and line breaks, not the cleaned text.
+      assert.deepStrictEqual([on.status, on.type, on.links], [200, "text/plain; charset=utf-8", true])
+      assert.isTrue(String(on.body).startsWith("# Finding Polaris\n\n## From the *Big Dipper*\n"))
+      const missing = yield* ask("/v1/documents/pluto.md/text").pipe(
+        Effect.provide(serverOver(file, { linkSources: true }))
+      )
+      assert.deepStrictEqual([missing.status, missing.body._tag], [404, "DocumentNotFound"])
     })
   )
 })

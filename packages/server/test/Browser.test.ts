@@ -106,8 +106,14 @@ describe("the search page", () => {
               more: await first.locator("button.more").textContent(),
               dir: await first.locator(".text").first().getAttribute("dir"),
               section: await first.locator(".section").first().textContent(),
-              passage: await first.locator(".text").first().textContent()
+              passage: await first.locator(".text").first().textContent(),
+              source: await first.locator("a.source").textContent()
             }
+            // The source link opens the document as written, fetched with the page's token.
+            const [popup] = await Promise.all([page.waitForEvent("popup"), first.locator("a.source").click()])
+            await popup.waitForLoadState()
+            const opened = await popup.locator("body").textContent()
+            await popup.close()
             await first.locator("button.more").click()
             await first.locator(".more-list li").first().waitFor()
             const expanded = await first.locator(".more-list li .span").allTextContents()
@@ -127,7 +133,7 @@ describe("the search page", () => {
             await page.locator("#message.error").waitFor()
             const afterError = await page.locator("li.result").count()
             const favicon = await page.locator("link[rel=icon]").count()
-            return { ...grouped, expanded, afterError, favicon }
+            return { ...grouped, expanded, afterError, favicon, opened }
           })
           assert.deepStrictEqual(found.docs, ["polaris.md", "orion.md"])
           assert.deepStrictEqual(found.titles, ["Finding Polaris", "Orion"])
@@ -139,9 +145,11 @@ describe("the search page", () => {
           assert.strictEqual(found.section, "Finding Polaris › From the Big Dipper")
           assert.match(found.passage ?? "", /Polaris/)
           assert.notMatch(found.passage ?? "", /[#*]/)
+          assert.match(found.source ?? "", /\/notes\/polaris\.md$/)
+          assert.match(found.opened ?? "", /^# Finding Polaris\s+## From the \*Big Dipper\*/)
           assert.strictEqual(found.afterError, 0)
           assert.strictEqual(found.favicon, 1)
-        }).pipe(Effect.provide(serverOver(file)))
+        }).pipe(Effect.provide(serverOver(file, { linkSources: true })))
       }),
     120_000
   )

@@ -90,6 +90,13 @@ export const serve = Command.make(
       Flag.withDescription("Allow PUT /v1/documents and DELETE /v1/documents/{id} to change the index"),
       Flag.withDefault(false)
     ),
+    linkSources: Flag.Boolean("link-sources").pipe(
+      Flag.withDescription(
+        "Link each result on the search page to its document's text as written (GET /v1/documents/{id}/text); " +
+          "off by default, since it hands out whole documents"
+      ),
+      Flag.withDefault(false)
+    ),
     maxBody: Flag.Int("max-body").pipe(
       Flag.withSchema(Positive),
       Flag.withDescription("The largest request body in bytes (default 1048576, 1 MiB); larger ones get 413"),
@@ -138,6 +145,7 @@ export const serve = Command.make(
       port: input.port,
       token: Option.getOrUndefined(input.token),
       writable: input.writable,
+      linkSources: input.linkSources,
       maxBodyBytes: input.maxBody,
       pollMillis: input.poll,
       report

@@ -255,12 +255,15 @@ const titleOf = (answer: AnswerView, docId: string): string => {
 const moreLines = (more: number | undefined): ReadonlyArray<string> =>
   more === undefined || more === 0 ? [] : [`     also in this document: ${plural(more, "more passage")}`]
 
+/** A heading or title without the Markdown marks a title may keep (`` `RefCell<T>` ``), to compare the two. */
+const unmarked = (text: string | undefined) => text?.replace(/[`*_]/g, "").trim()
+
 /**
  * The headings a result's chunk is under, on an indented line: none for a document without headings, or when the one
  * heading is the title already shown.
  */
 const sectionLines = (section: ReadonlyArray<string> | undefined, title: string | undefined): ReadonlyArray<string> =>
-  section === undefined || section.length === 0 || (section.length === 1 && section[0] === title)
+  section === undefined || section.length === 0 || (section.length === 1 && unmarked(section[0]) === unmarked(title))
     ? []
     : [`     in ${section.map((h) => oneLine(h)).join(" › ")}`]
 

@@ -4,7 +4,7 @@
  * the JSON shapes of its answers are the CLI's `--json` shapes, defined in `../Answer.ts`.
  */
 import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BatchResponse, DocumentResponse, QueryResponse, StatusResponse } from "../Answer.ts"
 import { Alpha, B, FusionMethod, K1, ResultGroup, RetrievalMode } from "../Config.ts"
 import { RuleFromText } from "../RuleParser.ts"
@@ -169,6 +169,15 @@ export class WritesDisabled extends Schema.TaggedError<WritesDisabled>()(
   { httpApiStatus: 403 }
 ) {}
 
+/** The server was not started with `--link-sources`, so it does not hand out documents' text. */
+export class SourcesOff extends Schema.TaggedError<SourcesOff>()(
+  "SourcesOff",
+  {
+    message: Schema.String
+  },
+  { httpApiStatus: 403 }
+) {}
+
 /** No document with this id is in the index. */
 export class DocumentNotFound extends Schema.TaggedError<DocumentNotFound>()(
   "DocumentNotFound",
@@ -226,7 +235,16 @@ export class IndexGroup extends HttpApiGroup.make("index").add(
     params: { id: Schema.String },
     success: DocumentResponse,
     error: [DocumentNotFound, IndexUnavailable]
-  }).annotate(OpenApi.Summary, "A stored document and its chunks (escape a / in the id as %2F)")
+  }).annotate(OpenApi.Summary, "A stored document and its chunks (escape a / in the id as %2F)"),
+  HttpApiEndpoint.get("text", "/v1/documents/:id/text", {
+    params: { id: Schema.String },
+    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/plain; charset=utf-8" })),
+    error: [DocumentNotFound, IndexUnavailable, SourcesOff]
+  }).annotate(
+    OpenApi.Summary,
+    "A document's text as written, as plain text (server started with --link-sources; an index of format 2 has " +
+      "only the cleaned text)"
+  )
 ) {}
 
 export class DocumentsGroup extends HttpApiGroup.make("documents").add(

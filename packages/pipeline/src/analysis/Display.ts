@@ -208,6 +208,8 @@ export interface ChunkView {
   readonly passage: string
   /** The headings the chunk starts under, outermost first (Markdown documents; empty otherwise). */
   readonly section: ReadonlyArray<string>
+  /** Where the document was read from. */
+  readonly source: string
 }
 
 /**
@@ -225,7 +227,7 @@ export const chunkViewer = (
   return (start, end) => {
     const [from, to] = originalSpan(aligned, start, end)
     const [wordsFrom, wordsTo] = wholeWords(written, from, to)
-    return { passage: displayText(doc, wordsFrom, wordsTo), section: headingPath(doc, from) }
+    return { passage: displayText(doc, wordsFrom, wordsTo), section: headingPath(doc, from), source: text.source }
   }
 }
 

@@ -277,7 +277,7 @@ const viewers = new WeakMap<DocumentText, (start: number, end: number) => ShownC
 const shownChunks = (snapshot: Snapshot, results: ReadonlyArray<RankedChunk>): ReadonlyArray<ShownChunk> =>
   results.map(({ chunk }) => {
     const text = snapshot.documentText(chunk.docId)
-    if (text === undefined) return { passage: plainPassage(chunk.text), section: [] }
+    if (text === undefined) return { passage: plainPassage(chunk.text), section: [], source: "" }
     let viewer = viewers.get(text)
     if (viewer === undefined) viewers.set(text, (viewer = chunkViewer(text, snapshot.manifest.cleaner)))
     return viewer(chunk.start, chunk.end)
