@@ -3,6 +3,7 @@
  * words removed (comments, tags, heading and list markers, emphasis, link targets), whole words at its edges, and
  * the headings it sits under. Display only: what is indexed and scored never passes through here.
  */
+import { plainPassage, type ShownChunk } from "@funcpipe/domain/Answer"
 import type { CleanerConfig } from "@funcpipe/domain/Config"
 import { cleanAligned, originalSpan } from "./Original.ts"
 
@@ -202,14 +203,18 @@ export const headingPath = (doc: DisplayDoc, at: number): ReadonlyArray<string> 
   return path.map((h) => h.text).filter((text) => text !== "")
 }
 
-/** What a result shows of its chunk: a passage of its document as written, and the headings the chunk is under. */
-export interface ChunkView {
-  /** The chunk's span of the original text, out to whole words, markup removed, on one line. */
-  readonly passage: string
-  /** The headings the chunk starts under, outermost first (Markdown documents; empty otherwise). */
-  readonly section: ReadonlyArray<string>
-  /** Where the document was read from. */
+/**
+ * What a result shows of its chunk (`ShownChunk`): the chunk's span of the original text, out to whole words, markup
+ * removed, on one line; the headings it starts under, outermost first (Markdown documents; empty otherwise); and where
+ * the document was read from.
+ */
+export type ChunkView = ShownChunk
+
+/** A document's texts as a store gives them: its source, its cleaned body, its body as written (if kept). */
+export interface DocumentTexts {
   readonly source: string
+  readonly cleaned: string
+  readonly original: string | undefined
 }
 
 /**
@@ -218,8 +223,8 @@ export interface ChunkView {
  * document's alignment and markup are worked out once, for all of its chunks.
  */
 export const chunkViewer = (
-  text: { readonly source: string; readonly cleaned: string; readonly original: string | undefined },
-  cleaner: CleanerConfig
+  text: DocumentTexts,
+  cleaner: Pick<CleanerConfig, "rules">
 ): ((start: number, end: number) => ChunkView) => {
   const written = text.original ?? text.cleaned
   const aligned = cleanAligned(written, text.original === undefined ? { rules: [] } : cleaner)
@@ -244,3 +249,27 @@ export const headingStarts = (original: string): Array<number> => {
   }
   return starts.sort((a, b) => a - b)
 }
+
+/**
+ * Each document's viewer, by the texts object a store gave for it. A store gives the same object while it keeps the
+ * document's body in memory, so a document in the results of many queries is aligned and parsed once; the memo holds
+ * nothing the store has let go.
+ */
+const viewers = new WeakMap<DocumentTexts, (start: number, end: number) => ChunkView>()
+
+/**
+ * What each of `chunks` shows, its document's texts read with `textOf` (cleaned with `cleaner`); a chunk whose
+ * document has no texts there shows its cleaned text.
+ */
+export const shownChunks = (
+  textOf: (docId: string) => DocumentTexts | undefined,
+  cleaner: Pick<CleanerConfig, "rules">,
+  chunks: ReadonlyArray<{ readonly docId: string; readonly start: number; readonly end: number; readonly text: string }>
+): ReadonlyArray<ChunkView> =>
+  chunks.map((chunk) => {
+    const text = textOf(chunk.docId)
+    if (text === undefined) return { passage: plainPassage(chunk.text), section: [], source: "" }
+    let viewer = viewers.get(text)
+    if (viewer === undefined) viewers.set(text, (viewer = chunkViewer(text, cleaner)))
+    return viewer(chunk.start, chunk.end)
+  })

@@ -66,13 +66,21 @@ export const call = <A, E, R>(
 
 const ShardError = Schema.Union([ShardVersionMoved, ShardLoadFailed])
 
+/** What a result shows: its passage, the headings it is under and its document's source. */
+const ShownSchema = Schema.Struct({
+  passage: Schema.String,
+  section: Schema.Array(Schema.String),
+  source: Schema.String
+})
+
 const HitSchema = Schema.Struct({
   score: Schema.Number,
   docId: Schema.String,
   start: Schema.Number,
   end: Schema.Number,
   text: Schema.String,
-  title: Schema.String
+  title: Schema.String,
+  shown: Schema.optionalKey(ShownSchema)
 })
 
 /** Round one: the shard's live chunks, their summed lengths and each of the distinct `terms`' df, at `token`. */
@@ -109,13 +117,16 @@ export const Search = Rpc.make("Search", {
   error: ShardError
 })
 
-/** Round three, hybrid only: the text and title of chunks of the shard at `token`, named by doc id and span. */
+/**
+ * Round three, hybrid only: the text, title and what shows of chunks of the shard at `token`, named by doc id and
+ * span.
+ */
 export const Fetch = Rpc.make("Fetch", {
   payload: {
     token: Schema.String,
     chunks: Schema.Array(Schema.Struct({ docId: Schema.String, start: Schema.Number, end: Schema.Number }))
   },
-  success: Schema.Array(Schema.Struct({ text: Schema.String, title: Schema.String })),
+  success: Schema.Array(Schema.Struct({ text: Schema.String, title: Schema.String, shown: ShownSchema })),
   error: ShardError
 })
 

@@ -3,6 +3,7 @@
 import { Bm25Params } from "@funcpipe/domain/Config"
 import { Effect, Option } from "effect"
 import { Entity } from "effect/cluster"
+import { shownChunks } from "../analysis/Display.ts"
 import type { Partition } from "./PgPartition.ts"
 import { IndexShard, PartitionSource, ShardLoadFailed, ShardVersionMoved } from "./Protocol.ts"
 import { distinct, shardAnswer, statsOf, withGlobalStats } from "./Shards.ts"
@@ -47,19 +48,24 @@ export const layerShardEntities = IndexShard.toLayer(
             const query = { terms: payload.terms, vector: payload.vector ?? undefined }
             const params = new Bm25Params({ k1: payload.k1, b: payload.b } as Bm25Params)
             const filter = payload.where === null ? undefined : p.snapshot.filter(payload.where)
-            return shardAnswer(view, query, payload.mode, params, payload.k, payload.depth, filter)
+            const answer = shardAnswer(view, query, payload.mode, params, payload.k, payload.depth, filter)
+            // The hits that carry their texts are results as they are: they carry what they show too.
+            const shown = shownChunks(p.snapshot.documentText, p.snapshot.manifest.cleaner, answer.hits)
+            return { ...answer, hits: answer.hits.map((hit, i) => ({ ...hit, shown: shown[i]! })) }
           })
         ),
       Fetch: ({ payload }) =>
         Effect.flatMap(at(payload.token), (p) =>
-          scoring(() =>
-            payload.chunks.map(({ docId, end, start }) => {
+          scoring(() => {
+            const found = payload.chunks.map(({ docId, end, start }) => {
               const stored = p.snapshot.document(docId)
               const chunk = stored?.chunks.find((c) => c.start === start && c.end === end)
               if (stored === undefined || chunk === undefined) throw new Error(`no chunk ${docId} [${start}, ${end})`)
-              return { text: chunk.text, title: stored.doc.title }
+              return { docId, start, end, text: chunk.text, title: stored.doc.title }
             })
-          )
+            const shown = shownChunks(p.snapshot.documentText, p.snapshot.manifest.cleaner, found)
+            return found.map(({ text, title }, i) => ({ text, title, shown: shown[i]! }))
+          })
         )
     })
   }),

@@ -3,6 +3,7 @@
  * shard's local top k scored with those statistics, and the merge of the shards' answers in the one ranking order.
  */
 import { createHash } from "node:crypto"
+import type { ShownChunk } from "@funcpipe/domain/Answer"
 import { type Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { type EngineQuery, scoreQuery, topChunksOf } from "../search/Engine.ts"
@@ -73,6 +74,8 @@ export interface Hit {
   readonly end: number
   readonly text: string
   readonly title: string
+  /** What the result shows (its passage, headings and source), for the hits a shard answers with their texts. */
+  readonly shown?: ShownChunk
 }
 
 /**

@@ -1,6 +1,5 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
 
-import { plainPassage, type ShownChunk } from "@funcpipe/domain/Answer"
 import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type ResultGroup, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
@@ -9,7 +8,7 @@ import { Rank, RankedChunk } from "@funcpipe/domain/Ranking"
 import { isKeepAll, mapPaths, type Rule, reads } from "@funcpipe/domain/Rule"
 import { Effect, Option, Path, Result, Schema } from "effect"
 import { analyze, analyzeWords } from "../analysis/Analyzer.ts"
-import { chunkViewer } from "../analysis/Display.ts"
+import { shownChunks } from "../analysis/Display.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { squaredNorm } from "../search/Cosine.ts"
 import {
@@ -29,7 +28,7 @@ import {
   QueryFilterInvalid,
   ZeroVector
 } from "../search/QueryErrors.ts"
-import { type DocumentText, IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
+import { IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
 import { IndexCorrupt } from "../store/StoreErrors.ts"
 
 /**
@@ -255,7 +254,13 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     options.explain === true
       ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
-  const shown = yield* readSnapshot(location, () => shownChunks(snapshot, results))
+  const shown = yield* readSnapshot(location, () =>
+    shownChunks(
+      snapshot.documentText,
+      manifest.cleaner,
+      results.map((r) => r.chunk)
+    )
+  )
   const asked = {
     text: prepared.text,
     topK: prepared.topK,
@@ -266,19 +271,3 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
   }
   return { manifest, query: asked, results, titles, explanations, more, shown } as const
 })
-
-/**
- * Each document's viewer, by the texts a snapshot gave for it: a store gives the same object while it keeps the
- * document's body in memory, so a document in the results of many queries is aligned and parsed once.
- */
-const viewers = new WeakMap<DocumentText, (start: number, end: number) => ShownChunk>()
-
-/** What each result shows: the original text of its chunk and the headings it is under. */
-const shownChunks = (snapshot: Snapshot, results: ReadonlyArray<RankedChunk>): ReadonlyArray<ShownChunk> =>
-  results.map(({ chunk }) => {
-    const text = snapshot.documentText(chunk.docId)
-    if (text === undefined) return { passage: plainPassage(chunk.text), section: [], source: "" }
-    let viewer = viewers.get(text)
-    if (viewer === undefined) viewers.set(text, (viewer = chunkViewer(text, snapshot.manifest.cleaner)))
-    return viewer(chunk.start, chunk.end)
-  })

@@ -3,7 +3,7 @@
  * rounds (statistics, then search) and merges in the one ranking order, so the answer is the undivided index's.
  */
 
-import type { AnswerView } from "@funcpipe/domain/Answer"
+import { type AnswerView, plainPassage } from "@funcpipe/domain/Answer"
 import { Bm25Params, FusionConfig, type RetrievalMode } from "@funcpipe/domain/Config"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import type { ScoreKind } from "@funcpipe/domain/Ranking"
@@ -146,6 +146,7 @@ export const queryShards = Effect.fn("queryShards")(function* (
         rank: i + 1
       })),
       titles: new Map(hits.map((hit) => [hit.docId, hit.title])),
+      shown: hits.map((hit) => hit.shown ?? { passage: plainPassage(hit.text), section: [], source: "" }),
       explanations: undefined
     }
     return answer
