@@ -6,7 +6,7 @@
 import { createServer, type Server } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { FuncPipeApi } from "@funcpipe/domain/http/Api"
-import { Cause, Effect, Layer, type Redacted, Schema } from "effect"
+import { Cause, Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { guard } from "./Guard.ts"
@@ -51,15 +51,30 @@ export class TokenRequired extends Schema.TaggedError<TokenRequired>()("TokenReq
   }
 }
 
+/** The token given is one no client could send: empty, or with white space at either end. */
+export class TokenBlank extends Schema.TaggedError<TokenBlank>()("TokenBlank", {}) {
+  override get message(): string {
+    return (
+      `the token given by --token or FUNCPIPE_TOKEN is empty or starts or ends with white space, which no client ` +
+      `can send in Authorization: Bearer <token>; give a token of visible characters (e.g. from openssl rand -hex 32)`
+    )
+  }
+}
+
 /** Whether a host name or address only accepts connections from this machine. */
 export const isLoopback = (host: string): boolean =>
   host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host)
 
-/** Refuses to listen beyond loopback without a token. */
-export const checkBinding = (options: Pick<ServerOptions, "host" | "token">): Effect.Effect<void, TokenRequired> =>
-  options.token === undefined && !isLoopback(options.host)
-    ? Effect.fail(new TokenRequired({ host: options.host }))
-    : Effect.void
+/** Refuses to listen beyond loopback without a token, and anywhere with a token no client could send. */
+export const checkBinding = (
+  options: Pick<ServerOptions, "host" | "token">
+): Effect.Effect<void, TokenRequired | TokenBlank> => {
+  if (options.token !== undefined) {
+    const token = Redacted.value(options.token)
+    return token === "" || token.trim() !== token ? Effect.fail(new TokenBlank()) : Effect.void
+  }
+  return isLoopback(options.host) ? Effect.void : Effect.fail(new TokenRequired({ host: options.host }))
+}
 
 /**
  * Every route: the API and `/openapi.json`, the Scalar page at `/docs`, the search page at `/`, behind the guard.

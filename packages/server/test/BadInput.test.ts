@@ -203,6 +203,24 @@ describe("the token", () => {
     assert.isFalse(bearsToken(undefined, expected))
   })
 
+  it.effect("refuses to start with a token no client can send: empty or with white space at an end", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      for (const [host, token] of [
+        ["0.0.0.0", ""],
+        ["0.0.0.0", " "],
+        ["127.0.0.1", ""],
+        ["0.0.0.0", " s3cret"]
+      ] as const) {
+        const refused = yield* Effect.flip(
+          Effect.scoped(Effect.provide(Effect.void, serverOver(file, { host, token: Redacted.make(token) })))
+        )
+        assert.strictEqual(refused._tag, "TokenBlank", JSON.stringify(token))
+        assert.match(refused.message, /empty or starts or ends with white space/)
+      }
+    })
+  )
+
   it.effect("is required beyond loopback, and then on every request but the page and the health probe", () =>
     Effect.gen(function* () {
       const file = yield* fixtureIndex
