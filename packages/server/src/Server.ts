@@ -6,11 +6,12 @@
 import { createServer, type Server } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { FuncPipeApi } from "@funcpipe/domain/http/Api"
-import { Cause, Effect, Layer, Redacted, Schema } from "effect"
+import { Cause, type Context, Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
+import { type ListenFailed, listenFailed } from "./Listen.ts"
 import { LiveIndex } from "./LiveIndex.ts"
 import { searchPage } from "./Page.ts"
 
@@ -113,6 +114,13 @@ const nodeServer = (): Server => {
   return server
 }
 
+/** What the Node HTTP server's layer provides. */
+type NodeServerServices = Layer.Success<ReturnType<typeof NodeHttpServer.layer>>
+
+/** A layer that fails to build with `error`, in place of one providing `ROut`. */
+const failedServer = <ROut>(error: ListenFailed): Layer.Layer<ROut, ListenFailed> =>
+  Layer.effectContext(Effect.fail(error) as Effect.Effect<Context.Context<ROut>, ListenFailed>)
+
 /**
  * The server on a Node HTTP server at `host:port`, answering from the `IndexStore`'s index, which it opens once and
  * swaps when the file changes. Also provides the `LiveIndex` and the `HttpServer` (for its address). Closing the
@@ -129,7 +137,11 @@ export const layer = (options: ServerOptions) =>
             host: options.host,
             port: options.port,
             gracefulShutdownTimeout: "20 seconds"
-          })
+          }).pipe(
+            Layer.catchTag("ServeError", (error) =>
+              failedServer<NodeServerServices>(listenFailed(options.host, options.port, error.cause))
+            )
+          )
         )
       )
     )

@@ -203,6 +203,28 @@ describe("the token", () => {
     assert.isFalse(bearsToken(undefined, expected))
   })
 
+  it.effect("says why it cannot listen: a port in use (and by whom), an address not here, an unknown host", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      const failure = (overrides: Parameters<typeof serverOver>[1]) =>
+        Effect.flip(Effect.scoped(Effect.provide(Effect.void, serverOver(file, overrides))))
+      yield* Effect.gen(function* () {
+        const port = Number(new URL(yield* baseUrl).port)
+        const inUse = yield* failure({ port })
+        assert.strictEqual(inUse._tag, "ListenFailed")
+        assert.match(
+          inUse.message,
+          new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use by pid ${process.pid} `)
+        )
+        assert.include(inUse.message, "pick another port with --port")
+      }).pipe(Effect.provide(serverOver(file)))
+      const elsewhere = yield* failure({ host: "192.0.2.1", token: Redacted.make("t") })
+      assert.match(elsewhere.message, /192\.0\.2\.1 is not an address of this machine/)
+      const unknown = yield* failure({ host: "nonexistent.invalid", token: Redacted.make("t") })
+      assert.match(unknown.message, /the host name nonexistent\.invalid is unknown/)
+    })
+  )
+
   it.effect("refuses to start with a token no client can send: empty or with white space at an end", () =>
     Effect.gen(function* () {
       const file = yield* fixtureIndex
