@@ -173,9 +173,9 @@ describe("--keep and --where", () => {
       )
       assert.strictEqual(
         yield* failureLine(["query", "x", "--index", index, "--where", "body ^= x"]),
-        "funcpipe: a query filter cannot use this rule: it reads body, but an index keeps only the cleaned text of " +
-          "bodies; filter by doc_id, title, categories or source (body works in keep rules, which see documents as " +
-          "they are read)"
+        "funcpipe: a query filter cannot use this rule: it reads body, but a query filter chooses documents by their " +
+          "fields, not their text; filter by doc_id, title, categories or source (body works in keep rules, which " +
+          "see documents as they are read)"
       )
       assert.strictEqual(
         yield* failureLine(["index", corpus, "--index", index, "--keep", "categories = nothing-like-this"]),

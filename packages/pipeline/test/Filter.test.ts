@@ -273,9 +273,9 @@ describe("filtered queries", () => {
       assert.strictEqual(error._tag, "QueryFilterInvalid")
       assert.strictEqual(
         error.message,
-        "a query filter cannot use this rule: it reads body, but an index keeps only the cleaned text of bodies; " +
-          "filter by doc_id, title, categories or source (body works in keep rules, which see documents as they " +
-          "are read)"
+        "a query filter cannot use this rule: it reads body, but a query filter chooses documents by their fields, " +
+          "not their text; filter by doc_id, title, categories or source (body works in keep rules, which see " +
+          "documents as they are read)"
       )
     }).pipe(Effect.provide(Layer.mergeAll(layerTemporary, Base)))
   )

@@ -19,10 +19,10 @@ import { cutPassage } from "@funcpipe/pipeline/analysis/Passage"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import type { ModelError } from "@funcpipe/pipeline/models/ModelErrors"
 import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
-import { type IndexRunError, isIndexRunError } from "@funcpipe/pipeline/programs/IndexErrors"
+import type { IndexRunError } from "@funcpipe/pipeline/programs/IndexErrors"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { defaultExpansion } from "@funcpipe/pipeline/search/Expansion"
-import { isQueryError, type QueryError } from "@funcpipe/pipeline/search/QueryErrors"
+import type { QueryError } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexStore, readSnapshot } from "@funcpipe/pipeline/store/IndexStore"
 import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
 import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
@@ -67,40 +67,66 @@ const conflict = (error: PipelineError) => new IndexConflict({ message: error.me
 /** There is no readable index to answer from (503). */
 const unavailable = (error: PipelineError) => new IndexUnavailable({ message: error.message, reason: error._tag })
 
-/** A query error: the caller's input (400), another model's index (409), or no index that can answer (503). */
-const queryFailure = (error: QueryError, path: string): ApiFailure => {
-  switch (error._tag) {
-    case "InvalidInput":
-      return invalid(error.message, fieldAt(path, fieldOf[error.subject] ?? error.subject))
-    case "ZeroVector":
-      return invalid(error.message, fieldAt(path, "text"))
-    case "ModelMismatch":
-    case "DimensionMismatch":
-      return conflict(error)
-    case "IndexMissing":
-    case "QueryFilterInvalid":
-      return unavailable(error)
-  }
+/**
+ * The status each failure of the pipeline's programs answers with: 400 when the request is at fault (its text,
+ * filter or documents), 409 when the index cannot do what was asked as it stands (another model, other settings, a
+ * deletion it guards against), 503 when there is no readable index or model to answer with. docs/cli.md has the same
+ * table, and a test holds the two equal.
+ */
+export const PIPELINE_STATUS: { readonly [Tag in PipelineError["_tag"]]: 400 | 409 | 503 } = {
+  InvalidInput: 400,
+  ZeroVector: 400,
+  QueryFilterInvalid: 400,
+  NothingToIndex: 400,
+  NothingKept: 400,
+  ModelMismatch: 409,
+  DimensionMismatch: 409,
+  SettingsChanged: 409,
+  PruneNeeded: 409,
+  IndexMissing: 503,
+  NotAnIndex: 503,
+  IndexCorrupt: 503,
+  IndexTooNew: 503,
+  IndexTooOld: 503,
+  IndexBusy: 503,
+  StoreFailure: 503,
+  IndexUnreachable: 503,
+  IndexCredentialsRefused: 503,
+  ForeignSchema: 503,
+  UnknownModel: 503,
+  ModelUnavailable: 503,
+  EmbedFailure: 503
 }
 
-/** An index run's failure: settings the index was not built with (409), or a run that changed nothing (503). */
-const runFailure = (error: IndexRunError): ApiFailure => {
+/** The request's field a 400 failure is about. */
+const fieldOfFailure = (error: PipelineError, path: string): string => {
   switch (error._tag) {
-    case "SettingsChanged":
-      return conflict(error)
-    case "PruneNeeded":
+    case "InvalidInput":
+      return fieldAt(path, fieldOf[error.subject] ?? error.subject)
+    case "QueryFilterInvalid":
+      return fieldAt(path, "where")
     case "NothingToIndex":
     case "NothingKept":
-      return unavailable(error)
+      return fieldAt(path, "documents")
+    default:
+      return fieldAt(path, "text")
   }
 }
 
 /**
- * Maps a pipeline failure to the API's errors, family by family; the store's and the models' failures mean no readable
- * index or model (503). The message is the CLI's message for the same failure.
+ * Maps a pipeline failure to the API's error for its status (`PIPELINE_STATUS`); `path` places a batch's query. The
+ * message is the CLI's message for the same failure.
  */
-const apiError = (error: PipelineError, path = ""): ApiFailure =>
-  isQueryError(error) ? queryFailure(error, path) : isIndexRunError(error) ? runFailure(error) : unavailable(error)
+const apiError = (error: PipelineError, path = ""): ApiFailure => {
+  switch (PIPELINE_STATUS[error._tag]) {
+    case 400:
+      return invalid(error.message, fieldOfFailure(error, path))
+    case 409:
+      return conflict(error)
+    case 503:
+      return unavailable(error)
+  }
+}
 
 /** Answers one query from a loaded snapshot, in the `query --json` shape. */
 const answer = (loaded: Loaded, location: string, request: QueryRequest) =>

@@ -40,8 +40,8 @@ export const queryFilter = Effect.fn("queryFilter")(function* (where: Rule | und
   if (reads(where, "body")) {
     return yield* new QueryFilterInvalid({
       reason:
-        "it reads body, but an index keeps only the cleaned text of bodies; filter by doc_id, title, " +
-        "categories or source (body works in keep rules, which see documents as they are read)"
+        "it reads body, but a query filter chooses documents by their fields, not their text; filter by doc_id, " +
+        "title, categories or source (body works in keep rules, which see documents as they are read)"
     })
   }
   const path = yield* Path.Path
