@@ -165,6 +165,13 @@ describe("--keep and --where", () => {
         'funcpipe: invalid value for --where: "categories = astro-ph cs": invalid rule at column 23: expected ' +
           '"and", "or" or the end of the rule, found the word "cs" (see: funcpipe query --help)'
       )
+      // A rule nested 5,000 deep: one line, the value shortened, no stack trace.
+      const deep = `${"(".repeat(5_000)}title = a${")".repeat(5_000)}`
+      assert.strictEqual(
+        yield* failureLine(["query", "x", "--index", index, "--where", deep]),
+        `funcpipe: invalid value for --where: "${"(".repeat(60)}… (10009 characters)": invalid rule at column 202: ` +
+          'expected a rule nested at most 200 levels deep, found "(" (see: funcpipe query --help)'
+      )
       assert.strictEqual(
         yield* failureLine(["query", "x", "--index", index, "--where", "tags = x"]),
         'funcpipe: invalid value for --where: "tags = x": invalid rule at column 1: expected a condition: a field ' +

@@ -28,3 +28,23 @@ export const decodeAs = <S extends Schema.ConstraintDecoder<unknown>>(schema: S,
   return (input: unknown): Result.Result<S["Type"], InvalidInput> =>
     Result.mapError(decode(input), (error) => new InvalidInput({ subject, detail: oneLine(error.message) }))
 }
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `limit` (brackets inside strings do not count). Decoders
+ * recurse once a level, so input from outside is measured first, without recursion, and refused when too deep.
+ */
+export const jsonDeeperThan = (json: string, limit: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}

@@ -1,6 +1,7 @@
 /** The self-description of a stored index: what it was built with, when, and how much it holds. */
-import { Schema } from "effect"
+import { Result, Schema } from "effect"
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "./Config.ts"
+import { jsonDeeperThan, oneLine } from "./Decode.ts"
 import { ModelLabel } from "./Embedding.ts"
 import { Rule } from "./Rule.ts"
 
@@ -45,6 +46,20 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
   documents: Count,
   chunks: Count
 }) {}
+
+/**
+ * How deep a manifest's JSON may nest: its keep rule is at most 200 levels (the rule parser's limit), each two JSON
+ * levels at most, so a deeper one was not written by FuncPipe.
+ */
+const MAX_MANIFEST_DEPTH = 512
+
+const decodeManifestJsonText = Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))
+
+/** A stored manifest's JSON decoded, or why it cannot be (one line). */
+export const decodeManifestJson = (json: string): Result.Result<IndexManifest, string> =>
+  jsonDeeperThan(json, MAX_MANIFEST_DEPTH)
+    ? Result.fail(`it is nested more than ${MAX_MANIFEST_DEPTH} levels deep`)
+    : Result.mapError(decodeManifestJsonText(json), (error) => oneLine(error.message))
 
 /** What a command asks an index to be built with. */
 export interface IndexSettings {

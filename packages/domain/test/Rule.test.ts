@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
 import fc from "fast-check"
+import { jsonDeeperThan } from "../src/Decode.ts"
 import { joinLabels, labelsOf } from "../src/Document.ts"
+import { decodeManifestJson } from "../src/Manifest.ts"
 import {
   all,
   anyOf,
@@ -268,5 +270,35 @@ describe("the schema", () => {
   it("rejects a negative length and an empty path", () => {
     assert.isTrue(Result.isFailure(Schema.decodeUnknownResult(Rule)({ _tag: "LenGt", field: "title", value: -1 })))
     assert.isTrue(Result.isFailure(Schema.decodeUnknownResult(Rule)({ _tag: "Under", path: "" })))
+  })
+})
+
+describe("the parser, fuzzed", () => {
+  it("answers every text with a rule or a one-line error, however deep or strange", () => {
+    const deep = fc
+      .tuple(fc.constantFrom("(", "not ", "not (", "title = a and (", "("), fc.integer({ min: 1, max: 20_000 }))
+      .map(([open, n]) => open.repeat(n) + "title = a" + ")".repeat(n))
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: "grapheme", maxLength: 80 }), deep),
+        (text) => {
+          const read = readRule(text)
+          if (Result.isFailure(read)) {
+            assert.notInclude(read.failure.message, "\n")
+            assert.notInclude(read.failure.message, "Maximum call stack")
+          }
+        }
+      ),
+      { numRuns: 400 }
+    )
+  })
+
+  it("refuses a rule's JSON form nested deeper than any rule the parser makes, without overflowing", () => {
+    let json = '{"_tag":"Eq","field":"title","value":"a"}'
+    for (let i = 0; i < 5_000; i++) json = `{"_tag":"Not","rule":${json}}`
+    assert.isTrue(jsonDeeperThan(json, 512))
+    assert.isFalse(jsonDeeperThan('{"a":"[[[[[[[[[[[[[["}', 2), "brackets in strings do not count")
+    const manifest = decodeManifestJson(`{"keep":${json}}`)
+    assert.deepStrictEqual(manifest, Result.fail("it is nested more than 512 levels deep"))
   })
 })

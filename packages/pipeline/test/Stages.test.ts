@@ -191,6 +191,20 @@ describe("front matter", () => {
   })
   const labels = (text: string) => labelsOf(Result.getOrThrow(doc(text)).categories)
 
+  it("refuses front matter nested deeper than 64 levels with one clear reason, not a stack overflow", () => {
+    for (const tags of [
+      "[".repeat(5_000) + "a" + "]".repeat(5_000),
+      "\n" + Array.from({ length: 3_000 }, (_, i) => `${"  ".repeat(i + 1)}- `).join("\n")
+    ]) {
+      const read = doc(`---\ntitle: x\ntags: ${tags}\n---\nbody\n`)
+      assert.isTrue(Result.isFailure(read))
+      const reason = Result.isFailure(read) ? read.failure.reason : ""
+      assert.match(reason, /^the front matter \(the --- block at the top\) is nested more than 64 levels deep/)
+    }
+    // 30 levels are fine.
+    assert.isTrue(Result.isSuccess(doc(`---\nother: ${"[".repeat(30)}a${"]".repeat(30)}\n---\nbody\n`)))
+  })
+
   it("fills the categories from tags and categories, and leaves the block out of the body and the title", () => {
     const d = Result.getOrThrow(
       doc(

@@ -43,7 +43,13 @@ const problem = (error: CliError.CliError): string => {
   const name = error.kind === "argument" ? `<${error.option}>` : `--${error.option}`
   return error.value.length === 0 && error.kind === "flag"
     ? `${name} needs a value: ${accepted(error.expected)}`
-    : `invalid value for ${name}: "${error.value}": ${tidy(accepted(error.expected))}`
+    : `invalid value for ${name}: "${shortened(error.value)}": ${tidy(accepted(error.expected))}`
+}
+
+/** A value given on the command line, as an error line quotes it: its first 60 characters and how long it was. */
+const shortened = (value: string): string => {
+  const points = Array.from(value)
+  return points.length <= 80 ? value : `${points.slice(0, 60).join("")}… (${points.length} characters)`
 }
 
 /** Shows a bad invocation as one line per problem with a pointer to the help, instead of the whole help text. */

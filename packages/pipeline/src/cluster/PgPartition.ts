@@ -3,7 +3,6 @@
  * one shard loaded into a snapshot, both read so that they belong to one committed state.
  */
 import { PgClient } from "@effect/sql-pg"
-import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
@@ -71,7 +70,7 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function* (u
     const json = values.get("manifest")
     if (json === undefined) return Option.none<Pin>()
     const decoded = decodeManifest(json)
-    if (Result.isFailure(decoded)) return yield* corrupt(`manifest: ${oneLine(decoded.failure.message)}`)
+    if (Result.isFailure(decoded)) return yield* corrupt(`manifest: ${decoded.failure}`)
     return Option.some({ token: `${values.get("generation")}:${values.get("version")}`, manifest: decoded.success })
   })
 

@@ -41,6 +41,38 @@ const MARKDOWN = /\.(md|markdown)$/i
 /** The keys of the front matter that fill a document's categories, in this order. */
 const LABEL_KEYS = ["categories", "tags"] as const
 
+/** How deep front matter may nest (lists in lists, or indented blocks): far more than any title or labels need. */
+const MAX_YAML_DEPTH = 64
+
+/**
+ * The line (from 0) where `yaml` first nests deeper than `MAX_YAML_DEPTH`, by brackets or by indentation (two spaces
+ * a level), or `undefined`: the parser recurses per level, so deeper input would overflow its stack.
+ */
+const tooDeep = (yaml: string): number | undefined => {
+  let depth = 0
+  let line = 0
+  let indent = 0
+  let atStart = true
+  for (let i = 0; i < yaml.length; i++) {
+    const c = yaml.charCodeAt(i)
+    if (c === 0x0a) {
+      line++
+      indent = 0
+      atStart = true
+      continue
+    }
+    if (atStart && c === 0x20) {
+      if (++indent > 2 * MAX_YAML_DEPTH) return line
+      continue
+    }
+    atStart = false
+    if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_YAML_DEPTH) return line
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--
+  }
+  return undefined
+}
+
 /** Describes a YAML value that is not a word, for a message. */
 const kindOf = (value: unknown): string =>
   Array.isArray(value)
@@ -69,6 +101,14 @@ export const frontMatter = (source: string, text: string): Result.Result<FrontMa
   if (block === null) return undefined
   const yaml = block[1] ?? ""
   const bad = (line: number, reason: string) => Result.fail(new BadRecord({ source, line, reason }))
+  const deep = tooDeep(yaml)
+  if (deep !== undefined) {
+    return bad(
+      2 + deep,
+      `the front matter (the --- block at the top) is nested more than ${MAX_YAML_DEPTH} levels deep; ` +
+        `front matter holds a title and labels, which need two`
+    )
+  }
   // A defect, not a bad file: the reader loads the parser before it reads such a file.
   if (parseYaml === undefined) throw new Error("the YAML parser is not loaded (see loadYaml)")
   let value: unknown

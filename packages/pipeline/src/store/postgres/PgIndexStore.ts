@@ -6,7 +6,6 @@
 
 import { randomUUID } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { oneLine } from "@funcpipe/domain/Decode"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Layer, Option, Result } from "effect"
 import { Reactivity } from "effect/reactivity"
@@ -167,7 +166,7 @@ const manifestOf = (
   const decoded = decodeManifest(json)
   return Result.isSuccess(decoded)
     ? Effect.succeed(Option.some(decoded.success))
-    : Effect.fail(corrupt(c, `manifest: ${oneLine(decoded.failure.message)}`))
+    : Effect.fail(corrupt(c, `manifest: ${decoded.failure}`))
 }
 
 const rootsOf = (c: PgStore, json: string | undefined): Effect.Effect<ReadonlyArray<string>, IndexCorrupt> => {

@@ -8,7 +8,7 @@ import { type ChunkRecord, type DocRecord, type TermTable, view } from "../Index
 import { type LoadedDoc, snapshotLoader } from "../LoadedSnapshot.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 
-export const decodeManifest = Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))
+export { decodeManifestJson as decodeManifest } from "@funcpipe/domain/Manifest"
 export const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
 export const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
 

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto"
 import type { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
-import { IndexManifest } from "@funcpipe/domain/Manifest"
+import { decodeManifestJson, IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result, Schema } from "effect"
 import { StoredDoc, view } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
@@ -32,11 +32,6 @@ export const PACK_CACHE_ENTRIES = 8
  */
 export const SEGMENT_BUDGET_BYTES = 24 * 1024 * 1024
 export const SEGMENT_LIMIT_BYTES = 48 * 1024 * 1024
-
-const decodeManifestJson = (json: string): Result.Result<IndexManifest, string> =>
-  Result.mapError(Schema.decodeUnknownResult(Schema.fromJsonString(IndexManifest))(json), (error) =>
-    oneLine(error.message)
-  )
 
 /**
  * The manifest JSON last decoded, with what it decoded to. Every query reads the manifest, and decoding it through the
