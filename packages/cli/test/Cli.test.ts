@@ -174,7 +174,7 @@ describe("funcpipe search", () => {
       const error = yield* Effect.flip(run(["search", sample, "-q", "x", "--chunker", "words", "--tail", "pad"]))
       assert.strictEqual(
         error.message,
-        "invalid chunking flags: the tail policy pad applies to fixed windows only, not to the words chunker"
+        "invalid chunking flags: the tail policy pad applies to fixed windows only (--chunker fixed), not to the words chunker"
       )
     }).pipe(Effect.provide(TestLayer))
   )

@@ -58,7 +58,9 @@ export class ChunkerConfig extends Schema.Class<ChunkerConfig>("domain/ChunkerCo
         ? undefined
         : {
             path: ["tailPolicy"],
-            issue: `the tail policy ${c.tailPolicy} applies to fixed windows only, not to the ${c.strategy} chunker`
+            issue:
+              `the tail policy ${c.tailPolicy} applies to fixed windows only (--chunker fixed), ` +
+              `not to the ${c.strategy} chunker`
           }
     )
   )

@@ -59,6 +59,23 @@ describe("boundary-aware chunkers", () => {
     )
   })
 
+  it("step forward by at least the chunk size less the overlap, however early a chunk ended", () => {
+    const prose = cleanText(
+      Array.from({ length: 300 }, (_, i) => `Sentence ${i} is short. ` + "word ".repeat(i % 40)).join("")
+    )
+    const length = Array.from(prose).length
+    for (const strategy of ["words", "sentences"] as const) {
+      const spans = chunkSpans(prose, config(strategy, 512, 500))
+      spans.forEach((span, i) => {
+        if (i > 0 && spans[i - 1]!.end < length) {
+          // Word starts can add up to a word's length; never a step back to one word after the last start.
+          assert.isAtLeast(span.start - spans[i - 1]!.start, 12 - 1, `${strategy} chunk ${i}`)
+        }
+      })
+      assert.isBelow(spans.length, length / 10)
+    }
+  })
+
   it("share about the overlap, starting at a word, and always move on", () => {
     fc.assert(
       fc.property(body, strategies, fc.integer({ min: 8, max: 60 }), fc.nat(), (text, strategy, size, o) => {
@@ -99,7 +116,7 @@ describe("boundary-aware chunkers", () => {
       starts.map((at) => cleaned.slice(at, at + 12)),
       ["# ownership ", "## borrowing", "moves ----- "]
     )
-    const spans = chunkBody(original, cleaned, config("markdown", 200), cleaner)
+    const spans = chunkBody(original, cleaned, config("markdown", 200), cleaner, "/notes/guide.md")
     assert.deepStrictEqual(
       spans.map((s) => s.text),
       [
@@ -108,8 +125,10 @@ describe("boundary-aware chunkers", () => {
         "moves ----- a move hands the value over."
       ]
     )
-    // The sentences chunker, given the same text, runs across the headings.
-    assert.strictEqual(chunkBody(original, cleaned, config("sentences", 200), cleaner).length, 1)
+    // The sentences chunker, given the same text, runs across the headings; so does markdown in a file that is not
+    // Markdown (a `#` line in a text file is not a heading).
+    assert.strictEqual(chunkBody(original, cleaned, config("sentences", 200), cleaner, "/notes/guide.md").length, 1)
+    assert.strictEqual(chunkBody(original, cleaned, config("markdown", 200), cleaner, "/notes/guide.txt").length, 1)
   })
 
   it("keep the fixed windows of the reference when no strategy is given", () => {

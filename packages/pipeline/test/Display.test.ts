@@ -31,6 +31,41 @@ describe("displayText", () => {
     )
   })
 
+  it("keeps text that only looks like markup: comparisons, generics, unpaired stars, parentheses in links", () => {
+    assert.strictEqual(whole("if a<b and c>d then"), "if a<b and c>d then")
+    assert.strictEqual(
+      whole("Vec<u8>, Box<dyn Error> and std::vector<int>"),
+      "Vec<u8>, Box<dyn Error> and std::vector<int>"
+    )
+    assert.strictEqual(whole("def f(*args, **kwargs): 2 * 3"), "def f(*args, **kwargs): 2 * 3")
+    assert.strictEqual(whole("[Foo](https://e.org/Foo_(bar)) and *this*"), "Foo and this")
+    assert.strictEqual(whole('<a href="x">link</a> <span class=k>k</span>'), "link k")
+  })
+
+  it("closes a fence with a longer one, and does not open one on a line of inline code", () => {
+    assert.strictEqual(whole("```js```\n# Heading\n*a*"), "js Heading a")
+    assert.strictEqual(whole("```\ncode *x*\n`````\n**after**"), "code *x* after")
+  })
+
+  it("stays linear on text crafted to make pattern matching backtrack", { timeout: 60_000 }, () => {
+    // Each of these took seconds to minutes at a few hundred kilobytes with backtracking patterns; linear, they take
+    // milliseconds, so the timeout is a bound no busy machine comes near.
+    const crafted = [
+      "`".repeat(2_000) + "x".repeat(400_000),
+      "# a" + " ".repeat(400_000) + "b",
+      "~".repeat(400_000),
+      "[".repeat(400_000),
+      "**".repeat(200_000),
+      "*a ".repeat(130_000),
+      "<div ".repeat(80_000)
+    ]
+    for (const text of crafted) {
+      const doc = prepareDisplay(text, "markdown")
+      assert.isAtMost(displayText(doc, 0, Math.min(text.length, 100)).length, 100)
+      headingPath(doc, text.length)
+    }
+  })
+
   it("keeps code blocks as written, fences out", () => {
     const text = "Before\n\n```rust,ignore\nlet x = *ptr; // a_b_\n```\n\nAfter **bold**"
     assert.strictEqual(whole(text), "Before let x = *ptr; // a_b_ After bold")

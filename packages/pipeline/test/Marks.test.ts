@@ -93,7 +93,7 @@ describe("analyzer version 2", () => {
       assert.strictEqual(refused._tag, "SettingsChanged")
       assert.include(
         refused.message,
-        "stop words english, stemmer porter → stop words english, stemmer porter, version 2"
+        "stop words english, stemmer porter, version 1 → stop words english, stemmer porter, version 2"
       )
       assert.deepStrictEqual(yield* versionAt("old.db", { analyzer: v2, rebuild: true }), { version: 2, found: 1 })
     }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))

@@ -56,7 +56,7 @@ describe("planMigration", () => {
     assert.strictEqual(plan._tag, "Rechunk")
     assert.include(
       describeMigration(plan),
-      "analyzer stop words english, stemmer porter, version 2 → stop words none, stemmer porter"
+      "analyzer stop words english, stemmer porter, version 2 → stop words none, stemmer porter, version 1"
     )
   })
   it("asks to re-embed when the model or dimensions change, even if chunking changed too", () => {

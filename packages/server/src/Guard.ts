@@ -117,6 +117,9 @@ const answerFailure =
     )
   }
 
+/** The path of a document's text as written (`GET /v1/documents/{id}/text`). */
+const DOCUMENT_TEXT = /^\/v1\/documents\/[^/]+\/text$/
+
 /** The guard as a global router middleware. */
 export const guard = (options: GuardOptions) => {
   const expected = options.token === undefined ? undefined : digest(Redacted.value(options.token))
@@ -139,10 +142,19 @@ export const guard = (options: GuardOptions) => {
           type === undefined || type.toLowerCase().startsWith("application/json")
             ? request
             : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
+        const path = request.url.split("?")[0]!
         return yield* httpEffect.pipe(
           Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
           Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
-          Effect.catchCause(answerFailure(options, request))
+          Effect.catchCause(answerFailure(options, request)),
+          // No response is to be read as another type than it says; a document's text (which anyone allowed to write
+          // may have filled with HTML) is shown as text, without scripts, whatever a browser makes of it.
+          Effect.map((response) =>
+            HttpServerResponse.setHeaders(response, {
+              "x-content-type-options": "nosniff",
+              ...(DOCUMENT_TEXT.test(path) ? { "content-security-policy": "sandbox" } : {})
+            })
+          )
         )
       }),
     { global: true }

@@ -154,7 +154,7 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
       // A passage is cut around its matches (however it is asked to be marked), and marked only when asked.
       const passages =
         highlight || width !== undefined
-          ? found.shown.map(({ passage }) => {
+          ? (found.shown ?? []).map(({ passage }) => {
               const cut =
                 width === undefined
                   ? { text: passage, spans: marked(passage) }

@@ -211,6 +211,7 @@ describe("the API over a socket", () => {
             status: text.status,
             body: text.body,
             type: text.headers["content-type"],
+            policy: [text.headers["content-security-policy"], text.headers["x-content-type-options"]],
             links: status.body.link_sources
           }
         })
@@ -222,6 +223,8 @@ describe("the API over a socket", () => {
       )
       // The file as written: its Markdown, capitals and line breaks, not the cleaned text.
       assert.deepStrictEqual([on.status, on.type, on.links], [200, "text/plain; charset=utf-8", true])
+      // Shown as text, never run: whatever HTML a document holds stays inert.
+      assert.deepStrictEqual(on.policy, ["sandbox", "nosniff"])
       assert.isTrue(String(on.body).startsWith("# Finding Polaris\n\n## From the *Big Dipper*\n"))
       const missing = yield* ask("/v1/documents/pluto.md/text").pipe(
         Effect.provide(serverOver(file, { linkSources: true }))

@@ -94,7 +94,12 @@ export const query = Command.make(
   },
   Effect.fn("query")(function* (input) {
     const text = yield* queryText(yield* eitherText(input.text, input.query))
-    const options = { ...queryOptionsFrom(input), ...ruleOption("where", input.where) }
+    const options = {
+      ...queryOptionsFrom(input),
+      ...ruleOption("where", input.where),
+      // --raw shows the cleaned text: the passages need not be worked out (--json has them still).
+      display: !input.raw || input.json
+    }
     // Sharded or not, one answer shape and one way of printing it.
     const answer = Option.isSome(input.shards)
       ? yield* queryCluster(text, input.shards.value, input)

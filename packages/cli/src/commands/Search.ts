@@ -48,6 +48,7 @@ export const search = Command.make(
       chunker,
       analyzer: analyzerFrom(input).analyzer,
       ...queryOptionsFrom(input),
+      display: !input.raw || input.json,
       ...ruleOption("keep", input.keep),
       ...ruleOption("where", input.where)
     }).pipe(Effect.provide(modelLayer(input)))

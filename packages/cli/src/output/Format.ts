@@ -1,7 +1,7 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
 import { type AnswerExplanation, type AnswerView, answerJson, manifestJson } from "@funcpipe/domain/Answer"
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
 import { cutPassage } from "@funcpipe/pipeline/analysis/Passage"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
@@ -148,7 +148,7 @@ const changeLine = (c: FileChange) =>
 /** `funcpipe status` for people. */
 export const statusLines = (s: StatusView): ReadonlyArray<string> => [
   `index      ${s.location}`,
-  `format     ${s.manifest.formatVersion}`,
+  `format     ${s.manifest.formatVersion}${keepsOriginals(s.manifest.formatVersion) ? "" : " (keeps only the cleaned text, so results show it; funcpipe index --rebuild keeps the text as written)"}`,
   `model      ${s.manifest.model} (${s.manifest.dimensions} dimensions)`,
   `cleaning   ${s.manifest.cleaner.rules.join(", ") || "(none)"}`,
   `chunking   ${s.manifest.chunker.strategy ?? "fixed"}, size ${s.manifest.chunker.chunkSize}, overlap ${s.manifest.chunker.overlap}, tail ${s.manifest.chunker.tailPolicy}`,

@@ -6,7 +6,7 @@ import { ChunkDraft, Offset } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, type ChunkStrategy, type CleanerConfig } from "@funcpipe/domain/Config"
 import type { CleanDoc } from "@funcpipe/domain/Document"
 import { isWhitespaceUnit } from "@funcpipe/domain/Whitespace"
-import { headingStarts } from "./Display.ts"
+import { headingStarts, markupOf } from "./Display.ts"
 import { cleanAligned } from "./Original.ts"
 
 /** A window of a body: `[start, end)` in code points, and its text. */
@@ -158,10 +158,11 @@ const boundarySpans = (
       end: pointOf === undefined ? last : pointOf[last]!,
       text: body.slice(start, last)
     })
-    // The next window starts `overlap` code points before this one's end, at the start of a word, and after its start.
+    // The next window starts `overlap` code points before this one's end, at the start of a word, but at least
+    // `size - overlap` after this one's start (a chunk that ended early would otherwise step back over most of itself).
     let next = end
     if (overlap > 0 && end < limit) {
-      next = Math.max(start + 1, backward(body, end, overlap))
+      next = Math.max(start + 1, backward(body, end, overlap), advance(start, size - overlap, end))
       while (next < end && !space(next - 1)) next++
     }
     while (next < n && space(next)) next++
@@ -215,14 +216,23 @@ export const sectionStarts = (original: string, cleaner: Pick<CleanerConfig, "ru
   })
 }
 
-/** The spans of a document whose body as written is `original` and cleaned is `cleaned`, as `config` cuts them. */
+/**
+ * The spans of a document whose body as written is `original` and cleaned is `cleaned`, as `config` cuts them; the
+ * `markdown` chunker keeps to the sections of a Markdown file (by its `source`'s extension), and cuts any other
+ * document as `sentences` does.
+ */
 export const chunkBody = (
   original: string,
   cleaned: string,
   config: ChunkerConfig,
-  cleaner: Pick<CleanerConfig, "rules">
+  cleaner: Pick<CleanerConfig, "rules">,
+  source = ""
 ): ReadonlyArray<Span> =>
-  chunkSpans(cleaned, config, config.strategy === "markdown" ? sectionStarts(original, cleaner) : undefined)
+  chunkSpans(
+    cleaned,
+    config,
+    config.strategy === "markdown" && markupOf(source) === "markdown" ? sectionStarts(original, cleaner) : undefined
+  )
 
 /**
  * Splits the body into windows of `chunkSize` code points starting every `chunkSize - overlap` code points.

@@ -5,7 +5,7 @@
  */
 import { plainPassage, type ShownChunk } from "@funcpipe/domain/Answer"
 import type { CleanerConfig } from "@funcpipe/domain/Config"
-import { cleanAligned, originalSpan } from "./Original.ts"
+import { cleanAligned, originalSpan, unitsOf } from "./Original.ts"
 
 /** How a document's text is written, as its source's extension says. */
 export type Markup = "markdown" | "plain"
@@ -31,15 +31,14 @@ export interface Heading {
 export interface DisplayDoc {
   readonly original: string
   readonly edits: ReadonlyArray<Edit>
+  /** For each edit, the furthest `to` of it and every edit before it: where a span's first edit is found by halving. */
+  readonly reach: Int32Array
   readonly headings: ReadonlyArray<Heading>
 }
 
 const ENTITIES: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " " }
 
 /** Ranges `[from, to)` that inline rules leave alone (code), sorted; `inside` asks whether a position is in one. */
-const rangesOf = (text: string, pattern: RegExp): Array<readonly [number, number]> =>
-  Array.from(text.matchAll(pattern), (m) => [m.index, m.index + m[0].length] as const)
-
 const insideOf = (ranges: ReadonlyArray<readonly [number, number]>) => (at: number) => {
   let lo = 0
   let hi = ranges.length
@@ -51,24 +50,165 @@ const insideOf = (ranges: ReadonlyArray<readonly [number, number]>) => (at: numb
   return lo < ranges.length && ranges[lo]![0] <= at
 }
 
-// A fenced code block, from its opening fence line to its closing one (or the end of the text).
-const FENCED = /^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?(?:^[ \t]{0,3}\1[ \t]*$|(?![\s\S]))/gm
-const FENCE_LINE = /^[ \t]{0,3}(?:`{3,}|~{3,})[^\n]*$/gm
-const CODE_SPAN = /(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)/g
+/** A line of a text: `[start, end)` in UTF-16 units, without its line break. */
+interface Line {
+  readonly start: number
+  readonly end: number
+}
+
+/** The lines of a text. */
+const linesOf = (text: string): Array<Line> => {
+  const lines: Array<Line> = []
+  let start = 0
+  for (;;) {
+    const end = text.indexOf("\n", start)
+    if (end < 0) {
+      lines.push({ start, end: text.length })
+      return lines
+    }
+    lines.push({ start, end: end > start && text.charCodeAt(end - 1) === 0x0d ? end - 1 : end })
+    start = end + 1
+  }
+}
+
+const FENCE_OPEN = /^[ \t]{0,3}(`{3,}|~{3,})(.*)$/
+const FENCE_CLOSE = /^[ \t]{0,3}(`{3,}|~{3,})[ \t]*$/
+
+/**
+ * The fenced code blocks of a Markdown text, as CommonMark finds them: from an opening fence line (three or more
+ * backticks or tildes; a backtick fence's info text holds no backtick) to a closing one of the same character at least
+ * as long, or to the end of the text. Each block's range, and the ranges of its fence lines. Line by line: linear.
+ */
+const fencesOf = (text: string, lines: ReadonlyArray<Line>) => {
+  const blocks: Array<readonly [number, number]> = []
+  const fenceLines: Array<readonly [number, number]> = []
+  let open: { readonly char: string; readonly length: number; readonly start: number } | undefined
+  for (const { end, start } of lines) {
+    const line = text.slice(start, end)
+    if (open === undefined) {
+      const m = FENCE_OPEN.exec(line)
+      if (m === null || (m[1]![0] === "`" && m[2]!.includes("`"))) continue
+      open = { char: m[1]![0]!, length: m[1]!.length, start }
+      fenceLines.push([start, end])
+    } else {
+      const m = FENCE_CLOSE.exec(line)
+      if (m === null || m[1]![0] !== open.char || m[1]!.length < open.length) continue
+      blocks.push([open.start, end])
+      fenceLines.push([start, end])
+      open = undefined
+    }
+  }
+  if (open !== undefined) blocks.push([open.start, text.length])
+  return { blocks, fenceLines }
+}
+
+/**
+ * The code spans of a text outside `inFence`: a run of backticks up to the next run of the same length, as CommonMark
+ * pairs them (a run without a partner is literal). One pass over the runs: linear.
+ */
+const codeSpansOf = (text: string, inFence: (at: number) => boolean): Array<readonly [number, number, number]> => {
+  const runs: Array<readonly [number, number]> = []
+  for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
+    let j = i
+    while (text.charCodeAt(j) === 0x60) j++
+    if (!inFence(i)) runs.push([i, j - i])
+    i = j
+  }
+  // For each length, the runs of that length in order, and how far the search for a partner has got.
+  const byLength = new Map<number, { readonly at: Array<number>; next: number }>()
+  runs.forEach(([, length], r) => {
+    const list = byLength.get(length)
+    if (list === undefined) byLength.set(length, { at: [r], next: 0 })
+    else list.at.push(r)
+  })
+  const spans: Array<readonly [number, number, number]> = []
+  for (let r = 0; r < runs.length; ) {
+    const [start, length] = runs[r]!
+    const list = byLength.get(length)!
+    while (list.next < list.at.length && list.at[list.next]! <= r) list.next++
+    if (list.next === list.at.length) {
+      r++
+      continue
+    }
+    const partner = list.at[list.next]!
+    spans.push([start, runs[partner]![0] + length, length])
+    r = partner + 1
+  }
+  return spans
+}
+
+/** An ATX heading's level and text, `undefined` for another line. Linear: no backtracking over the line. */
+const atxHeading = (
+  line: string
+): { readonly level: number; readonly text: string; readonly from: number } | undefined => {
+  const m = /^[ \t]{0,3}(#{1,6})(?=[ \t]|$)/.exec(line)
+  if (m === null) return undefined
+  let from = m[0].length
+  while (from < line.length && (line[from] === " " || line[from] === "\t")) from++
+  let to = line.length
+  while (to > from && (line[to - 1] === " " || line[to - 1] === "\t")) to--
+  // A closing run of #s, after a space (or the whole text), is not part of the heading.
+  let hashes = to
+  while (hashes > from && line[hashes - 1] === "#") hashes--
+  if (hashes < to && (hashes === from || line[hashes - 1] === " " || line[hashes - 1] === "\t")) {
+    to = hashes
+    while (to > from && (line[to - 1] === " " || line[to - 1] === "\t")) to--
+  }
+  return { level: m[1]!.length, text: line.slice(from, to), from }
+}
+
+const SETEXT_UNDERLINE = /^[ \t]{0,3}(=+|-+)[ \t]*$/
+
+/** The headings of a Markdown text outside its fenced code: ATX (`# Title`) and setext (a line over `===` or `---`). */
+const headingsOf = (text: string, lines: ReadonlyArray<Line>, inFence: (at: number) => boolean) => {
+  const found: Array<{
+    readonly line: Line
+    readonly atx: boolean
+    readonly level: number
+    readonly text: string
+    readonly from: number
+  }> = []
+  lines.forEach((line, i) => {
+    if (inFence(line.start)) return
+    const content = text.slice(line.start, line.end)
+    const atx = atxHeading(content)
+    if (atx !== undefined) {
+      found.push({ line, atx: true, ...atx })
+      return
+    }
+    const next = lines[i + 1]
+    if (next === undefined || content.trim() === "" || /^[ \t]{0,3}(?:[-*+]|#|>)/.test(content)) return
+    const underline = SETEXT_UNDERLINE.exec(text.slice(next.start, next.end))
+    if (underline === null || inFence(next.start)) return
+    found.push({ line, atx: false, level: underline[1]![0] === "=" ? 1 : 2, text: content.trim(), from: 0 })
+  })
+  return found
+}
+
 const COMMENT = /<!--[\s\S]*?(?:-->|(?![\s\S]))/g
 const FRONT_MATTER = /^---[ \t]*\r?\n[\s\S]*?\r?\n---[ \t]*(?:\r?\n|$)/
-// A tag's name starts lower case or has two letters or more, so that a type such as `Vec<T>` keeps its `<T>`.
-const TAG = /<\/?(?:[a-z][A-Za-z0-9-]*|[A-Z][A-Za-z0-9-]+)(?:\s[^<>]*)?\/?>/g
-const ATX = /^[ \t]{0,3}(#{1,6})(?:[ \t]+|$)([^\n]*?)(?:[ \t]+#+)?[ \t]*$/gm
-const SETEXT = /^([ \t]{0,3}\S[^\n]*)\r?\n[ \t]{0,3}(=+|-+)[ \t]*$/gm
+/**
+ * HTML's element names: only these make a tag, and only with `name=value` attributes, so that `Vec<u8>` or
+ * `a<b and c>d` keep their text.
+ */
+const TAG_NAMES =
+  "a|abbr|address|article|aside|audio|b|bdi|bdo|big|blockquote|body|br|button|caption|center|cite|code|col|" +
+  "colgroup|dd|del|details|dfn|div|dl|dt|em|embed|figcaption|figure|font|footer|form|h[1-6]|head|header|hr|html|i|" +
+  "iframe|img|input|ins|kbd|label|li|link|main|mark|meta|nav|ol|p|picture|pre|q|s|samp|script|section|select|small|" +
+  "source|span|strike|strong|style|sub|summary|sup|table|tbody|td|textarea|tfoot|th|thead|time|tr|tt|u|ul|var|video|wbr"
+const TAG = new RegExp(`</?(?:${TAG_NAMES})(?:\\s+[\\w:-]+\\s*=\\s*(?:"[^"]*"|'[^']*'|[^\\s"'=<>\`]+))*\\s*/?>`, "gi")
 const RULE_LINE = /^[ \t]{0,3}(?:(?:[-*_][ \t]*){3,}|=+)$/gm
 const QUOTE = /^[ \t]{0,3}(?:>[ \t]?)+/gm
 const BULLET = /^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+/gm
-const IMAGE_OR_LINK = /(!?)\[([^\]\n]*)\](?:\(([^)\n]*)\)|\[([^\]\n]*)\])/g
+// Link text and targets are bounded (and a target may hold one level of parentheses), so that a run of brackets costs
+// a bounded look-ahead each.
+const IMAGE_OR_LINK = /(!?)\[([^[\]\n]{0,500})\](?:\(((?:[^()\n]|\([^()\n]{0,500}\)){0,2000})\)|\[([^\]\n]{0,500})\])/g
 const LINK_DEFINITION = /^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*\S[^\n]*$/gm
 const AUTOLINK = /<((?:https?|mailto|ftp):[^<>\s]+)>/g
-const STRONG = /\*\*|__|~~/g
-const EMPHASIS = /(?<![\p{L}\p{N}\\*_])[*_](?=[^\s*_])|(?<=[^\s*_\\])[*_](?![\p{L}\p{N}*_])/gu
+// Emphasis is removed only where an opening delimiter has its closing one on the same line (within 500 characters),
+// so that `*args, **kwargs` or `2 * 3` keep their stars.
+const STRONG = /(?<![\\*_~])(\*\*|__|~~)(?=[^\s*_~])[^\n]{0,500}?[^\s\\*_~]\1(?![*_~])/g
+const EMPHASIS = /(?<![\p{L}\p{N}\\*_])([*_])(?=[^\s*_])[^\n]{0,500}?[^\s*_\\]\1(?![\p{L}\p{N}*_])/gu
 const ESCAPE = /\\([!-/:-@[-`{-~])/g
 const ENTITY = /&(?:#(\d{1,7})|#x([0-9a-fA-F]{1,6})|([a-zA-Z]+));/g
 
@@ -81,19 +221,17 @@ const prepareMarkdown = (original: string, withHeadings = true): DisplayDoc => {
   const hide = (from: number, to: number) => {
     if (to > from) edits.push({ from, to, as: "" })
   }
-  const fenced = rangesOf(original, FENCED)
-  const inFence = insideOf(fenced)
-  const code = [...fenced, ...rangesOf(original, CODE_SPAN).filter(([from]) => !inFence(from))].sort(
-    (a, b) => a[0] - b[0]
-  )
+  const lines = linesOf(original)
+  const { blocks, fenceLines } = fencesOf(original, lines)
+  const inFence = insideOf(blocks)
+  const spans = codeSpansOf(original, inFence)
+  const code = [...blocks, ...spans.map(([from, to]) => [from, to] as const)].sort((a, b) => a[0] - b[0])
   const inCode = insideOf(code)
-  const each = (pattern: RegExp, f: (m: RegExpExecArray) => void, anywhere = false) => {
-    for (const m of original.matchAll(pattern)) if (anywhere || !inCode(m.index)) f(m)
+  const each = (pattern: RegExp, f: (m: RegExpExecArray) => void) => {
+    for (const m of original.matchAll(pattern)) if (!inCode(m.index)) f(m)
   }
-  each(FENCE_LINE, (m) => hide(m.index, m.index + m[0].length), true)
-  for (const [from, to] of code) {
-    if (original[from] !== "`" || inFence(from)) continue
-    const ticks = /^`+/.exec(original.slice(from))![0].length
+  for (const [from, to] of fenceLines) hide(from, to)
+  for (const [from, to, ticks] of spans) {
     hide(from, from + ticks)
     hide(to - ticks, to)
   }
@@ -107,18 +245,15 @@ const prepareMarkdown = (original: string, withHeadings = true): DisplayDoc => {
   })
   each(LINK_DEFINITION, (m) => hide(m.index, m.index + m[0].length))
   const headings: Array<Heading> = []
-  each(ATX, (m) => {
-    const markerEnd = m.index + m[0].indexOf(m[1]!) + m[1]!.length
-    const textStart = m[2] === "" ? markerEnd : original.indexOf(m[2]!, markerEnd)
-    hide(m.index, textStart)
-    hide(textStart + m[2]!.length, m.index + m[0].length)
-    if (withHeadings) headings.push({ at: m.index, level: m[1]!.length, text: inlineText(m[2]!) })
-  })
-  each(SETEXT, (m) => {
-    if (withHeadings && !/^[ \t]{0,3}(?:[-*+]|#|>)/.test(m[1]!)) {
-      headings.push({ at: m.index, level: m[2]![0] === "=" ? 1 : 2, text: inlineText(m[1]!.trim()) })
+  for (const heading of headingsOf(original, lines, inFence)) {
+    // An ATX heading's markers before and after its text are hidden; a setext heading's underline is a rule line.
+    if (heading.atx) {
+      const textStart = heading.line.start + heading.from
+      hide(heading.line.start, textStart)
+      hide(textStart + heading.text.length, heading.line.end)
     }
-  })
+    if (withHeadings) headings.push({ at: heading.line.start, level: heading.level, text: inlineText(heading.text) })
+  }
   each(RULE_LINE, (m) => hide(m.index, m.index + m[0].length))
   each(QUOTE, (m) => hide(m.index, m.index + m[0].length))
   each(BULLET, (m) => hide(m.index, m.index + m[0].length))
@@ -127,8 +262,13 @@ const prepareMarkdown = (original: string, withHeadings = true): DisplayDoc => {
     hide(m.index, textStart)
     hide(textStart + m[2]!.length, m.index + m[0].length)
   })
-  each(STRONG, (m) => hide(m.index, m.index + m[0].length))
-  each(EMPHASIS, (m) => hide(m.index, m.index + 1))
+  for (const pattern of [STRONG, EMPHASIS]) {
+    each(pattern, (m) => {
+      const width = m[1]!.length
+      hide(m.index, m.index + width)
+      hide(m.index + m[0].length - width, m.index + m[0].length)
+    })
+  }
   each(ESCAPE, (m) => hide(m.index, m.index + 1))
   each(ENTITY, (m) => {
     const decimal = m[1]
@@ -144,22 +284,42 @@ const prepareMarkdown = (original: string, withHeadings = true): DisplayDoc => {
   })
   edits.sort((a, b) => a.from - b.from || b.to - a.to)
   headings.sort((a, b) => a.at - b.at)
-  return { original, edits, headings }
+  return { original, edits, reach: reachOf(edits), headings }
 }
 
 /** A document ready for `displayText` and `headingPath`: plain text has no edits and no headings. */
 export const prepareDisplay = (original: string, markup: Markup): DisplayDoc =>
-  markup === "markdown" ? prepareMarkdown(original) : { original, edits: [], headings: [] }
+  markup === "markdown" ? prepareMarkdown(original) : { original, edits: [], reach: new Int32Array(0), headings: [] }
+
+/** The running maximum of the edits' ends. */
+const reachOf = (edits: ReadonlyArray<Edit>): Int32Array => {
+  const reach = new Int32Array(edits.length)
+  let furthest = 0
+  edits.forEach((edit, i) => {
+    furthest = Math.max(furthest, edit.to)
+    reach[i] = furthest
+  })
+  return reach
+}
 
 /**
  * The display form of the original's units `[from, to)`: the edits applied (a hidden part left out, however little of
  * it is inside), every run of whitespace one space, no space at either end.
  */
 export const displayText = (doc: DisplayDoc, from: number, to: number): string => {
-  const { edits, original } = doc
+  const { edits, original, reach } = doc
   let out = ""
   let at = from
-  for (const edit of edits) {
+  // The first edit that reaches past `from`: every one before it ends at or before it.
+  let lo = 0
+  let hi = edits.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (reach[mid]! <= from) lo = mid + 1
+    else hi = mid
+  }
+  for (let e = lo; e < edits.length; e++) {
+    const edit = edits[e]!
     if (edit.to <= at) continue
     if (edit.from >= to) break
     if (edit.from >= at) {
@@ -228,9 +388,11 @@ export const chunkViewer = (
 ): ((start: number, end: number) => ChunkView) => {
   const written = text.original ?? text.cleaned
   const aligned = cleanAligned(written, text.original === undefined ? { rules: [] } : cleaner)
-  const doc = prepareDisplay(written, markupOf(text.source))
+  // Cleaned text has lost its line breaks, and with them what makes Markdown: it is shown as plain text.
+  const doc = prepareDisplay(written, text.original === undefined ? "plain" : markupOf(text.source))
+  const unitAt = unitsOf(aligned.text)
   return (start, end) => {
-    const [from, to] = originalSpan(aligned, start, end)
+    const [from, to] = originalSpan(aligned, start, end, unitAt)
     const [wordsFrom, wordsTo] = wholeWords(written, from, to)
     return { passage: displayText(doc, wordsFrom, wordsTo), section: headingPath(doc, from), source: text.source }
   }
@@ -241,21 +403,19 @@ export const chunkViewer = (
  * or `---`) headings outside fenced code. What the `markdown` chunker keeps chunks from crossing.
  */
 export const headingStarts = (original: string): Array<number> => {
-  const inFence = insideOf(rangesOf(original, FENCED))
-  const starts: Array<number> = []
-  for (const m of original.matchAll(ATX)) if (!inFence(m.index)) starts.push(m.index)
-  for (const m of original.matchAll(SETEXT)) {
-    if (!inFence(m.index) && !/^[ \t]{0,3}(?:[-*+]|#|>)/.test(m[1]!)) starts.push(m.index)
-  }
-  return starts.sort((a, b) => a - b)
+  const lines = linesOf(original)
+  const inFence = insideOf(fencesOf(original, lines).blocks)
+  return headingsOf(original, lines, inFence).map((heading) => heading.line.start)
 }
 
 /**
  * Each document's viewer, by the texts object a store gave for it. A store gives the same object while it keeps the
  * document's body in memory, so a document in the results of many queries is aligned and parsed once; the memo holds
- * nothing the store has let go.
+ * nothing the store has let go. A document of more than `MEMO_UNITS` is not kept (its alignment would take eight
+ * bytes a character): only the results of one query share its viewer.
  */
 const viewers = new WeakMap<DocumentTexts, (start: number, end: number) => ChunkView>()
+const MEMO_UNITS = 1 << 20
 
 /**
  * What each of `chunks` shows, its document's texts read with `textOf` (cleaned with `cleaner`); a chunk whose
@@ -265,11 +425,19 @@ export const shownChunks = (
   textOf: (docId: string) => DocumentTexts | undefined,
   cleaner: Pick<CleanerConfig, "rules">,
   chunks: ReadonlyArray<{ readonly docId: string; readonly start: number; readonly end: number; readonly text: string }>
-): ReadonlyArray<ChunkView> =>
-  chunks.map((chunk) => {
-    const text = textOf(chunk.docId)
-    if (text === undefined) return { passage: plainPassage(chunk.text), section: [], source: "" }
-    let viewer = viewers.get(text)
-    if (viewer === undefined) viewers.set(text, (viewer = chunkViewer(text, cleaner)))
-    return viewer(chunk.start, chunk.end)
+): ReadonlyArray<ChunkView> => {
+  const here = new Map<string, ((start: number, end: number) => ChunkView) | undefined>()
+  return chunks.map((chunk) => {
+    let viewer = here.get(chunk.docId)
+    if (!here.has(chunk.docId)) {
+      const text = textOf(chunk.docId)
+      viewer = text === undefined ? undefined : viewers.get(text)
+      if (text !== undefined && viewer === undefined) {
+        viewer = chunkViewer(text, cleaner)
+        if ((text.original ?? text.cleaned).length <= MEMO_UNITS) viewers.set(text, viewer)
+      }
+      here.set(chunk.docId, viewer)
+    }
+    return viewer?.(chunk.start, chunk.end) ?? { passage: plainPassage(chunk.text), section: [], source: "" }
   })
+}

@@ -140,22 +140,32 @@ export const cleanAligned = (
   cleaner: Pick<CleanerConfig, "rules"> = CleanerConfig.default
 ): Aligned => cleaner.rules.reduce(applyRule, identity(original))
 
-/** The UTF-16 index in `text` of its code point `point` (the text's length past its end). */
-const unitOf = (text: string, point: number): number => {
-  let unit = 0
-  for (let p = 0; p < point && unit < text.length; p++) unit += text.codePointAt(unit)! > 0xffff ? 2 : 1
-  return unit
+/**
+ * The UTF-16 index of each code point of `text` (its length past its end): the identity for text without surrogates,
+ * else a table made once.
+ */
+export const unitsOf = (text: string): ((point: number) => number) => {
+  if (!/[\uD800-\uDFFF]/.test(text)) return (point) => Math.min(point, text.length)
+  const units: Array<number> = []
+  for (let unit = 0; unit < text.length; unit += text.codePointAt(unit)! > 0xffff ? 2 : 1) units.push(unit)
+  return (point) => (point < units.length ? units[point]! : text.length)
 }
 
 /**
  * The span of the original, `[start, end)` in UTF-16 units, that the cleaned text's code points `[start, end)` came
  * from: what a chunk's span is in the text as written. Past the cleaned text (a padded tail) is the original's end.
+ * `unitAt` converts the cleaned text's code points to units (`unitsOf`, made once per text).
  */
-export const originalSpan = (aligned: Aligned, start: number, end: number): readonly [number, number] => {
+export const originalSpan = (
+  aligned: Aligned,
+  start: number,
+  end: number,
+  unitAt: (point: number) => number = unitsOf(aligned.text)
+): readonly [number, number] => {
   const { from, text, to } = aligned
   if (text.length === 0) return [0, 0]
-  const first = unitOf(text, start)
-  const last = unitOf(text, end)
+  const first = unitAt(start)
+  const last = unitAt(end)
   if (first >= text.length) return [to[text.length - 1]!, to[text.length - 1]!]
   return [from[first]!, last > first ? to[last - 1]! : from[first]!]
 }

@@ -21,8 +21,7 @@ export type Migration =
 const rules = (c: CleanerConfig) => c.rules.join(", ") || "(none)"
 const chunking = (c: ChunkerConfig) =>
   `size ${c.chunkSize}, overlap ${c.overlap}, tail ${c.tailPolicy}${c.strategy === undefined || c.strategy === "fixed" ? "" : `, chunker ${c.strategy}`}`
-const analysis = (a: AnalyzerConfig) =>
-  `stop words ${a.stopWords}, stemmer ${a.stemmer}${(a.version ?? 1) === 1 ? "" : `, version ${a.version}`}`
+const analysis = (a: AnalyzerConfig) => `stop words ${a.stopWords}, stemmer ${a.stemmer}, version ${a.version ?? 1}`
 
 /** Classifies the difference between a stored manifest and the settings a command asks for. Pure. */
 export const planMigration = (stored: IndexManifest, requested: IndexSettings): Migration => {

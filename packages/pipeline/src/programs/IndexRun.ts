@@ -203,7 +203,7 @@ const embedAhead = Effect.fnUntraced(function* (run: Run) {
       const before = stored.get(doc.docId)
       return isUnchanged(before, before === undefined ? undefined : hashDoc(doc), file)
         ? Result.failVoid
-        : Result.succeed(doc)
+        : Result.succeed({ ...doc, source: file })
     }),
     Stream.grouped(run.batchSize),
     Stream.mapEffect((docs) => run.preparer.prepare(docs, run.settings), { concurrency: run.preparer.concurrency }),
@@ -289,7 +289,7 @@ const readAndWrite = (
         }
         return Effect.map(
           run.preparer.prepare(
-            batch.map((p) => p.sourced.doc),
+            batch.map((p) => ({ ...p.sourced.doc, source: p.sourced.source })),
             settings
           ),
           (prepared) => ({ batch: pended, prepared })

@@ -6,6 +6,7 @@ import { keepAll, mapPaths, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Path, Stream } from "effect"
 import { chunkDoc, sectionStarts } from "../analysis/Chunker.ts"
 import { cleanDoc } from "../analysis/Clean.ts"
+import { markupOf } from "../analysis/Display.ts"
 import { embedChunk } from "../analysis/Embed.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { claimer, emptyAfterCleaning, type Skip } from "../read/Claim.ts"
@@ -73,7 +74,8 @@ export const ingest = Effect.fn("ingest")(function* (paths: ReadonlyArray<string
         if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
         if (claimed._tag === "Dropped") return void dropped++
         const raw = claimed.sourced.doc
-        const sections = chunker.strategy === "markdown" ? sectionStarts(raw.body, cleaner) : undefined
+        const markdown = chunker.strategy === "markdown" && markupOf(claimed.sourced.source) === "markdown"
+        const sections = markdown ? sectionStarts(raw.body, cleaner) : undefined
         const docChunks = chunkDoc(cleanDoc(raw, cleaner), chunker, sections)
         if (docChunks.length === 0) return void skipped.push(emptyAfterCleaning(claimed.sourced))
         kept++

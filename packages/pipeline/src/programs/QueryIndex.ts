@@ -78,6 +78,8 @@ export interface QueryOptions {
    * chunks it allows); off by default.
    */
   readonly expand?: ExpansionConfig
+  /** Work out what each result shows (`shown`: its passage, headings and source); on by default. */
+  readonly display?: boolean
 }
 
 export type { Explanation }
@@ -254,13 +256,16 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     options.explain === true
       ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
-  const shown = yield* readSnapshot(location, () =>
-    shownChunks(
-      snapshot.documentText,
-      manifest.cleaner,
-      results.map((r) => r.chunk)
-    )
-  )
+  const shown =
+    options.display === false
+      ? undefined
+      : yield* readSnapshot(location, () =>
+          shownChunks(
+            snapshot.documentText,
+            manifest.cleaner,
+            results.map((r) => r.chunk)
+          )
+        )
   const asked = {
     text: prepared.text,
     topK: prepared.topK,

@@ -201,9 +201,6 @@ const loadedPostings = (segment: SegmentBuilder, positions: number) => {
   return postings
 }
 
-/** How many documents' texts for display a loaded snapshot keeps. */
-const KEPT_TEXTS = 256
-
 /** The loaded documents' bodies, decompressed when first read and kept up to `BODY_CACHE_CHARS`. */
 const loadedBodies = (
   docs: ReadonlyArray<KeptDoc>,
@@ -226,8 +223,9 @@ const loadedBodies = (
     body = cleaner === undefined ? storedBody(doc) : cleanText(storedBody(doc), cleaner)
     bodies.set(doc, body)
     bodyChars += body.length
+    // The oldest go first; the one just read stays, however large, until the next is read.
     for (const [old, text] of bodies) {
-      if (bodyChars <= BODY_CACHE_CHARS) break
+      if (bodyChars <= BODY_CACHE_CHARS || old === doc) break
       bodies.delete(old)
       bodyChars -= text.length
     }
@@ -361,8 +359,11 @@ const snapshotOf = (
     }
   }
 
-  // The last few documents' texts, the same object each time while kept (callers key their display work on it).
+  // Recent documents' texts, the same object each time while kept (callers key their display work on it), up to
+  // `BODY_CACHE_CHARS` of text as written and cleaned; the one just read stays, however large.
   const texts = new Map<number, DocumentText>()
+  let textChars = 0
+  const charsOf = (text: DocumentText) => text.cleaned.length + (text.original?.length ?? 0)
   const documentText = (docId: string): DocumentText | undefined => {
     const i = byId.get(docId)
     if (i === undefined || docs[i]!.chunks === 0) return undefined
@@ -374,7 +375,12 @@ const snapshotOf = (
         original: cleaner === undefined ? undefined : storedBody(i)
       }
       texts.set(i, text)
-      if (texts.size > KEPT_TEXTS) texts.delete(texts.keys().next().value!)
+      textChars += charsOf(text)
+      for (const [old, kept] of texts) {
+        if (textChars <= BODY_CACHE_CHARS || old === i) break
+        texts.delete(old)
+        textChars -= charsOf(kept)
+      }
     }
     return text
   }

@@ -51,6 +51,8 @@ export interface DocText {
   readonly body: string
   readonly docId?: string
   readonly categories?: string | null
+  /** Where it was read from: the `markdown` chunker keeps the sections of Markdown files (`.md`) only. */
+  readonly source?: string
 }
 
 /** Each document's content hash (`hashDoc`); a document without its id or categories is a bug of the caller's. */
@@ -227,7 +229,7 @@ export const prepareBatch = (
   docs.forEach((doc, d) => {
     const body = cleanText(doc.body, settings.cleaner as CleanerConfig)
     bodies.push(originals ? doc.body : body)
-    const spans = chunkBody(doc.body, body, settings.chunker as ChunkerConfig, settings.cleaner)
+    const spans = chunkBody(doc.body, body, settings.chunker as ChunkerConfig, settings.cleaner, doc.source)
     chunkCounts[d] = spans.length
     if (spans.length === 0) return
     // A chunk's searchable text is the title, a line break and the chunk. The break ends any word and is no context

@@ -251,8 +251,9 @@ const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText:
     entry = { stored, cleaned: r.cleaner === undefined ? stored : cleanText(stored, r.cleaner) }
     caches.bodies.set(key, entry)
     caches.bodyChars += entryChars(entry)
+    // The oldest go first; the one just read stays, however large, until the next is read.
     for (const [old, kept] of caches.bodies) {
-      if (caches.bodyChars <= BODY_CACHE_CHARS) break
+      if (caches.bodyChars <= BODY_CACHE_CHARS || old === key) break
       caches.bodies.delete(old)
       caches.bodyChars -= entryChars(kept)
     }
