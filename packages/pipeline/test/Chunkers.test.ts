@@ -86,6 +86,8 @@ describe("boundary-aware chunkers", () => {
           if (i === 0) return
           const before = spans[i - 1]!
           assert.isAbove(span.start, before.start)
+          // No text is left out between two chunks but spaces.
+          assert.isTrue(points.slice(before.end, span.start).every(isSpace), "no gap")
           // At a word, unless the word was longer than a window and the chunk before cut it.
           const cutWord = before.end === span.start
           assert.isTrue(span.start === 0 || isSpace(points[span.start - 1]) || cutWord, "starts at a word")

@@ -159,10 +159,11 @@ const boundarySpans = (
       text: body.slice(start, last)
     })
     // The next window starts `overlap` code points before this one's end, at the start of a word, but at least
-    // `size - overlap` after this one's start (a chunk that ended early would otherwise step back over most of itself).
+    // `size - overlap` after this one's start (a chunk that ended early would otherwise step back over most of itself),
+    // and never after this one's end, which would leave text out.
     let next = end
     if (overlap > 0 && end < limit) {
-      next = Math.max(start + 1, backward(body, end, overlap), advance(start, size - overlap, end))
+      next = Math.min(end, Math.max(start + 1, backward(body, end, overlap), advance(start, size - overlap, end)))
       while (next < end && !space(next - 1)) next++
     }
     while (next < n && space(next)) next++
