@@ -90,6 +90,13 @@ export const QueryResponse = Schema.Struct({
   group: Schema.optionalKey(
     ResultGroup.annotate({ description: "Present when results are documents (`doc`): one per document" })
   ),
+  note: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Why the query was answered otherwise than asked: a model that finds nothing in the query it can place " +
+        "(a number, words it does not know) answers it in lexical mode"
+    })
+  ),
   results: Schema.Array(QueryResult)
 }).annotate({ identifier: "QueryResponse" })
 export type QueryResponse = typeof QueryResponse.Type
@@ -196,6 +203,8 @@ export interface AnswerView {
     readonly stopWordsOnly: boolean
     /** `doc` when each result stands for a document (absent: each result is a chunk). */
     readonly group?: ResultGroup
+    /** Why the query was answered otherwise than asked (e.g. in lexical mode, the model finding nothing in it). */
+    readonly note?: string
   }
   readonly results: ReadonlyArray<AnswerResult>
   /** The titles of the results' documents, by doc id. */
@@ -246,6 +255,7 @@ export const answerJson = (answer: AnswerView, marks: AnswerMarks = {}): QueryRe
   mode: answer.query.mode,
   model: answer.manifest.model,
   ...(answer.query.group === "doc" ? { group: "doc" as const } : {}),
+  ...(answer.query.note === undefined ? {} : { note: answer.query.note }),
   results: answer.results.map((r, i) => ({
     rank: r.rank,
     score: r.score,

@@ -204,7 +204,7 @@ describe("missing and damaged vectors", () => {
 })
 
 describe("retrieval with glove-100d", () => {
-  it.effect("finds by meaning; a query with no word that counts fails in vector mode and is answered lexically", () =>
+  it.effect("finds by meaning; a query with no word the model knows is answered lexically, with a note saying so", () =>
     withModels((folder) =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
@@ -213,15 +213,19 @@ describe("retrieval with glove-100d", () => {
         const docs = yield* fs.makeTempDirectoryScoped()
         yield* fs.writeFileString(path.join(docs, "cars.md"), "The vehicle and its engine, 1 of 2")
         yield* fs.writeFileString(path.join(docs, "fruit.md"), "A ripe banana from the orchard, 2 of 2")
-        const search = (query: string, mode: "vector" | "lexical") =>
-          searchPaths([docs], query, 2, { mode }).pipe(
-            Effect.map((answer) => answer.results.map((r) => r.chunk.docId)),
-            Effect.provide(Layer.effect(Embedder, loadGlove(source)))
-          )
+        const answer = (query: string, mode: "vector" | "lexical" | "hybrid") =>
+          searchPaths([docs], query, 2, { mode }).pipe(Effect.provide(Layer.effect(Embedder, loadGlove(source))))
+        const search = (query: string, mode: "vector" | "lexical" | "hybrid") =>
+          Effect.map(answer(query, mode), (a) => a.results.map((r) => r.chunk.docId))
         assert.deepStrictEqual(yield* search("automobile", "vector"), ["cars.md", "fruit.md"])
-        const zero = yield* Effect.flip(search("1 2", "vector"))
-        assert.strictEqual(zero._tag, "ZeroVector")
-        assert.deepStrictEqual(yield* search("1 2", "lexical"), ["cars.md", "fruit.md"])
+        const lexical = yield* answer("1 2", "lexical")
+        for (const mode of ["vector", "hybrid"] as const) {
+          const zero = yield* answer("1 2", mode)
+          assert.strictEqual(zero.query.mode, "lexical", mode)
+          assert.match(zero.query.note ?? "", /finds nothing in this query it can place .* answered in lexical mode/)
+          assert.deepStrictEqual(zero.results, lexical.results)
+        }
+        assert.isUndefined(lexical.query.note)
       })
     ).pipe(Effect.provide(DocumentSource.layer.pipe(Layer.provideMerge(TestLayer))))
   )

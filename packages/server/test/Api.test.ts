@@ -16,11 +16,27 @@ import { LiveIndex } from "../src/LiveIndex.ts"
 import { baseUrl, fixtureIndex, send, serverOver, shortChunkIndex } from "./Fixture.ts"
 
 /** The handlers over `file` without a server, for `HttpApiTest`. */
-const inProcess = (file: string, writable = false) =>
+const inProcess = (file: string, writable = false, embedder: Layer.Layer<Embedder> = Embedder.layerLocalSha256) =>
   Layer.mergeAll(handlersLayer({ writable }), HttpServer.layerServices).pipe(
     Layer.provideMerge(LiveIndex.layer({ pollMillis: 0 })),
-    Layer.provideMerge(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, NodeServices.layer))
+    Layer.provideMerge(Layer.mergeAll(layerSqlite(file), embedder, NodeServices.layer))
   )
+
+/** The index's model, except that a query of digits only has no direction (as for word vectors, which know none). */
+const digitsBlind = Layer.effect(
+  Embedder,
+  Effect.map(Effect.service(Embedder), (local) =>
+    Embedder.of({
+      ...local,
+      embedMany: (texts) =>
+        Effect.map(local.embedMany(texts), (embeddings) =>
+          embeddings.map((e, i) =>
+            /^[\d ]+$/.test(texts[i]!) ? { ...e, vector: e.vector.map(() => 0) as unknown as typeof e.vector } : e
+          )
+        )
+    })
+  )
+).pipe(Layer.provide(Embedder.layerLocalSha256))
 
 describe("the API in process", () => {
   it.effect("answers a query exactly as the query program does, and a batch from one snapshot", () =>
@@ -161,6 +177,26 @@ describe("the API in process", () => {
         const again = yield* Effect.flip(client.documents.delete({ params: { id: "comet" } }))
         assert.strictEqual(again._tag, "DocumentNotFound")
       }).pipe(Effect.provide(inProcess(file, true)))
+    })
+  )
+})
+
+describe("a query the model finds nothing in", () => {
+  it.effect("is answered by its words, with a note, and never fails the batch it is in", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      yield* Effect.gen(function* () {
+        const client = yield* HttpApiTest.groups(FuncPipeApi, ["search"])
+        const batch = yield* client.search.batch({
+          payload: { queries: [{ text: "1977", mode: "hybrid" }, { text: "moon", mode: "hybrid" }] }
+        })
+        const [digits, words] = batch.answers
+        assert.strictEqual(digits?.mode, "lexical")
+        assert.match(digits?.note ?? "", /answered in lexical mode, by its words alone/)
+        assert.strictEqual(digits?.results[0]?.doc_id, "voyager-1")
+        assert.strictEqual(words?.mode, "hybrid")
+        assert.isUndefined(words?.note)
+      }).pipe(Effect.provide(inProcess(file, false, digitsBlind)))
     })
   )
 })

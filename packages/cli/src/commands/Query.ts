@@ -107,6 +107,7 @@ export const query = Command.make(
           Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
         )
     const terminal = yield* ResultTerminal
+    if (answer.query.note !== undefined) yield* Console.error(`note: ${answer.query.note}`)
     yield* Console.log(
       input.json ? resultsJson(answer) : resultLines(answer, resultViewOf(terminal, input.raw, answer)).join("\n")
     )

@@ -55,6 +55,7 @@ export const search = Command.make(
     for (const line of skipLines(answer.report.skipped)) yield* Console.error(line)
     yield* Console.error(searchSummaryLine(answer.report))
     const terminal = yield* ResultTerminal
+    if (answer.query.note !== undefined) yield* Console.error(`note: ${answer.query.note}`)
     yield* Console.log(
       input.json
         ? searchJson(answer, answer.report)

@@ -116,7 +116,8 @@ export const openSnapshot = Effect.fn("openSnapshot")(function* () {
 /** Embeds cleaned query texts with the index's model, checking each vector can be compared with the index's. */
 export const embedQueries = Effect.fn("embedQueries")(function* (
   texts: ReadonlyArray<string>,
-  manifest: IndexManifest
+  manifest: IndexManifest,
+  zeroOk = false
 ) {
   const embedder = yield* Embedder
   if (texts.length === 0) return []
@@ -127,7 +128,9 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
     if (embedding.vector.length !== manifest.dimensions) {
       return yield* new DimensionMismatch({ expected: manifest.dimensions, actual: embedding.vector.length })
     }
-    if (squaredNorm(embedding.vector) === 0) return yield* new ZeroVector({ length: embedding.vector.length })
+    if (!zeroOk && squaredNorm(embedding.vector) === 0) {
+      return yield* new ZeroVector({ length: embedding.vector.length })
+    }
   }
   return embeddings
 })
@@ -225,9 +228,17 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
   const where = yield* queryFilter(options.where)
   const { manifest } = snapshot
   const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
-  const mode = options.mode ?? defaultMode(manifest.model)
+  const asked = options.mode ?? defaultMode(manifest.model)
   const terms = analyze(prepared.text, manifest.analyzer)
-  const embedding = mode === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest))[0]
+  const embedded = asked === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest, true))[0]
+  // A query the model finds nothing in (`42` for word vectors) has no direction: it is answered by its words alone.
+  const pointless = embedded !== undefined && squaredNorm(embedded.vector) === 0
+  const mode = pointless ? "lexical" : asked
+  const embedding = pointless ? undefined : embedded
+  const note = pointless
+    ? `${manifest.model} finds nothing in this query it can place (no word it knows), so it was answered in lexical ` +
+      `mode, by its words alone`
+    : undefined
   const params = options.bm25 ?? Bm25Params.default
   const expand = options.expand
   const filter = where === undefined ? undefined : yield* readSnapshot(location, () => snapshot.filter(where))
@@ -266,13 +277,14 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
             results.map((r) => r.chunk)
           )
         )
-  const asked = {
+  const answered = {
     text: prepared.text,
     topK: prepared.topK,
     mode,
     terms,
     stopWordsOnly: stopWordsOnly(prepared.text, terms),
-    ...(options.group === "doc" ? { group: options.group } : {})
+    ...(options.group === "doc" ? { group: options.group } : {}),
+    ...(note === undefined ? {} : { note })
   }
-  return { manifest, query: asked, results, titles, explanations, more, shown } as const
+  return { manifest, query: answered, results, titles, explanations, more, shown } as const
 })
