@@ -188,7 +188,12 @@ describe("a query the model finds nothing in", () => {
       yield* Effect.gen(function* () {
         const client = yield* HttpApiTest.groups(FuncPipeApi, ["search"])
         const batch = yield* client.search.batch({
-          payload: { queries: [{ text: "1977", mode: "hybrid" }, { text: "moon", mode: "hybrid" }] }
+          payload: {
+            queries: [
+              { text: "1977", mode: "hybrid" },
+              { text: "moon", mode: "hybrid" }
+            ]
+          }
         })
         const [digits, words] = batch.answers
         assert.strictEqual(digits?.mode, "lexical")
