@@ -18,7 +18,17 @@ module.enableCompileCache?.()
 const bundle = new URL("../dist/funcpipe.mjs", import.meta.url)
 const args = process.argv.slice(2)
 const command = args.find((arg) => !arg.startsWith("-"))
-if (args.length === 1 && args[0] === "--version") {
+// The oldest Node the CLI runs on: it needs node:sqlite, zstd and the rest of what Node 22.19 brought.
+const [major = 0, minor = 0] = process.versions.node.split(".").map(Number)
+const oldNode = major < 22 || (major === 22 && minor < 19)
+if (oldNode && !(args.length === 1 && args[0] === "--version")) {
+  process.stderr.write(
+    `funcpipe: this is Node.js ${process.versions.node}, and funcpipe needs Node.js 22.19 or later (24, the LTS, is ` +
+      "the one it is tested on). Install it from https://nodejs.org/ or with a version manager (nvm install 24), " +
+      "or run funcpipe with npx from a FuncPipe checkout, which brings its own Node\n"
+  )
+  process.exitCode = 1
+} else if (args.length === 1 && args[0] === "--version") {
   // Answered here, as the CLI would answer it (a test holds them equal), without loading the CLI (about half of the
   // time `--version` took).
   const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"))

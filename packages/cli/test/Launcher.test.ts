@@ -11,7 +11,22 @@ const bundle = fileURLToPath(new URL("../dist/funcpipe.mjs", import.meta.url))
 const manifest = fileURLToPath(new URL("../package.json", import.meta.url))
 const run = (...args: ReadonlyArray<string>) => spawnSync(process.execPath, [...args], { encoding: "utf8" })
 
+/** A Node older than the CLI needs, if this machine has one (Debian's is 20): the launcher must refuse it clearly. */
+const oldNode = ["/usr/bin/node", "/usr/local/bin/node"].find((path) => {
+  const found = spawnSync(path, ["-p", "process.versions.node"], { encoding: "utf8" })
+  return found.status === 0 && Number(found.stdout.split(".")[0]) < 22
+})
+
 describe("the launcher", () => {
+  it.skipIf(oldNode === undefined)("says which Node it needs on an older one, in one line, for every command", () => {
+    for (const args of [["index", "docs"], ["query", "x"], ["--help"]]) {
+      const found = spawnSync(oldNode!, [launcher, ...args], { encoding: "utf8" })
+      expect(found.status).toBe(1)
+      expect(found.stderr).toMatch(/^funcpipe: this is Node\.js [\d.]+, and funcpipe needs Node\.js 22\.19 or later/)
+      expect(found.stderr.trim().split("\n")).toHaveLength(1)
+    }
+  })
+
   it("answers --version itself, without the CLI, exactly as the CLI does", () => {
     const full = run(bundle, "--version")
     expect(full.status).toBe(0)

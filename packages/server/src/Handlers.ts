@@ -2,7 +2,7 @@
 
 import { answerJson, manifestJson } from "@funcpipe/domain/Answer"
 import { B, Bm25Params, FusionConfig, K1 } from "@funcpipe/domain/Config"
-import { RawDoc } from "@funcpipe/domain/Document"
+import { joinLabels, RawDoc } from "@funcpipe/domain/Document"
 import {
   DocumentNotFound,
   FuncPipeApi,
@@ -313,7 +313,13 @@ export const DocumentsHandlers = (options: HandlerOptions) =>
                 docId: input.doc_id,
                 title: input.title ?? "",
                 body: input.text,
-                categories: input.categories ?? null
+                // A list of labels is stored as JSONL input's list is: the text `labelsOf` splits back into them.
+                categories:
+                  input.categories === undefined || input.categories === null
+                    ? null
+                    : typeof input.categories === "string"
+                      ? input.categories
+                      : joinLabels(input.categories)
               })
               if (Result.isFailure(decoded)) {
                 const message = decoded.failure.message.split("\n")[0] ?? "invalid document"

@@ -1,9 +1,11 @@
 /** The API in process (typed client, no socket) and over a real loopback socket, with the typed client and raw HTTP. */
+
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { answerJson } from "@funcpipe/domain/Answer"
 import { Alpha } from "@funcpipe/domain/Config"
 import { FuncPipeApi } from "@funcpipe/domain/http/Api"
+import { eq } from "@funcpipe/domain/Rule"
 import { parseRule } from "@funcpipe/domain/RuleParser"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
@@ -172,6 +174,28 @@ describe("the API in process", () => {
           })
         )
         assert.strictEqual(twice._tag, "InvalidRequest")
+        // Categories as a list, as JSONL takes them, or as one string: the same labels either way.
+        yield* client.documents.put({
+          payload: {
+            documents: [
+              { doc_id: "listed", text: "Listed labels", categories: ["astro-ph.GA", "draft notes"] },
+              { doc_id: "joined", text: "Joined labels", categories: "astro-ph.GA" }
+            ]
+          }
+        })
+        const labelled = yield* client.search.query({
+          payload: { text: "labels", top_k: 5, where: eq("categories", "astro-ph.GA") }
+        })
+        assert.deepStrictEqual(labelled.results.map((r) => r.doc_id).sort(), ["joined", "listed"])
+        const drafts = yield* client.search.query({
+          payload: { text: "labels", where: eq("categories", "draft notes") }
+        })
+        assert.deepStrictEqual(
+          drafts.results.map((r) => r.doc_id),
+          ["listed"]
+        )
+        yield* client.documents.delete({ params: { id: "listed" } })
+        yield* client.documents.delete({ params: { id: "joined" } })
         const deleted = yield* client.documents.delete({ params: { id: "comet" } })
         assert.deepStrictEqual(deleted, { deleted: "comet", documents: 4, chunks: 4 })
         const again = yield* Effect.flip(client.documents.delete({ params: { id: "comet" } }))

@@ -109,7 +109,11 @@ export const DocumentInput = Schema.Struct({
   doc_id: Schema.String.check(Schema.isNonEmpty({ message: "a document id must not be empty" })),
   title: Schema.optionalKey(Schema.String),
   text: Schema.String,
-  categories: Schema.optionalKey(Schema.NullOr(Schema.String))
+  categories: Schema.optionalKey(
+    Schema.NullOr(Schema.Union([Schema.String, Schema.Array(Schema.String)])).annotate({
+      description: 'Labels: a list (["astro-ph", "draft"]) or one string of them, as JSONL input takes them'
+    })
+  )
 }).annotate({ identifier: "DocumentInput" })
 
 export const PutDocumentsRequest = Schema.Struct({
