@@ -98,7 +98,31 @@ export const QueryResponse = Schema.Struct({
     })
   ),
   results: Schema.Array(QueryResult)
-}).annotate({ identifier: "QueryResponse" })
+}).annotate({
+  identifier: "QueryResponse",
+  examples: [
+    {
+      query: "which probe reached interstellar space?",
+      top_k: 1,
+      mode: "lexical",
+      model: "local-sha256",
+      results: [
+        {
+          rank: 1,
+          score: 4.454058,
+          doc_id: "voyager-1",
+          title: "Voyager 1",
+          start: 0,
+          end: 90,
+          text: "launched in 1977, voyager 1 flew past jupiter and saturn and is now in interstellar space.",
+          passage: "Launched in 1977, Voyager 1 flew past Jupiter and Saturn and is now in interstellar space.",
+          section: [],
+          source: "/home/me/notes/missions.csv"
+        }
+      ]
+    }
+  ]
+})
 export type QueryResponse = typeof QueryResponse.Type
 
 /** The answers of a batch, in the order of its queries. */

@@ -99,7 +99,8 @@ export const checkBinding = (
 export const routes = (options: ServerOptions) =>
   Layer.mergeAll(
     HttpApiBuilder.layer(FuncPipeApi, { openapiPath: "/openapi.json" }),
-    HttpApiScalar.layer(FuncPipeApi, { path: "/docs" }),
+    // Scalar's own fonts come from its servers: the page uses the system's, so that it works offline.
+    HttpApiScalar.layer(FuncPipeApi, { path: "/docs", scalar: { withDefaultFonts: false } }),
     HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
     guard({
       token: options.token,

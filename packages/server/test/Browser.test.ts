@@ -153,4 +153,31 @@ describe("the search page", () => {
       }),
     120_000
   )
+
+  it.effect.skipIf(!runs)(
+    "and the API reference at /docs load nothing from elsewhere: they work offline",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* fixtureIndex
+        yield* Effect.gen(function* () {
+          const url = yield* baseUrl
+          const page = yield* browserPage(900)
+          const elsewhere: Array<string> = []
+          page.on("request", (request) => {
+            const at = request.url()
+            if (!at.startsWith(url) && !at.startsWith("data:") && !at.startsWith("blob:")) elsewhere.push(at)
+          })
+          const shown = yield* Effect.promise(async () => {
+            await page.goto(`${url}/docs`, { waitUntil: "networkidle" })
+            await page.getByText("/v1/query").first().waitFor()
+            mkdirSync(ARTIFACTS, { recursive: true })
+            await page.screenshot({ path: `${ARTIFACTS}api-docs.png` })
+            return await page.title()
+          })
+          assert.isString(shown)
+          assert.deepStrictEqual(elsewhere, [])
+        }).pipe(Effect.provide(serverOver(file)))
+      }),
+    120_000
+  )
 })

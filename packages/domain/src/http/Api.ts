@@ -90,7 +90,13 @@ export const QueryRequest = Schema.Struct({
         "Cut each result's passage to about this many characters around its matches (… where text is left out)"
     })
   )
-}).annotate({ identifier: "QueryRequest" })
+}).annotate({
+  identifier: "QueryRequest",
+  examples: [
+    { text: "Which probe reached interstellar space?", top_k: 3 },
+    { text: "saturn rings", top_k: 5, mode: "lexical", explain: true, highlight: true, passage_width: 200 }
+  ]
+})
 export type QueryRequest = typeof QueryRequest.Type
 
 /** Many queries in one request, answered from one snapshot of the index. */
@@ -99,7 +105,10 @@ export const BatchRequest = Schema.Struct({
     Schema.isMinLength(1, { message: "give at least one query" }),
     Schema.isMaxLength(MAX_BATCH, { message: `a batch holds at most ${MAX_BATCH} queries` })
   )
-}).annotate({ identifier: "BatchRequest" })
+}).annotate({
+  identifier: "BatchRequest",
+  examples: [{ queries: [{ text: "moon phases" }, { text: "polaris", top_k: 1 }] }]
+})
 
 // ---------------------------------------------------------------------------------------------------------------
 // Index and documents
@@ -121,7 +130,16 @@ export const PutDocumentsRequest = Schema.Struct({
     Schema.isMinLength(1, { message: "give at least one document" }),
     Schema.isMaxLength(MAX_PUT_DOCUMENTS, { message: `one request holds at most ${MAX_PUT_DOCUMENTS} documents` })
   )
-}).annotate({ identifier: "PutDocumentsRequest" })
+}).annotate({
+  identifier: "PutDocumentsRequest",
+  examples: [
+    {
+      documents: [
+        { doc_id: "comet", title: "Comets", text: "A comet has an icy nucleus and a long tail.", categories: ["astro"] }
+      ]
+    }
+  ]
+})
 
 export const PutDocumentsResponse = Schema.Struct({
   added: Schema.Array(Schema.String),
