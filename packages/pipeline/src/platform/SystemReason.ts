@@ -1,6 +1,6 @@
 /** Why the operating system refused a file operation, in words for someone who has never seen the code. */
 
-import { type Stats, statSync } from "node:fs"
+import { accessSync, constants, type Stats, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { PlatformError } from "effect"
 
@@ -104,5 +104,52 @@ export const pathProblem = (file: string): string | undefined => {
       return above === folder ? undefined : `the folder ${folder} does not exist`
     }
     if (dirname(above) === above) return undefined
+  }
+}
+
+/** The codes of a refusal by permissions or a read-only disk, which the path alone does not show. */
+const REFUSED = new Set(["EACCES", "EPERM", "EROFS"])
+
+/** The nearest folder above `path` (or `path` itself) that exists. */
+const existingAbove = (path: string): string => {
+  for (let above = path; ; above = dirname(above)) {
+    if (statOf(above) !== undefined || dirname(above) === above) return above
+  }
+}
+
+/**
+ * Why the folder of `file` could not be made, from what `mkdir` threw: the system's own reason when it is a
+ * refusal (permissions, a read-only disk: the folder it could not write to is named), else what the path shows.
+ */
+export const folderReason = (error: unknown, file: string): string => {
+  const code = errorCode(PlatformError.isPlatformError(error) ? error.reason.cause : error)
+  if (code !== undefined && REFUSED.has(code)) {
+    return `${CODE_WORDS[code]}: ${existingAbove(dirname(file))} cannot be written to`
+  }
+  return pathProblem(file) ?? systemReason(error)
+}
+
+/**
+ * Why a file could not be opened when the library does not say (SQLite's "cannot open"): what the path shows, else
+ * whether the file, or its folder for a file yet to be made, may not be read and written (`access`, the system's
+ * check, by default), else `undefined`.
+ */
+export const openReason = (
+  file: string,
+  access: (path: string, mode: number) => void = accessSync
+): string | undefined => {
+  const shown = pathProblem(file)
+  if (shown !== undefined) return shown
+  const exists = statOf(file) !== undefined
+  const target = exists ? file : dirname(file)
+  try {
+    access(target, exists ? constants.R_OK | constants.W_OK : constants.W_OK)
+    return undefined
+  } catch (error) {
+    const code = errorCode(error)
+    if (code === undefined || !REFUSED.has(code)) return undefined
+    return exists
+      ? `${CODE_WORDS[code]}: the file cannot be read and written`
+      : `${CODE_WORDS[code]}: the folder ${target} cannot be written to`
   }
 }

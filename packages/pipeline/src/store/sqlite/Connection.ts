@@ -3,7 +3,7 @@
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
 import { Effect } from "effect"
-import { pathProblem } from "../../platform/SystemReason.ts"
+import { openReason } from "../../platform/SystemReason.ts"
 import {
   IndexBusy,
   IndexCorrupt,
@@ -62,7 +62,7 @@ const sqliteError = (location: string, what: string, error: unknown): StoreError
       return new StoreFailure({
         location,
         reason:
-          pathProblem(location) ??
+          openReason(location) ??
           (sqliteCode(error) === 14 ? "the file cannot be opened" : "the disk reported an input/output error"),
         cause
       })

@@ -8,7 +8,7 @@ import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Effect, Layer, Option, Result, type Scope, ScopedRef } from "effect"
 import { PackReader } from "../../index/BodyPack.ts"
-import { pathProblem, systemReason } from "../../platform/SystemReason.ts"
+import { folderReason } from "../../platform/SystemReason.ts"
 import { ScoringScratch } from "../../search/Scratch.ts"
 import {
   emptyWriter,
@@ -194,7 +194,7 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
     catch: (error) =>
       new StoreFailure({
         location,
-        reason: `cannot create its folder: ${pathProblem(location) ?? systemReason(error)}`,
+        reason: `cannot create its folder: ${folderReason(error, location)}`,
         cause: error
       })
   })
