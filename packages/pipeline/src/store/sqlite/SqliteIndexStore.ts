@@ -3,10 +3,10 @@
  * token and its write transactions. Documents and chunk text are rows; search data lives in immutable segments.
  */
 
-import { existsSync, mkdirSync } from "node:fs"
+import { existsSync, mkdirSync, rmdirSync, rmSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
-import { Effect, Layer, Option, Result, type Scope, ScopedRef } from "effect"
+import { Effect, Exit, Layer, Option, Result, type Scope, ScopedRef } from "effect"
 import { PackReader } from "../../index/BodyPack.ts"
 import { folderReason } from "../../platform/SystemReason.ts"
 import { ScoringScratch } from "../../search/Scratch.ts"
@@ -189,6 +189,7 @@ const checkpointOf = (file: string) => {
 /** The store's write (or dry-run) transactions on `file`; `background` syncs a new file while it is written. */
 const transactionOf = (file: string, background: ReturnType<typeof backgroundSync>) => {
   const location = file
+  /** Makes the file's folder if need be; the first folder it made (to remove again if the first run fails). */
   const makeFolder = Effect.try({
     try: () => mkdirSync(dirname(file), { recursive: true }),
     catch: (error) =>
@@ -208,9 +209,9 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
         if (readOnly && !existsSync(file)) return yield* restore(body(emptyWriter(location)))
-        if (!readOnly) yield* makeFolder
+        const madeFolder = readOnly ? undefined : yield* makeFolder
         const creating = !readOnly && isNewFile(file)
-        return yield* Effect.acquireUseRelease(
+        const made = Effect.acquireUseRelease(
           // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
           readOnly ? openReader(location, "opening", true) : openWriter(location, creating),
           (db) =>
@@ -247,11 +248,32 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
           // Rolls back what a failed, interrupted or read-only transaction left uncommitted.
           closeConnection
         )
+        // A first run that fails (a full disk, a bad input, Ctrl-C) leaves nothing behind: no file, no journal, no
+        // folder it made; the message's "nothing was changed" stays true.
+        return yield* creating
+          ? Effect.onExit(made, (exit) =>
+              Exit.isFailure(exit) ? Effect.sync(() => removeNewFile(file, madeFolder)) : Effect.void
+            )
+          : made
       })
     )
   })
 
   return transaction
+}
+
+/** Removes a file a failed first run made, with its journal and logs, and the folders made for it (if empty). */
+const removeNewFile = (file: string, madeFolder: string | undefined): void => {
+  for (const suffix of ["", "-journal", "-wal", "-shm"]) rmSync(`${file}${suffix}`, { force: true })
+  if (madeFolder === undefined) return
+  for (let folder = dirname(file); folder.length >= madeFolder.length; folder = dirname(folder)) {
+    try {
+      rmdirSync(folder)
+    } catch {
+      return
+    }
+    if (folder === madeFolder) return
+  }
 }
 
 /**
