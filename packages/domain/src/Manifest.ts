@@ -6,16 +6,16 @@ import { ModelLabel } from "./Embedding.ts"
 import { Rule } from "./Rule.ts"
 
 /**
- * The layout version of the indexes this build makes. Version 3 keeps each document's text as written (the cleaned
+ * The format version of the indexes this build makes (what `status` shows as "format"). Version 3 keeps each document's text as written (the cleaned
  * text is made from it with the clean rules); version 2 kept only the cleaned text. Both are read and written: an
  * index keeps its version until it is rebuilt.
  */
 export const FORMAT_VERSION = 3
 
-/** The oldest layout version this build still reads and writes. */
+/** The oldest format version this build still reads and writes. */
 export const OLDEST_FORMAT_VERSION = 2
 
-/** Whether an index of this layout version keeps the documents' text as written. */
+/** Whether an index of this format version keeps the documents' text as written. */
 export const keepsOriginals = (formatVersion: number): boolean => formatVersion >= 3
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))

@@ -38,10 +38,8 @@ export class IndexTooNew extends Schema.TaggedError<IndexTooNew>()("IndexTooNew"
   supported: Schema.Int
 }) {
   override get message(): string {
-    return (
-      `the index at ${this.location} has layout version ${this.found}, but this FuncPipe reads up to version ` +
-      `${this.supported}; upgrade FuncPipe`
-    )
+    // The file's own layout number is not the index's format (what `status` shows): the message names neither.
+    return `the index at ${this.location} was made by a newer FuncPipe, in a format this one cannot read; upgrade FuncPipe`
   }
 }
 
@@ -53,8 +51,8 @@ export class IndexTooOld extends Schema.TaggedError<IndexTooOld>()("IndexTooOld"
 }) {
   override get message(): string {
     return (
-      `the index at ${this.location} has layout version ${this.found}, older than this FuncPipe's ` +
-      `(${this.supported}); rebuild it with: funcpipe index <paths...> --rebuild --index ${this.location}`
+      `the index at ${this.location} was made by an older FuncPipe, in a format this one no longer reads; ` +
+      `rebuild it with: funcpipe index <paths...> --rebuild --index ${this.location}`
     )
   }
 }

@@ -21,7 +21,7 @@ export interface PrepareSettings {
   readonly chunker: Pick<ChunkerConfig, "chunkSize" | "overlap" | "tailPolicy" | "strategy">
   readonly analyzer: Pick<AnalyzerConfig, "stopWords" | "stemmer" | "version">
   /**
-   * The index's layout version: from 3 on, each document's body is packed as written (the cleaned text is made from
+   * The index's format version: from 3 on, each document's body is packed as written (the cleaned text is made from
    * it when read); before, the cleaned body is packed. Absent: this build's `FORMAT_VERSION`.
    */
   readonly formatVersion?: number
