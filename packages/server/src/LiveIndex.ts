@@ -114,13 +114,22 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
       return generation.users === 0 ? close(generation) : Effect.void
     })
 
+  // A failure is reported when it starts, or changes, not at every look: a store that stays down says so once.
+  let reported: string | undefined
+  const reportChange = (line: string) =>
+    Effect.suspend(() => {
+      if (line === reported) return Effect.void
+      reported = line
+      return report(line)
+    })
+
   const refreshUnlocked = Effect.gen(function* () {
     // The token is read before the snapshot is opened, so a commit in between shows up at the next refresh.
     const version = yield* Effect.result(store.version)
     const now = yield* Clock.currentTimeMillis
     if (version._tag === "Failure") {
       failure = { at: now, error: version.failure, version: "" }
-      yield* report(`cannot check the index for changes: ${version.failure.message}`)
+      yield* reportChange(`cannot check the index for changes: ${version.failure.message}`)
       return "failed" as const
     }
     if (current?.loaded.version === version.success) {
@@ -149,7 +158,7 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
       if (Option.isNone(found)) return yield* Effect.die(Cause.squash(opened.cause))
       const error = found.value
       failure = { at: now, error, version: version.success }
-      yield* report(
+      yield* reportChange(
         `${current === undefined ? "cannot serve the index" : "still serving the older snapshot"}: ${error.message}`
       )
       return "failed" as const
@@ -168,6 +177,8 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
     compactPending = previous !== undefined
     const m = opened.value.manifest
     const what = `${m.documents} documents, ${m.chunks} chunks`
+    // A new state is news each time; and a failure after it is reported again, even one seen before.
+    reported = undefined
     yield* report(`${previous === undefined ? "serving" : "now serving"} ${store.location}: ${what}`)
     return "swapped" as const
   })

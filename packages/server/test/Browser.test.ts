@@ -111,6 +111,8 @@ describe("the search page", () => {
             }
             // The source link opens the document as written, fetched with the page's token.
             const [popup] = await Promise.all([page.waitForEvent("popup"), first.locator("a.source").click()])
+            // The tab opens at once (blank) and shows the text when it has been fetched.
+            await popup.waitForURL(/^blob:/)
             await popup.waitForLoadState()
             const opened = await popup.locator("body").textContent()
             await popup.close()
