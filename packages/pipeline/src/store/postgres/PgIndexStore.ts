@@ -115,8 +115,7 @@ const reconnecting = (
     snapshot: Effect.flatMap(connected, (s) => s.snapshot),
     version: Effect.flatMap(connected, (s) => s.version),
     checkpoint: Effect.void,
-    transaction: (body, transactionOptions) =>
-      Effect.flatMap(connected, (s) => s.transaction(body, transactionOptions))
+    transaction: (body, transactionOptions) => Effect.flatMap(connected, (s) => s.transaction(body, transactionOptions))
   })
 }
 
