@@ -431,5 +431,5 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
   const startedAt = yield* Clock.currentTimeMillis
   const { cached, run } = yield* startRun(paths, options)
   if (cached && !run.dryRun) yield* embedAhead(run)
-  return yield* run.store.transaction(runLocked(run, startedAt), { readOnly: run.dryRun })
+  return yield* run.store.transaction(runLocked(run, startedAt), { readOnly: run.dryRun, replace: run.rebuild })
 })

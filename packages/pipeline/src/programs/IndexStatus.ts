@@ -29,6 +29,8 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   const store = yield* IndexStore
   const source = yield* DocumentSource
   const manifest = yield* requireManifest()
+  // Damage anywhere in the index, not only in what status reads, is reported with the parts it is in.
+  yield* store.check
   const path = yield* Path.Path
   // The stored rule's paths are absolute already.
   const keeps = keepTest(manifest.keep ?? keepAll, (file) => path.resolve(file))

@@ -175,6 +175,12 @@ export interface IndexWriter {
 export interface TransactionOptions {
   /** Read only (for a dry run): the body sees the index as of now and whatever it writes is discarded. */
   readonly readOnly?: boolean
+  /**
+   * The body builds the index anew (`--rebuild`): a store that can builds it beside the old one and puts it in its
+   * place when committed, so that a damaged index is replaced whatever its damage (SQLite); another clears it inside
+   * the transaction.
+   */
+  readonly replace?: boolean
 }
 
 export class IndexStore extends Context.Service<
@@ -202,6 +208,11 @@ export class IndexStore extends Context.Service<
      * growing with every index run. Does nothing where the file cannot be written; never fails.
      */
     readonly checkpoint: Effect.Effect<void>
+    /**
+     * Looks through the whole index for damage (SQLite's integrity check), failing with `IndexCorrupt` that names the
+     * damaged parts; does nothing where the store keeps its own integrity (PostgreSQL).
+     */
+    readonly check: Effect.Effect<void, StoreError>
     /**
      * Runs `body` as one atomic change: if it succeeds everything it wrote becomes visible at once; if it fails, is
      * interrupted, or the process dies, nothing of it does. Readers see the old state or the new, never a mix. Only one

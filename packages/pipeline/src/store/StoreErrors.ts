@@ -27,7 +27,10 @@ export class IndexCorrupt extends Schema.TaggedError<IndexCorrupt>()("IndexCorru
   cause: UnderlyingCause
 }) {
   override get message(): string {
-    return `the index at ${this.location} is damaged (${this.detail}); delete it and index again`
+    return (
+      `the index at ${this.location} is damaged (${this.detail}); rebuild it with: ` +
+      `funcpipe index <paths...> --rebuild --index ${this.location}`
+    )
   }
 }
 

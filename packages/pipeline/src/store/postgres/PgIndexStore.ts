@@ -115,6 +115,7 @@ const reconnecting = (
     snapshot: Effect.flatMap(connected, (s) => s.snapshot),
     version: Effect.flatMap(connected, (s) => s.version),
     checkpoint: Effect.void,
+    check: Effect.flatMap(connected, (s) => s.check),
     transaction: (body, transactionOptions) => Effect.flatMap(connected, (s) => s.transaction(body, transactionOptions))
   })
 }
@@ -571,6 +572,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     snapshot: readSnapshot(c),
     version: readVersion(c),
     checkpoint: Effect.void,
+    check: Effect.void,
     transaction: (body, transactionOptions) => transaction(c, body, transactionOptions)
   })
 }

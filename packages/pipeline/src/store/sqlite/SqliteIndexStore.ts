@@ -3,12 +3,13 @@
  * token and its write transactions. Documents and chunk text are rows; search data lives in immutable segments.
  */
 
-import { existsSync, mkdirSync, rmdirSync, rmSync } from "node:fs"
+import { randomUUID } from "node:crypto"
+import { existsSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Effect, Exit, Layer, Option, Result, type Scope, ScopedRef } from "effect"
 import { PackReader } from "../../index/BodyPack.ts"
-import { folderReason } from "../../platform/SystemReason.ts"
+import { folderReason, systemReason } from "../../platform/SystemReason.ts"
 import { ScoringScratch } from "../../search/Scratch.ts"
 import {
   emptyWriter,
@@ -205,6 +206,7 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
     options: TransactionOptions = {}
   ) {
     const readOnly = options.readOnly === true
+    if (options.replace === true && !readOnly && !isNewFile(file)) return yield* replaceFile(file, body)
     // Nothing but `body` may be interrupted: a commit, once started, finishes; the connection is always closed.
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
@@ -261,6 +263,38 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
 
   return transaction
 }
+
+/**
+ * Builds the index anew in a file beside `file` with `body`, and once it is committed and closed puts it in `file`'s
+ * place (the old file's log goes first, so that it cannot be applied to the new one). Nothing of the old file is read,
+ * so a damaged index is replaced whatever its damage; a failure leaves the old file as it was and nothing beside it.
+ * Readers that hold the old file keep reading it until they next open the index.
+ */
+const replaceFile = <A, E, R>(
+  file: string,
+  body: (writer: IndexWriter) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | StoreError, R> =>
+  Effect.gen(function* () {
+    const fresh = `${file}.rebuilding-${process.pid}-${randomUUID().slice(0, 8)}`
+    const built = yield* Effect.acquireUseRelease(
+      Effect.sync(() => backgroundSync(fresh)),
+      (background): Effect.Effect<A, E | StoreError, R> => transactionOf(fresh, background)(body),
+      (background) => background.close
+    ).pipe(Effect.onError(() => Effect.sync(() => removeNewFile(fresh, undefined))))
+    yield* Effect.try({
+      try: () => {
+        for (const suffix of ["-wal", "-shm", "-journal"]) rmSync(`${file}${suffix}`, { force: true })
+        renameSync(fresh, file)
+      },
+      catch: (error) =>
+        new StoreFailure({
+          location: file,
+          reason: `cannot put the rebuilt index in place: ${systemReason(error)}`,
+          cause: error
+        })
+    }).pipe(Effect.onError(() => Effect.sync(() => removeNewFile(fresh, undefined))))
+    return built
+  })
 
 /** Removes a file a failed first run made, with its journal and logs, and the folders made for it (if empty). */
 const removeNewFile = (file: string, madeFolder: string | undefined): void => {
@@ -345,5 +379,46 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     )
   }).pipe(Effect.withSpan("IndexStore.snapshot"))
 
-  return IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, transaction })
+  const check = reading("checking the file", (db) => sqlite(location, "checking the file", () => damageIn(db))).pipe(
+    Effect.flatMap((found) =>
+      Option.isSome(found) && found.value !== undefined ? Effect.fail(corrupt(found.value)) : Effect.void
+    ),
+    Effect.withSpan("IndexStore.check")
+  )
+
+  return IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, check, transaction })
 })
+
+/**
+ * The damage SQLite's quick check finds in the file, naming the tables it is in (each table is checked alone once
+ * the whole file fails), or `undefined` for none.
+ */
+const damageIn = (db: DatabaseSync): string | undefined => {
+  const problems = (table?: string): Array<string> =>
+    (
+      db.prepare(table === undefined ? "PRAGMA quick_check" : `PRAGMA quick_check("${table}")`).all() as Array<
+        Record<string, unknown>
+      >
+    )
+      .map((row) => String(Object.values(row)[0]))
+      .filter((line) => line !== "ok")
+  // Damage bad enough makes the check itself fail: that is a finding too, and the tables say where.
+  let whole: Array<string>
+  try {
+    whole = problems()
+  } catch (error) {
+    whole = [error instanceof Error ? error.message : String(error)]
+  }
+  if (whole.length === 0) return undefined
+  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>)
+    .map((row) => row.name)
+    .filter((name) => {
+      try {
+        return problems(name).length > 0
+      } catch {
+        return true
+      }
+    })
+  const where = tables.length === 0 ? "the file" : `the ${tables.join(", ")} table${tables.length === 1 ? "" : "s"}`
+  return `SQLite's check finds damage in ${where}: ${whole[0]}`
+}
