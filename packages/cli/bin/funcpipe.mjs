@@ -55,6 +55,16 @@ if (oldNode && !(args.length === 1 && args[0] === "--version")) {
     }
   )
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal))
+  // Started by another program (npx, a shell script) that is stopped with SIGTERM, this process is not told: it is
+  // left to init. Its parent changing means that, and the server is stopped as if it had been sent SIGTERM.
+  const parent = process.ppid
+  const orphaned = setInterval(() => {
+    if (process.ppid !== parent) {
+      clearInterval(orphaned)
+      server.kill("SIGTERM")
+    }
+  }, 500)
+  orphaned.unref()
   server.on("exit", (code, signal) => {
     process.exit(code ?? (signal === null ? 1 : 128 + (os.constants.signals[signal] ?? 0)))
   })

@@ -121,6 +121,59 @@ describe("funcpipe serve", () => {
   )
 })
 
+/** The process ids a process has started, from Linux's `/proc`. */
+const childrenOf = (pid: number): ReadonlyArray<number> => {
+  try {
+    const listed = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()
+    return listed === "" ? [] : listed.split(" ").map(Number)
+  } catch {
+    return []
+  }
+}
+
+describe("funcpipe serve under a launcher such as npx", () => {
+  it.effect.skipIf(process.platform !== "linux")(
+    "stops when the program that started it is stopped with SIGTERM, which does not pass the signal on",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-npx-" })
+        const index = `${dir}/index.db`
+        yield* run(["index", sample, "--index", index])
+        // As npx does: a node process that starts the command as its child and dies on SIGTERM without a word to it.
+        const wrapper = spawn(
+          process.execPath,
+          [
+            "-e",
+            `require("node:child_process").spawn(process.execPath, ${JSON.stringify([launcher, "serve", "--index", index, "--port", "0"])}, { stdio: "inherit" }); setInterval(() => {}, 1000)`
+          ],
+          { stdio: ["ignore", "pipe", "pipe"] }
+        )
+        const { launched, server } = yield* Effect.promise(
+          () =>
+            new Promise<{ readonly launched: number; readonly server: number }>((resolve) => {
+              let stderr = ""
+              wrapper.stderr.on("data", (data: Buffer) => {
+                stderr += data.toString()
+                if (!/listening on/.test(stderr)) return
+                const launched = childrenOf(wrapper.pid!)[0]!
+                resolve({ launched, server: childrenOf(launched)[0]! })
+              })
+            })
+        )
+        wrapper.kill("SIGTERM")
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 400 && (running(launched) || running(server)); i++) {
+            await new Promise((r) => setTimeout(r, 50))
+          }
+        })
+        assert.isFalse(running(server), "the server outlived the program that started it")
+        assert.isFalse(running(launched), "the launcher outlived the program that started it")
+      }).pipe(Effect.provide(TestLayer)),
+    60_000
+  )
+})
+
 describe("funcpipe serve --cluster and query --shards", () => {
   it.effect("need an index in PostgreSQL, and say so", () =>
     Effect.gen(function* () {
