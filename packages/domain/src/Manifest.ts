@@ -41,6 +41,11 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
    * which documents the index holds, not how they are chunked or embedded, so a change adds or deletes documents only.
    */
   keep: Schema.optional(Rule),
+  /**
+   * The label each indexed path's files were read with, by absolute path (`""`: none; absent in indexes made before
+   * it was recorded), kept so that adding or removing a path renames no document.
+   */
+  rootLabels: Schema.optional(Schema.Record(Schema.String, Schema.String)),
   createdAt: Millis,
   updatedAt: Millis,
   documents: Count,

@@ -13,6 +13,7 @@ import { Embedder } from "../models/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../models/EmbeddingCache.ts"
 import { claimer, emptyAfterCleaning, type Skip } from "../read/Claim.ts"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../read/DocumentSource.ts"
+import { rootLabelsOf } from "../read/Folder.ts"
 import { keepChange, keepTest } from "../read/Keep.ts"
 import { IndexStore, type IndexWriter, type StoredEntry } from "../store/IndexStore.ts"
 import { type DocToWrite, preparesVectors, writePrepared } from "./DocumentWrites.ts"
@@ -97,6 +98,24 @@ const withoutBody = ({ hash, sourced: { doc, line, source } }: Pending): Pended 
   sourced: { source, line, doc: { docId: doc.docId, title: doc.title, categories: doc.categories } }
 })
 
+/**
+ * The labels the files of `roots` are read with: those the index recorded for its paths (for an index made before they
+ * were recorded, the ones its paths were read with then), so that adding or removing a path renames no document, and
+ * new ones for new paths. Read before the run's transaction: a concurrent run that changes them is refused anyway.
+ */
+const keptLabels = Effect.fnUntraced(function* (
+  store: IndexStore["Service"],
+  path: Path.Path,
+  roots: ReadonlyArray<string>
+) {
+  // An index that cannot be read here (an older layout, damage) is the transaction's to report, with its remedy.
+  const manifest = yield* Effect.orElseSucceed(store.manifest, () => Option.none<IndexManifest>())
+  if (Option.isNone(manifest)) return rootLabelsOf(path, roots)
+  const storedRoots = yield* Effect.orElseSucceed(store.roots, (): ReadonlyArray<string> => [])
+  const kept = manifest.value.rootLabels ?? rootLabelsOf(path, storedRoots)
+  return rootLabelsOf(path, roots, kept)
+})
+
 /** What one run works with, fixed before it reads anything. */
 interface Run {
   readonly store: IndexStore["Service"]
@@ -106,6 +125,8 @@ interface Run {
   readonly embedder: Embedder["Service"]
   readonly settings: IndexSettings
   readonly roots: ReadonlyArray<string>
+  /** The label each root's files are read with (see `keptLabels`), recorded in the manifest. */
+  readonly labels: Readonly<Record<string, string>>
   readonly keep: Rule
   readonly keeps: ReturnType<typeof keepTest>
   readonly rebuild: boolean
@@ -158,8 +179,10 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
   const keep = mapPaths(options.keep ?? keepAll, (p) => path.resolve(p))
   // A costly model's vectors go through the embedding cache when there is one; a cheap one's are simply made again.
   const cache = model.costly === true ? yield* Effect.serviceOption(EmbeddingCache) : Option.none()
+  const store = yield* IndexStore
+  const roots = paths.map((p) => path.resolve(p))
   const run: Run = {
-    store: yield* IndexStore,
+    store,
     source: yield* DocumentSource,
     preparer: yield* Preparer,
     embedder: Option.match(cache, { onNone: () => model, onSome: (c) => cachedEmbedder(model, c) }),
@@ -172,7 +195,8 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
       chunker: options.chunker ?? ChunkerConfig.default,
       analyzer: options.analyzer ?? AnalyzerConfig.default
     },
-    roots: paths.map((p) => path.resolve(p)),
+    roots,
+    labels: options.rebuild === true ? rootLabelsOf(path, roots) : yield* keptLabels(store, path, roots),
     keep,
     keeps: keepTest(keep, (file) => path.resolve(file)),
     rebuild: options.rebuild === true,
@@ -195,7 +219,7 @@ const embedAhead = Effect.fnUntraced(function* (run: Run) {
     : yield* run.store.transaction((w) => w.storedDocs, { readOnly: true })
   const claim = claimer(run.keeps)
   let embedded = 0
-  yield* run.source.read(run.roots).pipe(
+  yield* run.source.read(run.roots, run.labels).pipe(
     Stream.filterMap((record) => {
       const claimed = claim.take(record)
       if (claimed._tag !== "Kept") return Result.failVoid
@@ -275,7 +299,7 @@ const readAndWrite = (
   writer: IndexWriter,
   plan: (record: SourceRecord) => Pending | undefined
 ) =>
-  run.source.read(run.roots).pipe(
+  run.source.read(run.roots, run.labels).pipe(
     Stream.map(plan),
     Stream.filter((pending): pending is Pending => pending !== undefined),
     Stream.grouped(run.batchSize),
@@ -351,6 +375,7 @@ const finishRun = Effect.fnUntraced(function* (
       new IndexManifest({
         ...run.settings,
         ...(isKeepAll(run.keep) ? {} : { keep: run.keep }),
+        rootLabels: run.labels,
         createdAt: Option.isSome(existing) && !run.rebuild ? existing.value.createdAt : now,
         updatedAt: now,
         documents: tally.read,

@@ -8,6 +8,7 @@ import { prepareBatch, TermNumbering } from "../index/prepare/Prepare.ts"
 import { hashDoc, planSync } from "../index/Sync.ts"
 import { claimer } from "../read/Claim.ts"
 import { DocumentSource } from "../read/DocumentSource.ts"
+import { rootLabelsOf } from "../read/Folder.ts"
 import { keepTest } from "../read/Keep.ts"
 import { IndexStore } from "../store/IndexStore.ts"
 import { requireManifest } from "./QueryIndex.ts"
@@ -35,6 +36,8 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   // The stored rule's paths are absolute already.
   const keeps = keepTest(manifest.keep ?? keepAll, (file) => path.resolve(file))
   const roots = yield* store.roots
+  // Each path's files are named as the index named them (see `rootLabelsOf`).
+  const labels = manifest.rootLabels ?? rootLabelsOf(path, roots)
   const stored = yield* store.documents
   const storedIds = new Set<string>(stored.map((s) => s.docId))
   // Records are taken as an index run takes them: the first of each doc id, then the keep rule.
@@ -45,7 +48,7 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   const numbering = new TermNumbering()
   const packs = new PackWriter()
   for (const root of roots) {
-    yield* source.read([root]).pipe(
+    yield* source.read([root], labels).pipe(
       Stream.runForEach((record) =>
         Effect.sync(() => {
           const claimed = claim.take(record)

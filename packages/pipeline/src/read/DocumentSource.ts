@@ -218,9 +218,10 @@ const readAll = (
   fs: FileSystem.FileSystem,
   path: Path.Path,
   limits: Limits,
-  paths: ReadonlyArray<string>
+  paths: ReadonlyArray<string>,
+  labels?: Readonly<Record<string, string>>
 ): Stream.Stream<SourceRecord, SourceError> =>
-  listFiles(fs, path, paths).pipe(
+  listFiles(fs, path, paths, labels).pipe(
     Stream.flatMap((found) =>
       found._tag === "Skip" ? Stream.make(Result.fail(found.record)) : readFile(fs, limits, found)
     )
@@ -238,9 +239,10 @@ const sizeOf = (fs: FileSystem.FileSystem, found: Found): Effect.Effect<number> 
 const totalSize = (
   fs: FileSystem.FileSystem,
   path: Path.Path,
-  paths: ReadonlyArray<string>
+  paths: ReadonlyArray<string>,
+  labels?: Readonly<Record<string, string>>
 ): Effect.Effect<number, SourceError> =>
-  listFiles(fs, path, paths).pipe(
+  listFiles(fs, path, paths, labels).pipe(
     Stream.mapEffect((found) => sizeOf(fs, found)),
     Stream.runFold(
       () => 0,
@@ -266,13 +268,23 @@ export class DocumentSource extends Context.Service<
      * `BadRecord` for that line; in CSV, such bytes (or a record over 64 MiB, usually an unclosed quote) end the file
      * with one `BadRecord` naming the line, after the rows before it. A text file over `MAX_TEXT_FILE_BYTES` is a
      * `BadRecord`.
+     *
+     * With several paths, a text file's doc id starts with its path's label (the shortest ending of the path that
+     * tells it from the others); `labels` (by absolute path, `""` for none) gives the labels an index recorded, so
+     * that its doc ids stay as they were (`rootLabelsOf`).
      */
-    readonly read: (paths: ReadonlyArray<string>) => Stream.Stream<SourceRecord, SourceError>
+    readonly read: (
+      paths: ReadonlyArray<string>,
+      labels?: Readonly<Record<string, string>>
+    ) => Stream.Stream<SourceRecord, SourceError>
     /**
      * The total size in bytes of the files `read` would read under `paths` (found the same way, without reading
      * them), for progress reports; it fails as `read` would for a missing, unreadable or unsupported path.
      */
-    readonly size: (paths: ReadonlyArray<string>) => Effect.Effect<number, SourceError>
+    readonly size: (
+      paths: ReadonlyArray<string>,
+      labels?: Readonly<Record<string, string>>
+    ) => Effect.Effect<number, SourceError>
   }
 >()("pipeline/DocumentSource") {
   /** Reads through the platform `FileSystem` and `Path`, with `options` in place of the defaults. */
@@ -288,8 +300,8 @@ export class DocumentSource extends Context.Service<
           maxRecordBytes: options.maxRecordBytes ?? MAX_RECORD_BYTES
         }
         return DocumentSource.of({
-          read: (paths) => readAll(fs, path, limits, paths),
-          size: (paths) => totalSize(fs, path, paths)
+          read: (paths, labels) => readAll(fs, path, limits, paths, labels),
+          size: (paths, labels) => totalSize(fs, path, paths, labels)
         })
       })
     )

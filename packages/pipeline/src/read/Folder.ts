@@ -142,11 +142,22 @@ const filesOf = Effect.fn("DocumentSource.filesOf")(function* (
   return [{ _tag: "File", file: target, shown: TEXT_FILE.test(name) ? (label ?? name) : target }] as const
 })
 
-/** The paths to read, each once, with the label that names its files when there are several paths. */
-const labelled = (path: Path.Path, paths: ReadonlyArray<string>): Array<readonly [string, string | undefined]> => {
+/**
+ * The paths to read, each once, with the label that names its files when there are several paths: the one `kept`
+ * gives its absolute path (an index keeps the labels its roots were read with, so that doc ids stay as they were when
+ * paths are added or removed; `""` for none), else its shortest ending that tells it from the others.
+ */
+const labelled = (
+  path: Path.Path,
+  paths: ReadonlyArray<string>,
+  kept: Readonly<Record<string, string>> = {}
+): Array<readonly [string, string | undefined]> => {
   const targets = [...new Map(paths.map((p) => [path.resolve(p), p])).entries()]
   const labels = rootLabels(targets.map(([resolved]) => resolved.split(path.sep).filter((part) => part !== "")))
-  return targets.map(([, target], i) => [target, labels[i]] as const)
+  return targets.map(([resolved, target], i) => {
+    const label = Object.hasOwn(kept, resolved) ? kept[resolved] : labels[i]
+    return [target, label === "" ? undefined : label] as const
+  })
 }
 
 /** A file found, or a skip when its real path was found before (`files` maps real paths to their first names). */
@@ -170,13 +181,14 @@ const once = (fs: FileSystem.FileSystem, files: Map<string, string>, found: Foun
 export const listFiles = (
   fs: FileSystem.FileSystem,
   path: Path.Path,
-  paths: ReadonlyArray<string>
+  paths: ReadonlyArray<string>,
+  labels?: Readonly<Record<string, string>>
 ): Stream.Stream<Found, SourceError> =>
   Stream.unwrap(
     Effect.sync(() => {
       const walked = new Map<string, string>()
       const files = new Map<string, string>()
-      return Stream.fromIterable(labelled(path, paths)).pipe(
+      return Stream.fromIterable(labelled(path, paths, labels)).pipe(
         Stream.flatMap(([target, label]) =>
           Stream.unwrap(Effect.map(filesOf(fs, path, target, label, walked), Stream.fromIterable))
         ),
@@ -184,3 +196,15 @@ export const listFiles = (
       )
     })
   )
+
+/**
+ * The labels the files of `paths` are read with, by absolute path (`""` for none): those `kept` from earlier runs, and
+ * for paths new to the index the shortest ending that tells each from the others. What an index records, so that
+ * adding or removing a path renames no document.
+ */
+export const rootLabelsOf = (
+  path: Path.Path,
+  paths: ReadonlyArray<string>,
+  kept: Readonly<Record<string, string>> = {}
+): Record<string, string> =>
+  Object.fromEntries(labelled(path, paths, kept).map(([target, label]) => [path.resolve(target), label ?? ""] as const))
