@@ -11,6 +11,43 @@
 // Node's compile cache keeps later starts fast. The TypeScript sources run with `npm run funcpipe`: they need the
 // `@funcpipe/source` condition, which this process, started by its first line, does not have.
 import { existsSync, readFileSync } from "node:fs"
+
+/**
+ * The npm process (npx, `npm exec`, `npm run`) that started this one, directly or through `sh -c`, by Linux's /proc;
+ * `undefined` for any other parent.
+ */
+const npmParent = () => {
+  const commandOf = (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ")
+    } catch {
+      return ""
+    }
+  }
+  const parentOf = (pid) => {
+    try {
+      return Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1])
+    } catch {
+      return 0
+    }
+  }
+  const npm = /(^|[\s/])(npm|npx|npm-cli\.js|npx-cli\.js)(\s|$)/
+  const parent = process.ppid
+  if (npm.test(commandOf(parent))) return parent
+  const grandparent = parentOf(parent)
+  return /^\S*sh -c /.test(commandOf(parent)) && npm.test(commandOf(grandparent)) ? grandparent : undefined
+}
+
+/** Whether process `pid` still runs (signal 0 asks without sending anything). */
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 import module from "node:module"
 import os from "node:os"
 
@@ -55,16 +92,20 @@ if (oldNode && !(args.length === 1 && args[0] === "--version")) {
     }
   )
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal))
-  // Started by another program (npx, a shell script) that is stopped with SIGTERM, this process is not told: it is
-  // left to init. Its parent changing means that, and the server is stopped as if it had been sent SIGTERM.
-  const parent = process.ppid
-  const orphaned = setInterval(() => {
-    if (process.ppid !== parent) {
-      clearInterval(orphaned)
-      server.kill("SIGTERM")
-    }
-  }, 500)
-  orphaned.unref()
+  // Started by npx (npm exec, through `sh -c`), this process is not told when npx is stopped with SIGTERM: it is left
+  // to init. Its parent changing then means npx was stopped, and the server is stopped as if sent SIGTERM. Only under
+  // npm: a server left running on purpose (`nohup funcpipe serve &` from a shell that exits) is left running.
+  const npm = npmParent()
+  if (npm !== undefined) {
+    const parent = process.ppid
+    const orphaned = setInterval(() => {
+      if (process.ppid !== parent || !alive(npm)) {
+        clearInterval(orphaned)
+        server.kill("SIGTERM")
+      }
+    }, 500)
+    orphaned.unref()
+  }
   server.on("exit", (code, signal) => {
     process.exit(code ?? (signal === null ? 1 : 128 + (os.constants.signals[signal] ?? 0)))
   })

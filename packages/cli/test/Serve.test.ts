@@ -140,12 +140,15 @@ describe("funcpipe serve under a launcher such as npx", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-npx-" })
         const index = `${dir}/index.db`
         yield* run(["index", sample, "--index", index])
-        // As npx does: a node process that starts the command as its child and dies on SIGTERM without a word to it.
+        // As npx does: `npm exec` (here a node process whose command line says so) starts the command through
+        // `sh -c`, and dies on SIGTERM without a word to it.
         const wrapper = spawn(
           process.execPath,
           [
             "-e",
-            `require("node:child_process").spawn(process.execPath, ${JSON.stringify([launcher, "serve", "--index", index, "--port", "0"])}, { stdio: "inherit" }); setInterval(() => {}, 1000)`
+            `require("node:child_process").spawn("sh", ["-c", ${JSON.stringify(`'${process.execPath}' '${launcher}' serve --index '${index}' --port 0`)}], { stdio: "inherit" }); setInterval(() => {}, 1000)`,
+            "npm",
+            "exec"
           ],
           { stdio: ["ignore", "pipe", "pipe"] }
         )
@@ -156,7 +159,8 @@ describe("funcpipe serve under a launcher such as npx", () => {
               wrapper.stderr.on("data", (data: Buffer) => {
                 stderr += data.toString()
                 if (!/listening on/.test(stderr)) return
-                const launched = childrenOf(wrapper.pid!)[0]!
+                const shell = childrenOf(wrapper.pid!)[0]!
+                const launched = childrenOf(shell)[0] ?? shell
                 resolve({ launched, server: childrenOf(launched)[0]! })
               })
             })
@@ -169,6 +173,32 @@ describe("funcpipe serve under a launcher such as npx", () => {
         })
         assert.isFalse(running(server), "the server outlived the program that started it")
         assert.isFalse(running(launched), "the launcher outlived the program that started it")
+        // Left running on purpose by another program (`nohup funcpipe serve &` from a shell that exits), it runs on.
+        const shellLike = spawn(
+          process.execPath,
+          [
+            "-e",
+            `require("node:child_process").spawn(process.execPath, ${JSON.stringify([launcher, "serve", "--index", index, "--port", "0"])}, { stdio: "inherit" }); setInterval(() => {}, 1000)`
+          ],
+          { stdio: ["ignore", "pipe", "pipe"] }
+        )
+        const kept = yield* Effect.promise(
+          () =>
+            new Promise<number>((resolve) => {
+              let stderr = ""
+              shellLike.stderr.on("data", (data: Buffer) => {
+                stderr += data.toString()
+                if (/listening on/.test(stderr)) resolve(childrenOf(shellLike.pid!)[0]!)
+              })
+            })
+        )
+        shellLike.kill("SIGTERM")
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 2_000)))
+        assert.isTrue(running(kept), "a launcher not started by npm was stopped with its parent")
+        process.kill(kept, "SIGTERM")
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 400 && running(kept); i++) await new Promise((r) => setTimeout(r, 50))
+        })
       }).pipe(Effect.provide(TestLayer)),
     60_000
   )
