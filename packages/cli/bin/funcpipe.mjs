@@ -43,8 +43,9 @@ const alive = (pid) => {
   try {
     process.kill(pid, 0)
     return true
-  } catch {
-    return false
+  } catch (error) {
+    // EPERM: it runs, as another user (npm may run scripts as the folder's owner).
+    return error?.code === "EPERM"
   }
 }
 

@@ -2,7 +2,8 @@
  * A damaged index: `--rebuild` replaces it whatever the damage (it builds the new index beside it and puts it in its
  * place), where clearing it in place failed ("malformed while clearing") and the file had to be deleted by hand.
  */
-import { closeSync, openSync, readdirSync, statSync, writeSync } from "node:fs"
+import { closeSync, openSync, readdirSync, readFileSync, statSync, writeSync } from "node:fs"
+import { DatabaseSync } from "node:sqlite"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Layer } from "effect"
@@ -62,6 +63,31 @@ describe("a damaged index", () => {
           [],
           "no file left beside it"
         )
+      }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
+  )
+
+  it.effect(
+    "is only ever an index: --rebuild refuses another program's database or file, and leaves it as it was",
+    () =>
+      Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-foreign-" })
+        const database = `${dir}/app.db`
+        const db = new DatabaseSync(database)
+        db.exec("CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('Ada')")
+        db.close()
+        const text = `${dir}/notes.txt`
+        yield* fs.writeFileString(text, "not a database at all")
+        for (const file of [database, text]) {
+          const before = readFileSync(file)
+          const refused = yield* Effect.flip(
+            indexPaths(["mem"], { rebuild: true }).pipe(
+              Effect.provide(Layer.mergeAll(layerSqlite(file), docsSource(docs)))
+            )
+          )
+          assert.strictEqual(refused._tag, "NotAnIndex", file)
+          assert.deepStrictEqual(readFileSync(file), before, "left as it was")
+        }
       }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
   )
 })

@@ -76,4 +76,23 @@ describe("doc ids", () => {
       }).pipe(Effect.provide(layer))
     }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
   )
+
+  it.effect("of a new path are longer where a kept path without a label holds a folder of the same name", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ids-" })
+      yield* fs.makeDirectory(`${dir}/docs/api`, { recursive: true })
+      yield* fs.makeDirectory(`${dir}/other/api`, { recursive: true })
+      yield* fs.writeFileString(`${dir}/docs/api/intro.md`, "the docs' intro\n")
+      yield* fs.writeFileString(`${dir}/other/api/intro.md`, "the other intro\n")
+      const layer = Layer.mergeAll(layerSqlite(`${dir}/index.db`), DocumentSource.layer)
+      yield* Effect.gen(function* () {
+        yield* indexPaths([`${dir}/docs`])
+        const added = yield* indexPaths([`${dir}/docs`, `${dir}/other/api`])
+        // `api/intro.md` is the docs' own: the new path is named `other/api`, and nothing is skipped as read twice.
+        assert.deepStrictEqual([added.plan.added, added.plan.unchanged], [["other/api/intro.md"], ["api/intro.md"]])
+        assert.deepStrictEqual(added.skipped, [])
+      }).pipe(Effect.provide(layer))
+    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
+  )
 })

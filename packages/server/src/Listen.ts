@@ -90,10 +90,11 @@ export class ListenFailed extends Schema.TaggedError<ListenFailed>()("ListenFail
         )
       case "EACCES":
       case "EPERM":
-        return (
-          `cannot listen on ${at}: permission denied (ports below 1024 need administrator rights); pick a port of ` +
-          `1024 or more with --port`
-        )
+        return this.port > 0 && this.port < 1024
+          ? `cannot listen on ${at}: permission denied (ports below 1024 need administrator rights); pick a port of ` +
+              `1024 or more with --port`
+          : `cannot listen on ${at}: permission denied (a security policy of this machine refuses it); pick another ` +
+              `port with --port, or ask the machine's administrator`
       default:
         return `cannot listen on ${at}: ${this.detail}`
     }

@@ -132,6 +132,12 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
       yield* reportChange(`cannot check the index for changes: ${version.failure.message}`)
       return "failed" as const
     }
+    if (current?.loaded.version === version.success && failure !== undefined && failure.version === "") {
+      // The store answers again, and the index is as it was: that is news once, as its failure was.
+      failure = undefined
+      reported = undefined
+      yield* report(`the index can be read again; still serving ${store.location}`)
+    }
     if (current?.loaded.version === version.success) {
       // An open snapshot keeps SQLite from folding the write-ahead log into the file, so without this the log would
       // grow by every index run while the server runs. Once no request holds the older snapshot, the log is folded

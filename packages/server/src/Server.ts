@@ -124,11 +124,8 @@ const nodeServer = (limits: ServerLimits, arriving: Set<IncomingMessage>) => ():
   })
   let closing = false
   server.on("request", (request, response) => {
-    if (!request.complete) {
-      arriving.add(request)
-      request.once("end", () => arriving.delete(request))
-      request.once("close", () => arriving.delete(request))
-    }
+    arriving.add(request)
+    request.once("close", () => arriving.delete(request))
     response.on("finish", () => {
       if (closing) setImmediate(() => server.closeIdleConnections())
     })
@@ -155,7 +152,7 @@ const failedServer = <ROut>(error: ListenFailed): Layer.Layer<ROut, ListenFailed
  * layer stops accepting connections, lets requests in flight finish, and then closes the index.
  */
 export const layer = (options: ServerOptions) => {
-  /** Requests whose body has not all arrived: dropped first when the server stops (see `nodeServer`). */
+  /** Requests in flight: those whose body has not all arrived are dropped first when the server stops (`dropArriving`). */
   const arriving = new Set<IncomingMessage>()
   // Released before the HTTP server, whose release waits (up to the shutdown limit) for the requests being handled.
   const dropOnStop = Layer.effectDiscard(Effect.addFinalizer(() => Effect.sync(() => dropArriving(arriving))))
@@ -180,8 +177,11 @@ export const layer = (options: ServerOptions) => {
   )
 }
 
-/** Closes the connections of requests still arriving: no answer can be sent to a request not all received. */
+/**
+ * Closes the connections of requests still arriving (not all of their body received: no answer could be sent to
+ * them); the requests that have arrived are answered.
+ */
 const dropArriving = (arriving: Set<IncomingMessage>): void => {
-  for (const request of arriving) request.socket.destroy()
+  for (const request of arriving) if (!request.complete) request.socket.destroy()
   arriving.clear()
 }

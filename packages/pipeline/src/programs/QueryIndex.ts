@@ -56,6 +56,11 @@ export const requireManifest = Effect.fn("requireManifest")(function* () {
   return manifest.value
 })
 
+/** The note of a query that `model` finds nothing in, answered in lexical mode instead. */
+export const zeroVectorNote = (model: string): string =>
+  `${model} finds nothing in this query it can place (no word it knows), so it was answered in lexical mode, by its ` +
+  `words alone`
+
 /** How a query is answered. */
 export interface QueryOptions {
   /** Defaults to `defaultMode` of the index's model. */
@@ -235,10 +240,7 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
   const pointless = embedded !== undefined && squaredNorm(embedded.vector) === 0
   const mode = pointless ? "lexical" : asked
   const embedding = pointless ? undefined : embedded
-  const note = pointless
-    ? `${manifest.model} finds nothing in this query it can place (no word it knows), so it was answered in lexical ` +
-      `mode, by its words alone`
-    : undefined
+  const note = pointless ? zeroVectorNote(manifest.model) : undefined
   const params = options.bm25 ?? Bm25Params.default
   const expand = options.expand
   const filter = where === undefined ? undefined : yield* readSnapshot(location, () => snapshot.filter(where))

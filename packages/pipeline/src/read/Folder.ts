@@ -1,5 +1,6 @@
 /** Finds the files to read under the paths named for indexing: folders walked in order, each file listed once. */
 
+import { existsSync } from "node:fs"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
 import { Effect, type FileSystem, type Path, type PlatformError, Result, Stream } from "effect"
 import { systemReason } from "../platform/SystemReason.ts"
@@ -153,10 +154,22 @@ const labelled = (
   kept: Readonly<Record<string, string>> = {}
 ): Array<readonly [string, string | undefined]> => {
   const targets = [...new Map(paths.map((p) => [path.resolve(p), p])).entries()]
-  const labels = rootLabels(targets.map(([resolved]) => resolved.split(path.sep).filter((part) => part !== "")))
+  const parts = targets.map(([resolved]) => resolved.split(path.sep).filter((part) => part !== ""))
+  const labels = rootLabels(parts)
+  // A kept path without a label names its files from its own top: a new path's label must not start like one of them.
+  const unlabeled = Object.entries(kept).flatMap(([root, label]) => (label === "" ? [root] : []))
+  const clashes = (label: string) => unlabeled.some((root) => existsSync(path.join(root, label.split("/")[0]!)))
   return targets.map(([resolved, target], i) => {
-    const label = Object.hasOwn(kept, resolved) ? kept[resolved] : labels[i]
-    return [target, label === "" ? undefined : label] as const
+    if (Object.hasOwn(kept, resolved)) {
+      const label = kept[resolved]
+      return [target, label === "" ? undefined : label] as const
+    }
+    let label = labels[i]
+    const own = parts[i]!
+    for (let n = (label ?? "").split("/").length + 1; label !== undefined && clashes(label) && n <= own.length; n++) {
+      label = own.slice(own.length - n).join("/")
+    }
+    return [target, label] as const
   })
 }
 

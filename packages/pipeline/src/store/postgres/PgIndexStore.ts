@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
-import { Clock, Effect, Layer, Option, Result, Scope, Semaphore } from "effect"
+import { Clock, Effect, Exit, Layer, Option, Result, Scope, Semaphore } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { PackReader } from "../../index/BodyPack.ts"
@@ -59,19 +59,26 @@ export const layerPostgres = (url: string, options: PgStoreOptions = {}): Layer.
         Effect.mapError((reason) => new StoreFailure({ location: scrubUrl(url), reason }))
       )
       const scope = yield* Effect.scope
-      const connect = PgClient.make({
-        url: target.url,
-        maxConnections: options.maxConnections ?? 4,
-        connectTimeout: options.connectTimeoutMillis ?? 10_000,
-        applicationName: "funcpipe",
-        // A document's row (its vectors above all) can be far larger than the driver's default 16 MiB.
-        maxMessageSize: 1024 * 1024 * 1024
-      }).pipe(
-        Effect.provide(Reactivity.layer),
-        Scope.provide(scope),
-        Effect.mapError((error) => storeError(target, "connecting", error)),
-        Effect.map((sql) => make(sql, target, options))
-      )
+      // Each attempt's pool lives in a scope of its own: kept when the database answers, closed when it does not.
+      const connect = Effect.gen(function* () {
+        const attempt = yield* Scope.fork(scope)
+        return yield* Effect.gen(function* () {
+          const sql = yield* PgClient.make({
+            url: target.url,
+            maxConnections: options.maxConnections ?? 4,
+            connectTimeout: options.connectTimeoutMillis ?? 10_000,
+            applicationName: "funcpipe",
+            // A document's row (its vectors above all) can be far larger than the driver's default 16 MiB.
+            maxMessageSize: 1024 * 1024 * 1024
+          }).pipe(Effect.provide(Reactivity.layer), Scope.provide(attempt))
+          // The pool connects lazily: one query shows whether the database is there.
+          yield* sql`SELECT 1`
+          return make(sql, target, options)
+        }).pipe(
+          Effect.mapError((error) => storeError(target, "connecting", error)),
+          Effect.onError(() => Scope.close(attempt, Exit.void))
+        )
+      })
       return reconnecting(target.location, connect)
     })
   )

@@ -4,7 +4,7 @@
  */
 
 import { randomUUID } from "node:crypto"
-import { existsSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs"
+import { closeSync, existsSync, mkdirSync, openSync, readSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Effect, Exit, Layer, Option, Result, type Scope, ScopedRef } from "effect"
@@ -20,9 +20,10 @@ import {
   type StoredDoc,
   type TransactionOptions
 } from "../IndexStore.ts"
-import { IndexCorrupt, type StoreError, StoreFailure } from "../StoreErrors.ts"
+import { IndexCorrupt, IndexTooNew, NotAnIndex, type StoreError, StoreFailure } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import {
+  APPLICATION_ID,
   backgroundSync,
   closeConnection,
   identityOf,
@@ -213,14 +214,29 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
         if (readOnly && !existsSync(file)) return yield* restore(body(emptyWriter(location)))
         const madeFolder = readOnly ? undefined : yield* makeFolder
         const creating = !readOnly && isNewFile(file)
+        // Set once this run has made the tables of a new file under its lock: then, and only then, a failure removes
+        // the file (no other run has written to it).
+        let madeTables = false
         const made = Effect.acquireUseRelease(
           // A dry run may look at an older layout: a `--rebuild` plan needs only its manifest.
           readOnly ? openReader(location, "opening", true) : openWriter(location, creating),
           (db) =>
             Effect.gen(function* () {
+              const opened = statSync(file, { throwIfNoEntry: false })?.ino
               yield* sqlite(location, "starting a write", () => db.exec(readOnly ? "BEGIN" : "BEGIN IMMEDIATE"))
+              // While this run waited for the lock, another may have removed the file (its failed first run) or put a
+              // rebuilt one in its place: writing to the old one would be lost.
+              if (!readOnly && statSync(file, { throwIfNoEntry: false })?.ino !== opened) {
+                return yield* new StoreFailure({
+                  location,
+                  reason: "another run removed or replaced the index file while this one waited for it; run it again"
+                })
+              }
               const version = yield* layoutVersion(location, "opening", db, true)
-              if (version === 0 && !readOnly) yield* sqlite(location, "creating the tables", () => createTables(db))
+              if (version === 0 && !readOnly) {
+                yield* sqlite(location, "creating the tables", () => createTables(db))
+                madeTables = creating
+              }
               if (version === LAYOUT && !readOnly) yield* sqlite(location, "opening", () => db.exec(SEGMENTS_ORDER))
               const writer = sqliteWriter(
                 location,
@@ -254,7 +270,7 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
         // folder it made; the message's "nothing was changed" stays true.
         return yield* creating
           ? Effect.onExit(made, (exit) =>
-              Exit.isFailure(exit) ? Effect.sync(() => removeNewFile(file, madeFolder)) : Effect.void
+              Exit.isFailure(exit) && madeTables ? Effect.sync(() => removeNewFile(file, madeFolder)) : Effect.void
             )
           : made
       })
@@ -265,35 +281,99 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
 }
 
 /**
+ * Whose the file at `file` is, from its 100-byte header alone (a damaged index may not open): `ours` (FuncPipe's mark),
+ * `foreign` (another program's SQLite database, or not SQLite at all), `newer` (a FuncPipe layout this build does not
+ * know), or `blank` (SQLite without a mark: an empty database).
+ */
+const ownerOf = (file: string): "ours" | "foreign" | "newer" | "blank" => {
+  const header = Buffer.alloc(100)
+  const fd = openSync(file, "r")
+  try {
+    readSync(fd, header, 0, 100, 0)
+  } finally {
+    closeSync(fd)
+  }
+  if (header.toString("latin1", 0, 16) !== "SQLite format 3\u0000") return "foreign"
+  const appId = header.readUInt32BE(68)
+  if (appId === 0) return "blank"
+  if (appId !== APPLICATION_ID) return "foreign"
+  return header.readUInt32BE(60) > LAYOUT ? "newer" : "ours"
+}
+
+/**
  * Builds the index anew in a file beside `file` with `body`, and once it is committed and closed puts it in `file`'s
- * place (the old file's log goes first, so that it cannot be applied to the new one). Nothing of the old file is read,
- * so a damaged index is replaced whatever its damage; a failure leaves the old file as it was and nothing beside it.
- * Readers that hold the old file keep reading it until they next open the index.
+ * place (the old file's log goes first, so that it cannot be applied to the new one). Only a FuncPipe index is
+ * replaced: another program's file is refused as `NotAnIndex`, a newer FuncPipe's as `IndexTooNew`. The old file's
+ * write lock is held while the new one is built, so no other run writes to it meanwhile (where damage keeps it from
+ * opening, it is replaced all the same); a failure leaves the old file as it was and nothing beside it. Readers that
+ * hold the old file keep reading it until they next open the index.
  */
 const replaceFile = <A, E, R>(
   file: string,
   body: (writer: IndexWriter) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | StoreError, R> =>
   Effect.gen(function* () {
+    const owner = yield* sqlite(file, "opening", () => ownerOf(file))
+    if (owner === "foreign") return yield* new NotAnIndex({ location: file })
+    if (owner === "newer") return yield* new IndexTooNew({ location: file, found: LAYOUT + 1, supported: LAYOUT })
     const fresh = `${file}.rebuilding-${process.pid}-${randomUUID().slice(0, 8)}`
-    const built = yield* Effect.acquireUseRelease(
-      Effect.sync(() => backgroundSync(fresh)),
-      (background): Effect.Effect<A, E | StoreError, R> => transactionOf(fresh, background)(body),
-      (background) => background.close
+    return yield* Effect.acquireUseRelease(
+      holdWriteLock(file),
+      (held) =>
+        Effect.gen(function* () {
+          // A SQLite file without FuncPipe's mark is replaced only when it holds nothing (no table at all).
+          if (owner === "blank" && (held === undefined || anyTable(held)))
+            return yield* new NotAnIndex({ location: file })
+          const built = yield* Effect.acquireUseRelease(
+            Effect.sync(() => backgroundSync(fresh)),
+            (background): Effect.Effect<A, E | StoreError, R> => transactionOf(fresh, background)(body),
+            (background) => background.close
+          )
+          // The lock is let go just before the swap: closing the old connection may remove the old file's log, which
+          // after the swap would be the new file's.
+          if (held !== undefined) yield* closeConnection(held)
+          yield* Effect.try({
+            try: () => {
+              for (const suffix of ["-wal", "-shm", "-journal"]) rmSync(`${file}${suffix}`, { force: true })
+              renameSync(fresh, file)
+            },
+            catch: (error) =>
+              new StoreFailure({
+                location: file,
+                reason: `cannot put the rebuilt index in place: ${systemReason(error)}`,
+                cause: error
+              })
+          })
+          return built
+        }),
+      (held) => (held === undefined ? Effect.void : closeConnection(held))
     ).pipe(Effect.onError(() => Effect.sync(() => removeNewFile(fresh, undefined))))
-    yield* Effect.try({
-      try: () => {
-        for (const suffix of ["-wal", "-shm", "-journal"]) rmSync(`${file}${suffix}`, { force: true })
-        renameSync(fresh, file)
-      },
-      catch: (error) =>
-        new StoreFailure({
-          location: file,
-          reason: `cannot put the rebuilt index in place: ${systemReason(error)}`,
-          cause: error
-        })
-    }).pipe(Effect.onError(() => Effect.sync(() => removeNewFile(fresh, undefined))))
-    return built
+  })
+
+/** Whether a database holds any table. */
+const anyTable = (db: DatabaseSync): boolean =>
+  (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n > 0
+
+/**
+ * The old file's write lock, held by a connection in an immediate transaction; `IndexBusy` when another run writes, and
+ * `undefined` when damage keeps the file from opening (it is replaced without the lock then).
+ */
+const holdWriteLock = (file: string): Effect.Effect<DatabaseSync | undefined, StoreError> =>
+  Effect.gen(function* () {
+    const opened = yield* Effect.result(
+      sqlite(file, "opening", () => {
+        const db = new DatabaseSync(file, { timeout: 2000 })
+        try {
+          db.exec("BEGIN IMMEDIATE")
+          return db
+        } catch (error) {
+          db.close()
+          throw error
+        }
+      })
+    )
+    if (opened._tag === "Success") return opened.success
+    return opened.failure._tag === "IndexBusy" ? yield* Effect.fail(opened.failure) : undefined
   })
 
 /** Removes a file a failed first run made, with its journal and logs, and the folders made for it (if empty). */
