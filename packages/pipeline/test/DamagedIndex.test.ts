@@ -54,6 +54,9 @@ describe("a damaged index", () => {
           }).pipe(Effect.provide(layer))
         )
         assert.include(["IndexCorrupt", "NotAnIndex", "StoreFailure"], found._tag)
+        // The plan of the rebuild reads nothing of the damaged index either.
+        const planned = yield* indexPaths(["mem"], { rebuild: true, dryRun: true }).pipe(Effect.provide(layer))
+        assert.strictEqual(planned.plan.added.length, 400)
         const rebuilt = yield* indexPaths(["mem"], { rebuild: true }).pipe(Effect.provide(layer))
         assert.deepStrictEqual([rebuilt.documents, rebuilt.rebuilt], [400, true])
         const { results } = yield* queryIndex("word5", 1).pipe(Effect.provide(layer))

@@ -201,6 +201,12 @@ describe("front matter", () => {
       const reason = Result.isFailure(read) ? read.failure.reason : ""
       assert.match(reason, /^the front matter \(the --- block at the top\) is nested more than 64 levels deep/)
     }
+    // Explicit keys nest in a way brackets and indentation do not show: the parser's overflow gets the same reason.
+    const keys = doc(`---\ntitle: x\nkey: ${"? ".repeat(5_000)}a\n---\nbody\n`)
+    if (Result.isFailure(keys)) assert.match(keys.failure.reason, /nested more than 64 levels deep|not valid YAML/)
+    assert.notMatch(Result.isFailure(keys) ? keys.failure.reason : "", /call stack/)
+    // Brackets inside a quoted title are text, not nesting.
+    assert.isTrue(Result.isSuccess(doc(`---\ntitle: "${"[".repeat(70)}"\n---\nbody\n`)))
     // 30 levels are fine.
     assert.isTrue(Result.isSuccess(doc(`---\nother: ${"[".repeat(30)}a${"]".repeat(30)}\n---\nbody\n`)))
   })

@@ -389,7 +389,10 @@ const finishRun = Effect.fnUntraced(function* (
 /** The run under the write lock: check the settings, plan and write every record, then finish. */
 const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
   Effect.gen(function* () {
-    const existing = yield* writer.manifest
+    // A rebuild reads nothing of the old index it needs: a damaged one is planned (--dry-run) and replaced alike.
+    const existing = asked.rebuild
+      ? yield* Effect.orElseSucceed(writer.manifest, () => Option.none<IndexManifest>())
+      : yield* writer.manifest
     let run = asked
     if (Option.isSome(existing) && !run.rebuild && run.analyzerVersionFromIndex) {
       const { version } = existing.value.analyzer
@@ -409,7 +412,9 @@ const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
       run = { ...run, settings: { ...run.settings, formatVersion: existing.value.formatVersion } }
     }
     const stored: StoredDocs = run.rebuild ? new Map<string, StoredEntry>() : yield* writer.storedDocs
-    const storedRoots = yield* writer.roots
+    const storedRoots = run.rebuild
+      ? yield* Effect.orElseSucceed(writer.roots, (): ReadonlyArray<string> => [])
+      : yield* writer.roots
     if (run.rebuild && !run.dryRun) yield* writer.clear
     const tally = new Tally()
     const claim = claimer(run.keeps)

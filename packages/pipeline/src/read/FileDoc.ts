@@ -66,6 +66,13 @@ const tooDeep = (yaml: string): number | undefined => {
       continue
     }
     atStart = false
+    if (c === 0x22) {
+      // A double-quoted scalar's brackets are text: skip to its closing quote (on this line).
+      for (i++; i < yaml.length && yaml.charCodeAt(i) !== 0x22 && yaml.charCodeAt(i) !== 0x0a; i++) {
+        if (yaml.charCodeAt(i) === 0x5c) i++
+      }
+      continue
+    }
     if (c === 0x5b || c === 0x7b) {
       if (++depth > MAX_YAML_DEPTH) return line
     } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--
@@ -116,6 +123,10 @@ export const frontMatter = (source: string, text: string): Result.Result<FrontMa
     value = parseYaml(yaml, { prettyErrors: false })
   } catch (error) {
     if (!LOOKS_LIKE_YAML.test(yaml)) return undefined
+    // Nesting the count above does not see (explicit keys, `? ? ? …`) overflows the parser: the same clear reason.
+    if (error instanceof RangeError) {
+      return bad(2, `the front matter (the --- block at the top) is nested more than ${MAX_YAML_DEPTH} levels deep`)
+    }
     const message = error instanceof Error ? error.message : String(error)
     const offset =
       typeof error === "object" && error !== null && "pos" in error && Array.isArray(error.pos)
