@@ -23,7 +23,7 @@ import type { IndexRunError } from "@funcpipe/pipeline/programs/IndexErrors"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { defaultExpansion } from "@funcpipe/pipeline/search/Expansion"
 import type { QueryError } from "@funcpipe/pipeline/search/QueryErrors"
-import { IndexStore, readSnapshot } from "@funcpipe/pipeline/store/IndexStore"
+import { IndexStore, readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
 import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
 import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
 import { HttpServerResponse } from "effect/http"
@@ -216,6 +216,14 @@ export const IndexHandlers = (options: HandlerOptions) =>
     "index",
     Effect.fn(function* (handlers) {
       const live = yield* LiveIndex
+      /** What the served snapshot holds of document `id`, or `DocumentNotFound`; a store failure is `IndexUnavailable`. */
+      const stored = <A>(id: string, read: (snapshot: Snapshot) => A | undefined) =>
+        live
+          .use((loaded) => readSnapshot(live.location, () => read(loaded.snapshot)))
+          .pipe(
+            Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
+            Effect.flatMap((found) => (found === undefined ? Effect.fail(notFound(id)) : Effect.succeed(found)))
+          )
       return handlers
         .handle("status", () =>
           Effect.map(live.state, ({ failure, loaded }) => ({
@@ -229,36 +237,24 @@ export const IndexHandlers = (options: HandlerOptions) =>
           }))
         )
         .handle("document", ({ params }) =>
-          live
-            .use((loaded) => readSnapshot(live.location, () => loaded.snapshot.document(params.id)))
-            .pipe(
-              Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
-              Effect.flatMap((found) =>
-                found === undefined
-                  ? Effect.fail(notFound(params.id))
-                  : Effect.succeed({
-                      doc_id: found.doc.docId,
-                      title: found.doc.title,
-                      source: found.doc.source,
-                      categories: found.doc.categories,
-                      hash: found.doc.hash,
-                      chunks: found.chunks
-                    })
-              )
-            )
+          Effect.map(
+            stored(params.id, (snapshot) => snapshot.document(params.id)),
+            (found) => ({
+              doc_id: found.doc.docId,
+              title: found.doc.title,
+              source: found.doc.source,
+              categories: found.doc.categories,
+              hash: found.doc.hash,
+              chunks: found.chunks
+            })
+          )
         )
         .handle("text", ({ params }) =>
           options.linkSources === true
-            ? live
-                .use((loaded) => readSnapshot(live.location, () => loaded.snapshot.documentText(params.id)))
-                .pipe(
-                  Effect.mapError((e) => new IndexUnavailable({ message: e.message, reason: e._tag })),
-                  Effect.flatMap((text) =>
-                    text === undefined
-                      ? Effect.fail(notFound(params.id))
-                      : Effect.succeed(text.original ?? text.cleaned)
-                  )
-                )
+            ? Effect.map(
+                stored(params.id, (snapshot) => snapshot.documentText(params.id)),
+                (text) => text.original ?? text.cleaned
+              )
             : Effect.fail(
                 new SourcesOff({
                   message: "this server does not hand out documents' text; start it with --link-sources to allow it"

@@ -1,13 +1,8 @@
 /** Why the server could not listen, in words for someone who has never seen the code, and who holds a port. */
 
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
+import { errorCode } from "@funcpipe/pipeline/platform/SystemReason"
 import { Schema } from "effect"
-
-/** The system's code for a failed listen (`EADDRINUSE`, …), if it gave one. */
-const codeOf = (cause: unknown): string | undefined =>
-  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
-    ? cause.code
-    : undefined
 
 /**
  * The process listening on a TCP port of this machine, as `pid 1234 (node …)`, when Linux's `/proc` tells (the
@@ -103,7 +98,7 @@ export class ListenFailed extends Schema.TaggedError<ListenFailed>()("ListenFail
 
 /** The `ListenFailed` for what a listen failed with. */
 export const listenFailed = (host: string, port: number, cause: unknown): ListenFailed => {
-  const code = codeOf(cause) ?? null
+  const code = errorCode(cause) ?? null
   return new ListenFailed({
     host,
     port,

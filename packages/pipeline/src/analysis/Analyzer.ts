@@ -56,9 +56,12 @@ const ASCII_WORD = /^[a-z]+$/
 const INSIDE_MARKS = /(?<!\])\[(\p{L}{1,3})\](?=\p{L})|\u00ad|\u200c|\u200d|\u2060/gu
 const HAS_MARK = /\[|\u00ad|\u200c|\u200d|\u2060/
 
+/** Whether `text` holds a character version 2 may join into a word. */
+export const hasMarks = (text: string): boolean => HAS_MARK.test(text)
+
 /** `text` with what version 2 joins into words taken out; as is for version 1 or text without such marks. */
 export const joinMarks = (text: string, version: AnalyzerConfig["version"]): string =>
-  version !== 2 || !HAS_MARK.test(text) ? text : text.replace(INSIDE_MARKS, "$1")
+  version !== 2 || !hasMarks(text) ? text : text.replace(INSIDE_MARKS, "$1")
 
 /**
  * `joinMarks` with where each unit of the result came from (`from`, UTF-16 units of `text`), for highlighting words
@@ -76,7 +79,7 @@ export const joinMarksAligned = (
     for (let i = at; i < to; i++) from[size++] = i
     out += text.slice(at, to)
   }
-  if (version === 2 && HAS_MARK.test(text)) {
+  if (version === 2 && hasMarks(text)) {
     for (const m of text.matchAll(INSIDE_MARKS)) {
       copy(m.index)
       const letters = m[1]

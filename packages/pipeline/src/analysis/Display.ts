@@ -363,29 +363,25 @@ export const headingPath = (doc: DisplayDoc, at: number): ReadonlyArray<string> 
   return path.map((h) => h.text).filter((text) => text !== "")
 }
 
-/**
- * What a result shows of its chunk (`ShownChunk`): the chunk's span of the original text, out to whole words, markup
- * removed, on one line; the headings it starts under, outermost first (Markdown documents; empty otherwise); and where
- * the document was read from.
- */
-export type ChunkView = ShownChunk
-
-/** A document's texts as a store gives them: its source, its cleaned body, its body as written (if kept). */
-export interface DocumentTexts {
+/** A document's texts for display, as a store gives them: where it was read from, its cleaned body and as written. */
+export interface DocumentText {
   readonly source: string
+  /** The cleaned body: chunk spans count its code points. */
   readonly cleaned: string
+  /** The body as written; `undefined` in an index of format 2, which kept only the cleaned body. */
   readonly original: string | undefined
 }
 
 /**
- * The views of a document's chunks, given its source, its cleaned body and its body as written (`undefined` when the
- * index kept only the cleaned one: passages are then cut from the cleaned text, and have no headings). The
- * document's alignment and markup are worked out once, for all of its chunks.
+ * What each chunk of a document shows (`ShownChunk`: its span of the original out to whole words, markup removed, on
+ * one line; the headings it starts under; the source), given the document's source, its cleaned body and its body as
+ * written (`undefined` when the index kept only the cleaned one: passages are then cut from the cleaned text, and have
+ * no headings). The document's alignment and markup are worked out once, for all of its chunks.
  */
 export const chunkViewer = (
-  text: DocumentTexts,
+  text: DocumentText,
   cleaner: Pick<CleanerConfig, "rules">
-): ((start: number, end: number) => ChunkView) => {
+): ((start: number, end: number) => ShownChunk) => {
   const written = text.original ?? text.cleaned
   const aligned = cleanAligned(written, text.original === undefined ? { rules: [] } : cleaner)
   // Cleaned text has lost its line breaks, and with them what makes Markdown: it is shown as plain text.
@@ -414,7 +410,7 @@ export const headingStarts = (original: string): Array<number> => {
  * nothing the store has let go. A document of more than `MEMO_UNITS` is not kept (its alignment would take eight
  * bytes a character): only the results of one query share its viewer.
  */
-const viewers = new WeakMap<DocumentTexts, (start: number, end: number) => ChunkView>()
+const viewers = new WeakMap<DocumentText, (start: number, end: number) => ShownChunk>()
 const MEMO_UNITS = 1 << 20
 
 /**
@@ -422,11 +418,11 @@ const MEMO_UNITS = 1 << 20
  * document has no texts there shows its cleaned text.
  */
 export const shownChunks = (
-  textOf: (docId: string) => DocumentTexts | undefined,
+  textOf: (docId: string) => DocumentText | undefined,
   cleaner: Pick<CleanerConfig, "rules">,
   chunks: ReadonlyArray<{ readonly docId: string; readonly start: number; readonly end: number; readonly text: string }>
-): ReadonlyArray<ChunkView> => {
-  const here = new Map<string, ((start: number, end: number) => ChunkView) | undefined>()
+): ReadonlyArray<ShownChunk> => {
+  const here = new Map<string, ((start: number, end: number) => ShownChunk) | undefined>()
   return chunks.map((chunk) => {
     let viewer = here.get(chunk.docId)
     if (!here.has(chunk.docId)) {

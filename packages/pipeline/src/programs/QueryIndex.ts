@@ -56,11 +56,6 @@ export const requireManifest = Effect.fn("requireManifest")(function* () {
   return manifest.value
 })
 
-/** The note of a query that `model` finds nothing in, answered in lexical mode instead. */
-export const zeroVectorNote = (model: string): string =>
-  `${model} finds nothing in this query it can place (no word it knows), so it was answered in lexical mode, by its ` +
-  `words alone`
-
 /** How a query is answered. */
 export interface QueryOptions {
   /** Defaults to `defaultMode` of the index's model. */
@@ -138,6 +133,25 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
     }
   }
   return embeddings
+})
+
+/**
+ * The vector of a cleaned query for `asked` mode, and the mode it is answered in: a query the model finds nothing in
+ * (`42` for word vectors) has no direction, so it is answered by its words alone, in lexical mode, with a note saying
+ * so. No vector for lexical mode.
+ */
+export const queryVector = Effect.fn("queryVector")(function* (
+  text: string,
+  manifest: IndexManifest,
+  asked: RetrievalMode
+) {
+  if (asked === "lexical") return { mode: asked, vector: undefined, note: undefined }
+  const { vector } = (yield* embedQueries([text], manifest, true))[0]!
+  if (squaredNorm(vector) !== 0) return { mode: asked, vector, note: undefined }
+  const note =
+    `${manifest.model} finds nothing in this query it can place (no word it knows), so it was answered in lexical ` +
+    `mode, by its words alone`
+  return { mode: "lexical" as const, vector: undefined, note }
 })
 
 /**
@@ -233,14 +247,12 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
   const where = yield* queryFilter(options.where)
   const { manifest } = snapshot
   const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
-  const asked = options.mode ?? defaultMode(manifest.model)
   const terms = analyze(prepared.text, manifest.analyzer)
-  const embedded = asked === "lexical" ? undefined : (yield* embedQueries([prepared.text], manifest, true))[0]
-  // A query the model finds nothing in (`42` for word vectors) has no direction: it is answered by its words alone.
-  const pointless = embedded !== undefined && squaredNorm(embedded.vector) === 0
-  const mode = pointless ? "lexical" : asked
-  const embedding = pointless ? undefined : embedded
-  const note = pointless ? zeroVectorNote(manifest.model) : undefined
+  const { mode, note, vector } = yield* queryVector(
+    prepared.text,
+    manifest,
+    options.mode ?? defaultMode(manifest.model)
+  )
   const params = options.bm25 ?? Bm25Params.default
   const expand = options.expand
   const filter = where === undefined ? undefined : yield* readSnapshot(location, () => snapshot.filter(where))
@@ -250,7 +262,7 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
       : yield* readSnapshot(location, () =>
           expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
         )
-  const query = { terms: scoredTerms, vector: embedding?.vector }
+  const query = { terms: scoredTerms, vector }
   const { more, scored, tops } = yield* readSnapshot(location, () => {
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
     return options.group === "doc"

@@ -12,11 +12,10 @@ import { Duration, Effect, Option } from "effect"
 import { analyze } from "../analysis/Analyzer.ts"
 import { call, IndexShard, PartitionSource, ShardsUnavailable, shardEntityId } from "../cluster/Protocol.ts"
 import { distinct, fuseHits, type Hit, mergeHits, scoreKind, shardOf, sumStats } from "../cluster/Shards.ts"
-import { squaredNorm } from "../search/Cosine.ts"
 import { defaultMode, FUSION_DEPTH } from "../search/Engine.ts"
 import { prepareQuery } from "../search/Query.ts"
 import { IndexMissing } from "../search/QueryErrors.ts"
-import { embedQueries, queryFilter, stopWordsOnly, zeroVectorNote } from "./QueryIndex.ts"
+import { queryFilter, queryVector, stopWordsOnly } from "./QueryIndex.ts"
 
 /** How a sharded query is answered. */
 export interface ShardedQueryOptions {
@@ -88,15 +87,12 @@ export const queryShards = Effect.fn("queryShards")(function* (
     if (Option.isNone(pinned)) return yield* new IndexMissing({ location: source.location })
     const { manifest, token } = pinned.value
     const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
-    const asked = options.mode ?? defaultMode(manifest.model)
     const terms = analyze(prepared.text, manifest.analyzer)
     const unique = distinct(terms)
-    const embedded = asked === "lexical" ? null : (yield* embedQueries([prepared.text], manifest, true))[0]!.vector
     // As unsharded: a query the model finds nothing in is answered by its words alone, with a note.
-    const pointless = embedded !== null && squaredNorm(embedded) === 0
-    const mode = pointless ? "lexical" : asked
-    const vector = pointless ? null : embedded
-    const note = pointless ? zeroVectorNote(manifest.model) : undefined
+    const asked = yield* queryVector(prepared.text, manifest, options.mode ?? defaultMode(manifest.model))
+    const { mode, note } = asked
+    const vector = asked.vector ?? null
     const parts =
       mode === "vector"
         ? ids.map(() => ({ chunks: 0, totalLength: 0, df: unique.map(() => 0) }))

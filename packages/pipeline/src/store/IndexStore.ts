@@ -7,6 +7,10 @@ import { DocId } from "@funcpipe/domain/Document"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
+import type { DocumentText } from "../analysis/Display.ts"
+
+export type { DocumentText }
+
 import type { BodyRef } from "../index/BodyPack.ts"
 import type { IndexView, PositionFilter } from "../search/IndexView.ts"
 import { isStoreError, type StoreError, StoreFailure } from "./StoreErrors.ts"
@@ -104,15 +108,6 @@ export interface Snapshot extends IndexView {
   readonly document: (docId: string) => StoredDocument | undefined
   /** What a result shows of a document with chunks: its source and texts; `undefined` for no such document. */
   readonly documentText: (docId: string) => DocumentText | undefined
-}
-
-/** A document's texts for display: where it was read from, its cleaned body, and its body as written. */
-export interface DocumentText {
-  readonly source: string
-  /** The cleaned body: chunk spans count its code points. */
-  readonly cleaned: string
-  /** The body as written; `undefined` in an index of format 2, which kept only the cleaned body. */
-  readonly original: string | undefined
 }
 
 /** A stored document with the span and text of each of its chunks. */

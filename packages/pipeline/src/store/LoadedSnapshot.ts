@@ -10,7 +10,6 @@ import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result, Schema } from "effect"
-import { cleanText } from "../analysis/Clean.ts"
 import { inflateBody } from "../index/BodyPack.ts"
 import { decodePostings } from "../index/Postings.ts"
 import { SegmentBuilder } from "../index/Segment.ts"
@@ -18,6 +17,7 @@ import { type TableColumn, TableFilter } from "../search/Filter.ts"
 import type { PositionFilter, TermBlock } from "../search/IndexView.ts"
 import { documentTies } from "../search/Ranker.ts"
 import { ScoringScratch } from "../search/Scratch.ts"
+import { BodyCache } from "./BodyCache.ts"
 import {
   cachedPositions,
   type DocumentText,
@@ -48,8 +48,6 @@ export interface LoadedDoc {
   readonly vectors: Float64Array
 }
 
-/** How much decompressed document text one loaded snapshot keeps, in UTF-16 units (about 16 MB). */
-const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** How many terms' split postings a snapshot keeps for warm queries. */
 const POSTINGS_CACHE_ENTRIES = 4096
 
@@ -201,15 +199,16 @@ const loadedPostings = (segment: SegmentBuilder, positions: number) => {
   return postings
 }
 
-/** The loaded documents' bodies, decompressed when first read and kept up to `BODY_CACHE_CHARS`. */
+/**
+ * The loaded documents' bodies, decompressed (and cleaned, for an index that keeps them as written) when first read
+ * and kept up to `BODY_CACHE_CHARS`.
+ */
 const loadedBodies = (
   docs: ReadonlyArray<KeptDoc>,
   cleaner: CleanerConfig | undefined,
   corrupt: (detail: string) => IndexCorrupt
 ) => {
-  // Cleaned bodies, oldest first, up to `BODY_CACHE_CHARS`.
-  const bodies = new Map<number, string>()
-  let bodyChars = 0
+  const bodies = new BodyCache<number>()
   /** A body as stored: as written (format 3 on) or cleaned (format 2). */
   const storedBody = (doc: number): string => {
     const body = inflateBody(docs[doc]!.body)
@@ -217,21 +216,7 @@ const loadedBodies = (
       throw corrupt(`the text of document ${JSON.stringify(docs[doc]!.docId)} does not decompress`)
     return body
   }
-  const bodyOf = (doc: number): string => {
-    let body = bodies.get(doc)
-    if (body !== undefined) return body
-    body = cleaner === undefined ? storedBody(doc) : cleanText(storedBody(doc), cleaner)
-    bodies.set(doc, body)
-    bodyChars += body.length
-    // The oldest go first; the one just read stays, however large, until the next is read.
-    for (const [old, text] of bodies) {
-      if (bodyChars <= BODY_CACHE_CHARS || old === doc) break
-      bodies.delete(old)
-      bodyChars -= text.length
-    }
-    return body
-  }
-  return { bodyOf, storedBody }
+  return (doc: number) => bodies.entry(doc, () => storedBody(doc), cleaner)
 }
 
 /** Every position's document in id order (for ties and per-document tops), and query filters over their columns. */
@@ -307,7 +292,8 @@ const snapshotOf = (
   const blocks = [{ offset: 0, count: positions, vectors, magnitudes }]
 
   const cleaner = keepsOriginals(manifest.formatVersion) ? manifest.cleaner : undefined
-  const { bodyOf, storedBody } = loadedBodies(docs, cleaner, corrupt)
+  const bodyEntry = loadedBodies(docs, cleaner, corrupt)
+  const bodyOf = (doc: number) => bodyEntry(doc).cleaned
   const checkPosition = (position: number) => {
     if (!(position >= 0 && position < positions)) throw corrupt(`no chunk at position ${position}`)
   }
@@ -359,30 +345,16 @@ const snapshotOf = (
     }
   }
 
-  // Recent documents' texts, the same object each time while kept (callers key their display work on it), up to
-  // `BODY_CACHE_CHARS` of text as written and cleaned; the one just read stays, however large.
-  const texts = new Map<number, DocumentText>()
-  let textChars = 0
-  const charsOf = (text: DocumentText) => text.cleaned.length + (text.original?.length ?? 0)
   const documentText = (docId: string): DocumentText | undefined => {
     const i = byId.get(docId)
     if (i === undefined || docs[i]!.chunks === 0) return undefined
-    let text = texts.get(i)
-    if (text === undefined) {
-      text = {
-        source: docs[i]!.source,
-        cleaned: bodyOf(i),
-        original: cleaner === undefined ? undefined : storedBody(i)
-      }
-      texts.set(i, text)
-      textChars += charsOf(text)
-      for (const [old, kept] of texts) {
-        if (textChars <= BODY_CACHE_CHARS || old === i) break
-        texts.delete(old)
-        textChars -= charsOf(kept)
-      }
+    const entry = bodyEntry(i)
+    entry.shown ??= {
+      source: docs[i]!.source,
+      cleaned: entry.cleaned,
+      original: cleaner === undefined ? undefined : entry.stored
     }
-    return text
+    return entry.shown
   }
 
   const { documents, filter } = documentIndex(docs, first, positions)

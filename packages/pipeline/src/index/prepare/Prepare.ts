@@ -4,7 +4,7 @@
  */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import { FORMAT_VERSION, keepsOriginals } from "@funcpipe/domain/Manifest"
-import { joinMarks, type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
+import { hasMarks, joinMarks, type StemMemo, scanWords, termOf, WordRanges } from "../../analysis/Analyzer.ts"
 import { chunkBody } from "../../analysis/Chunker.ts"
 import { cleanText } from "../../analysis/Clean.ts"
 import { embedTextInto, LOCAL_SHA256_DIMENSIONS } from "../../analysis/Embed.ts"
@@ -236,6 +236,8 @@ export const prepareBatch = (
     // for lowercasing either, so the title's terms are found once per document and copied to each chunk.
     const titleFrom = size
     const title = joinMarks(doc.title, analyzer.version).toLowerCase()
+    // Whether any chunk has marks to join, asked once of the body rather than of every chunk.
+    const marks = analyzer.version === 2 && hasMarks(body)
     scanWords(title, ranges)
     addTerms(title)
     const titleTerms = size - titleFrom
@@ -254,7 +256,7 @@ export const prepareBatch = (
         ids.copyWithin(size, titleFrom, titleFrom + titleTerms)
         size += titleTerms
       }
-      const lowered = joinMarks(span.text, analyzer.version).toLowerCase()
+      const lowered = (marks ? joinMarks(span.text, analyzer.version) : span.text).toLowerCase()
       scanWords(lowered, ranges)
       addTerms(lowered)
       counts.push(size - before)

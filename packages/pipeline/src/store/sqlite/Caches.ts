@@ -5,7 +5,7 @@ import type { DecodedPostings } from "../../index/Postings.ts"
 import type { TableFilter } from "../../search/Filter.ts"
 import type { PositionFilter } from "../../search/IndexView.ts"
 import type { ScoringScratch } from "../../search/Scratch.ts"
-import type { DocumentText } from "../IndexStore.ts"
+import type { BodyCache } from "../BodyCache.ts"
 import { POSTINGS_CACHE_BYTES, type SegmentColumns } from "./Tables.ts"
 
 /** A reader's caches for one generation of the file (see `makeSqliteStore`). */
@@ -37,13 +37,10 @@ export interface Caches {
    */
   readonly rows: Map<number, ChunkRow>
   /**
-   * Decompressed bodies by segment id and document row, oldest first, up to `BODY_CACHE_CHARS`. A document's chunks
-   * live in one segment and a new version of it goes to a new segment, so within a segment a document row always
-   * names the same text. Results of successive queries often share documents, and inflating a body costs more than
-   * scoring a query's postings.
+   * Bodies by segment id and document row, up to `BODY_CACHE_CHARS`. A document's chunks live in one segment and a
+   * new version of it goes to a new segment, so within a segment a document row always names the same text.
    */
-  readonly bodies: Map<string, BodyEntry>
-  bodyChars: number
+  readonly bodies: BodyCache<string>
   /** Bytes of vectors kept with `rows`. */
   rowVectorBytes: number
   /** The engine's working memory for this generation's snapshots. */
@@ -54,16 +51,6 @@ export interface Caches {
   vectorScans: number
   /** Decompressed packs by id (never reused: AUTOINCREMENT), oldest first, up to `PACK_CACHE_ENTRIES`. */
   readonly packs: Map<number, Uint8Array>
-}
-
-/**
- * A document's body as the cache keeps it: as stored, cleaned (the same string when stored cleaned), and the texts
- * `documentText` gave for it, the same object for as long as the entry is kept (callers may key their own work on it).
- */
-export interface BodyEntry {
-  readonly stored: string
-  readonly cleaned: string
-  shown?: DocumentText
 }
 
 /** A chunk's row: its document's id, title and row number, and its span. */

@@ -6,13 +6,13 @@ import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { compareCodePoints, type RankKey } from "@funcpipe/domain/Ranking"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Result } from "effect"
-import { cleanText } from "../../analysis/Clean.ts"
 import { bodyIn } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
 import { decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
 import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
+import type { BodyEntry } from "../BodyCache.ts"
 import {
   cachedPositions,
   type DocumentText,
@@ -22,7 +22,7 @@ import {
   spanText
 } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
-import { type BodyEntry, type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
+import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { release, sqliteReadsAt, statement } from "./Connection.ts"
 import {
   type Corrupt,
@@ -36,7 +36,6 @@ import {
 } from "./Segments.ts"
 import {
   BLOCKS_PER_SEGMENT,
-  BODY_CACHE_CHARS,
   isDeleted,
   PACK_CACHE_ENTRIES,
   readMetaIn,
@@ -208,10 +207,6 @@ const vectorReader = (r: Reading) => {
   return vectorBlocks
 }
 
-/** What a cached body counts against `BODY_CACHE_CHARS`: its stored text, and its cleaned text when that differs. */
-const entryChars = (entry: BodyEntry): number =>
-  entry.stored.length + (entry.cleaned === entry.stored ? 0 : entry.cleaned.length)
-
 /** Chunk rows: where each chunk is (its document, title and span), and the text of the bodies they are cut from. */
 const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText: (read: () => string) => string) => {
   const { caches, corrupt, db, offsets, segments } = r
@@ -243,22 +238,8 @@ const rowReader = (r: Reading, segmentAt: (position: number) => number, keyText:
     return body
   }
   /** A document's body as stored and cleaned, kept in the generation's cache. */
-  const bodyEntry = (segment: number, doc: number): BodyEntry => {
-    const key = `${segment}:${doc}`
-    let entry = caches.bodies.get(key)
-    if (entry !== undefined) return entry
-    const stored = storedBody(doc)
-    entry = { stored, cleaned: r.cleaner === undefined ? stored : cleanText(stored, r.cleaner) }
-    caches.bodies.set(key, entry)
-    caches.bodyChars += entryChars(entry)
-    // The oldest go first; the one just read stays, however large, until the next is read.
-    for (const [old, kept] of caches.bodies) {
-      if (caches.bodyChars <= BODY_CACHE_CHARS || old === key) break
-      caches.bodies.delete(old)
-      caches.bodyChars -= entryChars(kept)
-    }
-    return entry
-  }
+  const bodyEntry = (segment: number, doc: number): BodyEntry =>
+    caches.bodies.entry(`${segment}:${doc}`, () => storedBody(doc), r.cleaner)
   /** A document's cleaned body, which chunk spans count in. */
   const bodyOf = (segment: number, doc: number): string => bodyEntry(segment, doc).cleaned
   const rowAt = (position: number) => {

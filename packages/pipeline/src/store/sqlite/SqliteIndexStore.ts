@@ -11,6 +11,7 @@ import { Effect, Exit, Layer, Option, Result, type Scope, ScopedRef } from "effe
 import { PackReader } from "../../index/BodyPack.ts"
 import { folderReason, systemReason } from "../../platform/SystemReason.ts"
 import { ScoringScratch } from "../../search/Scratch.ts"
+import { BodyCache } from "../BodyCache.ts"
 import {
   emptyWriter,
   IndexStore,
@@ -66,8 +67,7 @@ const generationCaches = () => {
           layout: undefined,
           postings: new Map(),
           postingBytes: 0,
-          bodies: new Map(),
-          bodyChars: 0,
+          bodies: new BodyCache(),
           packs: new Map(),
           filters: undefined,
           vectorScans: 0,

@@ -19,8 +19,6 @@ export const maxChunksOf = (dimensions: number): number =>
 export const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 export const MAX_SMALL_SEGMENTS = 4
-/** How much decompressed document text a generation's caches keep, in UTF-16 units (about 16 MB). */
-export const BODY_CACHE_CHARS = 8 * 1024 * 1024
 /** How many decompressed body packs a generation's caches keep (a pack is about 64 KB unless one document is more). */
 export const PACK_CACHE_ENTRIES = 8
 /**
