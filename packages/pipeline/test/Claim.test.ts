@@ -28,7 +28,9 @@ describe("claimer", () => {
       const c = claim.take(r)
       return c._tag === "Skipped"
         ? `skip ${c.skip.source}:${c.skip.line} ${c.skip.reason}`
-        : `${c._tag} ${c.sourced.doc.docId}`
+        : c._tag === "Unread"
+          ? `unread ${c.file}`
+          : `${c._tag} ${c.sourced.doc.docId}`
     })
     assert.deepStrictEqual(taken, [
       "Kept a",

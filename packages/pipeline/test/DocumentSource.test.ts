@@ -1,10 +1,10 @@
 /** DocumentSource over real files: every kind of input, and every kind of bad input. */
 import { execFileSync } from "node:child_process"
-import { createWriteStream } from "node:fs"
+import { createWriteStream, readdirSync } from "node:fs"
 import { createServer } from "node:net"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer, Path, PlatformError, Result, Stream } from "effect"
+import { Effect, FileSystem, Layer, Path, Result, Stream } from "effect"
 import { DocumentSource } from "../src/read/DocumentSource.ts"
 
 const TestLayer = DocumentSource.layer.pipe(Layer.provideMerge(NodeServices.layer))
@@ -267,23 +267,12 @@ describe("DocumentSource", () => {
       const fs = yield* FileSystem.FileSystem
       const root = yield* tree({ "locked/x.md": "x", "open/y.md": "y" })
       yield* fs.symlink("gone.md", `${root}/open/broken.md`)
-      const denied = FileSystem.FileSystem.of({
-        ...fs,
-        readDirectoryEntries: (dir) =>
-          dir.endsWith("/locked")
-            ? Effect.fail(
-                PlatformError.systemError({
-                  _tag: "PermissionDenied",
-                  module: "FileSystem",
-                  method: "readDirectory",
-                  pathOrDescriptor: dir
-                })
-              )
-            : fs.readDirectoryEntries(dir)
-      })
-      const records = yield* readAll([root]).pipe(
-        Effect.provide(DocumentSource.layerWith({}).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, denied))))
-      )
+      // Tests run as root here, which no folder mode keeps out: the listing itself is made to fail as Node's would.
+      const denied = (dir: string) => {
+        if (!dir.endsWith("/locked")) return readdirSync(dir, { withFileTypes: true })
+        throw Object.assign(new Error(`EACCES: permission denied, scandir '${dir}'`), { code: "EACCES" })
+      }
+      const records = yield* readAll([root]).pipe(Effect.provide(DocumentSource.layerWith({ listFolder: denied })))
       assert.deepStrictEqual(summarize(records), [
         "! locked: permission denied, so the folder was skipped",
         "! open/broken.md: a link to a file that does not exist, skipped",

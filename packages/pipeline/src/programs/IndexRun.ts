@@ -8,16 +8,19 @@ import { Clock, Effect, Option, Path, Result, Stream } from "effect"
 import { describeMigration, planMigration } from "../index/Migration.ts"
 import type { PreparedBatch } from "../index/prepare/Prepare.ts"
 import { Preparer } from "../index/prepare/Preparer.ts"
+import type { RecordedStamp } from "../index/Stamps.ts"
 import { hashDoc, isUnchanged, pruneReason, type SyncPlan, samePaths } from "../index/Sync.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../models/EmbeddingCache.ts"
 import { claimer, emptyAfterCleaning, type Skip } from "../read/Claim.ts"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../read/DocumentSource.ts"
+import type { KnownFile } from "../read/FileStamp.ts"
 import { rootLabelsOf } from "../read/Folder.ts"
 import { keepChange, keepTest } from "../read/Keep.ts"
 import { IndexStore, type IndexWriter, type StoredEntry } from "../store/IndexStore.ts"
 import { type DocToWrite, preparesVectors, writePrepared } from "./DocumentWrites.ts"
 import { NothingKept, NothingToIndex, PruneNeeded, SettingsChanged } from "./IndexErrors.ts"
+import { type KnownFiles, knownFiles, StampTally } from "./KnownFiles.ts"
 
 /** How an index run cleans, chunks and writes. */
 export interface IndexOptions {
@@ -152,6 +155,8 @@ class Tally {
   keptChunks = 0
   written = 0
   read = 0
+  /** The stamps of the files read or left unread, to record for the next run. */
+  readonly stamps = new StampTally()
 
   /**
    * A planned document that had nothing left after cleaning: it is a skip, not an addition or an update. Returns
@@ -159,6 +164,7 @@ class Tally {
    */
   becameEmpty(skip: Skip, docId: string): boolean {
     this.skipped.push(skip)
+    this.stamps.skipped(skip.source)
     this.read--
     const wasAdded = this.added.lastIndexOf(docId)
     if (wasAdded !== -1) {
@@ -214,12 +220,20 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
  * under the lock finds every vector there. Its plan is remade under the lock; this one only decides what to embed.
  */
 const embedAhead = Effect.fnUntraced(function* (run: Run) {
-  const stored = run.rebuild
-    ? new Map<string, StoredEntry>()
-    : yield* run.store.transaction((w) => w.storedDocs, { readOnly: true })
+  const { files, stored } = run.rebuild
+    ? { stored: new Map<string, StoredEntry>(), files: knownFiles(new Map(), []) }
+    : yield* run.store.transaction(
+        (w) =>
+          Effect.gen(function* () {
+            const stored = yield* w.storedDocs
+            const manifest = yield* w.manifest
+            return { stored, files: knownFiles(yield* stampsToTrust(w, manifest, run), stored.values()) }
+          }),
+        { readOnly: true }
+      )
   const claim = claimer(run.keeps)
   let embedded = 0
-  yield* run.source.read(run.roots, run.labels).pipe(
+  yield* run.source.read(run.roots, run.labels, files.known).pipe(
     Stream.filterMap((record) => {
       const claimed = claim.take(record)
       if (claimed._tag !== "Kept") return Result.failVoid
@@ -241,14 +255,63 @@ const embedAhead = Effect.fnUntraced(function* (run: Run) {
   )
 })
 
+/**
+ * The stamps a run may trust: those recorded, unless the keep rule changed (a file's documents may then be kept or left
+ * out differently) or the index is new.
+ */
+const stampsToTrust = (writer: IndexWriter, existing: Option.Option<IndexManifest>, run: Run) =>
+  Option.isSome(existing) && keepChange(existing.value.keep, run.keep) === undefined
+    ? writer.fileStamps
+    : Effect.succeed<ReadonlyMap<string, RecordedStamp>>(new Map())
+
+/**
+ * A file left unread (its stamp is as recorded): its stored documents are unchanged, each claimed as its record would
+ * have been.
+ */
+const planUnread = (tally: Tally, claim: ReturnType<typeof claimer>, files: KnownFiles, file: string) => {
+  let docs = 0
+  for (const entry of files.docsOf(file)) {
+    const skip = claim.known(entry.docId, file)
+    if (skip !== undefined) {
+      tally.skipped.push(skip)
+      tally.stamps.skipped(file)
+      continue
+    }
+    tally.read++
+    tally.unchanged.push(entry.docId)
+    tally.keptChunks += entry.chunks
+    docs++
+  }
+  return docs
+}
+
 /** Plans one record: skipped, left out by the keep rule, unchanged, or to be written (returned). */
-const recordPlanner = (run: Run, tally: Tally, claim: ReturnType<typeof claimer>, stored: StoredDocs) => {
+const recordPlanner = (
+  run: Run,
+  tally: Tally,
+  claim: ReturnType<typeof claimer>,
+  stored: StoredDocs,
+  files: KnownFiles
+) => {
   return (record: SourceRecord): Pending | undefined => {
     const claimed = claim.take(record)
-    if (claimed._tag === "Skipped") return void tally.skipped.push(claimed.skip)
+    if (claimed._tag === "Unread") {
+      const docs = planUnread(tally, claim, files, claimed.file)
+      const recorded = files.recorded(claimed.file)
+      if (recorded !== undefined) tally.stamps.unread(claimed.file, recorded, docs)
+      return undefined
+    }
+    if (claimed._tag === "Skipped") {
+      tally.stamps.skipped(claimed.skip.source)
+      return void tally.skipped.push(claimed.skip)
+    }
     const { doc, source: file } = claimed.sourced
-    if (claimed._tag === "Dropped") return void tally.dropped.add(doc.docId)
+    if (claimed._tag === "Dropped") {
+      tally.stamps.skipped(file)
+      return void tally.dropped.add(doc.docId)
+    }
     tally.read++
+    tally.stamps.read(file, claimed.sourced.stamp)
     const before = stored.get(doc.docId)
     const hash = before === undefined ? undefined : hashDoc(doc)
     if (isUnchanged(before, hash, file)) {
@@ -297,9 +360,10 @@ const readAndWrite = (
   run: Run,
   tally: Tally,
   writer: IndexWriter,
-  plan: (record: SourceRecord) => Pending | undefined
+  plan: (record: SourceRecord) => Pending | undefined,
+  known: KnownFile
 ) =>
-  run.source.read(run.roots, run.labels).pipe(
+  run.source.read(run.roots, run.labels, known).pipe(
     Stream.map(plan),
     Stream.filter((pending): pending is Pending => pending !== undefined),
     Stream.grouped(run.batchSize),
@@ -332,6 +396,10 @@ interface Before {
   readonly existing: Option.Option<IndexManifest>
   readonly stored: StoredDocs
   readonly storedRoots: ReadonlyArray<string>
+  /** The files' stamps recorded before (none for a rebuild). */
+  readonly recorded: ReadonlyMap<string, RecordedStamp>
+  /** When the run started (ms since the epoch): a file changed since shortly before is not stamped. */
+  readonly startedAt: number
 }
 
 /**
@@ -343,7 +411,7 @@ const finishRun = Effect.fnUntraced(function* (
   run: Run,
   tally: Tally,
   writer: IndexWriter,
-  { existing, stored, storedRoots }: Before,
+  { existing, recorded, startedAt, stored, storedRoots }: Before,
   claimed: (docId: string) => boolean
 ) {
   const location = run.store.location
@@ -382,6 +450,8 @@ const finishRun = Effect.fnUntraced(function* (
         chunks: tally.keptChunks + tally.written
       })
     )
+    const stamps = tally.stamps.result(startedAt, recorded)
+    if (stamps !== undefined) yield* writer.putFileStamps(stamps)
   }
   return { pruneNeeded, keepChanged }
 })
@@ -415,12 +485,16 @@ const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
     const storedRoots = run.rebuild
       ? yield* Effect.orElseSucceed(writer.roots, (): ReadonlyArray<string> => [])
       : yield* writer.roots
+    const recorded: ReadonlyMap<string, RecordedStamp> = run.rebuild
+      ? new Map()
+      : yield* stampsToTrust(writer, existing, run)
     if (run.rebuild && !run.dryRun) yield* writer.clear
     const tally = new Tally()
     const claim = claimer(run.keeps)
-    yield* readAndWrite(run, tally, writer, recordPlanner(run, tally, claim, stored))
+    const files = knownFiles(recorded, stored.values())
+    yield* readAndWrite(run, tally, writer, recordPlanner(run, tally, claim, stored, files), files.known)
     yield* run.progress(tally.read, tally.read, "indexing")
-    const before: Before = { existing, stored, storedRoots }
+    const before: Before = { existing, stored, storedRoots, recorded, startedAt }
     const { keepChanged, pruneNeeded } = yield* finishRun(run, tally, writer, before, (id) => claim.has(id))
     const plan: SyncPlan = {
       added: tally.added,

@@ -11,6 +11,7 @@ import { DocumentSource } from "../read/DocumentSource.ts"
 import { rootLabelsOf } from "../read/Folder.ts"
 import { keepTest } from "../read/Keep.ts"
 import { IndexStore } from "../store/IndexStore.ts"
+import { knownFiles } from "./KnownFiles.ts"
 import { requireManifest } from "./QueryIndex.ts"
 
 /** One file whose documents differ from the index: new documents, changed ones, or ones that are gone. */
@@ -40,6 +41,8 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   const labels = manifest.rootLabels ?? rootLabelsOf(path, roots)
   const stored = yield* store.documents
   const storedIds = new Set<string>(stored.map((s) => s.docId))
+  // Files whose stamp is as the last run recorded are not read: their stored documents stand for them.
+  const files = knownFiles(yield* store.fileStamps, stored)
   // Records are taken as an index run takes them: the first of each doc id, then the keep rule.
   const claim = claimer(keeps)
   const firsts: Array<{ readonly docId: string; readonly hash: string; readonly source: string }> = []
@@ -48,10 +51,16 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   const numbering = new TermNumbering()
   const packs = new PackWriter()
   for (const root of roots) {
-    yield* source.read([root], labels).pipe(
+    yield* source.read([root], labels, files.known).pipe(
       Stream.runForEach((record) =>
         Effect.sync(() => {
           const claimed = claim.take(record)
+          if (claimed._tag === "Unread") {
+            for (const entry of files.docsOf(claimed.file)) {
+              if (claim.known(entry.docId, claimed.file) === undefined) firsts.push(entry)
+            }
+            return
+          }
           if (claimed._tag !== "Kept") return
           const { doc, source } = claimed.sourced
           // A document that cleans and chunks to nothing is skipped by an index run, so it is not new either.

@@ -72,7 +72,8 @@ export const ingest = Effect.fn("ingest")(function* (paths: ReadonlyArray<string
         read++
         const claimed = claim.take(record)
         if (claimed._tag === "Skipped") return void skipped.push(claimed.skip)
-        if (claimed._tag === "Dropped") return void dropped++
+        // Nothing is left unread here: no `known` files are given to the source.
+        if (claimed._tag === "Dropped" || claimed._tag === "Unread") return void dropped++
         const raw = claimed.sourced.doc
         const markdown = chunker.strategy === "markdown" && markupOf(claimed.sourced.source) === "markdown"
         const sections = markdown ? sectionStarts(raw.body, cleaner) : undefined

@@ -6,6 +6,7 @@
 
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
+import type { FileStamp } from "../index/Stamps.ts"
 import type { SourcedDoc, SourceRecord } from "./DocumentSource.ts"
 
 /** A record that gave no document, or a document that gave no chunks, and why. */
@@ -20,6 +21,7 @@ export type Claim =
   | { readonly _tag: "Skipped"; readonly skip: Skip }
   | { readonly _tag: "Dropped"; readonly sourced: SourcedDoc }
   | { readonly _tag: "Kept"; readonly sourced: SourcedDoc }
+  | { readonly _tag: "Unread"; readonly file: string; readonly stamp: FileStamp }
 
 /** The claims of one run. */
 export interface Claimer {
@@ -27,6 +29,11 @@ export interface Claimer {
   readonly take: (record: SourceRecord) => Claim
   /** Whether a record of this doc id was read (kept or left out by the rule); always false with `repeats: "keep"`. */
   readonly has: (docId: string) => boolean
+  /**
+   * Claims a stored document of a file left unread (its record is the index's): the skip a repeat of its doc id
+   * would be, or `undefined` when the id is its own.
+   */
+  readonly known: (docId: string, file: string) => Skip | undefined
 }
 
 /**
@@ -65,30 +72,32 @@ export const claimer = (
     places[2 * placeCount + 1] = line
     firstSource.set(docId, placeCount++)
   }
+  /** The skip of a repeated doc id, or `undefined` after claiming it for `file`. */
+  const claim = (docId: string, file: string, line: number): Skip | undefined => {
+    const first = firstSource.get(docId)
+    if (first === undefined) return void remember(docId, file, line)
+    return {
+      source: file,
+      line,
+      reason: `the doc id ${JSON.stringify(docId)} was already read from ${describe(first)}`
+    }
+  }
   const take = (record: SourceRecord): Claim => {
     if (Result.isFailure(record)) {
-      const { line, reason, source } = record.failure
+      const failure = record.failure
+      if (failure._tag === "UnreadFile") return { _tag: "Unread", file: failure.source, stamp: failure.stamp }
+      const { line, reason, source } = failure
       return { _tag: "Skipped", skip: { source, line, reason } }
     }
     const sourced = record.success
     const { doc, line, source: file } = sourced
     if (repeats === "first") {
-      const first = firstSource.get(doc.docId)
-      if (first !== undefined) {
-        return {
-          _tag: "Skipped",
-          skip: {
-            source: file,
-            line,
-            reason: `the doc id ${JSON.stringify(doc.docId)} was already read from ${describe(first)}`
-          }
-        }
-      }
-      remember(doc.docId, file, line)
+      const skip = claim(doc.docId, file, line)
+      if (skip !== undefined) return { _tag: "Skipped", skip }
     }
     return keeps(doc, file) ? { _tag: "Kept", sourced } : { _tag: "Dropped", sourced }
   }
-  return { take, has: (docId) => firstSource.has(docId) }
+  return { take, has: (docId) => firstSource.has(docId), known: (docId, file) => claim(docId, file, 0) }
 }
 
 /** The skip of a document whose cleaned body is empty: it has no chunks, so it could never be found. */

@@ -1,8 +1,9 @@
 /** Boundary service: reads documents from files, directories, CSV and JSONL as a stream of per-record results. */
 
-import { closeSync, open, openSync, read, readSync, statSync } from "node:fs"
+import { closeSync, open, openSync, read, readFileSync, readSync, statSync } from "node:fs"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Array as Arr, Cause, Context, Effect, FileSystem, Layer, Path, PlatformError, Result, Stream } from "effect"
+import type { FileStamp } from "../index/Stamps.ts"
 import { systemReason } from "../platform/SystemReason.ts"
 import { BadRecord } from "./BadRecord.ts"
 import {
@@ -16,7 +17,8 @@ import {
 } from "./ByteReader.ts"
 import { csvReader } from "./Csv.ts"
 import { fileDoc, loadYaml, needsYaml } from "./FileDoc.ts"
-import { type Found, listFiles, type SourceFile } from "./Folder.ts"
+import { type KnownFile, stampOf, UnreadFile } from "./FileStamp.ts"
+import { type Found, type ListFolder, listFiles, listFolder, listRoots, type SourceFile } from "./Folder.ts"
 import { jsonlReader } from "./Jsonl.ts"
 import type { SourceError } from "./SourceErrors.ts"
 
@@ -25,10 +27,15 @@ export interface SourcedDoc {
   readonly source: string
   readonly line: number
   readonly doc: RawDoc
+  /** The file's stamp, taken before it was read (a regular file only). */
+  readonly stamp?: FileStamp | undefined
 }
 
-/** One record read: a document with its file, or the reason this record was skipped. */
-export type SourceRecord = Result.Result<SourcedDoc, BadRecord>
+/**
+ * One record read: a document with its file, the reason this record was skipped, or a file left unread because the
+ * caller's index already holds it (see `KnownFile`).
+ */
+export type SourceRecord = Result.Result<SourcedDoc, BadRecord | UnreadFile>
 
 const CSV_FILE = /\.csv$/i
 const JSONL_FILE = /\.(jsonl|ndjson)$/i
@@ -47,6 +54,8 @@ export interface ReadOptions {
   readonly maxTextFileBytes?: number
   /** The largest JSONL line or CSV record read (default `MAX_RECORD_BYTES`). */
   readonly maxRecordBytes?: number
+  /** How a folder is listed (default: Node's `readdirSync` with types); a test makes it fail to see a skip. */
+  readonly listFolder?: ListFolder
 }
 
 /** The read options with their defaults filled in, passed to each step that reads. */
@@ -79,20 +88,32 @@ const unreadable =
   (error: PlatformError.PlatformError): SourceRecord =>
     Result.fail(new BadRecord({ source: shown, line: 0, reason: describe(error) }))
 
-/** The text of a `.md` or `.txt` file, or why it is skipped (too large, unreadable, not UTF-8). */
-const readText = Effect.fn("DocumentSource.readText")(function* (
+/**
+ * The text of a `.md` or `.txt` file, or why it is skipped (too large, unreadable, not UTF-8). A regular file (one
+ * with a stamp) is read synchronously, as a CSV or JSONL file is: a folder of small files is mostly the cost per file,
+ * and a trip to the thread pool and back was most of it.
+ */
+const readText = Effect.fnUntraced(function* (
   fs: FileSystem.FileSystem,
   file: string,
   shown: string,
+  stamp: FileStamp | undefined,
   maxTextFileBytes: number
 ) {
   const bad = (reason: string) => new BadRecord({ source: shown, line: 0, reason })
-  const info = yield* fs.stat(file).pipe(Effect.result)
-  if (Result.isFailure(info)) return Result.fail(bad(describe(info.failure)))
-  if (Number(info.success.size) > maxTextFileBytes) {
+  const tooLarge = () => {
     const limit = formatBytes(maxTextFileBytes)
     return Result.fail(bad(`larger than ${limit}, skipped; split it or convert it to JSONL to index it`))
   }
+  if (stamp !== undefined) {
+    if (stamp.size > maxTextFileBytes) return tooLarge()
+    const bytes = yield* fileSync("readFile", file, () => readFileSync(file)).pipe(Effect.result)
+    if (Result.isFailure(bytes)) return Result.fail(bad(describe(bytes.failure)))
+    return Result.mapError(decodeUtf8(bytes.success), bad)
+  }
+  const info = yield* fs.stat(file).pipe(Effect.result)
+  if (Result.isFailure(info)) return Result.fail(bad(describe(info.failure)))
+  if (Number(info.success.size) > maxTextFileBytes) return tooLarge()
   const bytes = yield* fs.readFile(file).pipe(Effect.result)
   if (Result.isFailure(bytes)) return Result.fail(bad(describe(bytes.failure)))
   return Result.mapError(decodeUtf8(bytes.success), bad)
@@ -154,13 +175,14 @@ const readPiece = (file: string, regular: boolean, fd: number, buffer: Uint8Arra
  */
 const pullRecords = (
   file: string,
+  stamp: FileStamp | undefined,
   reader: ByteReader,
   buffer: Uint8Array,
   next: Effect.Effect<number, PlatformError.PlatformError>
 ) => {
   let ended = false
   const toRecord = (result: LineResult): SourceRecord =>
-    Result.map(result, ({ doc, line }) => ({ source: file, line, doc }))
+    Result.map(result, ({ doc, line }) => ({ source: file, line, doc, stamp }))
   let turned = performance.now()
   return Effect.gen(function* () {
     while (!ended && !reader.done()) {
@@ -178,27 +200,40 @@ const pullRecords = (
 }
 
 /** The records of a CSV or JSONL file, parsed chunk by chunk as the stream is pulled. */
-const streamFile = (file: string, shown: string, reader: ByteReader, chunkBytes: number): Stream.Stream<SourceRecord> =>
+const streamFile = (
+  file: string,
+  shown: string,
+  stamp: FileStamp | undefined,
+  reader: ByteReader,
+  chunkBytes: number
+): Stream.Stream<SourceRecord> =>
   Stream.unwrap(
     Effect.gen(function* () {
       // One buffer for the whole file: readers copy what they keep, and fresh buffers would cost page faults.
       const buffer = new Uint8Array(chunkBytes)
       // Synchronously from a regular file; from anything else (a named pipe) on the thread pool, in order.
-      const regular = statSync(file, { throwIfNoEntry: false })?.isFile() === true
+      const regular = stamp !== undefined || statSync(file, { throwIfNoEntry: false })?.isFile() === true
       const fd = yield* openFile(file, regular)
-      return Stream.fromPull(Effect.succeed(pullRecords(file, reader, buffer, readPiece(file, regular, fd, buffer))))
+      return Stream.fromPull(
+        Effect.succeed(pullRecords(file, stamp, reader, buffer, readPiece(file, regular, fd, buffer)))
+      )
     })
   ).pipe(Stream.catchTag("PlatformError", (error) => Stream.make(unreadable(shown)(error))))
 
 /** The one document of a `.md` or `.txt` file, the YAML parser loaded first when its front matter needs it. */
-const streamText = (fs: FileSystem.FileSystem, file: string, shown: string, maxTextFileBytes: number) =>
+const streamText = (
+  fs: FileSystem.FileSystem,
+  file: string,
+  shown: string,
+  stamp: FileStamp | undefined,
+  maxTextFileBytes: number
+) =>
   Stream.fromEffect(
-    Effect.flatMap(readText(fs, file, shown, maxTextFileBytes), (text) => {
+    Effect.flatMap(readText(fs, file, shown, stamp, maxTextFileBytes), (text): Effect.Effect<SourceRecord> => {
       if (Result.isFailure(text)) return Effect.succeed(Result.fail(text.failure))
       const body = text.success
-      return Effect.map(needsYaml(shown, body) ? loadYaml : Effect.void, () =>
-        Result.map(fileDoc(shown, body), (doc) => ({ source: file, line: 0, doc }))
-      )
+      const toRecord = () => Result.map(fileDoc(shown, body), (doc) => ({ source: file, line: 0, doc, stamp }))
+      return needsYaml(shown, body) ? Effect.map(loadYaml, toRecord) : Effect.sync(toRecord)
     })
   )
 
@@ -206,11 +241,46 @@ const streamText = (fs: FileSystem.FileSystem, file: string, shown: string, maxT
 const readFile = (
   fs: FileSystem.FileSystem,
   limits: Limits,
-  { file, shown }: SourceFile
+  { file, shown }: SourceFile,
+  stamp: FileStamp | undefined
 ): Stream.Stream<SourceRecord> => {
   const reader = readerFor(file, shown, limits.maxRecordBytes)
-  if (reader !== undefined) return streamFile(file, shown, reader, limits.chunkBytes)
-  return streamText(fs, file, shown, limits.maxTextFileBytes)
+  if (reader !== undefined) return streamFile(file, shown, stamp, reader, limits.chunkBytes)
+  return streamText(fs, file, shown, stamp, limits.maxTextFileBytes)
+}
+
+/** What a path's list of files comes to: a run of records that need no reading (skips, files left unread), or a file to read. */
+type Piece =
+  | { readonly _tag: "Records"; readonly records: ReadonlyArray<SourceRecord> }
+  | { readonly _tag: "Read"; readonly file: SourceFile; readonly stamp: FileStamp | undefined }
+
+/** Records that need no reading go through the stream together, up to this many: one step per file was most of a run over a tree of unchanged small files. */
+const RECORDS_AT_ONCE = 4096
+
+/**
+ * The pieces of a path's list of files, each file stamped just before it is yielded; a file `known` says the index
+ * holds is one `UnreadFile` record.
+ */
+function* piecesOf(found: ReadonlyArray<Found>, known: KnownFile | undefined): Generator<Piece> {
+  let records: Array<SourceRecord> = []
+  for (const f of found) {
+    if (f._tag === "Skip") records.push(Result.fail(f.record))
+    else {
+      const stamp = stampOf(f.file, f.shown)
+      if (stamp !== undefined && known?.(f.file, stamp) === true)
+        records.push(Result.fail(new UnreadFile(f.file, stamp)))
+      else {
+        if (records.length > 0) yield { _tag: "Records", records }
+        records = []
+        yield { _tag: "Read", file: f, stamp }
+      }
+    }
+    if (records.length >= RECORDS_AT_ONCE) {
+      yield { _tag: "Records", records }
+      records = []
+    }
+  }
+  if (records.length > 0) yield { _tag: "Records", records }
 }
 
 /** The records of every file under `paths`, the walk's skips among them in their places. */
@@ -219,31 +289,38 @@ const readAll = (
   path: Path.Path,
   limits: Limits,
   paths: ReadonlyArray<string>,
-  labels?: Readonly<Record<string, string>>
+  labels: Readonly<Record<string, string>> | undefined,
+  known: KnownFile | undefined
 ): Stream.Stream<SourceRecord, SourceError> =>
-  listFiles(fs, path, paths, labels).pipe(
+  listRoots(path, paths, labels, limits.listFolder).pipe(
     Stream.flatMap((found) =>
-      found._tag === "Skip" ? Stream.make(Result.fail(found.record)) : readFile(fs, limits, found)
+      Stream.fromIterable({ [Symbol.iterator]: () => piecesOf(found, known) }).pipe(
+        Stream.flatMap((piece) =>
+          piece._tag === "Records" ? Stream.fromIterable(piece.records) : readFile(fs, limits, piece.file, piece.stamp)
+        )
+      )
     )
   )
 
 /** The bytes a file found will be read from; an unreadable file counts nothing, since it is read as one BadRecord. */
-const sizeOf = (fs: FileSystem.FileSystem, found: Found): Effect.Effect<number> =>
-  found._tag === "Skip"
-    ? Effect.succeed(0)
-    : Effect.map(fs.stat(found.file).pipe(Effect.result), (info) =>
-        Result.isSuccess(info) ? Number(info.success.size) : 0
-      )
+const sizeOf = (found: Found): number => {
+  if (found._tag === "Skip") return 0
+  try {
+    return Number(statSync(found.file).size)
+  } catch {
+    return 0
+  }
+}
 
 /** The total size of the files under `paths`, found as `readAll` finds them. */
 const totalSize = (
-  fs: FileSystem.FileSystem,
   path: Path.Path,
+  limits: Limits,
   paths: ReadonlyArray<string>,
   labels?: Readonly<Record<string, string>>
 ): Effect.Effect<number, SourceError> =>
-  listFiles(fs, path, paths, labels).pipe(
-    Stream.mapEffect((found) => sizeOf(fs, found)),
+  listFiles(path, paths, labels, limits.listFolder).pipe(
+    Stream.map(sizeOf),
     Stream.runFold(
       () => 0,
       (total, bytes) => total + bytes
@@ -272,10 +349,14 @@ export class DocumentSource extends Context.Service<
      * With several paths, a text file's doc id starts with its path's label (the shortest ending of the path that
      * tells it from the others); `labels` (by absolute path, `""` for none) gives the labels an index recorded, so
      * that its doc ids stay as they were (`rootLabelsOf`).
+     *
+     * Each document read from a regular file carries the file's stamp (`FileStamp`), taken before it was read. With
+     * `known`, a file it says the caller's index holds is not read: one `UnreadFile` record stands in its place.
      */
     readonly read: (
       paths: ReadonlyArray<string>,
-      labels?: Readonly<Record<string, string>>
+      labels?: Readonly<Record<string, string>>,
+      known?: KnownFile
     ) => Stream.Stream<SourceRecord, SourceError>
     /**
      * The total size in bytes of the files `read` would read under `paths` (found the same way, without reading
@@ -297,11 +378,12 @@ export class DocumentSource extends Context.Service<
         const limits: Limits = {
           chunkBytes: options.chunkBytes ?? READ_CHUNK_BYTES,
           maxTextFileBytes: options.maxTextFileBytes ?? MAX_TEXT_FILE_BYTES,
-          maxRecordBytes: options.maxRecordBytes ?? MAX_RECORD_BYTES
+          maxRecordBytes: options.maxRecordBytes ?? MAX_RECORD_BYTES,
+          listFolder: options.listFolder ?? listFolder
         }
         return DocumentSource.of({
-          read: (paths, labels) => readAll(fs, path, limits, paths, labels),
-          size: (paths, labels) => totalSize(fs, path, paths, labels)
+          read: (paths, labels, known) => readAll(fs, path, limits, paths, labels, known),
+          size: (paths, labels) => totalSize(path, limits, paths, labels)
         })
       })
     )

@@ -1,9 +1,10 @@
 /** Finds the files to read under the paths named for indexing: folders walked in order, each file listed once. */
 
-import { existsSync } from "node:fs"
+import { type Dirent, existsSync, readdirSync, realpathSync, type Stats, statSync } from "node:fs"
+import { basename, join } from "node:path"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
-import { Effect, type FileSystem, type Path, type PlatformError, Result, Stream } from "effect"
-import { systemReason } from "../platform/SystemReason.ts"
+import { Effect, type Path, Stream } from "effect"
+import { errorCode, systemReason } from "../platform/SystemReason.ts"
 import { BadRecord } from "./BadRecord.ts"
 import { rootLabels } from "./FileDoc.ts"
 import { NoDocuments, type SourceError, SourceMissing, SourceUnreadable, UnsupportedSource } from "./SourceErrors.ts"
@@ -15,6 +16,8 @@ const READABLE_FILE = /\.(md|markdown|txt|csv|jsonl|ndjson)$/i
 export interface SourceFile {
   readonly file: string
   readonly shown: string
+  /** Its real path (links resolved), which tells a file reached twice. */
+  readonly real: string
 }
 
 /** What listing the paths finds: a file to read, or an entry skipped with its reason (a loop, an unreadable folder). */
@@ -26,31 +29,32 @@ const skipped = (shown: string, reason: string): Found => ({
   record: new BadRecord({ source: shown, line: 0, reason })
 })
 
-/** Fails for a path named for indexing: `SourceMissing` when nothing is there, else `SourceUnreadable` with why. */
-const failFor = (target: string) => (error: PlatformError.PlatformError) =>
-  Effect.fail<SourceMissing | SourceUnreadable>(
-    error.reason._tag === "NotFound"
-      ? new SourceMissing({ path: target })
-      : new SourceUnreadable({ path: target, reason: systemReason(error) })
-  )
+/** The failure for a path named for indexing: `SourceMissing` when nothing is there, else `SourceUnreadable` with why. */
+const failFor = (target: string, error: unknown): SourceMissing | SourceUnreadable =>
+  errorCode(error) === "ENOENT"
+    ? new SourceMissing({ path: target })
+    : new SourceUnreadable({ path: target, reason: systemReason(error) })
 
 /** A walk of one folder in progress: its root, the prefix of shown names, and what it has found so far. */
 interface Walk {
-  readonly fs: FileSystem.FileSystem
-  readonly path: Path.Path
   readonly root: string
+  /** `root` as `join` normalizes it, ending in `/`: the start of every path under it (what `join(root, child)` gives). */
+  readonly base: string
   readonly prefix: string
   /** Every folder walked for this read (under any path named), by real path, with its shown name. */
   readonly walked: Map<string, string>
   readonly found: Array<Found>
+  readonly list: ListFolder
 }
 
-/** The names in a folder that are read, in code point order: hidden entries and `node_modules` are left out. */
-const readNames = (entries: ReadonlyArray<FileSystem.DirectoryEntry>): Array<string> =>
-  entries
-    .map((e) => e.name)
-    .filter((n) => !n.startsWith(".") && n !== "node_modules")
-    .sort(compareCodePoints)
+/** Lists a folder with each entry's type; throws Node's error when it cannot. */
+export type ListFolder = (dir: string) => Array<Dirent>
+
+/** How folders are listed unless the caller says otherwise. */
+export const listFolder: ListFolder = (dir) => readdirSync(dir, { withFileTypes: true })
+
+/** Whether a name in a folder is read: hidden entries and `node_modules` are left out. */
+const isRead = (name: string): boolean => !name.startsWith(".") && name !== "node_modules"
 
 /** Why a folder reached a second time is not walked again: a link back to a folder it is in, or another name. */
 const walkedReason = (ancestors: ReadonlyArray<string>, real: string, before: string): string =>
@@ -58,89 +62,112 @@ const walkedReason = (ancestors: ReadonlyArray<string>, real: string, before: st
     ? `a link back to the folder ${before} it is in (a loop), not followed`
     : `the same folder as ${before} (a link), read once`
 
-/** One entry of a folder: a folder is walked, a readable file found, and a broken link to a readable file skipped. */
-const visitEntry = (
-  w: Walk,
-  child: string,
-  name: string,
-  ancestors: ReadonlyArray<string>
-): Effect.Effect<void, SourceMissing | SourceUnreadable> =>
-  Effect.gen(function* () {
-    const info = yield* w.fs.stat(w.path.join(w.root, child)).pipe(Effect.result)
-    if (Result.isFailure(info)) {
+/** The real path of `file` (links resolved), or `file` itself when it cannot be resolved. */
+const realOf = (file: string): string => {
+  try {
+    return realpathSync.native(file)
+  } catch {
+    return file
+  }
+}
+
+/**
+ * One entry of a folder whose real path is `realDir`: a folder is walked, a readable file found, and a broken link to
+ * a readable file skipped. The entry's type comes with the listing, so a plain file costs no call of its own (a folder
+ * of 38k small files is mostly such costs); a link, or an entry of a file system that does not give types, is looked
+ * at with `stat`.
+ */
+const visitEntry = (w: Walk, entry: Dirent, child: string, realDir: string, ancestors: ReadonlyArray<string>): void => {
+  const name = entry.name
+  // Joined by hand: `join` normalizes the whole path each time, which was a tenth of a run over a tree of small files.
+  const full = w.base + child
+  let kind: "Directory" | "File" | "Other" = entry.isDirectory() ? "Directory" : entry.isFile() ? "File" : "Other"
+  let real = realDir === "/" ? `/${name}` : `${realDir}/${name}`
+  if (kind === "Other") {
+    let info: Stats | undefined
+    try {
+      info = statSync(full)
+    } catch (error) {
       const reason =
-        info.failure.reason._tag === "NotFound"
+        errorCode(error) === "ENOENT"
           ? "a link to a file that does not exist, skipped"
-          : `${systemReason(info.failure)}, skipped`
+          : `${systemReason(error)}, skipped`
       if (READABLE_FILE.test(name)) w.found.push(skipped(w.prefix + child, reason))
-    } else if (info.success.type === "Directory") {
-      yield* visitFolder(w, child, ancestors)
-    } else if (info.success.type === "File" && READABLE_FILE.test(name)) {
-      w.found.push({ _tag: "File", file: w.path.join(w.root, child), shown: w.prefix + child })
+      return
     }
-  })
+    kind = info.isDirectory() ? "Directory" : info.isFile() ? "File" : "Other"
+    real = realOf(full)
+  }
+  if (kind === "Directory") visitFolder(w, child, ancestors)
+  else if (kind === "File" && READABLE_FILE.test(name))
+    w.found.push({ _tag: "File", file: full, shown: w.prefix + child, real })
+}
 
 /**
  * A folder (`relative` to the walk's root, `""` for the root) and everything under it, unless it was walked already;
- * an unreadable folder below the root is a skip, an unreadable root fails the walk.
+ * an unreadable folder below the root is a skip, an unreadable root fails the walk (returned).
  */
 const visitFolder = (
   w: Walk,
   relative: string,
   ancestors: ReadonlyArray<string>
-): Effect.Effect<void, SourceMissing | SourceUnreadable> =>
-  Effect.gen(function* () {
-    const dir = relative === "" ? w.root : w.path.join(w.root, relative)
-    const shownDir = relative === "" ? (w.prefix === "" ? w.root : w.prefix.slice(0, -1)) : w.prefix + relative
-    const real = yield* w.fs.realPath(dir).pipe(Effect.orElseSucceed(() => dir))
-    const before = w.walked.get(real)
-    if (before !== undefined) return void w.found.push(skipped(shownDir, walkedReason(ancestors, real, before)))
-    w.walked.set(real, shownDir)
-    const listed = yield* w.fs.readDirectoryEntries(dir).pipe(Effect.result)
-    if (Result.isFailure(listed)) {
-      if (relative === "") return yield* failFor(dir)(listed.failure)
-      return void w.found.push(skipped(shownDir, `${systemReason(listed.failure)}, so the folder was skipped`))
-    }
-    const inside = [...ancestors, real]
-    for (const name of readNames(listed.success)) {
-      yield* visitEntry(w, relative === "" ? name : `${relative}/${name}`, name, inside)
-    }
-  })
+): SourceMissing | SourceUnreadable | undefined => {
+  const dir = relative === "" ? w.root : w.base + relative
+  const shownDir = relative === "" ? (w.prefix === "" ? w.root : w.prefix.slice(0, -1)) : w.prefix + relative
+  const real = realOf(dir)
+  const before = w.walked.get(real)
+  if (before !== undefined) return void w.found.push(skipped(shownDir, walkedReason(ancestors, real, before)))
+  w.walked.set(real, shownDir)
+  let listed: Array<Dirent>
+  try {
+    listed = w.list(dir)
+  } catch (error) {
+    if (relative === "") return failFor(dir, error)
+    return void w.found.push(skipped(shownDir, `${systemReason(error)}, so the folder was skipped`))
+  }
+  const inside = [...ancestors, real]
+  const entries = listed.filter((e) => isRead(e.name)).sort((a, b) => compareCodePoints(a.name, b.name))
+  for (const entry of entries) {
+    visitEntry(w, entry, relative === "" ? entry.name : `${relative}/${entry.name}`, real, inside)
+  }
+  return undefined
+}
 
 /**
  * The files under a directory, sorted, with their shown paths (`prefix` before each). A link back to a
  * folder being walked (a loop), a second name of a folder already walked, an unreadable folder below the
  * root and a broken link to a readable kind of file are listed as skips; the root itself must be readable.
+ * Synchronous: a trip to the thread pool per entry cost a folder of 38k small files most of its time.
  */
-const walk = Effect.fn("DocumentSource.walk")(function* (
-  fs: FileSystem.FileSystem,
-  path: Path.Path,
-  root: string,
-  prefix: string,
-  walked: Map<string, string>
-) {
-  const w: Walk = { fs, path, root, prefix, walked, found: [] }
-  yield* visitFolder(w, "", [])
-  return w.found
-})
+const walk = (root: string, prefix: string, walked: Map<string, string>, list: ListFolder) =>
+  Effect.suspend(() => {
+    const w: Walk = { root, base: join(root, "x").slice(0, -1), prefix, walked, found: [], list }
+    const failed = visitFolder(w, "", [])
+    return failed === undefined ? Effect.succeed(w.found) : Effect.fail(failed)
+  }).pipe(Effect.withSpan("DocumentSource.walk"))
 
 /** The files under one path, in reading order; `label` (with several paths) goes before their shown names. */
 const filesOf = Effect.fn("DocumentSource.filesOf")(function* (
-  fs: FileSystem.FileSystem,
-  path: Path.Path,
   target: string,
   label: string | undefined,
-  walked: Map<string, string>
+  walked: Map<string, string>,
+  list: ListFolder
 ) {
-  const info = yield* fs.stat(target).pipe(Effect.catchTag("PlatformError", failFor(target)))
-  if (info.type === "Directory") {
-    const found = yield* walk(fs, path, target, label === undefined ? "" : `${label}/`, walked)
+  let info: Stats
+  try {
+    info = statSync(target)
+  } catch (error) {
+    return yield* failFor(target, error)
+  }
+  if (info.isDirectory()) {
+    const found = yield* walk(target, label === undefined ? "" : `${label}/`, walked, list)
     if (found.length === 0) return yield* new NoDocuments({ path: target })
     return found
   }
-  const name = path.basename(target)
+  const name = basename(target)
   if (!READABLE_FILE.test(name)) return yield* new UnsupportedSource({ path: target })
-  return [{ _tag: "File", file: target, shown: TEXT_FILE.test(name) ? (label ?? name) : target }] as const
+  const shown = TEXT_FILE.test(name) ? (label ?? name) : target
+  return [{ _tag: "File", file: target, shown, real: realOf(target) }] as const
 })
 
 /**
@@ -174,41 +201,46 @@ const labelled = (
 }
 
 /** A file found, or a skip when its real path was found before (`files` maps real paths to their first names). */
-const once = (fs: FileSystem.FileSystem, files: Map<string, string>, found: Found): Effect.Effect<Found> => {
-  if (found._tag === "Skip") return Effect.succeed(found)
-  return Effect.map(fs.realPath(found.file).pipe(Effect.orElseSucceed(() => found.file)), (real): Found => {
-    const first = files.get(real)
-    if (first === undefined) {
-      files.set(real, found.shown)
-      return found
-    }
-    const reason = first === found.shown ? "named twice, read once" : `the same file as ${first}, read once`
-    return skipped(found.shown, reason)
-  })
+const once = (files: Map<string, string>, found: Found): Found => {
+  if (found._tag === "Skip") return found
+  const first = files.get(found.real)
+  if (first === undefined) {
+    files.set(found.real, found.shown)
+    return found
+  }
+  const reason = first === found.shown ? "named twice, read once" : `the same file as ${first}, read once`
+  return skipped(found.shown, reason)
 }
 
 /**
  * Every file under `paths`, each once (by its real path: a file named twice, or reached through a link, is
- * read the first time and listed as a skip after), with the skips of the walk in their places.
+ * read the first time and listed as a skip after), with the skips of the walk in their places: one list per path.
  */
-export const listFiles = (
-  fs: FileSystem.FileSystem,
+export const listRoots = (
   path: Path.Path,
   paths: ReadonlyArray<string>,
-  labels?: Readonly<Record<string, string>>
-): Stream.Stream<Found, SourceError> =>
+  labels?: Readonly<Record<string, string>>,
+  list: ListFolder = listFolder
+): Stream.Stream<ReadonlyArray<Found>, SourceError> =>
   Stream.unwrap(
     Effect.sync(() => {
       const walked = new Map<string, string>()
       const files = new Map<string, string>()
       return Stream.fromIterable(labelled(path, paths, labels)).pipe(
-        Stream.flatMap(([target, label]) =>
-          Stream.unwrap(Effect.map(filesOf(fs, path, target, label, walked), Stream.fromIterable))
-        ),
-        Stream.mapEffect((found) => once(fs, files, found))
+        Stream.mapEffect(([target, label]) =>
+          Effect.map(filesOf(target, label, walked, list), (found) => found.map((f) => once(files, f)))
+        )
       )
     })
   )
+
+/** `listRoots`, file by file. */
+export const listFiles = (
+  path: Path.Path,
+  paths: ReadonlyArray<string>,
+  labels?: Readonly<Record<string, string>>,
+  list: ListFolder = listFolder
+): Stream.Stream<Found, SourceError> => listRoots(path, paths, labels, list).pipe(Stream.flatMap(Stream.fromIterable))
 
 /**
  * The labels the files of `paths` are read with, by absolute path (`""` for none): those `kept` from earlier runs, and

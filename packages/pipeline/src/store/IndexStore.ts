@@ -8,6 +8,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
 import type { DocumentText } from "../analysis/Display.ts"
+import type { RecordedStamp } from "../index/Stamps.ts"
 
 export type { DocumentText }
 
@@ -164,6 +165,10 @@ export interface IndexWriter {
   readonly putManifest: (manifest: IndexManifest) => Effect.Effect<void, StoreError>
   /** Stores the paths the index mirrors. */
   readonly putRoots: (roots: ReadonlyArray<string>) => Effect.Effect<void, StoreError>
+  /** The files' stamps the last run recorded, by file (see `FileStamp`); none when they do not decode. */
+  readonly fileStamps: Effect.Effect<ReadonlyMap<string, RecordedStamp>, StoreError>
+  /** Records the files' stamps, in place of those recorded before. */
+  readonly putFileStamps: (stamps: ReadonlyMap<string, RecordedStamp>) => Effect.Effect<void, StoreError>
 }
 
 /** How a transaction runs. */
@@ -189,6 +194,8 @@ export class IndexStore extends Context.Service<
     readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
     /** Every stored document, decoded. */
     readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
+    /** The files' stamps the last index run recorded, by file (see `FileStamp`). */
+    readonly fileStamps: Effect.Effect<ReadonlyMap<string, RecordedStamp>, StoreError>
     /** A consistent read-only view for queries, held until the scope closes; `None` when nothing is indexed yet. */
     readonly snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope>
     /**
@@ -289,6 +296,8 @@ export const emptyWriter = (location: string): IndexWriter => {
     putDoc: () => refuse,
     putDocs: () => refuse,
     putManifest: () => refuse,
-    putRoots: () => refuse
+    putRoots: () => refuse,
+    fileStamps: Effect.succeed(new Map()),
+    putFileStamps: () => refuse
   }
 }

@@ -11,6 +11,7 @@ import { Clock, Effect, Exit, Layer, Option, Result, Scope, Semaphore } from "ef
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { PackReader } from "../../index/BodyPack.ts"
+import { decodeStamps, encodeStamps, type RecordedStamp } from "../../index/Stamps.ts"
 import {
   emptyWriter,
   IndexStore,
@@ -119,6 +120,7 @@ const reconnecting = (
     manifest: Effect.flatMap(connected, (s) => s.manifest),
     roots: Effect.flatMap(connected, (s) => s.roots),
     documents: Effect.flatMap(connected, (s) => s.documents),
+    fileStamps: Effect.flatMap(connected, (s) => s.fileStamps),
     snapshot: Effect.flatMap(connected, (s) => s.snapshot),
     version: Effect.flatMap(connected, (s) => s.version),
     checkpoint: Effect.void,
@@ -177,7 +179,7 @@ const inspect = (c: PgStore) =>
     const rows = yield* c.sql<{
       readonly key: unknown
       readonly value: unknown
-    }>`SELECT key, value FROM ${c.meta}`.pipe(
+    }>`SELECT key, value FROM ${c.meta} WHERE key <> 'file_stamps'`.pipe(
       // Someone else's `meta` table, with other columns.
       Effect.catchIf(
         (error) => error.reason._tag === "SqlSyntaxError",
@@ -269,6 +271,17 @@ const readDocuments = (c: PgStore) =>
         catch: (error) => (error instanceof IndexCorrupt ? error : corrupt(c, String(error)))
       })
     })
+  )
+
+/** The files' stamps the last run recorded, read in the caller's transaction (none when they do not decode). */
+const stampsIn = (c: PgStore) =>
+  Effect.map(c.sql<{ readonly value: string }>`SELECT value FROM ${c.meta} WHERE key = 'file_stamps'`, (rows) =>
+    decodeStamps(rows[0]?.value)
+  )
+
+const readFileStamps = (c: PgStore) =>
+  reading(c, "reading the files' stamps", (state) =>
+    state._tag === "Empty" ? Effect.succeed(new Map<string, RecordedStamp>()) : stampsIn(c)
   )
 
 const readVersion = (c: PgStore) =>
@@ -418,7 +431,7 @@ const clear = (p: PgWriting) =>
             ? Effect.all(
                 [
                   c.sql`DELETE FROM ${c.documentsTable}`,
-                  c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots')`,
+                  c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots', 'file_stamps')`,
                   c.sql`UPDATE ${c.meta} SET value = ${randomUUID()} WHERE key = 'generation'`
                 ],
                 { discard: true }
@@ -501,6 +514,13 @@ const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOn
           p.rootsValue = paths
           return upsertMeta(c, "roots", JSON.stringify(paths))
         })
+      ),
+    fileStamps: mapSqlError(c, "reading the files' stamps")(stampsIn(c)),
+    putFileStamps: (stamps) =>
+      writing(
+        p,
+        "writing the files' stamps",
+        Effect.suspend(() => upsertMeta(c, "file_stamps", encodeStamps(stamps)))
       )
   }
   /** Writes what is buffered and, if anything changed, moves the version on; called once, just before the commit. */
@@ -576,6 +596,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     manifest: readManifest(c),
     roots: readRoots(c),
     documents: readDocuments(c),
+    fileStamps: readFileStamps(c),
     snapshot: readSnapshot(c),
     version: readVersion(c),
     checkpoint: Effect.void,

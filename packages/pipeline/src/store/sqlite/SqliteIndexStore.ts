@@ -9,6 +9,7 @@ import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Effect, Exit, Layer, Option, Result, type Scope, ScopedRef } from "effect"
 import { PackReader } from "../../index/BodyPack.ts"
+import type { RecordedStamp } from "../../index/Stamps.ts"
 import { folderReason, systemReason } from "../../platform/SystemReason.ts"
 import { ScoringScratch } from "../../search/Scratch.ts"
 import { BodyCache } from "../BodyCache.ts"
@@ -39,7 +40,7 @@ import {
   sqliteReadsAt
 } from "./Connection.ts"
 import { snapshotReader } from "./Snapshot.ts"
-import { createTables, hasTables, manifestIn, rootsIn, SEGMENTS_ORDER, storedDocOf } from "./Tables.ts"
+import { createTables, fileStampsIn, hasTables, manifestIn, rootsIn, SEGMENTS_ORDER, storedDocOf } from "./Tables.ts"
 import { sqliteWriter } from "./Writer.ts"
 
 /**
@@ -428,6 +429,11 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     Effect.withSpan("IndexStore.roots")
   )
 
+  const fileStamps = reading("reading the files' stamps", (db) => fileStampsIn(location, db)).pipe(
+    Effect.map(Option.getOrElse((): ReadonlyMap<string, RecordedStamp> => new Map())),
+    Effect.withSpan("IndexStore.fileStamps")
+  )
+
   const documents = reading("reading documents", (db) =>
     Effect.gen(function* () {
       const rows = yield* sqlite(location, "reading documents", () =>
@@ -466,7 +472,18 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     Effect.withSpan("IndexStore.check")
   )
 
-  return IndexStore.of({ location, manifest, roots, documents, snapshot, version, checkpoint, check, transaction })
+  return IndexStore.of({
+    location,
+    manifest,
+    roots,
+    documents,
+    fileStamps,
+    snapshot,
+    version,
+    checkpoint,
+    check,
+    transaction
+  })
 })
 
 /**

@@ -5,6 +5,7 @@ import type { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { decodeManifestJson, IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result, Schema } from "effect"
+import { decodeStamps } from "../../index/Stamps.ts"
 import { StoredDoc, view } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
@@ -62,6 +63,10 @@ export const manifestIn = Effect.fnUntraced(function* (location: string, what: s
   if (Result.isFailure(decoded)) return yield* new IndexCorrupt({ location, detail: `manifest: ${decoded.failure}` })
   return Option.some(decoded.success)
 })
+
+/** The files' stamps the last run recorded (none before the first run, or when they do not decode). */
+export const fileStampsIn = (location: string, db: DatabaseSync) =>
+  sqlite(location, "reading the files' stamps", () => decodeStamps(readMetaIn(db, "file_stamps")))
 
 export const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
 

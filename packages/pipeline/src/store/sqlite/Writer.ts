@@ -5,6 +5,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option } from "effect"
 import { decodePostings, PostingsEncoder } from "../../index/Postings.ts"
 import { SegmentBuilder } from "../../index/Segment.ts"
+import { encodeStamps, type RecordedStamp } from "../../index/Stamps.ts"
 import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCodec.ts"
 import {
   type ChunkRecord,
@@ -22,6 +23,7 @@ import {
   createTables,
   dropTables,
   encodeManifest,
+  fileStampsIn,
   isDeleted,
   MAX_SMALL_SEGMENTS,
   manifestIn,
@@ -444,9 +446,12 @@ const indexWriter = (w: WriteState): IndexWriter => ({
     if (!w.layoutCurrent) return yield* tooOld(w, "reading documents")
     return yield* sql(w, "reading documents", () => {
       const stored = new Map<string, StoredEntry>()
-      for (const row of w.db.prepare("SELECT doc_id, hash, source, chunks FROM documents").iterate()) {
-        const r = row as { doc_id: string; hash: string; source: string; chunks: number }
-        stored.set(r.doc_id, { docId: r.doc_id, hash: r.hash, source: r.source, chunks: r.chunks })
+      // Rows as arrays: a run over 38k small files read its documents' rows as objects 8 times slower.
+      const statement = w.db.prepare("SELECT doc_id, hash, source, chunks FROM documents")
+      statement.setReturnArrays(true)
+      for (const row of statement.all() as unknown as ReadonlyArray<readonly [string, string, string, number]>) {
+        const [docId, hash, source, chunks] = row
+        stored.set(docId, { docId, hash, source, chunks })
       }
       return stored
     })
@@ -489,6 +494,13 @@ const indexWriter = (w: WriteState): IndexWriter => ({
     if (!w.layoutCurrent) return yield* tooOld(w, "writing the indexed paths")
     yield* sql(w, "writing the indexed paths", () =>
       w.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)").run(JSON.stringify(roots))
+    )
+  }),
+  fileStamps: fileStampsIn(w.location, w.db).pipe(Effect.withSpan("IndexWriter.fileStamps")),
+  putFileStamps: Effect.fn("IndexWriter.putFileStamps")(function* (stamps: ReadonlyMap<string, RecordedStamp>) {
+    if (!w.layoutCurrent) return yield* tooOld(w, "writing the files' stamps")
+    yield* sql(w, "writing the files' stamps", () =>
+      w.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('file_stamps', ?)").run(encodeStamps(stamps))
     )
   })
 })
