@@ -3,7 +3,7 @@
  * (their stored documents stand for them), and a run records the stamps of the files it read.
  */
 
-import { type FileStamp, type RecordedStamp, sameStamp, settled } from "../index/Stamps.ts"
+import { type FileStamp, type RecordedStamp, sameStamp, settled } from "../base/Stamps.ts"
 import type { KnownFile } from "../read/FileStamp.ts"
 import type { StoredEntry } from "../store/IndexStore.ts"
 

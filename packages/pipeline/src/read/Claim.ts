@@ -6,7 +6,7 @@
 
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
-import type { FileStamp } from "../index/Stamps.ts"
+import type { FileStamp } from "../base/Stamps.ts"
 import type { SourcedDoc, SourceRecord } from "./DocumentSource.ts"
 
 /** A record that gave no document, or a document that gave no chunks, and why. */

@@ -3,7 +3,7 @@
 import { closeSync, open, openSync, read, readFileSync, readSync, statSync } from "node:fs"
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Array as Arr, Cause, Context, Effect, FileSystem, Layer, Path, PlatformError, Result, Stream } from "effect"
-import type { FileStamp } from "../index/Stamps.ts"
+import type { FileStamp } from "../base/Stamps.ts"
 import { systemReason } from "../platform/SystemReason.ts"
 import { BadRecord } from "./BadRecord.ts"
 import {

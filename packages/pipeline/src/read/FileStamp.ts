@@ -1,7 +1,7 @@
-/** Takes a file's stamp (see `index/Stamps.ts`), and the record of a file the source left unread because of it. */
+/** Takes a file's stamp (see `base/Stamps.ts`), and the record of a file the source left unread because of it. */
 
 import { type Stats, statSync } from "node:fs"
-import type { FileStamp } from "../index/Stamps.ts"
+import type { FileStamp } from "../base/Stamps.ts"
 
 /** The stamp of a regular file, `undefined` for anything else or a file that cannot be looked at. */
 export const stampOf = (file: string, shown: string): FileStamp | undefined => {

@@ -8,7 +8,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
 import type { DocumentText } from "../analysis/Display.ts"
-import type { RecordedStamp } from "../index/Stamps.ts"
+import type { RecordedStamp } from "../base/Stamps.ts"
 
 export type { DocumentText }
 

@@ -11,7 +11,7 @@ import { Clock, Effect, Exit, Layer, Option, Result, Scope, Semaphore } from "ef
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { PackReader } from "../../index/BodyPack.ts"
-import { decodeStamps, encodeStamps, type RecordedStamp } from "../../index/Stamps.ts"
+import { decodeStamps, encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
 import {
   emptyWriter,
   IndexStore,

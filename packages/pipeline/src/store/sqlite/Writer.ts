@@ -5,7 +5,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option } from "effect"
 import { decodePostings, PostingsEncoder } from "../../index/Postings.ts"
 import { SegmentBuilder } from "../../index/Segment.ts"
-import { encodeStamps, type RecordedStamp } from "../../index/Stamps.ts"
+import { encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
 import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCodec.ts"
 import {
   type ChunkRecord,
