@@ -10,8 +10,11 @@ import { Layer, ManagedRuntime } from "effect"
 import MiniSearch from "minisearch"
 import { CLI_SOURCE, cliBundle, cliEntry, REPO_ROOT, runNode } from "./Child.ts"
 import { prng, writeJsonlCorpus } from "./Corpus.ts"
+import { peersReport } from "./peers.ts"
+import { comparePruning } from "./pruning.ts"
 import { type BenchQuery, pickQueries, type QueryKind, WORD_KINDS } from "./Queries.ts"
 import { buildReference, type ChunkRow, firstDifference, readChunkRows } from "./Reference.ts"
+import { smallFilesReport } from "./smallFiles.ts"
 import { count, fixed, kibToMb, markdownTable, maximum, median, ms, p95 } from "./Table.ts"
 import {
   engineTop,
@@ -63,7 +66,9 @@ function parseFlags() {
       dir: { type: "string" },
       cli: { type: "string" },
       seed: { type: "string", default: "42" },
-      "stages-mb": { type: "string", default: "4" }
+      "stages-mb": { type: "string", default: "4" },
+      "no-peers": { type: "boolean", default: false },
+      files: { type: "string", default: "40000" }
     },
     strict: true
   }).values
@@ -83,6 +88,8 @@ const VECTOR_ROWS = positive("vectors", flags.vectors, true)
 const DIMS = positive("dims", flags.dims, true)
 const SEED = positive("seed", flags.seed, true, true)
 const STAGES_MB = positive("stages-mb", flags["stages-mb"], false, true)
+const PEERS = !flags["no-peers"]
+const FILES = positive("files", flags.files, true, true)
 const KEEP = flags.keep
 const MINISEARCH = !flags["no-minisearch"]
 const FORCE_MINISEARCH = flags["force-minisearch"]
@@ -388,6 +395,23 @@ say(
     (exactChecks.every((c) => c.found && c.score === 1) ? " (all exactly 1)" : " (expected exactly 1)")
 )
 
+// 5b. Pruned against exhaustive lexical top k on the same snapshot.
+log("timing pruned against exhaustive lexical top k")
+const pruning = await comparePruning(indexFile, queries, WORD_KINDS, TOP_K, REPS)
+say()
+say(
+  `## Pruned lexical top ${TOP_K} against scoring every posting (in process, one snapshot, ${REPS} interleaved ` +
+    "runs each after one check)"
+)
+say()
+say(pruning.table)
+say()
+say(
+  `pruned answers identical to exhaustive ones: ${pruning.mismatches.length === 0 ? "all" : `not for ${pruning.mismatches.length}`}` +
+    (pruning.mismatches.length === 0 ? "" : `; first: ${JSON.stringify(pruning.mismatches[0])}`)
+)
+if (pruning.mismatches.length > 0) failed = true
+
 // CLI answers against the in-process ones: the same engine, so they must be the same.
 const cliDifferences = cliAnswers.flatMap(({ answer, mode, query }) => {
   const difference = firstDifference(answers.get(mode)![queries.indexOf(query)]!, answer)
@@ -553,6 +577,43 @@ if (STAGES_MB > 0) {
     const split = (line: string) => line.trim().split(/\s{2,}/)
     say(markdownTable(split(lines[head]!), lines.slice(head + 1).map(split)))
   }
+}
+
+// 8b. Peers on the same corpus and queries.
+say()
+say(`## Peers (same corpus, same word queries, top ${TOP_K}, each in its own child process)`)
+say()
+if (!PEERS) say("skipped (--no-peers)")
+else {
+  log("indexing and querying with SQLite FTS5")
+  say(
+    await peersReport(
+      corpusFile,
+      corpusBytes,
+      DIR,
+      queries,
+      WORD_KINDS,
+      {
+        wallMs: indexRun.wallMs,
+        peakRssKiB: indexRun.peakRssKiB,
+        indexBytes,
+        times: timings.get("lexical")!
+      },
+      TOP_K,
+      REPS,
+      rssFile
+    )
+  )
+}
+
+// 8c. A folder of many small files.
+say()
+say("## A folder of small Markdown files (`funcpipe index <tree>`, again unchanged, then `status`; one child each)")
+say()
+if (FILES === 0) say("skipped (--files 0)")
+else {
+  log(`writing ${count(FILES)} small files and indexing them`)
+  say(await smallFilesReport(CLI_ENTRY, DIR, FILES, SEED, rssFile))
 }
 
 // 9. The targets of the issue.

@@ -1,4 +1,4 @@
-/** The query engine's shortcut for lexical top-k: exactly the exhaustive ranking, however the words are spread. */
+/** The query engine's pruned lexical top-k: exactly the exhaustive ranking, however the words are spread. */
 import { assert, describe, it } from "@effect/vitest"
 import { Bm25Params, FusionConfig } from "@funcpipe/domain/Config"
 import { compareCodePoints } from "@funcpipe/domain/Ranking"
@@ -6,6 +6,8 @@ import fc from "fast-check"
 import { bm25Scores, lexicalIndex } from "../src/search/Bm25.ts"
 import { type EngineQuery, FUSION_DEPTH, scoreQuery, topChunksOf } from "../src/search/Engine.ts"
 import type { IndexView, PositionFilter, TermBlock, VectorBlock } from "../src/search/IndexView.ts"
+import { bm25, loadTerms } from "../src/search/Lexical.ts"
+import { topLexicalPruned } from "../src/search/Pruned.ts"
 import {
   documentTies,
   fuseLinear,
@@ -99,8 +101,7 @@ const query = fc.oneof(
 )
 
 describe("lexical top-k", () => {
-  it("with the shortcut equals scoring every posting, ties, repeats and deletions included", () => {
-    let shortcuts = 0
+  it("equals scoring every posting, ties, repeats and deletions included", () => {
     fc.assert(
       fc.property(
         corpus,
@@ -111,7 +112,6 @@ describe("lexical top-k", () => {
           const view = viewOf(chunks, deletedEvery)
           const scored = scoreQuery(view, { terms, vector: undefined }, "lexical", Bm25Params.default)
           const exhaustive = topOf(scored.candidates, k, keyTies(view.keyOf))
-          if (scored.shortcut?.(k) !== undefined) shortcuts++
           assert.deepStrictEqual(topChunksOf(view, scored, k), exhaustive)
           // An explanation's score is the ranked score, to the bit.
           for (const top of exhaustive) assert.strictEqual(scored.explain(top.position).bm25!.score, top.score)
@@ -119,7 +119,57 @@ describe("lexical top-k", () => {
       ),
       { numRuns: 400, seed: 20261130 }
     )
-    assert.isAbove(shortcuts, 40, "the shortcut is taken for a fair share of the queries")
+  })
+})
+
+describe("pruned lexical top-k", () => {
+  // Lists of hundreds of postings, cut into several blocks of 128, so whole blocks are skipped.
+  const large = fc.array(fc.array(word, { minLength: 1, maxLength: 12 }), { minLength: 1500, maxLength: 3000 })
+  it("equals scoring every posting over lists of many blocks, with deletions and filters", () => {
+    fc.assert(
+      fc.property(
+        large,
+        query,
+        fc.integer({ min: 1, max: 20 }),
+        fc.constantFrom(0, 4),
+        fc.boolean(),
+        (chunks, terms, k, deletedEvery, filtered) => {
+          const view = viewOf(chunks, deletedEvery)
+          const allowed = new Uint8Array(chunks.length)
+          for (let p = 0; p < chunks.length; p++) allowed[p] = p % 3 !== 0 && view.deleted?.[p] !== 1 ? 1 : 0
+          const filter = filtered
+            ? { allowed, count: allowed.reduce((n, a) => n + a, 0), listed: undefined }
+            : undefined
+          const loaded = loadTerms(view, terms)
+          const exhaustive = topOf(
+            bm25(view, loaded, terms, Bm25Params.default, filter).candidates,
+            k,
+            keyTies(view.keyOf)
+          )
+          assert.deepStrictEqual(topLexicalPruned(view, loaded, terms, Bm25Params.default, k, filter), exhaustive)
+        }
+      ),
+      { numRuns: 60, seed: 20261201 }
+    )
+  })
+
+  it("scores far fewer chunks than its terms hold when a rare word meets common ones", () => {
+    // 4,000 chunks: w0 in every one, w1 in every other, the rare word in every 97th.
+    const chunks = Array.from({ length: 4000 }, (_, p) => [
+      "w0",
+      ...(p % 2 === 0 ? ["w1"] : []),
+      ...(p % 97 === 0 ? ["rare"] : []),
+      ...Array.from({ length: p % 7 }, () => "filler")
+    ])
+    const view = viewOf(chunks, 0)
+    const terms = ["w0", "w1", "rare"]
+    const loaded = loadTerms(view, terms)
+    const counts = { postings: 0, visited: 0, scored: 0 }
+    const top = topLexicalPruned(view, loaded, terms, Bm25Params.default, 10, undefined, counts)
+    const exhaustive = topOf(bm25(view, loaded, terms, Bm25Params.default).candidates, 10, keyTies(view.keyOf))
+    assert.deepStrictEqual(top, exhaustive)
+    assert.strictEqual(counts.postings, 4000 + 2000 + 42)
+    assert.isBelow(counts.scored, 200, `scored ${counts.scored} of ${counts.postings}`)
   })
 })
 

@@ -8,16 +8,8 @@ import type { ScoreKind } from "@funcpipe/domain/Ranking"
 import { LOCAL_SHA256 } from "../analysis/Embed.ts"
 import type { TermExplanation } from "./Bm25.ts"
 import type { IndexView, PositionFilter } from "./IndexView.ts"
-import {
-  bm25,
-  bm25At,
-  bm25Listed,
-  explainTerms,
-  type LoadedTerm,
-  listPays,
-  loadTerms,
-  topLexicalShortcut
-} from "./Lexical.ts"
+import { bm25, bm25At, bm25Listed, explainTerms, type LoadedTerm, listPays, loadTerms } from "./Lexical.ts"
+import { prunePays, topLexicalPruned } from "./Pruned.ts"
 import {
   type Candidates,
   documentTies,
@@ -140,13 +132,15 @@ export const scoreQuery = (
         kind: "bm25",
         candidates: (visit) => lexical$()(visit),
         explain: explainWith(none, none),
-        shortcut: (k) => topLexicalShortcut(view, terms$(), terms, params, k, filter),
+        shortcut: (k) =>
+          prunes(terms$(), filter) ? topLexicalPruned(view, terms$(), terms, params, k, filter) : undefined,
         filter
       }
     case "hybrid": {
       const vectorTop = topVectors(view, vector!, depth, filter)
-      const lexicalTop =
-        topLexicalShortcut(view, terms$(), terms, params, depth, filter) ?? topOf(lexical$(), depth, tiesOf(view))
+      const lexicalTop = prunes(terms$(), filter)
+        ? topLexicalPruned(view, terms$(), terms, params, depth, filter)
+        : topOf(lexical$(), depth, tiesOf(view))
       const fused =
         fusion.method === "linear"
           ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
@@ -166,6 +160,10 @@ export const scoreQuery = (
     }
   }
 }
+
+/** Whether a lexical top k is pruned: not when a filter's few positions are scored alone, nor for short lists. */
+const prunes = (loaded: Map<string, LoadedTerm>, filter: PositionFilter | undefined): boolean =>
+  !listPays(loaded, filter) && prunePays(loaded)
 
 /** The best `k` chunks of a scored query, in the ranking order. */
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>

@@ -1,11 +1,10 @@
-/** BM25 over an index view: loading a query's postings, scoring them term at a time, the shortcuts that find the exact top k without visiting every candidate, and each term's share of a score. */
+/** BM25 over an index view: loading a query's postings, scoring every candidate term at a time (for fusion, grouping and filters; the top k alone is `Pruned.ts`'s), and each term's share of a score. */
 
 import type { Bm25Params } from "@funcpipe/domain/Config"
 import { idf, type TermExplanation, termScore } from "./Bm25.ts"
 import type { IndexView, PositionFilter, TermBlock } from "./IndexView.ts"
-import { type Candidates, type Top, TopK } from "./Ranker.ts"
+import type { Candidates } from "./Ranker.ts"
 import type { ScoringScratch } from "./Scratch.ts"
-import { tiesOf } from "./VectorScan.ts"
 
 /** One query term's postings with its live document frequency. */
 export interface LoadedTerm {
@@ -289,64 +288,6 @@ export const listPays = (
     for (const block of entry.blocks) postings += block.ordinals.length
   }
   return filter.listed.length * lookups * 10 < postings
-}
-
-/** A term is rare when at most this share of the chunks hold it: its postings are short enough to score directly. */
-export const RARE_SHARE = 0.05
-
-/**
- * The exact top `k` by BM25 without scoring every posting of the frequent terms (the idea of MaxScore): every chunk
- * that holds one of the query's rarer terms (those in at most `RARE_SHARE` of the chunks, or else all but the most
- * frequent term) is scored in full; a chunk holding none of them scores at most the sum of the other terms' upper
- * bounds (`idf · (k1 + 1)` per occurrence in the query, with a margin for rounding). If that bound is below the k-th
- * score found, no other chunk can enter and the answer is exact; otherwise `undefined`, and the caller scores every
- * posting.
- */
-export const topLexicalShortcut = (
-  view: IndexView,
-  loaded: Map<string, LoadedTerm>,
-  terms: ReadonlyArray<string>,
-  params: Bm25Params,
-  k: number,
-  filter?: PositionFilter
-): Array<Top> | undefined => {
-  // With a filter only its positions compete; the bound below holds for them as for all.
-  if (listPays(loaded, filter)) return undefined
-  const allowed = filter?.allowed
-  const counts = new Map<string, number>()
-  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
-  const present = [...counts.keys()]
-    .map((term) => loaded.get(term)!)
-    .filter((e) => e.df > 0)
-    .sort((a, b) => a.df - b.df)
-  if (present.length < 2) return undefined
-  let essential = present.filter((e) => e.df <= RARE_SHARE * view.liveChunks).length
-  if (essential === 0) essential = present.length - 1
-  const rare = present.slice(0, essential)
-  let otherBound = 0
-  for (const entry of present.slice(essential)) {
-    otherBound += counts.get(entry.term)! * idf(view.liveChunks, entry.df) * (params.k1 + 1) * (1 + 1e-9)
-  }
-  // Worth it only when the chunks to score are far fewer than the postings a full pass reads: scoring one chunk
-  // looks every query term up (a binary search each), which costs about ten postings read in order.
-  const toScore = rare.reduce((n, e) => n + e.df, 0)
-  if (toScore * present.length * 10 > present.reduce((n, e) => n + e.df, 0)) return undefined
-  const heap = new TopK(k, tiesOf(view))
-  const seen = new Set<number>()
-  const deleted = view.deleted
-  for (const entry of rare) {
-    for (const block of entry.blocks) {
-      for (let i = 0; i < block.ordinals.length; i++) {
-        const position = block.offset + block.ordinals[i]!
-        if ((deleted !== undefined && deleted[position] === 1) || seen.has(position)) continue
-        if (allowed !== undefined && allowed[position] !== 1) continue
-        seen.add(position)
-        const score = bm25At(view, loaded, terms, position, params)
-        if (score > 0) heap.offer(position, score)
-      }
-    }
-  }
-  return otherBound < heap.threshold ? heap.take() : undefined
 }
 
 /** Each query term's share of one position's BM25 score, in query order. */

@@ -18,6 +18,16 @@ import { CodedScanner } from "./CodedScan.ts"
  * last average and parameters they were computed with; `normsWanted` holds the lengths arrays a query wanted norms
  * for once, since they are computed for the second (see `lengthNormsOf`).
  */
+/** A postings list's blocks for pruned scoring (see `Pruned.ts`): each one's last ordinal, and its bounds. */
+export interface BlockBounds {
+  readonly last: Uint32Array
+  /**
+   * Each block's highest `tf · (k1 + 1) / (tf + k1 · norm)` for the parameters and average length last asked for (a
+   * bound from the block's highest tf and shortest chunk alone is far looser: they are often two different postings).
+   */
+  shares?: { readonly averageLength: number; readonly k1: number; readonly b: number; readonly values: Float64Array }
+}
+
 export class ScoringScratch {
   slots = new Float64Array(0)
   touched = new Int32Array(1024)
@@ -29,6 +39,8 @@ export class ScoringScratch {
     { readonly averageLength: number; readonly k1: number; readonly b: number; readonly norms: Float64Array }
   >()
   readonly normsWanted = new WeakSet<Uint32Array>()
+  /** Each postings list's block bounds for pruned scoring, made on its first query (see `Pruned.ts`). */
+  readonly blockBounds = new WeakMap<Uint32Array, BlockBounds>()
   /** The WebAssembly kernel of vector scans over coded blocks. */
   readonly coded = new CodedScanner()
 }

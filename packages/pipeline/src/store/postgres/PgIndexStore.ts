@@ -10,8 +10,8 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Clock, Effect, Exit, Layer, Option, Result, Scope, Semaphore } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
-import { PackReader } from "../../index/BodyPack.ts"
 import { decodeStamps, encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
+import { PackReader } from "../../index/BodyPack.ts"
 import {
   emptyWriter,
   IndexStore,

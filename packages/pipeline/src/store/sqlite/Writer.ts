@@ -3,9 +3,9 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option } from "effect"
+import { encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
 import { decodePostings, PostingsEncoder } from "../../index/Postings.ts"
 import { SegmentBuilder } from "../../index/Segment.ts"
-import { encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
 import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCodec.ts"
 import {
   type ChunkRecord,
