@@ -6,7 +6,7 @@ import { readChunkRows } from "./Reference.ts"
 const [file = "", queries = "20", seed = "42"] = process.argv.slice(2)
 const rows = readChunkRows(file)
 const picked = pickQueries(rows, Number(queries), 0, Number(seed))
-const report = await comparePruning(file, picked, WORD_KINDS, 10, 5)
+const report = await comparePruning(file, picked, WORD_KINDS, 10, Number(process.env.REPS ?? 5))
 console.log(report.table)
 console.log(
   report.mismatches.length === 0
