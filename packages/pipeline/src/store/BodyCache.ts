@@ -14,7 +14,7 @@ export interface BodyEntry {
 }
 
 /** How much document text a cache keeps, in UTF-16 units of stored and cleaned text (about 16 MB). */
-export const BODY_CACHE_CHARS = 8 * 1024 * 1024
+export const BODY_CACHE_CHARS = 32 * 1024 * 1024
 
 /** What an entry counts against the budget: its stored text, and its cleaned text when that differs. */
 const charsOf = (entry: BodyEntry): number =>

@@ -49,8 +49,10 @@ export interface Caches {
   readonly unpacker: PackReader
   /** Vector scans made in this generation (see `vectorBlocks`). */
   vectorScans: number
-  /** Decompressed packs by id (never reused: AUTOINCREMENT), oldest first, up to `PACK_CACHE_ENTRIES`. */
+  /** Decompressed packs by id (never reused: AUTOINCREMENT), oldest first, up to `PACK_CACHE_BYTES`. */
   readonly packs: Map<number, Uint8Array>
+  /** Bytes of the packs kept. */
+  packBytes: number
 }
 
 /** A chunk's row: its document's id, title and row number, and its span. */

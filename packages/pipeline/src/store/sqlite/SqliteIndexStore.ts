@@ -70,6 +70,7 @@ const generationCaches = () => {
           postingBytes: 0,
           bodies: new BodyCache(),
           packs: new Map(),
+          packBytes: 0,
           filters: undefined,
           vectorScans: 0,
           rowVectorBytes: 0,

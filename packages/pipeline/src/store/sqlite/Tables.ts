@@ -20,8 +20,13 @@ export const maxChunksOf = (dimensions: number): number =>
 export const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 export const MAX_SMALL_SEGMENTS = 4
-/** How many decompressed body packs a generation's caches keep (a pack is about 64 KB unless one document is more). */
-export const PACK_CACHE_ENTRIES = 8
+/**
+ * How many bytes of decompressed body packs a generation's caches keep (a pack is about 64 KB unless one document is
+ * more). A query's results fall in packs all over the index, and each pack holds about thirty documents: with only the
+ * last 8 packs kept, a server answering varied queries decompressed a 64 KB pack for nearly every result it showed.
+ * A CLI query keeps its few.
+ */
+export const PACK_CACHE_BYTES = 16 * 1024 * 1024
 /**
  * A run flushes its segment once it holds this much and is no longer small (1/8 of a full one, so the segments a run
  * cuts are never merged as small ones at its end), or once it holds `SEGMENT_LIMIT_BYTES` whatever its size: this
