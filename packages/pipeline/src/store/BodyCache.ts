@@ -13,7 +13,7 @@ export interface BodyEntry {
   shown?: DocumentText
 }
 
-/** How much document text a cache keeps, in UTF-16 units of stored and cleaned text (about 16 MB). */
+/** How much document text a cache keeps, in UTF-16 units of stored and cleaned text (at most 64 MB; see decision 0083). */
 export const BODY_CACHE_CHARS = 32 * 1024 * 1024
 
 /** What an entry counts against the budget: its stored text, and its cleaned text when that differs. */
