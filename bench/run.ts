@@ -397,7 +397,7 @@ say(
 
 // 5b. Pruned against exhaustive lexical top k on the same snapshot.
 log("timing pruned against exhaustive lexical top k")
-const pruning = await comparePruning(indexFile, queries, WORD_KINDS, TOP_K, REPS)
+const pruning = await comparePruning(indexFile, queries, kinds, TOP_K, REPS)
 say()
 say(
   `## Pruned lexical top ${TOP_K} against scoring every posting (in process, one snapshot, ${REPS} interleaved ` +
