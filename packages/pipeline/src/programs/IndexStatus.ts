@@ -39,7 +39,9 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   const roots = yield* store.roots
   // Each path's files are named as the index named them (see `rootLabelsOf`).
   const labels = manifest.rootLabels ?? rootLabelsOf(path, roots)
-  const stored = yield* store.documents
+  // The documents' ids, hashes, sources and chunk counts as a run reads them (not every field decoded: a tenth of the
+  // time on a folder of 38k small files).
+  const stored = [...(yield* store.transaction((w) => w.storedDocs, { readOnly: true })).values()]
   const storedIds = new Set<string>(stored.map((s) => s.docId))
   // Files whose stamp is as the last run recorded are not read: their stored documents stand for them.
   const files = knownFiles(yield* store.fileStamps, stored)
