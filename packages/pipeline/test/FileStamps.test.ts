@@ -140,7 +140,7 @@ describe("file stamps", () => {
       yield* Effect.gen(function* () {
         yield* indexPaths([`${dir}/docs`])
         const db = new DatabaseSync(`${dir}/index.db`)
-        db.prepare("UPDATE meta SET value = ? WHERE key = 'file_stamps'").run('{"version":1,"files":[["x"]]}')
+        db.prepare("UPDATE file_stamps SET size = 'damaged' WHERE file LIKE '%a.md'").run()
         db.close()
         reset()
         const damaged = yield* indexPaths([`${dir}/docs`])

@@ -165,6 +165,41 @@ const tied: Corpus = [
 ]
 
 describe.each(Object.entries(backends))("IndexStore conformance: %s", (name, makeStore) => {
+  it.effect("records the files' stamps in place of the earlier ones, and a rebuild clears them", () =>
+    Effect.gen(function* () {
+      const store = yield* makeStore()
+      const stamp = (shown: string, size: number, docs: number) => ({
+        shown,
+        size,
+        mtimeMs: 1_700_000_000_123.456,
+        ctimeMs: 1_700_000_000_987.654,
+        ino: 2 ** 40 + 7,
+        docs
+      })
+      const first = new Map([
+        ["/data/a.md", stamp("a.md", 10, 1)],
+        ["/data/b.jsonl", stamp("/data/b.jsonl", 2_000, 3)]
+      ])
+      const second = new Map([
+        ["/data/b.jsonl", stamp("/data/b.jsonl", 2_001, 4)],
+        ["/data/c.md", stamp("c.md", 5, 1)]
+      ])
+      const source = makeSource()
+      source.set(tied)
+      yield* Effect.gen(function* () {
+        yield* indexPaths(["corpus"], { chunker })
+        const s = yield* IndexStore
+        yield* s.transaction((w) => w.putFileStamps(first))
+        assert.deepStrictEqual(yield* s.fileStamps, first)
+        yield* s.transaction((w) => w.putFileStamps(second))
+        assert.deepStrictEqual(yield* s.fileStamps, second)
+        assert.deepStrictEqual(yield* s.transaction((w) => w.fileStamps, { readOnly: true }), second)
+        yield* indexPaths(["corpus"], { chunker, rebuild: true })
+        assert.strictEqual((yield* s.fileStamps).size, 0)
+      }).pipe(Effect.provide(Layer.mergeAll(store, source.layer)))
+    }).pipe(Effect.provide(Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)))
+  )
+
   it.effect(
     "answers every query exactly as the in-memory pipeline does, ties included",
     () =>

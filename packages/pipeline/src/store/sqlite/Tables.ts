@@ -5,7 +5,7 @@ import type { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { decodeManifestJson, IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result, Schema } from "effect"
-import { decodeStamps } from "../../base/Stamps.ts"
+import { type RecordedStamp, sameStamp } from "../../base/Stamps.ts"
 import { StoredDoc, view } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
@@ -69,9 +69,75 @@ export const manifestIn = Effect.fnUntraced(function* (location: string, what: s
   return Option.some(decoded.success)
 })
 
-/** The files' stamps the last run recorded (none before the first run, or when they do not decode). */
+/**
+ * The files' stamps, one row per file (see `base/Stamps.ts`): made by the first run that records any, so an index made
+ * before has none (and an older FuncPipe ignores the table). Times are milliseconds with their fraction, as `stat`
+ * gives them; the inode as a double too.
+ */
+export const FILE_STAMPS_TABLE = `CREATE TABLE IF NOT EXISTS file_stamps (
+  file TEXT PRIMARY KEY,
+  shown TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  mtime REAL NOT NULL,
+  ctime REAL NOT NULL,
+  ino REAL NOT NULL,
+  docs INTEGER NOT NULL
+) WITHOUT ROWID`
+
+/** Whether the file has the stamps' table. */
+const hasStamps = (db: DatabaseSync): boolean =>
+  (statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'file_stamps'").get() as { n: number }).n > 0
+
+/**
+ * The files' stamps the last run recorded (none before the first run); a row that is not what a run writes makes the
+ * whole set none, which costs the next run a full read and nothing else. Read as arrays: 38k rows as objects cost a
+ * run over unchanged small files a tenth of its time.
+ */
 export const fileStampsIn = (location: string, db: DatabaseSync) =>
-  sqlite(location, "reading the files' stamps", () => decodeStamps(readMetaIn(db, "file_stamps")))
+  sqlite(location, "reading the files' stamps", (): ReadonlyMap<string, RecordedStamp> => {
+    const stamps = new Map<string, RecordedStamp>()
+    if (!hasStamps(db)) return stamps
+    const rows = db.prepare("SELECT file, shown, size, mtime, ctime, ino, docs FROM file_stamps")
+    rows.setReturnArrays(true)
+    for (const row of rows.all() as unknown as ReadonlyArray<ReadonlyArray<unknown>>) {
+      const [file, shown, size, mtimeMs, ctimeMs, ino, docs] = row
+      if (typeof file !== "string" || typeof shown !== "string" || typeof size !== "number") return new Map()
+      if (typeof mtimeMs !== "number" || typeof ctimeMs !== "number" || typeof ino !== "number") return new Map()
+      if (typeof docs !== "number") return new Map()
+      stamps.set(file, { shown, size, mtimeMs, ctimeMs, ino, docs })
+    }
+    return stamps
+  })
+
+/** Records `stamps` in place of those recorded: rows of files gone are deleted, new and changed ones written. */
+export const putFileStampsIn = (db: DatabaseSync, stamps: ReadonlyMap<string, RecordedStamp>): void => {
+  db.exec(FILE_STAMPS_TABLE)
+  const before = new Map<string, RecordedStamp>()
+  const rows = db.prepare("SELECT file, shown, size, mtime, ctime, ino, docs FROM file_stamps")
+  rows.setReturnArrays(true)
+  for (const row of rows.all() as unknown as ReadonlyArray<ReadonlyArray<unknown>>) {
+    const [file, shown, size, mtimeMs, ctimeMs, ino, docs] = row as [
+      string,
+      string,
+      number,
+      number,
+      number,
+      number,
+      number
+    ]
+    before.set(file, { shown, size, mtimeMs, ctimeMs, ino, docs })
+  }
+  const remove = db.prepare("DELETE FROM file_stamps WHERE file = ?")
+  for (const file of before.keys()) if (!stamps.has(file)) remove.run(file)
+  const put = db.prepare(
+    "INSERT OR REPLACE INTO file_stamps (file, shown, size, mtime, ctime, ino, docs) VALUES (?, ?, ?, ?, ?, ?, ?)"
+  )
+  for (const [file, s] of stamps) {
+    const old = before.get(file)
+    if (old !== undefined && old.docs === s.docs && sameStamp(old, s)) continue
+    put.run(file, s.shown, s.size, s.mtimeMs, s.ctimeMs, s.ino, s.docs)
+  }
+}
 
 export const decodeRoots = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Array(Schema.String)))
 

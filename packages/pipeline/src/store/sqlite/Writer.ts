@@ -3,7 +3,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite"
 import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option } from "effect"
-import { encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
+import type { RecordedStamp } from "../../base/Stamps.ts"
 import { decodePostings, PostingsEncoder } from "../../index/Postings.ts"
 import { SegmentBuilder } from "../../index/Segment.ts"
 import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCodec.ts"
@@ -28,6 +28,7 @@ import {
   MAX_SMALL_SEGMENTS,
   manifestIn,
   maxChunksOf,
+  putFileStampsIn,
   rootsIn,
   rowsInBlock,
   SEGMENT_BUDGET_BYTES,
@@ -499,9 +500,7 @@ const indexWriter = (w: WriteState): IndexWriter => ({
   fileStamps: fileStampsIn(w.location, w.db).pipe(Effect.withSpan("IndexWriter.fileStamps")),
   putFileStamps: Effect.fn("IndexWriter.putFileStamps")(function* (stamps: ReadonlyMap<string, RecordedStamp>) {
     if (!w.layoutCurrent) return yield* tooOld(w, "writing the files' stamps")
-    yield* sql(w, "writing the files' stamps", () =>
-      w.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('file_stamps', ?)").run(encodeStamps(stamps))
-    )
+    yield* sql(w, "writing the files' stamps", () => putFileStampsIn(w.db, stamps))
   })
 })
 
