@@ -38,13 +38,21 @@ const timed = async (label: string, args: ReadonlyArray<string>, rssFile: string
 }
 
 /** Indexes the tree three ways and tabulates the runs. */
+/** The tree's figures: the report, and the walls the issue's targets are about. */
+export interface SmallFilesFigures {
+  readonly report: string
+  readonly firstMbPerS: number
+  readonly unchangedSeconds: number
+  readonly statusSeconds: number
+}
+
 export const smallFilesReport = async (
   cli: string,
   dir: string,
   files: number,
   seed: number,
   rssFile: string
-): Promise<string> => {
+): Promise<SmallFilesFigures> => {
   const tree = join(dir, "small-files")
   const index = join(dir, "small-files.db")
   for (const suffix of ["", "-wal", "-shm"]) rmSync(`${index}${suffix}`, { force: true })
@@ -65,5 +73,10 @@ export const smallFilesReport = async (
   )
   rmSync(tree, { recursive: true, force: true })
   for (const suffix of ["", "-wal", "-shm"]) rmSync(`${index}${suffix}`, { force: true })
-  return `${count(files)} files, ${fixed(bytes / 1e6, 1)} MB; the second run found ${count(unchanged)} unchanged\n\n${table}`
+  return {
+    report: `${count(files)} files, ${fixed(bytes / 1e6, 1)} MB; the second run found ${count(unchanged)} unchanged\n\n${table}`,
+    firstMbPerS: bytes / 1e6 / (first.wallMs / 1000),
+    unchangedSeconds: again.wallMs / 1000,
+    statusSeconds: status.wallMs / 1000
+  }
 }
