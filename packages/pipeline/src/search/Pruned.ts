@@ -1,12 +1,11 @@
 /**
- * The exact top k by BM25 without scoring every posting: MaxScore (Turtle and Flood) with block maxima, as Lucene and
- * PISA prune. Each term's postings in a segment are cut into blocks of `BLOCK` postings, and each block is summed up by
- * the highest share any of its postings has under the query's BM25 parameters (computed on a list's first query and
- * kept with it, as Lucene keeps its impacts). The terms whose bounds add up to less than the k-th score found (the
- * non-essential ones) only score the chunks the others propose, whole blocks of the others are skipped when their
- * bounds cannot reach it, and a chunk whose bound falls below it is not scored at all. What is scored is scored in
- * full, with `bm25`'s operations in its order, so the answer is the exhaustive one: the same scores to the bit and the
- * same ties.
+ * The exact top k by BM25 without scoring every posting: WAND (Broder et al.) with block maxima (Ding and Suel), as
+ * Lucene and PISA prune. Each term's postings in a segment are cut into blocks of `BLOCK` postings, and each block is
+ * summed up by the highest share any of its postings has under the query's BM25 parameters (computed on a list's
+ * first query and kept with it, as Lucene keeps its impacts). The cursors leap to the first chunk whose terms' bounds
+ * could reach the k-th score found, and a chunk is scored only when its blocks' bounds and then its shares' bounds
+ * still can. What is scored is scored in full, with `bm25`'s operations in its order, so the answer is the exhaustive
+ * one: the same scores to the bit and the same ties (decision 0082).
  */
 
 import type { Bm25Params } from "@funcpipe/domain/Config"
@@ -128,12 +127,12 @@ interface Scoring {
 /** What a pruned query did: the postings its terms hold and the chunks it scored in full. */
 export interface PruningCounts {
   postings: number
-  /** Chunks taken from the essential lists one by one. */
+  /** Chunks every cursor up to the pivot stood at (each then bounded, and perhaps scored). */
   visited: number
   scored: number
 }
 
-/** A share's bound: `weight · tf · (k1 + 1) / (tf + norm)` with a block's highest tf and shortest chunk. */
+/** A share's bound at one chunk: `weight · tf · (k1 + 1) / (tf + norm)`, with the margin. */
 const boundOf = (s: Scoring, weight: number, tf: number, length: number): number =>
   (weight * (tf * s.k1Plus1) * MARGIN) / (tf + lengthNormOf(length, s.view.averageLength, s.params.k1, s.params.b))
 
