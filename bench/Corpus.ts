@@ -163,13 +163,15 @@ export const syntheticDocs = function* (seed: number, targetBytes: number): Gene
  * Writes a JSON Lines corpus of about `bytes` bytes to `path`: one `{"id","title","text"}` object per line, from
  * `syntheticDocs(seed, …)`, stopping at the first line that reaches the size. Memory stays bounded: lines go out in
  * batches of about 1 MB through a write stream that is allowed to drain. Resolves to the document and byte counts.
- * `extra`, when given, adds fields to each line from the document's number (0, 1, …).
+ * `extra`, when given, adds fields to each line from the document's number (0, 1, …); `textOf` makes each line's text
+ * from its document (by default the whole body).
  */
 export const writeJsonlCorpus = async (
   path: string,
   bytes: number,
   seed: number,
-  extra: (index: number) => Readonly<Record<string, unknown>> = () => ({})
+  extra: (index: number) => Readonly<Record<string, unknown>> = () => ({}),
+  textOf: (doc: SyntheticDoc, index: number) => string = (doc) => doc.body
 ): Promise<{ readonly docs: number; readonly bytes: number }> => {
   const stream = createWriteStream(path, { encoding: "utf8" })
   let written = 0
@@ -177,7 +179,7 @@ export const writeJsonlCorpus = async (
   let batch = ""
   for (const doc of syntheticDocs(seed, Infinity)) {
     if (written >= bytes) break
-    const line = `${JSON.stringify({ id: doc.id, title: doc.title, text: doc.body, ...extra(docs) })}\n`
+    const line = `${JSON.stringify({ id: doc.id, title: doc.title, text: textOf(doc, docs), ...extra(docs) })}\n`
     written += Buffer.byteLength(line, "utf8")
     docs++
     batch += line
@@ -190,6 +192,13 @@ export const writeJsonlCorpus = async (
   await finished(stream)
   return { docs, bytes: written }
 }
+
+/**
+ * A short document's text: the body's start, cut after the last whole word within 280–700 characters (about the
+ * 530 bytes of an abstract-sized record, like the issue's 140k short documents).
+ */
+export const shortText = (doc: SyntheticDoc, index: number): string =>
+  doc.body.slice(0, 280 + ((index * 37) % 420)).replace(/\s+\S*$/, "")
 
 /**
  * `count` word queries from the bodies of the corpus of `seed`: three to five consecutive words of spread-out

@@ -14,6 +14,7 @@ import { peersReport } from "./peers.ts"
 import { comparePruning } from "./pruning.ts"
 import { type BenchQuery, pickQueries, type QueryKind, WORD_KINDS } from "./Queries.ts"
 import { buildReference, type ChunkRow, firstDifference, readChunkRows } from "./Reference.ts"
+import { shortDocsReport } from "./shortDocs.ts"
 import { type SmallFilesFigures, smallFilesReport } from "./smallFiles.ts"
 import { count, fixed, kibToMb, markdownTable, maximum, median, ms, p95 } from "./Table.ts"
 import {
@@ -68,7 +69,8 @@ function parseFlags() {
       seed: { type: "string", default: "42" },
       "stages-mb": { type: "string", default: "4" },
       "no-peers": { type: "boolean", default: false },
-      files: { type: "string", default: "40000" }
+      files: { type: "string", default: "40000" },
+      "short-mb": { type: "string", default: "74" }
     },
     strict: true
   }).values
@@ -90,6 +92,7 @@ const SEED = positive("seed", flags.seed, true, true)
 const STAGES_MB = positive("stages-mb", flags["stages-mb"], false, true)
 const PEERS = !flags["no-peers"]
 const FILES = positive("files", flags.files, true, true)
+const SHORT_MB = positive("short-mb", flags["short-mb"], false, true)
 const KEEP = flags.keep
 const MINISEARCH = !flags["no-minisearch"]
 const FORCE_MINISEARCH = flags["force-minisearch"]
@@ -616,6 +619,16 @@ else {
   log(`writing ${count(FILES)} small files and indexing them`)
   smallFiles = await smallFilesReport(CLI_ENTRY, DIR, FILES, SEED, rssFile)
   say(smallFiles.report)
+}
+
+// 8d. Many short documents.
+say()
+say("## Short documents (`funcpipe index <corpus> --rebuild` and SQLite FTS5, one child each)")
+say()
+if (SHORT_MB === 0) say("skipped (--short-mb 0)")
+else {
+  log(`writing ${SHORT_MB} MB of short documents and indexing them`)
+  say(await shortDocsReport(CLI_ENTRY, DIR, SHORT_MB, SEED, rssFile))
 }
 
 // 9. The targets of the issue.
