@@ -38,15 +38,22 @@ export const RACY_MILLIS = 2000
 /** Whether a stamp may be recorded by a run that started at `startedAt` (ms since the epoch): see `RACY_MILLIS`. */
 export const settled = (stamp: FileStamp, startedAt: number): boolean => stamp.mtimeMs < startedAt - RACY_MILLIS
 
-/** The stored form: `{"version": 1, "files": [[file, shown, size, mtimeMs, ctimeMs, ino, docs], …]}`. */
+/**
+ * The stored form as one value (PostgreSQL keeps it in `meta`):
+ * `{"version": 1, "files": [[file, shown, size, mtimeMs, ctimeMs, ino, docs], …]}`.
+ */
 export const encodeStamps = (stamps: ReadonlyMap<string, RecordedStamp>): string =>
   JSON.stringify({
     version: 1,
     files: [...stamps].map(([file, s]) => [file, s.shown, s.size, s.mtimeMs, s.ctimeMs, s.ino, s.docs])
   })
 
-/** One stored row, checked field by field (a schema decode of 38k rows cost a tenth of a run that reads nothing). */
-const rowOf = (row: unknown): readonly [string, RecordedStamp] | undefined => {
+/**
+ * One stored row, `[file, shown, size, mtimeMs, ctimeMs, ino, docs]` (an element of the stored value, or a row of
+ * SQLite's table read as an array), checked field by field: a schema decode of 38k rows cost a tenth of a run that
+ * reads nothing.
+ */
+export const stampRowOf = (row: unknown): readonly [string, RecordedStamp] | undefined => {
   if (!Array.isArray(row) || row.length !== 7) return undefined
   const [file, shown, size, mtimeMs, ctimeMs, ino, docs] = row as ReadonlyArray<unknown>
   if (typeof file !== "string" || typeof shown !== "string") return undefined
@@ -72,7 +79,7 @@ export const decodeStamps = (json: string | undefined): ReadonlyMap<string, Reco
   if (version !== 1 || !Array.isArray(files)) return none
   const stamps = new Map<string, RecordedStamp>()
   for (const row of files) {
-    const entry = rowOf(row)
+    const entry = stampRowOf(row)
     if (entry === undefined) return none
     stamps.set(entry[0], entry[1])
   }

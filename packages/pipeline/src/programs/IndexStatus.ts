@@ -40,11 +40,14 @@ export const indexStatus = Effect.fn("indexStatus")(function* () {
   // Each path's files are named as the index named them (see `rootLabelsOf`).
   const labels = manifest.rootLabels ?? rootLabelsOf(path, roots)
   // The documents' ids, hashes, sources and chunk counts as a run reads them (not every field decoded: a tenth of the
-  // time on a folder of 38k small files).
-  const stored = [...(yield* store.transaction((w) => w.storedDocs, { readOnly: true })).values()]
+  // time on a folder of 38k small files), and the files' stamps, from one state of the index.
+  const [storedDocs, stamps] = yield* store.transaction((w) => Effect.all([w.storedDocs, w.fileStamps]), {
+    readOnly: true
+  })
+  const stored = [...storedDocs.values()]
   const storedIds = new Set<string>(stored.map((s) => s.docId))
   // Files whose stamp is as the last run recorded are not read: their stored documents stand for them.
-  const files = knownFiles(yield* store.fileStamps, stored)
+  const files = knownFiles(stamps, stored)
   // Records are taken as an index run takes them: the first of each doc id, then the keep rule.
   const claim = claimer(keeps)
   const firsts: Array<{ readonly docId: string; readonly hash: string; readonly source: string }> = []

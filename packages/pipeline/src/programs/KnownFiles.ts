@@ -68,14 +68,14 @@ export class StampTally {
   }
 
   /**
-   * The stamps to record after a run that started at `startedAt`, or `undefined` when they are those already
-   * recorded: files with every record kept and a settled stamp (see `settled`).
+   * The stamps to record after a run that started at `startedAt` (files with every record kept and a settled stamp,
+   * see `settled`), or `undefined` when the run read nothing and left every recorded file unread, so they stand as
+   * recorded. A store writes only the rows that changed.
    */
   result(
     startedAt: number,
     recorded: ReadonlyMap<string, RecordedStamp>
   ): ReadonlyMap<string, RecordedStamp> | undefined {
-    // Nothing read, nothing skipped, every file left unread: the recorded stamps stand.
     if (this.files.size === 0 && this.unclean.size === 0 && this.kept.size === recorded.size) return undefined
     const next = new Map<string, RecordedStamp>()
     for (const [file, stamp] of this.kept) if (!this.unclean.has(file)) next.set(file, stamp)
@@ -83,13 +83,6 @@ export class StampTally {
       if (docs === 0 || this.unclean.has(file) || this.unclean.has(stamp.shown) || !settled(stamp, startedAt)) continue
       next.set(file, { ...stamp, docs })
     }
-    if (next.size !== recorded.size) return next
-    for (const [file, stamp] of next) {
-      const before = recorded.get(file)
-      if (before !== stamp && (before === undefined || before.docs !== stamp.docs || !sameStamp(before, stamp))) {
-        return next
-      }
-    }
-    return undefined
+    return next
   }
 }

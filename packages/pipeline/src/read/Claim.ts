@@ -6,7 +6,6 @@
 
 import type { RawDoc } from "@funcpipe/domain/Document"
 import { Result } from "effect"
-import type { FileStamp } from "../base/Stamps.ts"
 import type { SourcedDoc, SourceRecord } from "./DocumentSource.ts"
 
 /** A record that gave no document, or a document that gave no chunks, and why. */
@@ -21,7 +20,7 @@ export type Claim =
   | { readonly _tag: "Skipped"; readonly skip: Skip }
   | { readonly _tag: "Dropped"; readonly sourced: SourcedDoc }
   | { readonly _tag: "Kept"; readonly sourced: SourcedDoc }
-  | { readonly _tag: "Unread"; readonly file: string; readonly stamp: FileStamp }
+  | { readonly _tag: "Unread"; readonly file: string }
 
 /** The claims of one run. */
 export interface Claimer {
@@ -85,7 +84,7 @@ export const claimer = (
   const take = (record: SourceRecord): Claim => {
     if (Result.isFailure(record)) {
       const failure = record.failure
-      if (failure._tag === "UnreadFile") return { _tag: "Unread", file: failure.source, stamp: failure.stamp }
+      if (failure._tag === "UnreadFile") return { _tag: "Unread", file: failure.source }
       const { line, reason, source } = failure
       return { _tag: "Skipped", skip: { source, line, reason } }
     }

@@ -32,7 +32,7 @@ export const blockBoundsOf = (block: TermBlock): BlockBounds => {
  * the first time (as scoring it exhaustively would cost), kept with its bounds for the queries after.
  */
 const sharesOf = (s: Scoring, block: TermBlock, bounds: BlockBounds): Float64Array => {
-  const { averageLength, lengths } = s.view
+  const { averageLength } = s.view
   const { b, k1 } = s.params
   const known = bounds.shares
   if (known?.averageLength === averageLength && known.k1 === k1 && known.b === b) return known.values
@@ -44,8 +44,7 @@ const sharesOf = (s: Scoring, block: TermBlock, bounds: BlockBounds): Float64Arr
     for (let i = blockAt * BLOCK; i < end; i++) {
       const position = offset + ordinals[i]!
       const tf = tfs[i]!
-      const norm = s.norms !== undefined ? s.norms[position]! : lengthNormOf(lengths[position]!, averageLength, k1, b)
-      const share = (tf * s.k1Plus1) / (tf + norm)
+      const share = (tf * s.k1Plus1) / (tf + normAt(s, position))
       if (share > max) max = share
     }
     values[blockAt] = max
@@ -133,8 +132,14 @@ export interface PruningCounts {
 }
 
 /** A share's bound at one chunk: `weight · tf · (k1 + 1) / (tf + norm)`, with the margin. */
-const boundOf = (s: Scoring, weight: number, tf: number, length: number): number =>
-  (weight * (tf * s.k1Plus1) * MARGIN) / (tf + lengthNormOf(length, s.view.averageLength, s.params.k1, s.params.b))
+const boundOf = (s: Scoring, weight: number, tf: number, norm: number): number =>
+  (weight * (tf * s.k1Plus1) * MARGIN) / (tf + norm)
+
+/** A position's `k1 · (1 − b + b · length / averageLength)`, as `bm25` takes it (kept norms, or computed alike). */
+const normAt = (s: Scoring, position: number): number =>
+  s.norms !== undefined
+    ? s.norms[position]!
+    : lengthNormOf(s.view.lengths[position]!, s.view.averageLength, s.params.k1, s.params.b)
 
 /** Moves a cursor to its first posting at or after `ordinal`; returns the tf there when it is `ordinal`, else 0. */
 const advanceTo = (c: Cursor, ordinal: number): number => {
@@ -175,8 +180,6 @@ const scoreSegment = (
   deleted: Uint8Array | undefined,
   allowed: Uint8Array | undefined
 ): void => {
-  const { averageLength, lengths } = s.view
-  const { b, k1 } = s.params
   // The cursors by current ordinal (few: one per query term).
   const order = [...cursors]
   const n = order.length
@@ -222,16 +225,16 @@ const scoreSegment = (
       blocks >= threshold &&
       (deleted === undefined || deleted[position] !== 1) &&
       (allowed === undefined || allowed[position] === 1)
+    const norm = live ? normAt(s, position) : 0
     let bound = 0
     for (let p = 0; p <= last; p++) {
       const c = order[p]!
       at[c.slot] = c.tfs[c.at]!
-      if (live) bound += boundOf(s, c.weight, at[c.slot]!, lengths[position]!)
+      if (live) bound += boundOf(s, c.weight, at[c.slot]!, norm)
     }
     if (live && bound >= threshold) {
       // In full, as `bm25` adds it: each query term's share in query-term order, a repeated term each time.
       let score = 0
-      const norm = s.norms !== undefined ? s.norms[position]! : lengthNormOf(lengths[position]!, averageLength, k1, b)
       for (let q = 0; q < slots.length; q++) {
         const slot = slots[q]!
         if (slot < 0) continue

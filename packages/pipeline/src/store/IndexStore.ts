@@ -194,8 +194,6 @@ export class IndexStore extends Context.Service<
     readonly roots: Effect.Effect<ReadonlyArray<string>, StoreError>
     /** Every stored document, decoded. */
     readonly documents: Effect.Effect<ReadonlyArray<StoredDoc>, StoreError>
-    /** The files' stamps the last index run recorded, by file (see `FileStamp`). */
-    readonly fileStamps: Effect.Effect<ReadonlyMap<string, RecordedStamp>, StoreError>
     /** A consistent read-only view for queries, held until the scope closes; `None` when nothing is indexed yet. */
     readonly snapshot: Effect.Effect<Option.Option<Snapshot>, StoreError, Scope.Scope>
     /**

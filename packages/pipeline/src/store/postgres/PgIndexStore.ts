@@ -10,7 +10,7 @@ import type { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Exit, Layer, Option, Result, Scope } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
-import { decodeStamps, encodeStamps, type RecordedStamp } from "../../base/Stamps.ts"
+import { decodeStamps, encodeStamps } from "../../base/Stamps.ts"
 import { PackReader } from "../../index/BodyPack.ts"
 import {
   emptyWriter,
@@ -233,11 +233,6 @@ const readDocuments = (c: PgStore) =>
 const stampsIn = (c: PgStore) =>
   Effect.map(c.sql<{ readonly value: string }>`SELECT value FROM ${c.meta} WHERE key = 'file_stamps'`, (rows) =>
     decodeStamps(rows[0]?.value)
-  )
-
-const readFileStamps = (c: PgStore) =>
-  reading(c, "reading the files' stamps", (state) =>
-    state._tag === "Empty" ? Effect.succeed(new Map<string, RecordedStamp>()) : stampsIn(c)
   )
 
 const readVersion = (c: PgStore) =>
@@ -552,7 +547,6 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     manifest: readManifest(c),
     roots: readRoots(c),
     documents: readDocuments(c),
-    fileStamps: readFileStamps(c),
     snapshot: readSnapshot(c),
     version: readVersion(c),
     checkpoint: Effect.void,

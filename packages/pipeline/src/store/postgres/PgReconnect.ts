@@ -40,7 +40,6 @@ export const reconnecting = (
     manifest: Effect.flatMap(connected, (s) => s.manifest),
     roots: Effect.flatMap(connected, (s) => s.roots),
     documents: Effect.flatMap(connected, (s) => s.documents),
-    fileStamps: Effect.flatMap(connected, (s) => s.fileStamps),
     snapshot: Effect.flatMap(connected, (s) => s.snapshot),
     version: Effect.flatMap(connected, (s) => s.version),
     checkpoint: Effect.void,

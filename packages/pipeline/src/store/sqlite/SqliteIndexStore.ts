@@ -8,7 +8,6 @@ import { closeSync, existsSync, mkdirSync, openSync, readSync, renameSync, rmdir
 import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Effect, Exit, Layer, Option, Result, type Scope, ScopedRef } from "effect"
-import type { RecordedStamp } from "../../base/Stamps.ts"
 import { PackReader } from "../../index/BodyPack.ts"
 import { folderReason, systemReason } from "../../platform/SystemReason.ts"
 import { ScoringScratch } from "../../search/Scratch.ts"
@@ -40,7 +39,7 @@ import {
   sqliteReadsAt
 } from "./Connection.ts"
 import { snapshotReader } from "./Snapshot.ts"
-import { createTables, fileStampsIn, hasTables, manifestIn, rootsIn, SEGMENTS_ORDER, storedDocOf } from "./Tables.ts"
+import { createTables, hasTables, manifestIn, rootsIn, SEGMENTS_ORDER, storedDocOf } from "./Tables.ts"
 import { sqliteWriter } from "./Writer.ts"
 
 /**
@@ -430,11 +429,6 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     Effect.withSpan("IndexStore.roots")
   )
 
-  const fileStamps = reading("reading the files' stamps", (db) => fileStampsIn(location, db)).pipe(
-    Effect.map(Option.getOrElse((): ReadonlyMap<string, RecordedStamp> => new Map())),
-    Effect.withSpan("IndexStore.fileStamps")
-  )
-
   const documents = reading("reading documents", (db) =>
     Effect.gen(function* () {
       const rows = yield* sqlite(location, "reading documents", () =>
@@ -478,7 +472,6 @@ export const makeSqliteStore = Effect.fnUntraced(function* (file: string) {
     manifest,
     roots,
     documents,
-    fileStamps,
     snapshot,
     version,
     checkpoint,

@@ -5,7 +5,7 @@ import type { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { decodeManifestJson, IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result, Schema } from "effect"
-import { type RecordedStamp, sameStamp } from "../../base/Stamps.ts"
+import { type RecordedStamp, sameStamp, stampRowOf } from "../../base/Stamps.ts"
 import { StoredDoc, view } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
@@ -89,43 +89,37 @@ const hasStamps = (db: DatabaseSync): boolean =>
   (statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE name = 'file_stamps'").get() as { n: number }).n > 0
 
 /**
- * The files' stamps the last run recorded (none before the first run); a row that is not what a run writes makes the
- * whole set none, which costs the next run a full read and nothing else. Read as arrays: 38k rows as objects cost a
- * run over unchanged small files a tenth of its time.
+ * The stamps in the table (none before a run records any), or `undefined` when a row is not what a run writes. Read
+ * as arrays: 38k rows as objects cost a run over unchanged small files a tenth of its time.
+ */
+const stampRows = (db: DatabaseSync): ReadonlyMap<string, RecordedStamp> | undefined => {
+  const stamps = new Map<string, RecordedStamp>()
+  if (!hasStamps(db)) return stamps
+  const rows = db.prepare("SELECT file, shown, size, mtime, ctime, ino, docs FROM file_stamps")
+  rows.setReturnArrays(true)
+  for (const row of rows.all() as ReadonlyArray<unknown>) {
+    const entry = stampRowOf(row)
+    if (entry === undefined) return undefined
+    stamps.set(entry[0], entry[1])
+  }
+  return stamps
+}
+
+/**
+ * The files' stamps the last run recorded; damaged ones give none, which costs the next run a full read and nothing
+ * else.
  */
 export const fileStampsIn = (location: string, db: DatabaseSync) =>
-  sqlite(location, "reading the files' stamps", (): ReadonlyMap<string, RecordedStamp> => {
-    const stamps = new Map<string, RecordedStamp>()
-    if (!hasStamps(db)) return stamps
-    const rows = db.prepare("SELECT file, shown, size, mtime, ctime, ino, docs FROM file_stamps")
-    rows.setReturnArrays(true)
-    for (const row of rows.all() as unknown as ReadonlyArray<ReadonlyArray<unknown>>) {
-      const [file, shown, size, mtimeMs, ctimeMs, ino, docs] = row
-      if (typeof file !== "string" || typeof shown !== "string" || typeof size !== "number") return new Map()
-      if (typeof mtimeMs !== "number" || typeof ctimeMs !== "number" || typeof ino !== "number") return new Map()
-      if (typeof docs !== "number") return new Map()
-      stamps.set(file, { shown, size, mtimeMs, ctimeMs, ino, docs })
-    }
-    return stamps
-  })
+  sqlite(location, "reading the files' stamps", (): ReadonlyMap<string, RecordedStamp> => stampRows(db) ?? new Map())
 
 /** Records `stamps` in place of those recorded: rows of files gone are deleted, new and changed ones written. */
 export const putFileStampsIn = (db: DatabaseSync, stamps: ReadonlyMap<string, RecordedStamp>): void => {
   db.exec(FILE_STAMPS_TABLE)
-  const before = new Map<string, RecordedStamp>()
-  const rows = db.prepare("SELECT file, shown, size, mtime, ctime, ino, docs FROM file_stamps")
-  rows.setReturnArrays(true)
-  for (const row of rows.all() as unknown as ReadonlyArray<ReadonlyArray<unknown>>) {
-    const [file, shown, size, mtimeMs, ctimeMs, ino, docs] = row as [
-      string,
-      string,
-      number,
-      number,
-      number,
-      number,
-      number
-    ]
-    before.set(file, { shown, size, mtimeMs, ctimeMs, ino, docs })
+  let before = stampRows(db)
+  if (before === undefined) {
+    // Damaged rows go, all of them: the stamps are written anew.
+    db.exec("DELETE FROM file_stamps")
+    before = new Map()
   }
   const remove = db.prepare("DELETE FROM file_stamps WHERE file = ?")
   for (const file of before.keys()) if (!stamps.has(file)) remove.run(file)
