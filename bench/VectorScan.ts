@@ -1,7 +1,16 @@
 /** The in-memory vector scan comparison: a plain Float32Array top-k scan against FuncPipe's engine on an IndexView. */
 
 import { Bm25Params, type RankKey, rankingOrder } from "@funcpipe/domain"
-import { cosineSimilarity, type IndexView, ScoringScratch, scoreQuery, type Top, topChunksOf } from "@funcpipe/pipeline"
+import {
+  cosineSimilarity,
+  holdFloats,
+  type IndexView,
+  ScoringScratch,
+  scoreQuery,
+  type Top,
+  topChunksOf,
+  type VectorBlock
+} from "@funcpipe/pipeline"
 import { Result } from "effect"
 import { prng } from "./Corpus.ts"
 
@@ -10,6 +19,7 @@ export interface RandomVectors {
   readonly rows: number
   readonly dimensions: number
   readonly f32: Float32Array
+  /** The same values widened, made on first use (at 1M × 384 it is 3 GB). */
   readonly f64: Float64Array
 }
 
@@ -18,7 +28,16 @@ export const randomVectors = (rows: number, dimensions: number, seed: number): R
   const random = prng(seed)
   const f32 = new Float32Array(rows * dimensions)
   for (let i = 0; i < f32.length; i++) f32[i] = random() * 2 - 1
-  return { rows, dimensions, f32, f64: Float64Array.from(f32) }
+  let f64: Float64Array | undefined
+  return {
+    rows,
+    dimensions,
+    f32,
+    get f64() {
+      f64 ??= Float64Array.from(f32)
+      return f64
+    }
+  }
 }
 
 /** A random query vector of `dimensions` components in [-1, 1). */
@@ -96,17 +115,29 @@ export const syntheticKey = (position: number): RankKey => ({
 })
 
 /**
- * The vectors as FuncPipe's engine reads an index: one `VectorBlock` of float64 rows with magnitudes summed left to
- * right, nothing deleted, keys from `syntheticKey`. Lexical parts are empty (the view is only scanned for vectors).
+ * The vectors as FuncPipe's engine reads an index, nothing deleted, keys from `syntheticKey`, lexical parts empty (the
+ * view is only scanned for vectors). `float32`: as the SQLite store keeps a float32 model's vectors for a server (one
+ * block per segment, held in the scan kernel's memory); `float64`: one decoded block of float64 rows with magnitudes,
+ * as every vector was kept before (and as blocks of other encodings still are).
  */
-export const engineView = ({ dimensions, f64, rows }: RandomVectors): IndexView => {
-  const magnitudes = new Float64Array(rows)
-  for (let row = 0; row < rows; row++) {
-    let sum = 0
-    for (let j = 0; j < dimensions; j++) sum += f64[row * dimensions + j]! * f64[row * dimensions + j]!
-    magnitudes[row] = Math.sqrt(sum)
+export const engineView = (
+  { dimensions, f32, f64, rows }: RandomVectors,
+  form: "float32" | "float64" = "float32"
+): IndexView => {
+  let block: VectorBlock
+  if (form === "float32") {
+    const floats = holdFloats(f32.length, dimensions, rows) ?? new Float32Array(f32.length)
+    floats.set(f32)
+    block = { offset: 0, count: rows, floats, damaged: () => new Error("a vector is not finite") }
+  } else {
+    const magnitudes = new Float64Array(rows)
+    for (let row = 0; row < rows; row++) {
+      let sum = 0
+      for (let j = 0; j < dimensions; j++) sum += f64[row * dimensions + j]! * f64[row * dimensions + j]!
+      magnitudes[row] = Math.sqrt(sum)
+    }
+    block = { offset: 0, count: rows, vectors: f64, magnitudes }
   }
-  const block = { offset: 0, count: rows, vectors: f64, magnitudes }
   return {
     scratch: new ScoringScratch(),
     dimensions,

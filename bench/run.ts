@@ -546,7 +546,7 @@ say(
     [
       ["Float32Array, precomputed norms, k-heap", ms(median(plainTimes)), ms(p95(plainTimes)), "1.00×"],
       [
-        "FuncPipe (scoreQuery + topChunksOf on a Float64 VectorBlock)",
+        "FuncPipe (scoreQuery + topChunksOf on a float32 block: WebAssembly SIMD, exact re-scoring)",
         ms(median(engineTimes)),
         ms(p95(engineTimes)),
         `${fixed(vectorRatio, 2)}×`

@@ -384,6 +384,44 @@ describe("stored vectors", () => {
   )
 })
 
+describe("damaged float32 vectors", () => {
+  it.effect("fail a vector query with IndexCorrupt, on a first scan (read as stored) and a later one (kept)", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-vectors-" })
+      const file = `${dir}/index.db`
+      const narrow = Embedder.of({
+        model: ModelLabel.make("test-f32"),
+        dimensions: 3,
+        fingerprint: "test",
+        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
+        embedMany: (texts) =>
+          Effect.succeed(
+            texts.map(
+              (text) =>
+                new Embedding({
+                  vector: [Math.fround(text.length / 7), 0.5, Math.fround(0.1 * text.charCodeAt(0))],
+                  model: ModelLabel.make("test-f32")
+                })
+            )
+          )
+      })
+      const model = Layer.succeed(Embedder, narrow)
+      yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha", "gamma"), model)))
+      // A float32 NaN as the first component of every block.
+      yield* tamper(file, "UPDATE vectors SET data = CAST(X'0000C07F' || substr(data, 5) AS BLOB)")
+      const [first, later] = yield* Effect.gen(function* () {
+        const ask = Effect.flip(queryIndex("gamma", 2, { mode: "vector" }))
+        return [yield* ask, yield* ask]
+      }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), model)))
+      for (const error of [first, later]) {
+        assert.strictEqual(error._tag, "IndexCorrupt")
+        assert.include(error.message, "a vector that is not finite")
+      }
+    }).pipe(Effect.provide(Base))
+  )
+})
+
 describe("index and query workflows", () => {
   it.effect("refuses a changed chunker without --rebuild, and rebuilds with it", () =>
     Effect.gen(function* () {

@@ -9,28 +9,13 @@
  * whole cold scan takes about 19 ms instead of 33 ms (docs/decisions/0074-cold-vector-scans-in-webassembly.md).
  */
 
-/** An unsigned LEB128 number, as the binary format writes sizes and counts. */
-const unsigned = (value: number): Array<number> => {
-  const bytes: Array<number> = []
-  let rest = value
-  do {
-    const low = rest & 0x7f
-    rest >>>= 7
-    bytes.push(rest === 0 ? low : low | 0x80)
-  } while (rest !== 0)
-  return bytes
-}
+import { compiled, get, i32, moduleOf, name, reserve, section, set, unsigned, type WasmMemory } from "./Wasm.ts"
 
 const f64 = (value: number): Array<number> => {
   const bytes = new Uint8Array(8)
   new DataView(bytes.buffer).setFloat64(0, value, true)
   return [0x44, ...bytes]
 }
-const i32 = (value: number): Array<number> => [0x41, value] // small non-negative constants only
-const get = (local: number): Array<number> => [0x20, local]
-const set = (local: number): Array<number> => [0x21, local]
-const section = (id: number, bytes: ReadonlyArray<number>): Array<number> => [id, ...unsigned(bytes.length), ...bytes]
-const name = (text: string): Array<number> => [...unsigned(text.length), ...[...text].map((c) => c.charCodeAt(0))]
 
 // scan(codes, count, d, q, qLength, out): params 0–5; locals 6 row, 7 j, 8 at (a code's address), 9 qAt (the query
 // component's), 10 dot, 11 sum, 12 x, 13 magnitude, 14 cosine. `out[row]` gets the row's cosine, or NaN for a row of
@@ -122,43 +107,26 @@ const BODY = [
   0x0b
 ]
 
-const MODULE = new Uint8Array([
-  ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-  ...section(1, [1, 0x60, 6, 0x7f, 0x7f, 0x7f, 0x7f, 0x7c, 0x7f, 0]),
-  ...section(3, [1, 0]),
-  ...section(5, [1, 0, 4]),
-  ...section(7, [2, ...name("scan"), 0, 0, ...name("memory"), 2, 0]),
-  ...section(10, [1, ...unsigned(BODY.length), ...BODY])
-])
-
-/** The part of the WebAssembly API used here (the project's TypeScript libraries do not declare it). */
-interface WasmApi {
-  readonly Module: new (bytes: Uint8Array) => object
-  readonly Instance: new (module: object) => { readonly exports: Record<string, unknown> }
-}
-interface WasmMemory {
-  readonly buffer: ArrayBuffer
-  grow(pages: number): number
-}
+const MODULE = moduleOf(
+  section(1, [1, 0x60, 6, 0x7f, 0x7f, 0x7f, 0x7f, 0x7c, 0x7f, 0]),
+  section(3, [1, 0]),
+  section(5, [1, 0, 4]),
+  section(7, [2, ...name("scan"), 0, 0, ...name("memory"), 2, 0]),
+  section(10, [1, ...unsigned(BODY.length), ...BODY])
+)
 
 interface Kernel {
   readonly scan: (codes: number, count: number, d: number, q: number, qLength: number, out: number) => void
   readonly memory: WasmMemory
 }
 
-/** The stored codes are read in the machine's byte order; WebAssembly reads little-endian. */
-const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+const instances = compiled(MODULE)
 
-/** The kernel, compiled and instantiated, or `null` where WebAssembly cannot be used. */
+/** The kernel, instantiated, or `null` where WebAssembly cannot be used. */
 const makeKernel = (): Kernel | null => {
-  try {
-    const wasm = (globalThis as { readonly WebAssembly?: WasmApi }).WebAssembly
-    if (!littleEndian || wasm === undefined) return null
-    const exports = new wasm.Instance(new wasm.Module(MODULE)).exports
-    return { scan: exports["scan"] as Kernel["scan"], memory: exports["memory"] as WasmMemory }
-  } catch {
-    return null
-  }
+  if (instances === null) return null
+  const exports = instances()
+  return { scan: exports["scan"] as Kernel["scan"], memory: exports["memory"] as WasmMemory }
 }
 
 /**
@@ -194,7 +162,7 @@ export class CodedScanner {
     const qAt = (count * d * 2 + 7) & ~7
     const outAt = qAt + d * 8
     const size = outAt + count * 8
-    if (k.memory.buffer.byteLength < size) k.memory.grow(Math.ceil((size - k.memory.buffer.byteLength) / 65_536))
+    reserve(k.memory, size)
     const memory = k.memory.buffer
     new Uint16Array(memory, 0, count * d).set(codes.subarray(0, count * d))
     new Float64Array(memory, qAt, d).set(q.subarray(0, d))

@@ -5,10 +5,11 @@ import type { ScoringScratch } from "./Scratch.ts"
 
 /**
  * A block of vectors: `count` rows of `dimensions` components starting at position `offset`, either decoded (float64
- * components and each row's magnitude `sqrt(Σ x·x)`, summed left to right; 0 for an all-zero row) or as stored in
- * 16-bit numerators `k` (each component being `k / 65535`, see `VectorCodec`), which a scan decodes as it goes.
+ * components and each row's magnitude `sqrt(Σ x·x)`, summed left to right; 0 for an all-zero row), as stored in
+ * 16-bit numerators `k` (each component being `k / 65535`, see `VectorCodec`), which a scan decodes as it goes, or as
+ * stored in float32, which a scan widens where it needs the exact score (see `FloatScan`).
  */
-export type VectorBlock = DecodedBlock | CodedBlock
+export type VectorBlock = DecodedBlock | CodedBlock | FloatBlock
 
 export interface DecodedBlock {
   readonly offset: number
@@ -16,6 +17,7 @@ export interface DecodedBlock {
   readonly vectors: Float64Array
   readonly magnitudes: Float64Array
   readonly codes?: undefined
+  readonly floats?: undefined
 }
 
 export interface CodedBlock {
@@ -24,6 +26,19 @@ export interface CodedBlock {
   readonly codes: Uint16Array
   readonly vectors?: undefined
   readonly magnitudes?: undefined
+  readonly floats?: undefined
+}
+
+export interface FloatBlock {
+  readonly offset: number
+  readonly count: number
+  /** The components as stored, unchecked: a scan throws `damaged()` where one it reads is not finite. */
+  readonly floats: Float32Array
+  /** The store's typed error for a block with a component that is not finite. */
+  readonly damaged: () => unknown
+  readonly vectors?: undefined
+  readonly magnitudes?: undefined
+  readonly codes?: undefined
 }
 
 /** The postings of one term in one segment: positions are `offset + ordinals[i]`, ascending. */

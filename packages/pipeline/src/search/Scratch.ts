@@ -3,6 +3,7 @@
  * loaded snapshot) and reached through the view, so that the engine's modules hold no state of their own.
  */
 import { CodedScanner } from "./CodedScan.ts"
+import { FloatScanner } from "./FloatScan.ts"
 
 /**
  * Lexical scoring's working memory. A call scores one segment at a time: a score slot per ordinal of the segment and
@@ -43,4 +44,6 @@ export class ScoringScratch {
   readonly blockBounds = new WeakMap<Uint32Array, BlockBounds>()
   /** The WebAssembly kernel of vector scans over coded blocks. */
   readonly coded = new CodedScanner()
+  /** The WebAssembly kernel of vector scans over float32 blocks. */
+  readonly floats = new FloatScanner()
 }

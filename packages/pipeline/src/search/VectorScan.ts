@@ -1,28 +1,35 @@
 /** Exact vector scoring over an index view: scans of decoded and coded blocks (with or without a filter), the cosine of one position, and the top k by cosine. */
 
-import { decodeCodes } from "../index/VectorCodec.ts"
+import { decodeCodes, decodeRows } from "../index/VectorCodec.ts"
 import type { CodedScanner } from "./CodedScan.ts"
-import type { CodedBlock, DecodedBlock, IndexView, PositionFilter, VectorBlock } from "./IndexView.ts"
+import { type FloatScanner, marginOf } from "./FloatScan.ts"
+import type { CodedBlock, DecodedBlock, FloatBlock, IndexView, PositionFilter, VectorBlock } from "./IndexView.ts"
 import { keyTies, type TieOrder, type Top, TopK } from "./Ranker.ts"
 
 /**
- * The blocks decoded, as they come: a coded block into one buffer reused from block to block (so each is valid until
- * the next is taken, as `IndexView.vectorBlocks` allows), with the same numbers and magnitudes the coded scan computes.
+ * The blocks decoded, as they come: a coded or float32 block into one buffer reused from block to block (so each is
+ * valid until the next is taken, as `IndexView.vectorBlocks` allows), with the same numbers and magnitudes the coded
+ * and float32 scans compute.
  */
 function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Generator<DecodedBlock> {
   let vectors = new Float64Array(0)
   let magnitudes = new Float64Array(0)
   for (const block of blocks) {
-    if (block.codes === undefined) {
+    if (block.codes === undefined && block.floats === undefined) {
       yield block
       continue
     }
-    const { codes, count, offset } = block
+    const { count, offset } = block
     if (magnitudes.length < count) {
       vectors = new Float64Array(count * dimensions)
       magnitudes = new Float64Array(count)
     }
-    decodeCodes(codes, count, dimensions, vectors, magnitudes)
+    if (block.codes !== undefined) decodeCodes(block.codes, count, dimensions, vectors, magnitudes)
+    else {
+      const { byteOffset, buffer } = block.floats
+      const bytes = new Uint8Array(buffer, byteOffset, count * dimensions * 4)
+      if (decodeRows(bytes, "f32", count, dimensions, vectors, magnitudes) !== "ok") throw block.damaged()
+    }
     yield { offset, count, vectors, magnitudes }
   }
 }
@@ -59,9 +66,16 @@ export const scanVectors = (
   const qLength = magnitudeOf(query)
   const q = Float64Array.from(query as ArrayLike<number>)
   const deleted = view.deleted
+  let unit: Float32Array | null | undefined
   for (const block of view.vectorBlocks()) {
     if (block.codes !== undefined) {
       scanCoded(view.scratch.coded, block, d, q, qLength, deleted, visit, floor)
+      continue
+    }
+    if (block.floats !== undefined) {
+      // The query scaled to length 1 in float32, for the kernel; none for a query of no finite length.
+      if (unit === undefined) unit = qLength > 0 && qLength < Infinity ? Float32Array.from(q, (x) => x / qLength) : null
+      scanFloats(view.scratch.floats, block, d, q, qLength, unit, deleted, visit, floor)
       continue
     }
     const { count, magnitudes, offset, vectors } = block
@@ -124,6 +138,70 @@ export const scanCoded = (
     if (magnitude === 0) continue
     if (deleted !== undefined && deleted[offset + row] === 1) continue
     const score = clamp(dot / (qLength * magnitude))
+    if (score >= least) {
+      visit(offset + row, score)
+      least = floor()
+    }
+  }
+}
+
+/**
+ * A float32 row's cosine with the query by the float64 scan's operations, in its order (its components widen
+ * exactly): NaN for a row of magnitude 0; throws the block's `damaged()` for a component that is not finite (a
+ * float32's square cannot overflow a float64 sum, so the sum is finite exactly when every component is).
+ */
+const exactRow = (block: FloatBlock, row: number, d: number, q: Float64Array, qLength: number): number => {
+  const floats = block.floats
+  const base = row * d
+  let dot = 0
+  let sum = 0
+  for (let j = 0; j < d; j++) {
+    const x = floats[base + j]!
+    sum += x * x
+    dot += q[j]! * x
+  }
+  if (!(sum < Infinity)) throw block.damaged()
+  return sum === 0 ? Number.NaN : clamp(dot / (qLength * Math.sqrt(sum)))
+}
+
+/**
+ * `scanVectors` over a float32 block: the kernel's float32 cosines (`FloatScanner`) rule out every row that is more
+ * than their error bound below the floor, and the rest are scored exactly (`exactRow`), so the rows visited and their
+ * scores are those of the float64 scan. Without the kernel (or a `unit` query), every row is scored exactly.
+ */
+export const scanFloats = (
+  scanner: FloatScanner,
+  block: FloatBlock,
+  d: number,
+  q: Float64Array,
+  qLength: number,
+  unit: Float32Array | null,
+  deleted: Uint8Array | undefined,
+  visit: (position: number, score: number) => void,
+  floor: () => number
+): void => {
+  const { count, floats, offset } = block
+  const margin = marginOf(d)
+  const inKernel =
+    unit !== null &&
+    scanner.cosines(floats, count, d, unit, (cosines) => {
+      let least = floor()
+      for (let row = 0; row < count; row++) {
+        // A NaN cosine, or the kernel's +Infinity mark, is never ruled out.
+        if (cosines[row]! + margin < least) continue
+        if (deleted !== undefined && deleted[offset + row] === 1) continue
+        const score = exactRow(block, row, d, q, qLength)
+        if (score >= least) {
+          visit(offset + row, score)
+          least = floor()
+        }
+      }
+    })
+  if (inKernel) return
+  let least = floor()
+  for (let row = 0; row < count; row++) {
+    if (deleted !== undefined && deleted[offset + row] === 1) continue
+    const score = exactRow(block, row, d, q, qLength)
     if (score >= least) {
       visit(offset + row, score)
       least = floor()

@@ -13,8 +13,10 @@ import { Result, Schema } from "effect"
 import { inflateBody } from "../index/BodyPack.ts"
 import { decodePostings } from "../index/Postings.ts"
 import { SegmentBuilder } from "../index/Segment.ts"
+import { encodingOf } from "../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../search/Filter.ts"
-import type { PositionFilter, TermBlock } from "../search/IndexView.ts"
+import { holdFloats } from "../search/FloatScan.ts"
+import type { DecodedBlock, FloatBlock, PositionFilter, TermBlock } from "../search/IndexView.ts"
 import { documentTies } from "../search/Ranker.ts"
 import { ScoringScratch } from "../search/Scratch.ts"
 import { BodyCache } from "./BodyCache.ts"
@@ -267,6 +269,28 @@ const documentIndex = (docs: ReadonlyArray<KeptDoc>, first: Int32Array, position
   return { documents, filter }
 }
 
+/**
+ * The loaded vectors as the engine scans them: held as float32 in the scan kernel's memory when every component is
+ * exactly a float32 (a model that gives float32 output; half the bytes, and the SIMD scan), else as float64.
+ */
+const vectorBlockOf = (
+  vectors: Float64Array,
+  magnitudes: Float64Array,
+  d: number,
+  positions: number,
+  corrupt: (detail: string) => IndexCorrupt
+): FloatBlock | DecodedBlock => {
+  if (positions > 0 && encodingOf(vectors) === "f32") {
+    const floats = holdFloats(vectors.length, d, positions)
+    if (floats !== undefined) {
+      floats.set(vectors)
+      return { offset: 0, count: positions, floats, damaged: () => corrupt("a vector is not finite") }
+    }
+  }
+  // Copies, trimmed: a grown array holds up to twice what it needs.
+  return { offset: 0, count: positions, vectors: vectors.slice(), magnitudes: magnitudes.slice(0, positions) }
+}
+
 /** The snapshot over a filled segment and the documents kept, with each position's document and span. */
 const snapshotOf = (
   location: string,
@@ -286,10 +310,10 @@ const snapshotOf = (
   const positions = segment.count
   // Copies, trimmed: a grown array holds up to twice what it needs.
   const lengths = segment.lengths.slice(0, positions)
-  const vectors = segment.vectors.slice(0, positions * d)
-  const magnitudes = segment.magnitudes.slice(0, positions)
   const postings = loadedPostings(segment, positions)
-  const blocks = [{ offset: 0, count: positions, vectors, magnitudes }]
+  const block = vectorBlockOf(segment.vectors.subarray(0, positions * d), segment.magnitudes, d, positions, corrupt)
+  const blocks = [block]
+  const vectors = block.floats ?? block.vectors
 
   const cleaner = keepsOriginals(manifest.formatVersion) ? manifest.cleaner : undefined
   const bodyEntry = loadedBodies(docs, cleaner, corrupt)

@@ -2,10 +2,18 @@
 
 import type { DatabaseSync } from "node:sqlite"
 import { decodeRows as decodeBlock, encodingFor } from "../../index/VectorCodec.ts"
+import { holdFloats } from "../../search/FloatScan.ts"
 import type { IndexCorrupt } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import { release, statement } from "./Connection.ts"
-import { BLOCKS_PER_SEGMENT, isDeleted, rowsInBlock, type SegmentColumns, type SegmentRow } from "./Tables.ts"
+import {
+  BLOCKS_PER_SEGMENT,
+  isDeleted,
+  type KeptBlock,
+  rowsInBlock,
+  type SegmentColumns,
+  type SegmentRow
+} from "./Tables.ts"
 
 /** Builds the store's error for damage a read finds. */
 export type Corrupt = (detail: string) => IndexCorrupt
@@ -116,28 +124,48 @@ export const decodeRows = (
   return { vectors, magnitudes }
 }
 
-/** Block `block` of a segment's vectors (decoded to float64) and magnitudes, read and checked once, then kept. */
-export const vectorBlock = (
+/** A float32 block's components where they lie, or in a copy where the blob's bytes are not 4-aligned. */
+export const floatsOf = (stored: ReturnType<typeof storedBlock>, dimensions: number): Float32Array => {
+  const data = stored.data.byteOffset % 4 === 0 ? stored.data : stored.data.slice()
+  return new Float32Array(data.buffer, data.byteOffset, stored.rows * dimensions)
+}
+
+/**
+ * Every vector block of a segment, read once, then kept: float32 blocks as stored, in one stretch of memory that the
+ * scan's kernel reads in place (`holdFloats`; half the bytes of float64 copies, and no copying per scan), the others
+ * decoded to float64 with their magnitudes. A float32 block's components are checked as a scan reads them.
+ */
+export const keptBlocks = (
   corrupt: Corrupt,
   db: DatabaseSync,
   segment: SegmentRow,
   dimensions: number,
-  columns: SegmentColumns,
-  block: number
-) => {
-  const cached = columns.blocks.get(block)
-  if (cached !== undefined) return cached
-  const stored = storedBlock(corrupt, db, segment, dimensions, block)
-  const loaded = decodeRows(
-    corrupt,
-    segment,
-    stored,
-    dimensions,
-    new Float64Array(stored.rows * dimensions),
-    new Float64Array(stored.rows)
-  )
-  columns.blocks.set(block, loaded)
-  return loaded
+  columns: SegmentColumns
+): Array<KeptBlock> => {
+  const kept: Array<KeptBlock> = []
+  // Decided by the first float32 block: a segment's blocks come from one model, so they share an encoding.
+  let held: Float32Array | undefined | null = null
+  for (let b = 0; b * segment.blockRows < segment.count; b++) {
+    let block: KeptBlock | undefined = columns.blocks.get(b)
+    if (block === undefined) {
+      const stored = storedBlock(corrupt, db, segment, dimensions, b)
+      if (stored.encoding === "f32") {
+        if (held === null) held = holdFloats(segment.count * dimensions, dimensions, segment.count)
+        const from = b * segment.blockRows * dimensions
+        const n = stored.rows * dimensions
+        const floats = held?.subarray(from, from + n) ?? new Float32Array(n)
+        floats.set(floatsOf(stored, dimensions))
+        block = { floats }
+      } else {
+        const rows = stored.rows * dimensions
+        block = decodeRows(corrupt, segment, stored, dimensions, new Float64Array(rows), new Float64Array(stored.rows))
+      }
+      release(stored.data)
+      columns.blocks.set(b, block)
+    }
+    kept.push(block)
+  }
+  return kept
 }
 
 /** A segment's bitmap of deleted chunks (checked against its live count), or `undefined` when none is deleted. */

@@ -29,10 +29,11 @@ import {
   columnsOf,
   decodeRows,
   deletedOf,
+  floatsOf,
+  keptBlocks,
   lengthsInto,
   segmentRows,
-  storedBlock,
-  vectorBlock
+  storedBlock
 } from "./Segments.ts"
 import {
   BLOCKS_PER_SEGMENT,
@@ -144,6 +145,29 @@ const postingsReader = (r: Reading) => {
   return postings
 }
 
+/**
+ * Float32 blocks that lie one after the other in memory (a segment's, held together by `keptBlocks`) joined into one,
+ * so a scan calls its kernel once per segment rather than once per 512 KiB block.
+ */
+const joined = (blocks: ReadonlyArray<VectorBlock>): Array<VectorBlock> => {
+  const out: Array<VectorBlock> = []
+  for (const block of blocks) {
+    const last = out.at(-1)
+    if (
+      last?.floats !== undefined &&
+      block.floats !== undefined &&
+      last.floats.buffer === block.floats.buffer &&
+      last.floats.byteOffset + last.floats.byteLength === block.floats.byteOffset &&
+      last.offset + last.count === block.offset
+    ) {
+      const { buffer, byteOffset, length } = last.floats
+      const floats = new Float32Array(buffer, byteOffset, length + block.floats.length)
+      out[out.length - 1] = { ...last, count: last.count + block.count, floats }
+    } else out.push(block)
+  }
+  return out
+}
+
 /** The vector blocks of every segment, streamed on a generation's first scan and kept from its second. */
 const vectorReader = (r: Reading) => {
   const { caches, corrupt, db, dimensions, offsets, segments, sqliteReads } = r
@@ -157,14 +181,19 @@ const vectorReader = (r: Reading) => {
   const vectorBlocks = (): Iterable<VectorBlock> => {
     if (blocks !== undefined) return blocks
     if (caches.vectorScans++ === 0) return streamedBlocks()
-    return (blocks = segments.flatMap((segment, s) => {
-      const columns = columnsOf(caches, segment)
-      return Array.from({ length: Math.ceil(segment.count / segment.blockRows) }, (_, b) => {
-        const { magnitudes, vectors } = vectorBlock(corrupt, db, segment, dimensions, columns, b)
-        return { offset: offsets[s]! + b * segment.blockRows, count: magnitudes.length, vectors, magnitudes }
-      })
-    }))
+    return (blocks = segments.flatMap((segment, s) =>
+      joined(
+        keptBlocks(corrupt, db, segment, dimensions, columnsOf(caches, segment)).map((kept, b): VectorBlock => {
+          const offset = offsets[s]! + b * segment.blockRows
+          const count = rowsInBlock(segment.blockRows, segment.count, b)
+          return kept.floats !== undefined
+            ? { offset, count, floats: kept.floats, damaged: damagedIn(segment) }
+            : { offset, count, vectors: kept.vectors, magnitudes: kept.magnitudes }
+        })
+      )
+    ))
   }
+  const damagedIn = (segment: SegmentRow) => () => corrupt(`segment ${segment.id} has a vector that is not finite`)
   const readStored = sqliteReads((at: { segment: SegmentRow; block: number }) =>
     storedBlock(corrupt, db, at.segment, dimensions, at.block)
   )
@@ -184,6 +213,12 @@ const vectorReader = (r: Reading) => {
             count: stored.rows,
             codes: new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2)
           }
+          release(stored.data)
+          continue
+        }
+        if (stored.encoding === "f32") {
+          // As stored: the scan's kernel reads them, and only rows near the top k are widened.
+          yield { offset, count: stored.rows, floats: floatsOf(stored, dimensions), damaged: damagedIn(segment) }
           release(stored.data)
           continue
         }
@@ -360,7 +395,14 @@ const chunkReader = (r: Reading, rowAt: ReturnType<typeof rowReader>["rowAt"]) =
     const block = Math.floor(row / segment.blockRows)
     const at = (row % segment.blockRows) * dimensions
     const cached = columnsOf(caches, segment).blocks.get(block)
-    let vector = cached?.vectors.subarray(at, at + dimensions)
+    let vector: Float64Array | Float32Array | undefined = (cached?.vectors ?? cached?.floats)?.subarray(
+      at,
+      at + dimensions
+    )
+    // A kept float32 block is checked as it is read (x · 0 is NaN for NaN and ±Infinity, 0 otherwise).
+    if (vector !== undefined && cached?.floats !== undefined && !Array.prototype.every.call(vector, Number.isFinite)) {
+      throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+    }
     if (vector === undefined) {
       // Kept with the chunk's row (rowAt has just cached it), so a result read again costs no statement.
       const kept = caches.rows.get(segment.id * 2 ** 32 + row)

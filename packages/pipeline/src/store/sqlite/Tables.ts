@@ -246,8 +246,13 @@ export interface SegmentRow {
 export interface SegmentColumns {
   /** Its chunks' lengths, once a query has needed them: a stretch of the last snapshot lengths that held them. */
   lengths: Uint32Array | undefined
-  readonly blocks: Map<number, { readonly vectors: Float64Array; readonly magnitudes: Float64Array }>
+  readonly blocks: Map<number, KeptBlock>
 }
+
+/** A vector block kept for later scans: decoded to float64 with its magnitudes, or its float32 components as stored. */
+export type KeptBlock =
+  | { readonly vectors: Float64Array; readonly magnitudes: Float64Array; readonly floats?: undefined }
+  | { readonly floats: Float32Array; readonly vectors?: undefined; readonly magnitudes?: undefined }
 
 /**
  * Vectors are stored in blocks of about 512 KiB: a vector query reads every block, a result reads the one block that
