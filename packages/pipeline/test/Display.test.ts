@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { displayText, headingPath, markupOf, prepareDisplay, wholeWords } from "../src/analysis/Display.ts"
+import { chunkViewer, displayText, headingPath, markupOf, prepareDisplay, wholeWords } from "../src/analysis/Display.ts"
 
 const whole = (text: string) => {
   const doc = prepareDisplay(text, "markdown")
@@ -130,5 +130,26 @@ describe("headingPath", () => {
     assert.deepStrictEqual(headingPath(doc, text.indexOf("text C")), ["Guide", "Lifetimes"])
     assert.deepStrictEqual(headingPath(doc, text.indexOf("text D")), ["Guide", "Setext"])
     assert.deepStrictEqual(headingPath(prepareDisplay(text, "plain"), text.length), [])
+  })
+})
+
+describe("chunkViewer", () => {
+  it("shows each chunk as a fresh viewer would, and makes a chunk it has shown once only once", () => {
+    const original =
+      "# Moons\n\nThe *Moon* is Earth's only natural satellite.\n\n## Mars\n\nPhobos and Deimos orbit Mars."
+    const text = { source: "moons.md", cleaned: original.replace(/\s+/g, " "), original }
+    const viewer = chunkViewer(text, { rules: [] })
+    const phobos = text.cleaned.indexOf("Phobos")
+    const spans = [
+      [0, 20],
+      [10, 40],
+      [phobos, phobos + 20],
+      [0, 20]
+    ] as const
+    const shown = spans.map(([start, end]) => viewer(start, end))
+    spans.forEach(([start, end], i) => assert.deepStrictEqual(shown[i], chunkViewer(text, { rules: [] })(start, end)))
+    assert.strictEqual(shown[3], shown[0], "the same chunk again: the same object, not made again")
+    assert.notStrictEqual(shown[1], shown[0])
+    assert.deepStrictEqual(shown[2]!.section, ["Moons", "Mars"])
   })
 })
