@@ -410,11 +410,11 @@ describe("damaged float32 vectors", () => {
       yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha", "gamma"), model)))
       // A float32 NaN as the first component of every block.
       yield* tamper(file, "UPDATE vectors SET data = CAST(X'0000C07F' || substr(data, 5) AS BLOB)")
-      const [first, later] = yield* Effect.gen(function* () {
+      const errors = yield* Effect.gen(function* () {
         const ask = Effect.flip(queryIndex("gamma", 2, { mode: "vector" }))
-        return [yield* ask, yield* ask]
+        return [yield* ask, yield* ask] as const
       }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), model)))
-      for (const error of [first, later]) {
+      for (const error of errors) {
         assert.strictEqual(error._tag, "IndexCorrupt")
         assert.include(error.message, "a vector that is not finite")
       }
@@ -888,6 +888,42 @@ describe("queries from one snapshot", () => {
       assert.deepStrictEqual(answers.second, answers.first)
       assert.deepStrictEqual(answers.same, answers.first)
       assert.deepStrictEqual(answers.other, answers.first)
+    }).pipe(Effect.provide(Base))
+  )
+
+  it.effect("break ties by doc id whether keys are read or the documents are numbered, and show each chunk once", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ties-" })
+      const file = `${dir}/index.db`
+      // 30 documents of the same text: every chunk ties, and doc ids decide (d0, d1, d10, d11, … in code points).
+      yield* indexPaths(["x"]).pipe(
+        Effect.provide(Layer.mergeAll(layerSqlite(file), docs(...Array.from({ length: 30 }, () => "alpha beta"))))
+      )
+      const answers = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* IndexStore
+          const snapshot = Option.getOrThrow(yield* store.snapshot)
+          const ask = querySnapshot(snapshot, file, "alpha", 10, { mode: "lexical" })
+          const asked = []
+          for (let i = 0; i < 6; i++) asked.push(yield* ask)
+          return { asked, numbered: snapshot.tieOrder?.() !== undefined }
+        })
+      ).pipe(Effect.provide(layerSqlite(file)))
+      const ids = Array.from({ length: 30 }, (_, i) => `d${i}`).sort()
+      const [first, ...later] = answers.asked
+      assert.deepStrictEqual(
+        first!.results.map((r) => r.chunk.docId),
+        ids.slice(0, 10)
+      )
+      // The snapshot numbered its documents once it had been asked a few times; the answers did not change.
+      assert.isTrue(answers.numbered)
+      for (const answer of later) {
+        assert.deepStrictEqual(answer.results, first!.results)
+        assert.deepStrictEqual(answer.shown, first!.shown)
+        // Shown once, then kept with the result's chunk.
+        answer.shown!.forEach((shown, i) => assert.strictEqual(shown, first!.shown![i]))
+      }
     }).pipe(Effect.provide(Base))
   )
 })

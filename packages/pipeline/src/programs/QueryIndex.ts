@@ -1,5 +1,6 @@
 /** Answering a query from the stored index, in any retrieval mode, with optional score breakdowns. */
 
+import type { ShownChunk } from "@funcpipe/domain/Answer"
 import { Chunk } from "@funcpipe/domain/Chunk"
 import { Bm25Params, type FusionConfig, type ResultGroup, type RetrievalMode } from "@funcpipe/domain/Config"
 import { oneLine } from "@funcpipe/domain/Decode"
@@ -162,10 +163,13 @@ export const queryVector = Effect.fn("queryVector")(function* (
  * benchmark index). At most `DECODED_CHUNKS` per state (then it starts over), and gone with the state; the model is
  * checked too, as each chunk's embedding names it.
  */
-const decodedChunks = new WeakMap<
-  object,
-  { readonly model: string; readonly chunks: Map<number, { readonly chunk: Chunk; readonly title: string }> }
->()
+const decodedChunks = new WeakMap<object, { readonly model: string; readonly chunks: Map<number, DecodedChunk> }>()
+/** A result's chunk as kept, with what it shows once a query has shown it (the same for every query of a state). */
+interface DecodedChunk {
+  readonly chunk: Chunk
+  readonly title: string
+  shown?: ShownChunk
+}
 const DECODED_CHUNKS = 16_384
 
 const decodedChunksOf = (snapshot: Snapshot) => {
@@ -206,7 +210,7 @@ export const chunkAt = (snapshot: Snapshot, location: string, position: number) 
           })
         )
       }
-      const kept = { chunk: result.success, title: stored.title }
+      const kept: DecodedChunk = { chunk: result.success, title: stored.title }
       if (decoded.size >= DECODED_CHUNKS) decoded.clear()
       decoded.set(position, kept)
       return Effect.succeed(kept)
@@ -215,6 +219,32 @@ export const chunkAt = (snapshot: Snapshot, location: string, position: number) 
 }
 
 const decodeChunk = Schema.decodeUnknownResult(Chunk)
+
+/**
+ * What the results at `tops` show: kept with their decoded chunks, so a server showing the same chunks again makes
+ * each once (making passages was a quarter of a lexical request's time under load); the others made together, so a
+ * document's alignment is worked out once for all of its chunks.
+ */
+const shownOf = (
+  snapshot: Snapshot,
+  tops: ReadonlyArray<{ readonly position: number }>,
+  results: ReadonlyArray<{ readonly chunk: Chunk }>
+): ReadonlyArray<ShownChunk> => {
+  const decoded = decodedChunksOf(snapshot)
+  const missing = tops.flatMap((top, i) => (decoded.get(top.position)?.shown === undefined ? [i] : []))
+  const made = shownChunks(
+    snapshot.documentText,
+    snapshot.manifest.cleaner,
+    missing.map((i) => results[i]!.chunk)
+  )
+  const shown = tops.map((top) => decoded.get(top.position)?.shown)
+  missing.forEach((i, j) => {
+    shown[i] = made[j]!
+    const entry = decoded.get(tops[i]!.position)
+    if (entry !== undefined) entry.shown = made[j]!
+  })
+  return shown as ReadonlyArray<ShownChunk>
+}
 
 /**
  * Answers `text` from the stored index, reading only what the mode needs from one snapshot: the postings of the
@@ -282,15 +312,7 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
       ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
   const shown =
-    options.display === false
-      ? undefined
-      : yield* readSnapshot(location, () =>
-          shownChunks(
-            snapshot.documentText,
-            manifest.cleaner,
-            results.map((r) => r.chunk)
-          )
-        )
+    options.display === false ? undefined : yield* readSnapshot(location, () => shownOf(snapshot, tops, results))
   const answered = {
     text: prepared.text,
     topK: prepared.topK,
