@@ -34,9 +34,10 @@ import { IndexCorrupt } from "../store/StoreErrors.ts"
 
 /**
  * Checks a query filter and makes its `source under` paths absolute (against the working directory, as the index's
- * sources are); `undefined` for no filter or one that keeps everything.
+ * sources are); `undefined` for no filter or one that keeps everything. Untraced: a span (and the call site it
+ * captures) for a check that takes microseconds cost a server more than the check, once per request.
  */
-export const queryFilter = Effect.fn("queryFilter")(function* (where: Rule | undefined) {
+export const queryFilter = Effect.fnUntraced(function* (where: Rule | undefined) {
   if (where === undefined || isKeepAll(where)) return undefined
   if (reads(where, "body")) {
     return yield* new QueryFilterInvalid({
@@ -139,9 +140,9 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
 /**
  * The vector of a cleaned query for `asked` mode, and the mode it is answered in: a query the model finds nothing in
  * (`42` for word vectors) has no direction, so it is answered by its words alone, in lexical mode, with a note saying
- * so. No vector for lexical mode.
+ * so. No vector for lexical mode. Untraced, as `queryFilter` is: the embedding it asks for has a span of its own.
  */
-export const queryVector = Effect.fn("queryVector")(function* (
+export const queryVector = Effect.fnUntraced(function* (
   text: string,
   manifest: IndexManifest,
   asked: RetrievalMode
