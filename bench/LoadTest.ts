@@ -22,7 +22,9 @@ const USAGE = `Usage: npm run loadtest -- [options]
   --vector-share X    share of vector queries in the mixed phase (default 0.25)
   --malformed S       seconds of the malformed-input phase (default 15)
   --warm-up S         least seconds of warm-up before the measured phases (default 10)
-  --seed N            seed of the corpus and the queries (default 42)`
+  --seed N            seed of the corpus and the queries (default 42)
+  --bundle PATH       serve this CLI bundle (e.g. a copy of packages/cli/dist of an older build, to compare two builds
+                      on the same index) in a process of its own, as the launcher does; RSS then leaves out the launcher`
 
 const log = (line: string) => void process.stderr.write(`${line}\n`)
 
@@ -38,7 +40,8 @@ function parse() {
       "vector-share": { type: "string", default: "0.25" },
       malformed: { type: "string", default: "15" },
       "warm-up": { type: "string", default: "10" },
-      seed: { type: "string", default: "42" }
+      seed: { type: "string", default: "42" },
+      bundle: { type: "string" }
     }
   }).values
 }
@@ -90,10 +93,15 @@ const runCli = (args: ReadonlyArray<string>) =>
 const startServer = (index: string) =>
   new Promise<{ readonly url: string; readonly pid: number; readonly exited: Promise<number | null> }>((done, fail) => {
     // The launcher itself, as `npx funcpipe serve` runs it: its first line sets Node's memory flags.
-    const child = spawn(cliEntry(), ["serve", "--index", index, "--port", "0"], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "ignore", "pipe"]
-    })
+    const args = ["serve", "--index", index, "--port", "0"]
+    const child =
+      flags.bundle === undefined
+        ? spawn(cliEntry(), args, { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"] })
+        : spawn(process.execPath, ["--max-semi-space-size=16", resolve(flags.bundle), ...args], {
+            cwd: REPO_ROOT,
+            stdio: ["ignore", "ignore", "pipe"],
+            env: { ...process.env, FUNCPIPE_SERVER_PROCESS: "1" }
+          })
     const exited = new Promise<number | null>((exit) => child.on("exit", exit))
     let stderr = ""
     child.stderr.on("data", (data: Buffer) => {
@@ -113,6 +121,17 @@ const rssMb = (pid: number): number => {
   const own = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()
   return own + (children === "" ? 0 : children.split(/\s+/).reduce((sum, child) => sum + rssMb(Number(child)), 0))
+}
+
+/**
+ * CPU seconds (user and system, Linux /proc, at the usual 100 ticks a second) a process and its descendants have used:
+ * the server's CPU per request holds steadier than its throughput on a machine other work shares.
+ */
+const cpuSeconds = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  const own = (Number(fields[11]) + Number(fields[12])) / 100
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()
+  return own + (children === "" ? 0 : children.split(/\s+/).reduce((sum, child) => sum + cpuSeconds(Number(child)), 0))
 }
 
 /** Query texts drawn from the corpus: one to three words of a document, as a person would type them. */
@@ -138,11 +157,20 @@ interface Phase {
   readonly requests: number
   readonly errors: number
   readonly non2xx: number
+  /** The server's CPU time (all its processes) over the phase, per request answered. */
+  readonly cpuPerRequestUs: number
 }
 
 /** One autocannon run posting `bodies` in turn to `/v1/query`. */
-const load = async (name: string, url: string, bodies: ReadonlyArray<string>, seconds: number): Promise<Phase> => {
+const load = async (
+  name: string,
+  server: { readonly url: string; readonly pid: number },
+  bodies: ReadonlyArray<string>,
+  seconds: number
+): Promise<Phase> => {
   log(`${name}: ${seconds} s at ${CONNECTIONS} connections…`)
+  const url = server.url
+  const cpuBefore = cpuSeconds(server.pid)
   let next = 0
   const result = await autocannon({
     url: `${url}/v1/query`,
@@ -161,7 +189,8 @@ const load = async (name: string, url: string, bodies: ReadonlyArray<string>, se
     p99: result.latency.p99,
     requests: result.requests.total,
     errors: result.errors + result.timeouts,
-    non2xx: result.non2xx
+    non2xx: result.non2xx,
+    cpuPerRequestUs: ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / Math.max(1, result.requests.total)
   }
 }
 
@@ -275,8 +304,8 @@ try {
   const samples: Array<number> = []
   const sampler = setInterval(() => samples.push(rssMb(server.pid)), 1000)
   const phases = [
-    await load("lexical", server.url, lexical, DURATION),
-    await load(`mixed (${Math.round(VECTOR_SHARE * 100)} % vector)`, server.url, mixed, DURATION)
+    await load("lexical", server, lexical, DURATION),
+    await load(`mixed (${Math.round(VECTOR_SHARE * 100)} % vector)`, server, mixed, DURATION)
   ]
   clearInterval(sampler)
   const rssEnd = rssMb(server.pid)
@@ -318,14 +347,15 @@ try {
   const exitCode = await server.exited
 
   const lines = [
-    `| phase | requests/s | p50 ms | p99 ms | requests | errors | non-2xx |`,
-    `| --- | --- | --- | --- | --- | --- | --- |`,
+    `| phase | requests/s | p50 ms | p99 ms | server CPU µs/request | requests | errors | non-2xx |`,
+    `| --- | --- | --- | --- | --- | --- | --- | --- |`,
     ...phases.map(
       (p) =>
-        `| ${p.name} | ${fmt(p.requestsPerSecond)} | ${p.p50} | ${p.p99} | ${fmt(p.requests)} | ${p.errors} | ${p.non2xx} |`
+        `| ${p.name} | ${fmt(p.requestsPerSecond)} | ${p.p50} | ${p.p99} | ${fmt(p.cpuPerRequestUs)} | ` +
+        `${fmt(p.requests)} | ${p.errors} | ${p.non2xx} |`
     ),
     "",
-    `server RSS (the launcher and the server process): ${fmt(rssReady)} MB when ready, ${fmt(rssWarm)} MB after the warm-up, ${fmt(rssEnd)} MB after the load ` +
+    `server RSS (${flags.bundle === undefined ? "the launcher and the server process" : "the server process"}): ${fmt(rssReady)} MB when ready, ${fmt(rssWarm)} MB after the warm-up, ${fmt(rssEnd)} MB after the load ` +
       `(${fmt(((rssEnd - rssWarm) / rssWarm) * 100, 1)} % since the warm-up; peak ${fmt(rssPeakFirstHalf)} MB in the first ` +
       `half of the load, ${fmt(rssPeakSecondHalf)} MB in the second), ${fmt(rssFinal)} MB after the malformed input`,
     `machine: ${cpus().length} cores, load average ${loadavg()
