@@ -147,7 +147,9 @@ describe("chunkViewer", () => {
       [0, 20]
     ] as const
     const shown = spans.map(([start, end]) => viewer(start, end))
-    spans.forEach(([start, end], i) => assert.deepStrictEqual(shown[i], chunkViewer(text, { rules: [] })(start, end)))
+    spans.forEach(([start, end], i) => {
+      assert.deepStrictEqual(shown[i], chunkViewer(text, { rules: [] })(start, end))
+    })
     assert.strictEqual(shown[3], shown[0], "the same chunk again: the same object, not made again")
     assert.notStrictEqual(shown[1], shown[0])
     assert.deepStrictEqual(shown[2]!.section, ["Moons", "Mars"])

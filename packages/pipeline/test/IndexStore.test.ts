@@ -922,7 +922,9 @@ describe("queries from one snapshot", () => {
         assert.deepStrictEqual(answer.results, first!.results)
         assert.deepStrictEqual(answer.shown, first!.shown)
         // Shown once, then kept with the result's chunk.
-        answer.shown!.forEach((shown, i) => assert.strictEqual(shown, first!.shown![i]))
+        answer.shown!.forEach((shown, i) => {
+          assert.strictEqual(shown, first!.shown![i])
+        })
       }
     }).pipe(Effect.provide(Base))
   )

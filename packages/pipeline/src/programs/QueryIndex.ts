@@ -142,11 +142,7 @@ export const embedQueries = Effect.fn("embedQueries")(function* (
  * (`42` for word vectors) has no direction, so it is answered by its words alone, in lexical mode, with a note saying
  * so. No vector for lexical mode. Untraced, as `queryFilter` is: the embedding it asks for has a span of its own.
  */
-export const queryVector = Effect.fnUntraced(function* (
-  text: string,
-  manifest: IndexManifest,
-  asked: RetrievalMode
-) {
+export const queryVector = Effect.fnUntraced(function* (text: string, manifest: IndexManifest, asked: RetrievalMode) {
   if (asked === "lexical") return { mode: asked, vector: undefined, note: undefined }
   const { vector } = (yield* embedQueries([text], manifest, true))[0]!
   if (squaredNorm(vector) !== 0) return { mode: asked, vector, note: undefined }
