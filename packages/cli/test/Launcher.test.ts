@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process"
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { version } from "../src/Cli.ts"
@@ -46,5 +46,27 @@ describe("the launcher", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it("loads the document converters only when a file of their kind is read", () => {
+    // What start-up loads: the bundle and every chunk it imports statically, and theirs in turn.
+    const dist = dirname(bundle)
+    const loaded = new Set<string>()
+    const visit = (file: string) => {
+      if (loaded.has(file)) return
+      loaded.add(file)
+      const code = readFileSync(join(dist, file), "utf8")
+      for (const match of code.matchAll(
+        /(?:^|[;\s}])(?:import|export)\s*(?:[^"'()]*?from\s*)?["']\.\/([^"']+\.mjs)["']/g
+      )) {
+        visit(match[1]!)
+      }
+    }
+    visit(basename(bundle))
+    expect(loaded.size).toBeGreaterThan(3)
+    const converters = readdirSync(dist).filter((file) => /^(Html|Docx|Epub|Charset)-/.test(file))
+    expect(converters).toHaveLength(4)
+    for (const file of converters) expect(loaded.has(file), file).toBe(false)
+    for (const file of loaded) expect(readFileSync(join(dist, file), "utf8")).not.toMatch(/mammoth|htmlparser2|fflate/)
   })
 })

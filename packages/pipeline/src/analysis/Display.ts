@@ -10,8 +10,12 @@ import { cleanAligned, originalSpan, unitsOf } from "./Original.ts"
 /** How a document's text is written, as its source's extension says. */
 export type Markup = "markdown" | "plain"
 
-/** `markdown` for `.md`, `.markdown`, `.mdx`; `plain` for anything else. */
-export const markupOf = (source: string): Markup => (/\.(?:md|markdown|mdx)$/i.test(source) ? "markdown" : "plain")
+/**
+ * `markdown` for `.md`, `.markdown`, `.mdx`, and for the files read through a converter (`.html`, `.htm`, `.xhtml`,
+ * `.docx`, `.epub`), whose text the converter writes as Markdown; `plain` for anything else.
+ */
+export const markupOf = (source: string): Markup =>
+  /\.(?:md|markdown|mdx|html?|xhtml|docx|epub)$/i.test(source) ? "markdown" : "plain"
 
 /** A part of the original to leave out of display, `[from, to)` in UTF-16 units, or to show as `as` instead. */
 interface Edit {

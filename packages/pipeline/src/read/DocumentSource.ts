@@ -16,9 +16,10 @@ import {
   sniffBinary
 } from "./ByteReader.ts"
 import { csvReader } from "./Csv.ts"
-import { fileDoc, loadYaml, needsYaml } from "./FileDoc.ts"
+import { convertedDoc, fileDoc, loadYaml, needsYaml } from "./FileDoc.ts"
 import { type KnownFile, stampOf, UnreadFile } from "./FileStamp.ts"
 import { type Found, type ListFolder, listFiles, listFolder, listRoots, type SourceFile } from "./Folder.ts"
+import { CONVERTED_FILE, convertFile, MAX_CONVERTED_FILE_BYTES } from "./Formats.ts"
 import { jsonlReader } from "./Jsonl.ts"
 import type { SourceError } from "./SourceErrors.ts"
 
@@ -52,6 +53,8 @@ export interface ReadOptions {
   readonly chunkBytes?: number
   /** The largest text file read (default `MAX_TEXT_FILE_BYTES`). */
   readonly maxTextFileBytes?: number
+  /** The largest HTML, Word or EPUB file read (default `MAX_CONVERTED_FILE_BYTES`). */
+  readonly maxConvertedFileBytes?: number
   /** The largest JSONL line or CSV record read (default `MAX_RECORD_BYTES`). */
   readonly maxRecordBytes?: number
   /** How a folder is listed (default: Node's `readdirSync` with types); a test makes it fail to see a skip. */
@@ -89,35 +92,47 @@ const unreadable =
     Result.fail(new BadRecord({ source: shown, line: 0, reason: describe(error) }))
 
 /**
- * The text of a `.md` or `.txt` file, or why it is skipped (too large, unreadable, not UTF-8). A regular file (one
- * with a stamp) is read synchronously, as a CSV or JSONL file is: a folder of small files is mostly the cost per file,
- * and a trip to the thread pool and back was most of it.
+ * The bytes of a file read whole (a text file, or one read through a converter), or why it is skipped (too large,
+ * unreadable). A regular file (one with a stamp) is read synchronously, as a CSV or JSONL file is: a folder of small
+ * files is mostly the cost per file, and a trip to the thread pool and back was most of it.
  */
-const readText = Effect.fnUntraced(function* (
+const readWhole = Effect.fnUntraced(function* (
+  fs: FileSystem.FileSystem,
+  file: string,
+  shown: string,
+  stamp: FileStamp | undefined,
+  maxBytes: number,
+  advice: string
+) {
+  const bad = (reason: string) => new BadRecord({ source: shown, line: 0, reason })
+  const tooLarge = () => Result.fail(bad(`larger than ${formatBytes(maxBytes)}, skipped; ${advice}`))
+  if (stamp !== undefined) {
+    if (stamp.size > maxBytes) return tooLarge()
+    const bytes = yield* fileSync("readFile", file, () => readKnownSize(file, stamp.size)).pipe(Effect.result)
+    return Result.mapError(bytes, (error) => bad(describe(error)))
+  }
+  const info = yield* fs.stat(file).pipe(Effect.result)
+  if (Result.isFailure(info)) return Result.fail(bad(describe(info.failure)))
+  if (Number(info.success.size) > maxBytes) return tooLarge()
+  const bytes = yield* fs.readFile(file).pipe(Effect.result)
+  return Result.mapError(bytes, (error) => bad(describe(error)))
+})
+
+/** The text of a `.md` or `.txt` file, or why it is skipped (too large, unreadable, not UTF-8). */
+const readText = (
   fs: FileSystem.FileSystem,
   file: string,
   shown: string,
   stamp: FileStamp | undefined,
   maxTextFileBytes: number
-) {
-  const bad = (reason: string) => new BadRecord({ source: shown, line: 0, reason })
-  const tooLarge = () => {
-    const limit = formatBytes(maxTextFileBytes)
-    return Result.fail(bad(`larger than ${limit}, skipped; split it or convert it to JSONL to index it`))
-  }
-  if (stamp !== undefined) {
-    if (stamp.size > maxTextFileBytes) return tooLarge()
-    const bytes = yield* fileSync("readFile", file, () => readKnownSize(file, stamp.size)).pipe(Effect.result)
-    if (Result.isFailure(bytes)) return Result.fail(bad(describe(bytes.failure)))
-    return Result.mapError(decodeUtf8(bytes.success), bad)
-  }
-  const info = yield* fs.stat(file).pipe(Effect.result)
-  if (Result.isFailure(info)) return Result.fail(bad(describe(info.failure)))
-  if (Number(info.success.size) > maxTextFileBytes) return tooLarge()
-  const bytes = yield* fs.readFile(file).pipe(Effect.result)
-  if (Result.isFailure(bytes)) return Result.fail(bad(describe(bytes.failure)))
-  return Result.mapError(decodeUtf8(bytes.success), bad)
-})
+) =>
+  Effect.map(
+    readWhole(fs, file, shown, stamp, maxTextFileBytes, "split it or convert it to JSONL to index it"),
+    (bytes) =>
+      Result.flatMap(bytes, (b) =>
+        Result.mapError(decodeUtf8(b), (reason) => new BadRecord({ source: shown, line: 0, reason }))
+      )
+  )
 
 /**
  * A regular file's bytes, its size known from its stamp: opened, read once (a byte more than the size, to see whether
@@ -253,6 +268,27 @@ const streamText = (
     })
   )
 
+/**
+ * The one document of an HTML, Word or EPUB file, converted to Markdown (`convertFile`, which loads its converter on
+ * first use); a file that cannot be converted, or that has no text, is one skip naming the reason.
+ */
+const streamConverted = (
+  fs: FileSystem.FileSystem,
+  file: string,
+  shown: string,
+  stamp: FileStamp | undefined,
+  maxBytes: number
+) =>
+  Stream.fromEffect(
+    Effect.gen(function* (): Effect.fn.Return<SourceRecord> {
+      const bytes = yield* readWhole(fs, file, shown, stamp, maxBytes, "a document this large is not read")
+      if (Result.isFailure(bytes)) return Result.fail(bytes.failure)
+      const page = yield* convertFile(file, bytes.success)
+      if (Result.isFailure(page)) return Result.fail(new BadRecord({ source: shown, line: 0, reason: page.failure }))
+      return Result.map(convertedDoc(shown, page.success), (doc) => ({ source: file, line: 0, doc, stamp }))
+    })
+  )
+
 /** The records of one file, by its kind. */
 const readFile = (
   fs: FileSystem.FileSystem,
@@ -262,6 +298,7 @@ const readFile = (
 ): Stream.Stream<SourceRecord> => {
   const reader = readerFor(file, shown, limits.maxRecordBytes)
   if (reader !== undefined) return streamFile(file, shown, stamp, reader, limits.chunkBytes)
+  if (CONVERTED_FILE.test(file)) return streamConverted(fs, file, shown, stamp, limits.maxConvertedFileBytes)
   return streamText(fs, file, shown, stamp, limits.maxTextFileBytes)
 }
 
@@ -394,6 +431,7 @@ export class DocumentSource extends Context.Service<
         const limits: Limits = {
           chunkBytes: options.chunkBytes ?? READ_CHUNK_BYTES,
           maxTextFileBytes: options.maxTextFileBytes ?? MAX_TEXT_FILE_BYTES,
+          maxConvertedFileBytes: options.maxConvertedFileBytes ?? MAX_CONVERTED_FILE_BYTES,
           maxRecordBytes: options.maxRecordBytes ?? MAX_RECORD_BYTES,
           listFolder: options.listFolder ?? listFolder
         }

@@ -177,6 +177,24 @@ export const fileDoc = (relativePath: string, text: string): Result.Result<RawDo
 }
 
 /**
+ * The document of a file read through a converter (HTML, Word, EPUB; see `Formats.ts`), its text already Markdown:
+ * the title is the file's own (its metadata, else its first heading), else the file name. A file with no text is a
+ * skip: nothing of it could be found.
+ */
+export const convertedDoc = (
+  relativePath: string,
+  page: { readonly text: string; readonly title: string | undefined }
+): Result.Result<RawDoc, BadRecord> => {
+  const bad = (reason: string) => Result.fail(new BadRecord({ source: relativePath, line: 0, reason }))
+  if (page.text.trim() === "") return bad("it has no text to index (only images, scripts or an empty page)")
+  const name = relativePath.slice(relativePath.lastIndexOf("/") + 1)
+  return Result.mapError(
+    decodeDoc({ docId: relativePath, title: page.title?.trim() || name, body: page.text, categories: null }),
+    (error) => new BadRecord({ source: relativePath, line: 0, reason: error.message })
+  )
+}
+
+/**
  * The labels that keep the doc ids of several paths apart, from each path's components (`/a/x/docs` is
  * `["a", "x", "docs"]`): with one path, none (`undefined`); with several, each path's shortest ending that no other
  * path shares (`docs`, or `x/docs` when `/b/y/docs` is given too). A text file under a labelled directory gets the

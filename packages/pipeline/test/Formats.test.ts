@@ -1,0 +1,213 @@
+/**
+ * HTML, Word and EPUB files read as documents: the text a reader reads, written as Markdown (headings, lists, table
+ * rows), the document's own title, and each bad or hostile file one skip with its reason while the others are read.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Result, Stream } from "effect"
+import { strToU8, zipSync } from "fflate"
+import { Embedder } from "../src/models/Embedder.ts"
+import { indexPaths } from "../src/programs/IndexRun.ts"
+import { queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { decodeMarkup } from "../src/read/formats/Charset.ts"
+import { docxToText } from "../src/read/formats/Docx.ts"
+import { epubToText } from "../src/read/formats/Epub.ts"
+import { htmlToText } from "../src/read/formats/Html.ts"
+import { MAX_UNPACKED_BYTES, unzipWithin } from "../src/read/formats/Zip.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
+import { docxOf, epubOf } from "./Documents.ts"
+
+const PAGE = `<!doctype html><html><head><title>Moon &amp; Mars</title><style>p { color: red }</style>
+<script>document.write("tracking")</script></head><body>
+<header><a href="/">Home</a><nav><ul><li>Menu one</li><li>Menu two</li></ul></nav></header>
+<main><h1>The Moon</h1><p>The Moon is   about <b>384,000&nbsp;km</b> away.<br>Its light takes a second.</p>
+<div hidden>hidden text</div><span aria-hidden="true">icon</span>
+<h2>Facts</h2><table><tr><th>Name</th><th>Radius</th></tr><tr><td>Moon</td><td>1,737 km</td></tr></table>
+<ul><li>One</li><li>Two</li></ul><pre>let x  = 1
+let y = 2</pre></main>
+<aside>Related links</aside><footer>© 2026 Example</footer></body></html>`
+
+describe("HTML", () => {
+  it("keeps what a reader reads, as Markdown, and leaves out navigation, scripts, styles and the page's furniture", () => {
+    const { text, title } = htmlToText(PAGE)
+    assert.strictEqual(title, "Moon & Mars")
+    assert.strictEqual(
+      text,
+      [
+        "# The Moon",
+        "The Moon is about 384,000\u00a0km away. Its light takes a second.",
+        "## Facts",
+        "| Name | Radius |\n| Moon | 1,737 km |",
+        "- One\n- Two",
+        "let x  = 1\nlet y = 2"
+      ].join("\n\n")
+    )
+    for (const left of ["Menu", "tracking", "color", "hidden text", "icon", "Related", "2026", "Home"]) {
+      assert.notInclude(text, left)
+    }
+  })
+
+  it("reads the whole body of a page without <main>, and takes the first heading as title when there is no <title>", () => {
+    const { text, title } = htmlToText("<body><h2>Notes</h2><p>First.</p><p>Second &lt;b&gt;.</p></body>")
+    assert.strictEqual(text, "## Notes\n\nFirst.\n\nSecond <b>.")
+    assert.strictEqual(title, "Notes")
+    assert.strictEqual(htmlToText("<p>no heading</p>").title, undefined)
+  })
+
+  it("decodes the encoding a page declares, and windows-1252 where UTF-8 does not fit", () => {
+    const latin = Uint8Array.from([...strToU8('<meta charset="iso-8859-1"><p>caf'), 0xe9, ...strToU8("</p>")])
+    assert.include(htmlToText(decodeMarkup(latin)).text, "café")
+    const unlabelled = Uint8Array.from([...strToU8("<p>na"), 0xef, ...strToU8("ve</p>")])
+    assert.include(htmlToText(decodeMarkup(unlabelled)).text, "naïve")
+    assert.include(htmlToText(decodeMarkup(strToU8("<p>naïve 😀</p>"))).text, "naïve 😀")
+  })
+})
+
+describe("Word documents", () => {
+  it.effect(
+    "give headings, paragraphs and tables, with the title of their properties or else their first heading",
+    () =>
+      Effect.gen(function* () {
+        const blocks = [
+          { heading: 1 as const, text: "Installing" },
+          { text: "Run the installer." },
+          { heading: 2 as const, text: "Linux" },
+          {
+            table: [
+              ["Option", "Meaning"],
+              ["--prefix", "where it goes"]
+            ]
+          }
+        ]
+        const read = yield* docxToText(docxOf(blocks, "Install Guide"))
+        assert.isTrue(Result.isSuccess(read))
+        const { text, title } = Result.getOrThrow(read)
+        assert.strictEqual(title, "Install Guide")
+        assert.strictEqual(
+          text,
+          "# Installing\n\nRun the installer.\n\n## Linux\n\n| Option | Meaning |\n| --prefix | where it goes |"
+        )
+        const untitled = Result.getOrThrow(yield* docxToText(docxOf(blocks)))
+        assert.strictEqual(untitled.title, "Installing")
+      })
+  )
+
+  it.effect("are one skip each when truncated, not a Word file, or a password-protected (OLE) file", () =>
+    Effect.gen(function* () {
+      const whole = docxOf([{ text: "hello" }])
+      const cases = [
+        [whole.subarray(0, whole.length - 40), "not a readable ZIP container"],
+        [zipSync({ "notes.txt": strToU8("hi") }), "not a Word document"],
+        // An encrypted Office file is an OLE compound file, not a ZIP.
+        [
+          Uint8Array.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, ...new Array(500).fill(0)]),
+          "password-protected"
+        ]
+      ] as const
+      for (const [bytes, reason] of cases) {
+        const read = yield* docxToText(bytes)
+        assert.isTrue(Result.isFailure(read))
+        if (Result.isFailure(read)) assert.include(read.failure, reason)
+      }
+    })
+  )
+})
+
+describe("EPUB books", () => {
+  it("give their chapters in the spine's order, with the book's title", () => {
+    const book = epubOf("Tides", ["<h1>Two</h1><p>Neap tides.</p>", "<h1>One</h1><p>Spring tides.</p>"])
+    const { text, title } = Result.getOrThrow(epubToText(book))
+    assert.strictEqual(title, "Tides")
+    assert.strictEqual(text, "# One\n\nSpring tides.\n\n# Two\n\nNeap tides.")
+  })
+
+  it("are one skip each with DRM, without a container, or truncated", () => {
+    const book = epubOf("Tides", ["<p>x</p>"])
+    const cases = [
+      [epubOf("Locked", ["<p>x</p>"], { encrypted: true }), "DRM"],
+      [zipSync({ "OEBPS/content.opf": strToU8("<package/>") }), "no META-INF/container.xml"],
+      [book.subarray(0, book.length / 2), "not a readable ZIP container"]
+    ] as const
+    for (const [bytes, reason] of cases) {
+      const read = epubToText(bytes)
+      assert.isTrue(Result.isFailure(read))
+      if (Result.isFailure(read)) assert.include(read.failure, reason)
+    }
+  })
+})
+
+/** `zip` with every entry's declared unpacked size set to `size` (the central directory's and the local headers'). */
+const declaring = (zip: Uint8Array, size: number): Uint8Array => {
+  const out = zip.slice()
+  const view = new DataView(out.buffer)
+  for (let at = 0; at + 4 <= out.length; at++) {
+    const signature = view.getUint32(at, true)
+    if (signature === 0x04034b50) view.setUint32(at + 22, size, true)
+    else if (signature === 0x02014b50) view.setUint32(at + 24, size, true)
+  }
+  return out
+}
+
+describe("ZIP containers", () => {
+  const entry = { "word/document.xml": strToU8("<w:document>".repeat(100)) }
+
+  it("are refused before inflating when they say they unpack to far more than their size (a zip bomb)", () => {
+    const read = unzipWithin(declaring(zipSync(entry), 0xf0000000), () => true)
+    assert.isTrue(Result.isFailure(read))
+    if (Result.isFailure(read)) assert.include(read.failure, "zip bomb")
+    assert.isBelow(MAX_UNPACKED_BYTES, 0xf0000000)
+  })
+
+  it("unpack an entry that says it is smaller than it is to no more than it says", () => {
+    const read = unzipWithin(declaring(zipSync(entry), 10), () => true)
+    assert.strictEqual(Result.getOrThrow(read)["word/document.xml"]!.length, 10)
+  })
+})
+
+describe("a folder of documents", () => {
+  const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
+
+  it.effect("is indexed whole, each bad file one skip, and results say the section they start in", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "funcpipe-formats-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      writeFileSync(join(dir, "page.html"), PAGE)
+      writeFileSync(
+        join(dir, "guide.docx"),
+        docxOf([{ heading: 1, text: "Installing" }, { heading: 2, text: "Linux" }, { text: "Use the tarball." }])
+      )
+      writeFileSync(join(dir, "book.epub"), epubOf("Tides", ["<h1>Neap</h1><p>Neap tides are small.</p>"]))
+      writeFileSync(join(dir, "broken.docx"), "not a zip at all")
+      writeFileSync(join(dir, "locked.epub"), epubOf("Locked", ["<p>x</p>"], { encrypted: true }))
+      writeFileSync(join(dir, "empty.html"), "<html><body><script>x()</script></body></html>")
+      const records = yield* DocumentSource.use((source) => Stream.runCollect(source.read([dir]))).pipe(
+        Effect.provide(DocumentSource.layer)
+      )
+      const skipped = records.flatMap((r) => (Result.isFailure(r) ? [r.failure.message] : []))
+      assert.deepStrictEqual(
+        skipped.map((m) => m.split(":")[0]),
+        ["broken.docx", "empty.html", "locked.epub"]
+      )
+      assert.include(skipped[0], "not a readable ZIP container")
+      assert.include(skipped[1], "no text to index")
+      assert.include(skipped[2], "DRM")
+      const read = records.flatMap((r) => (Result.isSuccess(r) ? [[r.success.doc.docId, r.success.doc.title]] : []))
+      assert.deepStrictEqual(read, [
+        ["book.epub", "Tides"],
+        ["guide.docx", "Installing"],
+        ["page.html", "Moon & Mars"]
+      ])
+      const file = join(dir, "index.db")
+      yield* indexPaths([dir]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), DocumentSource.layer)))
+      const answer = yield* queryIndex("tarball", 3, { mode: "lexical" }).pipe(Effect.provide(layerSqlite(file)))
+      assert.strictEqual(answer.results[0]!.chunk.docId, "guide.docx")
+      // The one chunk of the file starts under its first heading.
+      assert.deepStrictEqual(answer.shown![0]!.section, ["Installing"])
+      assert.strictEqual(answer.shown![0]!.passage, "Installing Linux Use the tarball.")
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+})
