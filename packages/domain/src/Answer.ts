@@ -57,11 +57,17 @@ export const QueryResult = Schema.Struct({
       "on one line; cut around the matches (… where left out) when `passage_width` asks"
   }),
   section: Schema.Array(Schema.String).annotate({
-    description: "The headings the chunk is under, outermost first (Markdown documents; empty otherwise)"
+    description:
+      "The headings the chunk is under, outermost first (Markdown, HTML, Word and EPUB documents; empty otherwise)"
   }),
   source: Schema.String.annotate({
     description: "Where the document was read from: its file, or `api` for documents put through the API"
   }),
+  page: Schema.optionalKey(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
+      description: "The page the chunk starts on, from 1 (PDF documents only; absent for others)"
+    })
+  ),
   explain: Schema.optionalKey(Explanation),
   highlights: Schema.optionalKey(
     Schema.Array(Span).annotate({
@@ -245,6 +251,8 @@ export interface ShownChunk {
   readonly passage: string
   readonly section: ReadonlyArray<string>
   readonly source: string
+  /** The page the chunk starts on, in a document that has pages (a PDF). */
+  readonly page?: number | undefined
 }
 
 /** What an answer's JSON adds for a page: spans of `text` and passages (cut, with their spans) per result. */
@@ -291,6 +299,7 @@ export const answerJson = (answer: AnswerView, marks: AnswerMarks = {}): QueryRe
     passage: marks.passages?.[i]?.text ?? answer.shown?.[i]?.passage ?? plainPassage(r.chunk.text),
     section: answer.shown?.[i]?.section ?? [],
     source: answer.shown?.[i]?.source ?? "",
+    ...(answer.shown?.[i]?.page === undefined ? {} : { page: answer.shown[i].page }),
     ...(answer.explanations?.[i] === undefined ? {} : { explain: explanationJson(answer.explanations[i]) }),
     ...(marks.highlights?.[i] === undefined ? {} : { highlights: marks.highlights[i] }),
     ...(marks.passages?.[i]?.spans === undefined ? {} : { passage_highlights: marks.passages[i].spans }),

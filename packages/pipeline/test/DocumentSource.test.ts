@@ -47,7 +47,7 @@ describe("DocumentSource", () => {
         "a/y.md": "no heading",
         ".hidden/x.md": "hidden",
         "node_modules/m.md": "dependency",
-        "notes.pdf": "ignored kind",
+        "notes.png": "ignored kind",
         "rows.csv": "doc_id,title,abstract,categories\nr1,T,A,c\n",
         "lines.jsonl": '{"id":"j1","text":"J"}\n'
       })
@@ -166,11 +166,11 @@ describe("DocumentSource", () => {
 
   it.effect("sizes the files it would read", () =>
     Effect.gen(function* () {
-      const root = yield* tree({ "a.md": "12345", "sub/b.jsonl": "123", ".hidden/c.md": "1234567", "d.pdf": "12" })
+      const root = yield* tree({ "a.md": "12345", "sub/b.jsonl": "123", ".hidden/c.md": "1234567", "d.png": "12" })
       const source = yield* DocumentSource
       // a.md is named twice but counted once, as it is read once.
       assert.strictEqual(yield* source.size([root, `${root}/a.md`]), 8)
-      const error = yield* Effect.flip(source.size([`${root}/d.pdf`]))
+      const error = yield* Effect.flip(source.size([`${root}/d.png`]))
       assert.strictEqual(error._tag, "UnsupportedSource")
     }).pipe(Effect.provide(TestLayer))
   )
@@ -193,8 +193,8 @@ describe("DocumentSource", () => {
 
   it.effect("fails with UnsupportedSource for a file of another kind", () =>
     Effect.gen(function* () {
-      const root = yield* tree({ "paper.pdf": "%PDF" })
-      const error = yield* Effect.flip(readAll([`${root}/paper.pdf`]))
+      const root = yield* tree({ "photo.png": "PNG" })
+      const error = yield* Effect.flip(readAll([`${root}/photo.png`]))
       assert.strictEqual(error._tag, "UnsupportedSource")
     }).pipe(Effect.provide(TestLayer))
   )

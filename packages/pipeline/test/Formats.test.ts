@@ -2,7 +2,7 @@
  * HTML, Word and EPUB files read as documents: the text a reader reads, written as Markdown (headings, lists, table
  * rows), the document's own title, and each bad or hostile file one skip with its reason while the others are read.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeServices } from "@effect/platform-node"
@@ -17,6 +17,7 @@ import { decodeMarkup } from "../src/read/formats/Charset.ts"
 import { docxToText } from "../src/read/formats/Docx.ts"
 import { epubToText } from "../src/read/formats/Epub.ts"
 import { htmlToText } from "../src/read/formats/Html.ts"
+import { PAGE_BREAK, pdfToText } from "../src/read/formats/Pdf.ts"
 import { MAX_UNPACKED_BYTES, unzipWithin } from "../src/read/formats/Zip.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 import { docxOf, epubOf } from "./Documents.ts"
@@ -65,6 +66,57 @@ describe("HTML", () => {
     assert.include(htmlToText(decodeMarkup(unlabelled)).text, "naïve")
     assert.include(htmlToText(decodeMarkup(strToU8("<p>naïve 😀</p>"))).text, "naïve 😀")
   })
+})
+
+/** A PDF of the fixtures (made by `fixtures/pdf/make.sh` with groff, qpdf and ghostscript). */
+const pdf = (name: string) => new Uint8Array(readFileSync(new URL(`./fixtures/pdf/${name}.pdf`, import.meta.url)))
+const pdfText = (name: string) => Effect.promise(() => pdfToText(pdf(name), Date.now() + 60_000))
+
+describe("PDF files", () => {
+  it.effect("give their pages apart by form feeds, broken words mended, running header and footer dropped", () =>
+    Effect.gen(function* () {
+      const { text, title } = Result.getOrThrow(yield* pdfText("report"))
+      assert.strictEqual(title, "Lunar Survey Report")
+      const pages = text.split(PAGE_BREAK)
+      assert.strictEqual(pages.length, 3)
+      // groff broke "telecommunications" and "incomprehensibility" at line ends, on every page.
+      assert.notMatch(text, /telecommu-|incomprehensi-/)
+      assert.strictEqual(text.match(/telecommunications/g)?.length, 36)
+      // "Lunar Survey Report" heads every page and "Page N" ends every page: neither is text.
+      assert.notInclude(text, "Lunar Survey Report")
+      assert.notMatch(text, /Page \d/)
+      assert.include(pages[2], "The closing paragraph names the seismometer.")
+      assert.match(pages[0]!, /^Chapter 1 considers/)
+    })
+  )
+
+  it.effect("read a page of two columns column by column", () =>
+    Effect.gen(function* () {
+      const { text } = Result.getOrThrow(yield* pdfText("columns"))
+      const order = [...text.matchAll(/Paragraph (\d+)/g)].map((m) => Number(m[1]))
+      assert.deepStrictEqual(
+        order,
+        Array.from({ length: 22 }, (_, i) => i + 1)
+      )
+    })
+  )
+
+  it.effect("are one skip each when encrypted, truncated, without a text layer, or past the time limit", () =>
+    Effect.gen(function* () {
+      for (const [name, reason] of [
+        ["encrypted", "encrypted (password-protected)"],
+        ["truncated", "not a readable PDF"],
+        ["scanned", "no text layer"]
+      ] as const) {
+        const read = yield* pdfText(name)
+        assert.isTrue(Result.isFailure(read), name)
+        if (Result.isFailure(read)) assert.include(read.failure, reason)
+      }
+      const late = yield* Effect.promise(() => pdfToText(pdf("report"), Date.now() - 1))
+      assert.isTrue(Result.isFailure(late))
+      if (Result.isFailure(late)) assert.include(late.failure, "per-file time limit")
+    })
+  )
 })
 
 describe("Word documents", () => {
@@ -184,22 +236,26 @@ describe("a folder of documents", () => {
       writeFileSync(join(dir, "broken.docx"), "not a zip at all")
       writeFileSync(join(dir, "locked.epub"), epubOf("Locked", ["<p>x</p>"], { encrypted: true }))
       writeFileSync(join(dir, "empty.html"), "<html><body><script>x()</script></body></html>")
+      copyFileSync(new URL("./fixtures/pdf/report.pdf", import.meta.url), join(dir, "report.pdf"))
+      copyFileSync(new URL("./fixtures/pdf/encrypted.pdf", import.meta.url), join(dir, "encrypted.pdf"))
       const records = yield* DocumentSource.use((source) => Stream.runCollect(source.read([dir]))).pipe(
         Effect.provide(DocumentSource.layer)
       )
       const skipped = records.flatMap((r) => (Result.isFailure(r) ? [r.failure.message] : []))
       assert.deepStrictEqual(
         skipped.map((m) => m.split(":")[0]),
-        ["broken.docx", "empty.html", "locked.epub"]
+        ["broken.docx", "empty.html", "encrypted.pdf", "locked.epub"]
       )
       assert.include(skipped[0], "not a readable ZIP container")
       assert.include(skipped[1], "no text to index")
-      assert.include(skipped[2], "DRM")
+      assert.include(skipped[2], "password-protected")
+      assert.include(skipped[3], "DRM")
       const read = records.flatMap((r) => (Result.isSuccess(r) ? [[r.success.doc.docId, r.success.doc.title]] : []))
       assert.deepStrictEqual(read, [
         ["book.epub", "Tides"],
         ["guide.docx", "Installing"],
-        ["page.html", "Moon & Mars"]
+        ["page.html", "Moon & Mars"],
+        ["report.pdf", "Lunar Survey Report"]
       ])
       const file = join(dir, "index.db")
       yield* indexPaths([dir]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), DocumentSource.layer)))
@@ -208,6 +264,13 @@ describe("a folder of documents", () => {
       // The one chunk of the file starts under its first heading.
       assert.deepStrictEqual(answer.shown![0]!.section, ["Installing"])
       assert.strictEqual(answer.shown![0]!.passage, "Installing Linux Use the tarball.")
+      assert.isUndefined(answer.shown![0]!.page)
+      // A PDF's results say the page they start on.
+      const closing = yield* queryIndex("seismometer", 1, { mode: "lexical" }).pipe(Effect.provide(layerSqlite(file)))
+      assert.strictEqual(closing.results[0]!.chunk.docId, "report.pdf")
+      assert.strictEqual(closing.shown![0]!.page, 3)
+      const early = yield* queryIndex("committee 2", 1, { mode: "lexical" }).pipe(Effect.provide(layerSqlite(file)))
+      assert.strictEqual(early.shown![0]!.page, 1)
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 })

@@ -180,9 +180,11 @@ const resultView = (answer, r) => {
     ...(linkSources && r.source ? [sourceLink(r)] : [])
   ])
   const unmarked = (text) => text.replace(/[\\x60*_]/g, "").trim()
-  const section = r.section.length > 0 && !(r.section.length === 1 && unmarked(r.section[0]) === unmarked(r.title))
-    ? [el("div", { className: "section", textContent: r.section.join(" › "), dir: "auto" })]
-    : []
+  const headings = r.section.length > 0 && !(r.section.length === 1 && unmarked(r.section[0]) === unmarked(r.title))
+    ? r.section.join(" › ")
+    : ""
+  const where = [r.page ? "p. " + r.page : "", headings].filter((part) => part !== "").join(", ")
+  const section = where ? [el("div", { className: "section", textContent: where, dir: "auto" })] : []
   const text = el("div", { className: "text", dir: "auto" }, marked(r.passage, r.passage_highlights))
   const more = r.more_in_document ? [moreView(answer, r)] : []
   return el("li", { className: "result" }, [meta, ...section, text, ...more, ...(r.explain ? [explainView(r.explain)] : [])])

@@ -1,5 +1,11 @@
 /** How results, chunks and run summaries are shown to people and to programs. */
-import { type AnswerExplanation, type AnswerView, answerJson, manifestJson } from "@funcpipe/domain/Answer"
+import {
+  type AnswerExplanation,
+  type AnswerView,
+  answerJson,
+  manifestJson,
+  type ShownChunk
+} from "@funcpipe/domain/Answer"
 import type { Chunk } from "@funcpipe/domain/Chunk"
 import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
@@ -259,13 +265,19 @@ const moreLines = (more: number | undefined): ReadonlyArray<string> =>
 const unmarked = (text: string | undefined) => text?.replace(/[`*_]/g, "").trim()
 
 /**
- * The headings a result's chunk is under, on an indented line: none for a document without headings, or when the one
- * heading is the title already shown.
+ * Where in its document a result's chunk starts, on an indented line: the page (`p. 12`, a PDF) and the headings it
+ * is under; none for a document without either, or when the one heading is the title already shown.
  */
-const sectionLines = (section: ReadonlyArray<string> | undefined, title: string | undefined): ReadonlyArray<string> =>
-  section === undefined || section.length === 0 || (section.length === 1 && unmarked(section[0]) === unmarked(title))
-    ? []
-    : [`     in ${section.map((h) => oneLine(h)).join(" › ")}`]
+const sectionLines = (shown: ShownChunk | undefined, title: string | undefined): ReadonlyArray<string> => {
+  const section = shown?.section ?? []
+  const headings =
+    section.length === 0 || (section.length === 1 && unmarked(section[0]) === unmarked(title))
+      ? undefined
+      : `in ${section.map((h) => oneLine(h)).join(" › ")}`
+  const page = shown?.page === undefined ? undefined : `p. ${shown.page}`
+  const where = [page, headings].filter((part) => part !== undefined)
+  return where.length === 0 ? [] : [`     ${where.join(", ")}`]
+}
 
 /**
  * Human-readable results: rank, score, doc id, title and span, then the passage, on one line per result (plus the
@@ -289,7 +301,7 @@ export const resultLines = (answer: AnswerView, view: ResultView): ReadonlyArray
               )
         return [
           `${head}${text}`,
-          ...(view.raw ? [] : sectionLines(answer.shown?.[i]?.section, answer.titles.get(r.chunk.docId))),
+          ...(view.raw ? [] : sectionLines(answer.shown?.[i], answer.titles.get(r.chunk.docId))),
           ...moreLines(answer.more?.[i]),
           ...(answer.explanations?.[i] === undefined ? [] : explainLines(answer.explanations[i]))
         ]

@@ -7,6 +7,9 @@ import { plainPassage, type ShownChunk } from "@funcpipe/domain/Answer"
 import type { CleanerConfig } from "@funcpipe/domain/Config"
 import { cleanAligned, originalSpan, unitsOf } from "./Original.ts"
 
+/** Documents whose text has pages, apart by form feeds: PDFs. */
+const PAGED = /\.pdf$/i
+
 /** How a document's text is written, as its source's extension says. */
 export type Markup = "markdown" | "plain"
 
@@ -391,6 +394,22 @@ export const chunkViewer = (
   // Cleaned text has lost its line breaks, and with them what makes Markdown: it is shown as plain text.
   const doc = prepareDisplay(written, text.original === undefined ? "plain" : markupOf(text.source))
   const unitAt = unitsOf(aligned.text)
+  // A PDF's pages are apart by form feeds in its text (`read/formats/Pdf.ts`): where each page after the first starts.
+  const pageStarts: Array<number> = []
+  if (PAGED.test(text.source) && text.original !== undefined) {
+    for (let at = written.indexOf("\f"); at >= 0; at = written.indexOf("\f", at + 1)) pageStarts.push(at)
+  }
+  const pageAt = (from: number): number | undefined => {
+    if (pageStarts.length === 0) return undefined
+    let lo = 0
+    let hi = pageStarts.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (pageStarts[mid]! < from) lo = mid + 1
+      else hi = mid
+    }
+    return lo + 1
+  }
   // What each chunk shows, kept once made: a server shows the same chunks again and again, and making a passage took a
   // quarter of a query's time under load. The key is exact for starts below 2^21 (end < 2^32); others are not kept.
   const made = new Map<number, ShownChunk>()
@@ -400,10 +419,12 @@ export const chunkViewer = (
     if (kept !== undefined) return kept
     const [from, to] = originalSpan(aligned, start, end, unitAt)
     const [wordsFrom, wordsTo] = wholeWords(written, from, to)
+    const page = pageAt(from)
     const shown = {
       passage: displayText(doc, wordsFrom, wordsTo),
       section: headingPath(doc, from),
-      source: text.source
+      source: text.source,
+      ...(page === undefined ? {} : { page })
     }
     if (key >= 0) made.set(key, shown)
     return shown

@@ -9,8 +9,8 @@ import { BadRecord } from "./BadRecord.ts"
 import { rootLabels } from "./FileDoc.ts"
 import { NoDocuments, type SourceError, SourceMissing, SourceUnreadable, UnsupportedSource } from "./SourceErrors.ts"
 
-const TEXT_FILE = /\.(md|markdown|txt|html?|xhtml|docx|epub)$/i
-const READABLE_FILE = /\.(md|markdown|txt|html?|xhtml|docx|epub|csv|jsonl|ndjson)$/i
+const TEXT_FILE = /\.(md|markdown|txt|pdf|html?|xhtml|docx|epub)$/i
+const READABLE_FILE = /\.(md|markdown|txt|pdf|html?|xhtml|docx|epub|csv|jsonl|ndjson)$/i
 
 /** A file to read: where it is, and its doc id (a text file) or source name (a CSV or JSONL file). */
 export interface SourceFile {

@@ -25,7 +25,7 @@ export class UnsupportedSource extends Schema.TaggedError<UnsupportedSource>()("
   path: Schema.String
 }) {
   override get message(): string {
-    return `${this.path} is not a kind of file FuncPipe reads: give .md, .txt, .html, .docx or .epub files, a .csv, a .jsonl, or a directory`
+    return `${this.path} is not a kind of file FuncPipe reads: give .md, .txt, .pdf, .html, .docx or .epub files, a .csv, a .jsonl, or a directory`
   }
 }
 
@@ -34,7 +34,7 @@ export class NoDocuments extends Schema.TaggedError<NoDocuments>()("NoDocuments"
   path: Schema.String
 }) {
   override get message(): string {
-    return `${this.path} holds no .md, .txt, .html, .docx, .epub, .csv or .jsonl files to index`
+    return `${this.path} holds no .md, .txt, .pdf, .html, .docx, .epub, .csv or .jsonl files to index`
   }
 }
 
