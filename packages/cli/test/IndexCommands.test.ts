@@ -132,6 +132,35 @@ describe("funcpipe index / query / status", () => {
     }).pipe(Effect.provide(TestLayer))
   )
 
+  it.effect("reads PDF and HTML files, shows a PDF result's page, and skips a file over --max-file-mb", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-formats-cli-" })
+      const docs = path.join(dir, "docs")
+      yield* fs.makeDirectory(docs)
+      const report = fileURLToPath(new URL("../../pipeline/test/fixtures/pdf/report.pdf", import.meta.url))
+      yield* fs.copyFile(report, path.join(docs, "report.pdf"))
+      yield* fs.writeFileString(path.join(docs, "small.html"), "<title>Small</title><h1>Tides</h1><p>Neap tides.</p>")
+      yield* fs.writeFileString(path.join(docs, "big.html"), `<p>${"word ".repeat(300_000)}</p>`)
+      const index = path.join(dir, "index.db")
+      const errorsBefore = (yield* TestConsole.errorLines).length
+      const indexed = yield* output(["index", docs, "--index", index, "--max-file-mb", "1"])
+      assert.match(indexed, /^added 2, /)
+      const errors = (yield* TestConsole.errorLines).slice(errorsBefore).map(String)
+      const skip = errors.find((line) => line.includes("big.html"))
+      assert.isDefined(skip)
+      assert.include(skip, "larger than 1")
+      assert.include(skip, "--max-file-mb")
+      const found = (yield* output(["query", "seismometer", "--index", index])).split("\n")
+      assert.match(found[0]!, /^1\. .* report\.pdf "Lunar Survey Report"/)
+      assert.strictEqual(found[1], "     p. 3")
+      const json = JSON.parse(yield* output(["query", "neap tides", "--index", index, "--json"]))
+      assert.deepStrictEqual(json.results[0].section, ["Tides"])
+      assert.notProperty(json.results[0], "page")
+    }).pipe(Effect.provide(TestLayer))
+  )
+
   it.effect("fails clearly when there is no index yet", () =>
     Effect.gen(function* () {
       const { index } = yield* workspace

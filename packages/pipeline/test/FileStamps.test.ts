@@ -15,7 +15,7 @@ import { DocumentSource } from "../src/read/DocumentSource.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 
 /** A source that reads as the real one does and counts the files it left unread and the documents it read. */
-const countingSource = (counts: { unread: number; read: number }) =>
+const countingSource = (counts: { unread: number; read: number }, converterVersion?: number) =>
   Layer.effect(
     DocumentSource,
     Effect.map(DocumentSource, (real) =>
@@ -32,7 +32,11 @@ const countingSource = (counts: { unread: number; read: number }) =>
           )
       })
     )
-  ).pipe(Layer.provide(DocumentSource.layer))
+  ).pipe(
+    Layer.provide(
+      converterVersion === undefined ? DocumentSource.layer : DocumentSource.layerWith({ converterVersion })
+    )
+  )
 
 /** Sets a file's times an hour back: a file changed just before a run is read again by the next one (racy). */
 const settle = (file: string, secondsAgo = 3600) => {
@@ -66,6 +70,31 @@ const setup = Effect.gen(function* () {
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
 
 describe("file stamps", () => {
+  it.live(
+    "read a converted file again once its converter is another version, and re-index it only if it reads otherwise",
+    () =>
+      Effect.gen(function* () {
+        const { counts, dir, reset } = yield* setup
+        writeFileSync(`${dir}/docs/page.html`, "<title>Page</title><p>A page of HTML.</p>")
+        settle(`${dir}/docs/page.html`)
+        const run = (version: number) =>
+          indexPaths([`${dir}/docs`]).pipe(
+            Effect.provide(Layer.mergeAll(layerSqlite(`${dir}/index.db`), countingSource(counts, version)))
+          )
+        yield* run(1)
+        reset()
+        yield* run(1)
+        assert.deepStrictEqual(counts, { unread: 5, read: 0 }, "the page too is left unread")
+        reset()
+        const upgraded = yield* run(2)
+        assert.deepStrictEqual(counts, { unread: 4, read: 1 }, "the page is read again, the Markdown and text are not")
+        assert.deepStrictEqual([upgraded.plan.added, upgraded.plan.updated], [[], []], "it reads the same: unchanged")
+        reset()
+        yield* run(2)
+        assert.deepStrictEqual(counts, { unread: 5, read: 0 }, "its new stamp is kept")
+      }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
   it.live("leave unchanged files unread, in index runs and in status, with the same plan", () =>
     Effect.gen(function* () {
       const { counts, dir, layer, reset } = yield* setup

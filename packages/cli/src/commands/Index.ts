@@ -5,7 +5,9 @@ import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { EmbeddingCache } from "@funcpipe/pipeline/models/EmbeddingCache"
 import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/programs/IndexLocation"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
-import { Console, Effect, Layer } from "effect"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
+import { MAX_CONVERT_SECONDS, MAX_CONVERTED_FILE_BYTES } from "@funcpipe/pipeline/read/Formats"
+import { Console, Effect, Layer, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import {
   analyzerFlags,
@@ -50,6 +52,22 @@ export const index = Command.make(
       Flag.withDescription("Rebuild the whole index, for example after changing the chunking settings"),
       Flag.withDefault(false)
     ),
+    maxFileMb: Flag.Int("max-file-mb").pipe(
+      Flag.withMetavar("MB"),
+      Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(4096))),
+      Flag.withDescription(
+        `Skip a PDF, HTML, Word or EPUB file larger than this many MB (default ${MAX_CONVERTED_FILE_BYTES / 2 ** 20})`
+      ),
+      Flag.withDefault(MAX_CONVERTED_FILE_BYTES / 2 ** 20)
+    ),
+    fileSeconds: Flag.Int("file-seconds").pipe(
+      Flag.withMetavar("S"),
+      Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(3600))),
+      Flag.withDescription(
+        `Skip a PDF, HTML, Word or EPUB file that takes longer than this many seconds to read (default ${MAX_CONVERT_SECONDS})`
+      ),
+      Flag.withDefault(MAX_CONVERT_SECONDS)
+    ),
     prune: Flag.Boolean("prune").pipe(
       Flag.withDescription(
         `Delete the documents no longer under the paths even when they are many (more than ${PRUNE_FREE_DOCUMENTS} ` +
@@ -84,7 +102,11 @@ export const index = Command.make(
         Layer.mergeAll(
           layerIndexStore(input.index),
           modelLayer(input),
-          EmbeddingCache.layerSqlite(embeddingCacheFor(input.index))
+          EmbeddingCache.layerSqlite(embeddingCacheFor(input.index)),
+          DocumentSource.layerWith({
+            maxConvertedFileBytes: input.maxFileMb * 2 ** 20,
+            convertSeconds: input.fileSeconds
+          })
         )
       ),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.

@@ -15,6 +15,11 @@ export interface FileStamp {
   readonly mtimeMs: number
   readonly ctimeMs: number
   readonly ino: number
+  /**
+   * The version of the converter that read it (a PDF, HTML, Word or EPUB file; see `read/Formats.ts`), absent for a
+   * file read as it is: a new converter reads such a file again, though it is unchanged.
+   */
+  readonly reader?: number | undefined
 }
 
 /** A stamp as an index records it: with how many documents the file gave. */
@@ -24,7 +29,25 @@ export interface RecordedStamp extends FileStamp {
 
 /** Whether two stamps describe the same file content (as far as metadata can tell). */
 export const sameStamp = (a: FileStamp, b: FileStamp): boolean =>
-  a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.shown === b.shown
+  a.size === b.size &&
+  a.mtimeMs === b.mtimeMs &&
+  a.ctimeMs === b.ctimeMs &&
+  a.ino === b.ino &&
+  a.shown === b.shown &&
+  (a.reader ?? 0) === (b.reader ?? 0)
+
+/**
+ * The stored `shown` field: the name, and after a NUL the converter's version where a converter read the file (a name
+ * holds no NUL, and rows stored before converters existed read as files read as they are).
+ */
+export const storedShown = (stamp: FileStamp): string =>
+  stamp.reader === undefined ? stamp.shown : `${stamp.shown}\u0000${stamp.reader}`
+
+const shownOf = (stored: string): { readonly shown: string; readonly reader?: number } => {
+  const nul = stored.indexOf("\u0000")
+  if (nul < 0) return { shown: stored }
+  return { shown: stored.slice(0, nul), reader: Number(stored.slice(nul + 1)) }
+}
 
 /**
  * A file changed this close to the start of the run that reads it may change again within the same tick of the file
@@ -45,7 +68,7 @@ export const settled = (stamp: FileStamp, startedAt: number): boolean => stamp.m
 export const encodeStamps = (stamps: ReadonlyMap<string, RecordedStamp>): string =>
   JSON.stringify({
     version: 1,
-    files: [...stamps].map(([file, s]) => [file, s.shown, s.size, s.mtimeMs, s.ctimeMs, s.ino, s.docs])
+    files: [...stamps].map(([file, s]) => [file, storedShown(s), s.size, s.mtimeMs, s.ctimeMs, s.ino, s.docs])
   })
 
 /**
@@ -59,7 +82,7 @@ export const stampRowOf = (row: unknown): readonly [string, RecordedStamp] | und
   if (typeof file !== "string" || typeof shown !== "string") return undefined
   if (typeof size !== "number" || typeof mtimeMs !== "number" || typeof ctimeMs !== "number") return undefined
   if (typeof ino !== "number" || typeof docs !== "number") return undefined
-  return [file, { shown, size, mtimeMs, ctimeMs, ino, docs }]
+  return [file, { ...shownOf(shown), size, mtimeMs, ctimeMs, ino, docs }]
 }
 
 /**

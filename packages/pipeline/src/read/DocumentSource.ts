@@ -19,7 +19,13 @@ import { csvReader } from "./Csv.ts"
 import { convertedDoc, fileDoc, loadYaml, needsYaml } from "./FileDoc.ts"
 import { type KnownFile, stampOf, UnreadFile } from "./FileStamp.ts"
 import { type Found, type ListFolder, listFiles, listFolder, listRoots, type SourceFile } from "./Folder.ts"
-import { CONVERTED_FILE, convertFile, MAX_CONVERTED_FILE_BYTES } from "./Formats.ts"
+import {
+  CONVERTED_FILE,
+  CONVERTER_VERSION,
+  convertFile,
+  MAX_CONVERT_SECONDS,
+  MAX_CONVERTED_FILE_BYTES
+} from "./Formats.ts"
 import { jsonlReader } from "./Jsonl.ts"
 import type { SourceError } from "./SourceErrors.ts"
 
@@ -53,8 +59,12 @@ export interface ReadOptions {
   readonly chunkBytes?: number
   /** The largest text file read (default `MAX_TEXT_FILE_BYTES`). */
   readonly maxTextFileBytes?: number
-  /** The largest HTML, Word or EPUB file read (default `MAX_CONVERTED_FILE_BYTES`). */
+  /** The largest PDF, HTML, Word or EPUB file read (default `MAX_CONVERTED_FILE_BYTES`). */
   readonly maxConvertedFileBytes?: number
+  /** How long reading one such file may take, in seconds (default `MAX_CONVERT_SECONDS`). */
+  readonly convertSeconds?: number
+  /** The converters' version the stamps record (default `CONVERTER_VERSION`); a test stands in for an upgrade. */
+  readonly converterVersion?: number
   /** The largest JSONL line or CSV record read (default `MAX_RECORD_BYTES`). */
   readonly maxRecordBytes?: number
   /** How a folder is listed (default: Node's `readdirSync` with types); a test makes it fail to see a skip. */
@@ -277,13 +287,14 @@ const streamConverted = (
   file: string,
   shown: string,
   stamp: FileStamp | undefined,
-  maxBytes: number
+  limits: Limits
 ) =>
   Stream.fromEffect(
     Effect.gen(function* (): Effect.fn.Return<SourceRecord> {
-      const bytes = yield* readWhole(fs, file, shown, stamp, maxBytes, "a document this large is not read")
+      const advice = "index --max-file-mb raises the limit"
+      const bytes = yield* readWhole(fs, file, shown, stamp, limits.maxConvertedFileBytes, advice)
       if (Result.isFailure(bytes)) return Result.fail(bytes.failure)
-      const page = yield* convertFile(file, bytes.success)
+      const page = yield* convertFile(file, bytes.success, limits.convertSeconds)
       if (Result.isFailure(page)) return Result.fail(new BadRecord({ source: shown, line: 0, reason: page.failure }))
       return Result.map(convertedDoc(shown, page.success), (doc) => ({ source: file, line: 0, doc, stamp }))
     })
@@ -298,7 +309,7 @@ const readFile = (
 ): Stream.Stream<SourceRecord> => {
   const reader = readerFor(file, shown, limits.maxRecordBytes)
   if (reader !== undefined) return streamFile(file, shown, stamp, reader, limits.chunkBytes)
-  if (CONVERTED_FILE.test(file)) return streamConverted(fs, file, shown, stamp, limits.maxConvertedFileBytes)
+  if (CONVERTED_FILE.test(file)) return streamConverted(fs, file, shown, stamp, limits)
   return streamText(fs, file, shown, stamp, limits.maxTextFileBytes)
 }
 
@@ -311,15 +322,15 @@ type Piece =
 const RECORDS_AT_ONCE = 4096
 
 /**
- * The pieces of a path's list of files, each file stamped just before it is yielded; a file `known` says the index
- * holds is one `UnreadFile` record.
+ * The pieces of a path's list of files, each file stamped just before it is yielded (with `reader`, the converters'
+ * version, for a file a converter reads); a file `known` says the index holds is one `UnreadFile` record.
  */
-function* piecesOf(found: ReadonlyArray<Found>, known: KnownFile | undefined): Generator<Piece> {
+function* piecesOf(found: ReadonlyArray<Found>, known: KnownFile | undefined, reader: number): Generator<Piece> {
   let records: Array<SourceRecord> = []
   for (const f of found) {
     if (f._tag === "Skip") records.push(Result.fail(f.record))
     else {
-      const stamp = stampOf(f.file, f.shown)
+      const stamp = stampOf(f.file, f.shown, CONVERTED_FILE.test(f.file) ? reader : undefined)
       if (stamp !== undefined && known?.(f.file, stamp) === true)
         records.push(Result.fail(new UnreadFile(f.file, stamp)))
       else {
@@ -347,7 +358,7 @@ const readAll = (
 ): Stream.Stream<SourceRecord, SourceError> =>
   listRoots(path, paths, labels, limits.listFolder).pipe(
     Stream.flatMap((found) =>
-      Stream.fromIterable({ [Symbol.iterator]: () => piecesOf(found, known) }).pipe(
+      Stream.fromIterable({ [Symbol.iterator]: () => piecesOf(found, known, limits.converterVersion) }).pipe(
         Stream.flatMap((piece) =>
           piece._tag === "Records" ? Stream.fromIterable(piece.records) : readFile(fs, limits, piece.file, piece.stamp)
         )
@@ -432,6 +443,8 @@ export class DocumentSource extends Context.Service<
           chunkBytes: options.chunkBytes ?? READ_CHUNK_BYTES,
           maxTextFileBytes: options.maxTextFileBytes ?? MAX_TEXT_FILE_BYTES,
           maxConvertedFileBytes: options.maxConvertedFileBytes ?? MAX_CONVERTED_FILE_BYTES,
+          convertSeconds: options.convertSeconds ?? MAX_CONVERT_SECONDS,
+          converterVersion: options.converterVersion ?? CONVERTER_VERSION,
           maxRecordBytes: options.maxRecordBytes ?? MAX_RECORD_BYTES,
           listFolder: options.listFolder ?? listFolder
         }

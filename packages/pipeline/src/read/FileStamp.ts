@@ -3,8 +3,11 @@
 import { type Stats, statSync } from "node:fs"
 import type { FileStamp } from "../base/Stamps.ts"
 
-/** The stamp of a regular file, `undefined` for anything else or a file that cannot be looked at. */
-export const stampOf = (file: string, shown: string): FileStamp | undefined => {
+/**
+ * The stamp of a regular file (read by the converter of version `reader`, if one reads it), `undefined` for anything
+ * else or a file that cannot be looked at.
+ */
+export const stampOf = (file: string, shown: string, reader?: number): FileStamp | undefined => {
   let info: Stats | undefined
   try {
     // Not as big integers (nanoseconds): those cost a third more per file, and a microsecond is fine enough.
@@ -13,7 +16,8 @@ export const stampOf = (file: string, shown: string): FileStamp | undefined => {
     return undefined
   }
   if (info === undefined || !info.isFile()) return undefined
-  return { shown, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, ino: info.ino }
+  const stamp = { shown, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, ino: info.ino }
+  return reader === undefined ? stamp : { ...stamp, reader }
 }
 
 /**

@@ -51,7 +51,7 @@ export const convertFile = (
             )
   return Effect.map(Effect.timeoutOption(converted, Duration.seconds(seconds)), (done) =>
     Option.getOrElse(done, () =>
-      Result.fail(`it took longer than ${seconds} s to read (the per-file time limit), skipped`)
+      Result.fail(`it took longer than ${seconds} s to read, skipped (index --file-seconds raises the limit)`)
     )
   )
 }

@@ -5,7 +5,7 @@ import type { DatabaseSync } from "node:sqlite"
 import { oneLine } from "@funcpipe/domain/Decode"
 import { decodeManifestJson, IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Option, Result, Schema } from "effect"
-import { type RecordedStamp, sameStamp, stampRowOf } from "../../base/Stamps.ts"
+import { type RecordedStamp, sameStamp, stampRowOf, storedShown } from "../../base/Stamps.ts"
 import { StoredDoc, view } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
@@ -129,7 +129,7 @@ export const putFileStampsIn = (db: DatabaseSync, stamps: ReadonlyMap<string, Re
   for (const [file, s] of stamps) {
     const old = before.get(file)
     if (old !== undefined && old.docs === s.docs && sameStamp(old, s)) continue
-    put.run(file, s.shown, s.size, s.mtimeMs, s.ctimeMs, s.ino, s.docs)
+    put.run(file, storedShown(s), s.size, s.mtimeMs, s.ctimeMs, s.ino, s.docs)
   }
 }
 
