@@ -1,5 +1,6 @@
 /** The API in process (typed client, no socket) and over a real loopback socket, with the typed client and raw HTTP. */
 
+import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { answerJson } from "@funcpipe/domain/Answer"
@@ -8,9 +9,11 @@ import { FuncPipeApi } from "@funcpipe/domain/http/Api"
 import { eq } from "@funcpipe/domain/Rule"
 import { parseRule } from "@funcpipe/domain/RuleParser"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
+import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
+import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
-import { Effect, Layer, Result } from "effect"
+import { Effect, FileSystem, Layer, Result } from "effect"
 import { HttpServer } from "effect/http"
 import { HttpApiClient, HttpApiTest, OpenApi } from "effect/http-api"
 import { handlersLayer } from "../src/Handlers.ts"
@@ -296,5 +299,31 @@ describe("the API over a socket", () => {
       )
       assert.deepStrictEqual([missing.status, missing.body._tag], [404, "DocumentNotFound"])
     })
+  )
+
+  it.effect("answers with a PDF result's page and an HTML result's section", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-server-formats-" })
+      yield* fs.makeDirectory(`${dir}/docs`)
+      const report = fileURLToPath(new URL("../../pipeline/test/fixtures/pdf/report.pdf", import.meta.url))
+      yield* fs.copyFile(report, `${dir}/docs/report.pdf`)
+      yield* fs.writeFileString(
+        `${dir}/docs/tides.html`,
+        "<title>Tides</title><nav>Home</nav><main><h1>Tides</h1><h2>Neap tides</h2><p>Neap tides are small.</p></main>"
+      )
+      const file = `${dir}/index.db`
+      yield* indexPaths([`${dir}/docs`]).pipe(
+        Effect.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, DocumentSource.layer))
+      )
+      const answers = yield* Effect.gen(function* () {
+        const pdf = yield* send("POST", "/v1/query", { text: "seismometer", top_k: 1 })
+        const html = yield* send("POST", "/v1/query", { text: "neap", top_k: 1 })
+        return [pdf.body.results[0], html.body.results[0]]
+      }).pipe(Effect.provide(serverOver(file)))
+      assert.deepStrictEqual([answers[0].doc_id, answers[0].page, answers[0].section], ["report.pdf", 3, []])
+      assert.deepStrictEqual([answers[1].doc_id, answers[1].section], ["tides.html", ["Tides"]])
+      assert.notProperty(answers[1], "page")
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer))
   )
 })
