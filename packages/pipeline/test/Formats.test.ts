@@ -59,6 +59,15 @@ describe("HTML", () => {
     assert.strictEqual(htmlToText("<p>no heading</p>").title, undefined)
   })
 
+  it("reads hostile markup without failing: deep nesting, tags never closed, a huge text node", () => {
+    const deep = `${"<div><span>".repeat(20_000)}deep${"</span></div>".repeat(20_000)}`
+    assert.strictEqual(htmlToText(deep).text, "deep")
+    const unclosed = "<main><h2>Open<p>para <b>bold <table><tr><td>cell"
+    assert.strictEqual(htmlToText(unclosed).text, "## Open\n\npara bold\n\n| cell |")
+    const huge = htmlToText(`<p>${"word ".repeat(200_000)}</p>`).text
+    assert.strictEqual(huge.length, "word ".length * 200_000 - 1)
+  })
+
   it("decodes the encoding a page declares, and windows-1252 where UTF-8 does not fit", () => {
     const latin = Uint8Array.from([...strToU8('<meta charset="iso-8859-1"><p>caf'), 0xe9, ...strToU8("</p>")])
     assert.include(htmlToText(decodeMarkup(latin)).text, "café")

@@ -23,8 +23,25 @@ export const MAX_CONVERT_SECONDS = 60
 export const CONVERTER_VERSION = 1
 
 /**
- * A file's text (Markdown, or a PDF's pages apart by form feeds) and its own title, or why it cannot be read: within
- * `seconds` (checked between a PDF's pages, and as a bound on the whole while the converter yields to other work).
+ * A module loaded on first use and kept: later files of its kind are converted without waiting for a promise (a
+ * wait per file made a folder of small pages read at half the speed of the same text as Markdown).
+ */
+const loadedOnce = <A>(load: () => Promise<A>): Effect.Effect<A> => {
+  let loaded: A | undefined
+  return Effect.suspend(() =>
+    loaded !== undefined ? Effect.succeed(loaded) : Effect.map(Effect.promise(load), (module) => (loaded = module))
+  )
+}
+
+const pdfModule = loadedOnce(() => import("./formats/Pdf.ts"))
+const docxModule = loadedOnce(() => import("./formats/Docx.ts"))
+const epubModule = loadedOnce(() => Promise.all([import("./formats/Epub.ts")]))
+const htmlModules = loadedOnce(() => Promise.all([import("./formats/Html.ts"), import("./formats/Charset.ts")]))
+
+/**
+ * A file's text (Markdown, or a PDF's pages apart by form feeds) and its own title, or why it cannot be read. A PDF or
+ * Word file, whose converters wait on their own work, is given `seconds` (checked between a PDF's pages too); HTML and
+ * EPUB are converted in one synchronous pass each, which a timer could not stop, and are bounded by their size.
  */
 export const convertFile = (
   name: string,
@@ -32,26 +49,18 @@ export const convertFile = (
   seconds: number = MAX_CONVERT_SECONDS
 ): Effect.Effect<Result.Result<PageText, string>> => {
   const kind = CONVERTED_FILE.exec(name)?.[1]?.toLowerCase()
-  const converted: Effect.Effect<Result.Result<PageText, string>> =
-    kind === "pdf"
-      ? Effect.promise(() => import("./formats/Pdf.ts").then((m) => m.pdfToText(bytes, Date.now() + seconds * 1000)))
-      : kind === "docx"
-        ? Effect.flatMap(
-            Effect.promise(() => import("./formats/Docx.ts")),
-            (m) => m.docxToText(bytes)
-          )
-        : kind === "epub"
-          ? Effect.map(
-              Effect.promise(() => import("./formats/Epub.ts")),
-              (m) => m.epubToText(bytes)
-            )
-          : Effect.map(
-              Effect.promise(() => Promise.all([import("./formats/Html.ts"), import("./formats/Charset.ts")])),
-              ([html, charset]) => Result.succeed(html.htmlToText(charset.decodeMarkup(bytes)))
-            )
-  return Effect.map(Effect.timeoutOption(converted, Duration.seconds(seconds)), (done) =>
-    Option.getOrElse(done, () =>
-      Result.fail(`it took longer than ${seconds} s to read, skipped (index --file-seconds raises the limit)`)
+  const timed = (converted: Effect.Effect<Result.Result<PageText, string>>) =>
+    Effect.map(Effect.timeoutOption(converted, Duration.seconds(seconds)), (done) =>
+      Option.getOrElse(done, () =>
+        Result.fail(`it took longer than ${seconds} s to read, skipped (index --file-seconds raises the limit)`)
+      )
     )
-  )
+  if (kind === "pdf") {
+    return timed(
+      Effect.flatMap(pdfModule, (m) => Effect.promise(() => m.pdfToText(bytes, Date.now() + seconds * 1000)))
+    )
+  }
+  if (kind === "docx") return timed(Effect.flatMap(docxModule, (m) => m.docxToText(bytes)))
+  if (kind === "epub") return Effect.map(epubModule, ([m]) => m.epubToText(bytes))
+  return Effect.map(htmlModules, ([html, charset]) => Result.succeed(html.htmlToText(charset.decodeMarkup(bytes))))
 }

@@ -74,20 +74,30 @@ const VOID = new Set(["br", "hr", "img", "input", "meta", "link", "area", "base"
 
 const HEADING = /^h([1-6])$/
 
-/** Text of one output stream (the whole page, or its marked content): blocks of lines, whitespace collapsed. */
+/**
+ * Text of one output stream (the whole page, or its marked content): blocks of lines, whitespace collapsed. The
+ * current line is kept as parts joined when it ends: asking whether a growing string ends in a space flattens it,
+ * which made long paragraphs cost time in the square of their length.
+ */
 class Writer {
   private readonly blocks: Array<string> = []
-  private line = ""
+  private parts: Array<string> = []
+  /** Whether the current line is empty or ends in a space (where collapsed whitespace adds nothing). */
+  private spaced = true
 
   /** Adds inline text; runs of whitespace become one space (inside `<pre>`, the text is kept as it is). */
   text(data: string, pre: boolean): void {
+    if (data === "") return
     if (pre) {
-      this.line += data
+      this.parts.push(data)
+      this.spaced = data.endsWith(" ")
       return
     }
-    const collapsed = data.replace(/[\t\n\f\r ]+/g, " ")
-    if (collapsed === " " && (this.line === "" || this.line.endsWith(" "))) return
-    this.line += this.line === "" || this.line.endsWith(" ") ? collapsed.trimStart() : collapsed
+    let collapsed = data.replace(/[\t\n\f\r ]+/g, " ")
+    if (this.spaced && collapsed.startsWith(" ")) collapsed = collapsed.slice(1)
+    if (collapsed === "") return
+    this.parts.push(collapsed)
+    this.spaced = collapsed.endsWith(" ")
   }
 
   /** Whether the last block is a run of table rows or list items, which the next one of its kind joins. */
@@ -95,8 +105,7 @@ class Writer {
 
   /** Ends the current line as a block of its own (a paragraph, or a list item that joins the list before it). */
   block(): void {
-    const done = this.line.trim()
-    this.line = ""
+    const done = this.take().trim()
     if (done === "") return
     this.push(done, done.startsWith("- ") ? "item" : undefined)
   }
@@ -113,14 +122,11 @@ class Writer {
     this.run = kind
   }
 
-  get current(): string {
-    return this.line
-  }
-
   /** Takes the current line's text away (for a heading or a cell being collected). */
   take(): string {
-    const taken = this.line
-    this.line = ""
+    const taken = this.parts.join("")
+    this.parts = []
+    this.spaced = true
     return taken
   }
 
@@ -151,8 +157,17 @@ export const htmlToText = (html: string): PageText => {
   let cells: Array<string> | undefined
   let inCell = false
   const writers = () => (marked > 0 ? [all, content] : [all])
+  /** Writes the heading being collected as a `#` line (at its end tag, or at a block that leaves it unclosed). */
+  const endHeading = () => {
+    for (const w of writers()) {
+      const text = w.take().trim()
+      if (text !== "") w.whole(`${"#".repeat(heading)} ${text}`)
+    }
+    heading = 0
+  }
   /** Ends a block, or inside a table cell (which Word's converter fills with paragraphs) puts a space. */
   const blockBreak = () => {
+    if (heading > 0) endHeading()
     for (const w of writers()) {
       if (inCell) w.text(" ", false)
       else w.block()
@@ -232,11 +247,7 @@ export const htmlToText = (html: string): PageText => {
           return
         }
         if (heading > 0 && HEADING.test(name)) {
-          for (const w of writers()) {
-            const text = w.take().trim()
-            if (text !== "") w.whole(`${"#".repeat(heading)} ${text}`)
-          }
-          heading = 0
+          endHeading()
           return
         }
         if ((name === "td" || name === "th") && inCell && cells !== undefined) {
