@@ -12,8 +12,10 @@ export type WordBlock =
   | { readonly heading: 1 | 2; readonly text: string }
   | { readonly text: string }
   | { readonly table: ReadonlyArray<ReadonlyArray<string>> }
+  | { readonly raw: string }
 
 const paragraph = (block: WordBlock): string => {
+  if ("raw" in block) return block.raw
   if ("table" in block) {
     const rows = block.table
       .map(
@@ -68,11 +70,18 @@ export const docxOf = (blocks: ReadonlyArray<WordBlock>, title?: string): Uint8A
         })
   })
 
-/** An EPUB book of `chapters` (each an XHTML body), titled `title`; `encrypted` adds a DRM encryption manifest. */
+/**
+ * An EPUB book of `chapters` (each an XHTML body), titled `title`. `encrypted` adds an encryption manifest naming the
+ * first chapter (DRM), `obfuscatedFont` one naming a font obfuscated as the IDPF allows (not DRM).
+ */
 export const epubOf = (
   title: string,
   chapters: ReadonlyArray<string>,
-  options: { readonly encrypted?: boolean } = {}
+  options: {
+    readonly encrypted?: boolean
+    readonly obfuscatedFont?: boolean
+    readonly href?: (i: number) => string
+  } = {}
 ): Uint8Array =>
   zipSync({
     mimetype: [strToU8("application/epub+zip"), { level: 0 }],
@@ -80,10 +89,19 @@ export const epubOf = (
       '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">' +
         '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>'
     ),
-    ...(options.encrypted === true
+    ...(options.encrypted === true || options.obfuscatedFont === true
       ? {
           "META-INF/encryption.xml": strToU8(
-            '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><EncryptedData xmlns="http://www.w3.org/2001/04/xmlenc#"/></encryption>'
+            '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" xmlns:enc="http://www.w3.org/2001/04/xmlenc#">' +
+              (options.obfuscatedFont === true
+                ? '<enc:EncryptedData><enc:EncryptionMethod Algorithm="http://www.idpf.org/2008/embedding"/>' +
+                  '<enc:CipherData><enc:CipherReference URI="OEBPS/fonts/serif.otf"/></enc:CipherData></enc:EncryptedData>'
+                : "") +
+              (options.encrypted === true
+                ? '<enc:EncryptedData><enc:EncryptionMethod Algorithm="http://www.w3.org/2001/04/xmlenc#aes128-cbc"/>' +
+                  '<enc:CipherData><enc:CipherReference URI="OEBPS/text/ch0.xhtml"/></enc:CipherData></enc:EncryptedData>'
+                : "") +
+              "</encryption>"
           )
         }
       : {}),

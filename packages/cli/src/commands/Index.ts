@@ -56,7 +56,7 @@ export const index = Command.make(
       Flag.withMetavar("MB"),
       Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(4096))),
       Flag.withDescription(
-        `Skip a PDF, HTML, Word or EPUB file larger than this many MB (default ${MAX_CONVERTED_FILE_BYTES / 2 ** 20})`
+        `Skip a PDF, HTML, Word or EPUB file larger than this many MiB (default ${MAX_CONVERTED_FILE_BYTES / 2 ** 20})`
       ),
       Flag.withDefault(MAX_CONVERTED_FILE_BYTES / 2 ** 20)
     ),
@@ -64,7 +64,8 @@ export const index = Command.make(
       Flag.withMetavar("S"),
       Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(3600))),
       Flag.withDescription(
-        `Skip a PDF, HTML, Word or EPUB file that takes longer than this many seconds to read (default ${MAX_CONVERT_SECONDS})`
+        `Skip a PDF file that takes longer than this many seconds to read (default ${MAX_CONVERT_SECONDS}; HTML, Word ` +
+          "and EPUB files are read in one pass bounded by their size)"
       ),
       Flag.withDefault(MAX_CONVERT_SECONDS)
     ),

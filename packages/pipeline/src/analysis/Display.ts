@@ -395,12 +395,11 @@ export const chunkViewer = (
   const doc = prepareDisplay(written, text.original === undefined ? "plain" : markupOf(text.source))
   const unitAt = unitsOf(aligned.text)
   // A PDF's pages are apart by form feeds in its text (`read/formats/Pdf.ts`): where each page after the first starts.
+  const paged = PAGED.test(text.source) && text.original !== undefined
   const pageStarts: Array<number> = []
-  if (PAGED.test(text.source) && text.original !== undefined) {
-    for (let at = written.indexOf("\f"); at >= 0; at = written.indexOf("\f", at + 1)) pageStarts.push(at)
-  }
+  if (paged) for (let at = written.indexOf("\f"); at >= 0; at = written.indexOf("\f", at + 1)) pageStarts.push(at)
   const pageAt = (from: number): number | undefined => {
-    if (pageStarts.length === 0) return undefined
+    if (!paged) return undefined
     let lo = 0
     let hi = pageStarts.length
     while (lo < hi) {

@@ -17,8 +17,8 @@ export const MAX_CONVERTED_FILE_BYTES = 256 * 1024 * 1024
 export const MAX_CONVERT_SECONDS = 60
 
 /**
- * The converters' version: a document's content hash covers it, so a new version re-indexes what it reads differently
- * (raise it with any change to what a converter gives).
+ * The converters' version, recorded in each converted file's stamp: a new version reads those files again, and
+ * re-indexes the ones whose text it reads differently (raise it with any change to what a converter gives).
  */
 export const CONVERTER_VERSION = 1
 
@@ -39,9 +39,9 @@ const epubModule = loadedOnce(() => Promise.all([import("./formats/Epub.ts")]))
 const htmlModules = loadedOnce(() => Promise.all([import("./formats/Html.ts"), import("./formats/Charset.ts")]))
 
 /**
- * A file's text (Markdown, or a PDF's pages apart by form feeds) and its own title, or why it cannot be read. A PDF or
- * Word file, whose converters wait on their own work, is given `seconds` (checked between a PDF's pages too); HTML and
- * EPUB are converted in one synchronous pass each, which a timer could not stop, and are bounded by their size.
+ * A file's text (Markdown, or a PDF's pages apart by form feeds) and its own title, or why it cannot be read. A PDF,
+ * whose converter waits on its own work, is given `seconds` (checked between its pages too); HTML, Word and EPUB are
+ * converted in one synchronous pass each, linear in their size (nesting is bounded), which a timer could not stop.
  */
 export const convertFile = (
   name: string,
@@ -49,18 +49,18 @@ export const convertFile = (
   seconds: number = MAX_CONVERT_SECONDS
 ): Effect.Effect<Result.Result<PageText, string>> => {
   const kind = CONVERTED_FILE.exec(name)?.[1]?.toLowerCase()
-  const timed = (converted: Effect.Effect<Result.Result<PageText, string>>) =>
-    Effect.map(Effect.timeoutOption(converted, Duration.seconds(seconds)), (done) =>
-      Option.getOrElse(done, () =>
-        Result.fail(`it took longer than ${seconds} s to read, skipped (index --file-seconds raises the limit)`)
+  if (kind === "pdf") {
+    return Effect.flatMap(pdfModule, (m) =>
+      Effect.map(
+        Effect.timeoutOption(
+          Effect.promise(() => m.pdfToText(bytes, seconds)),
+          Duration.seconds(seconds)
+        ),
+        (done) => Option.getOrElse(done, () => Result.fail(m.lateReason(seconds)))
       )
     )
-  if (kind === "pdf") {
-    return timed(
-      Effect.flatMap(pdfModule, (m) => Effect.promise(() => m.pdfToText(bytes, Date.now() + seconds * 1000)))
-    )
   }
-  if (kind === "docx") return timed(Effect.flatMap(docxModule, (m) => m.docxToText(bytes)))
+  if (kind === "docx") return Effect.map(docxModule, (m) => m.docxToText(bytes))
   if (kind === "epub") return Effect.map(epubModule, ([m]) => m.epubToText(bytes))
-  return Effect.map(htmlModules, ([html, charset]) => Result.succeed(html.htmlToText(charset.decodeMarkup(bytes))))
+  return Effect.map(htmlModules, ([html, charset]) => html.htmlToText(charset.decodeMarkup(bytes)))
 }

@@ -22,8 +22,11 @@ export const decodeMarkup = (bytes: Uint8Array): string => {
   const head = new TextDecoder("latin1").decode(bytes.subarray(0, 1024))
   const match = DECLARED.exec(head)
   const declared = match === null ? undefined : decoderFor(match[1] ?? match[2]!, false)
-  // A page that says UTF-8 but is not is decoded as windows-1252, as one that says nothing.
-  if (declared !== undefined && declared.encoding !== "utf-8") return declared.decode(bytes)
+  // A page that says UTF-8 but is not is decoded as windows-1252, as one that says nothing; one that says UTF-16
+  // without a byte order mark is read as UTF-8, as browsers do (its declaration could not be read otherwise).
+  if (declared !== undefined && declared.encoding !== "utf-8" && !declared.encoding.startsWith("utf-16")) {
+    return declared.decode(bytes)
+  }
   const strict = decoderFor("utf-8", true)!
   try {
     return strict.decode(bytes)

@@ -99,6 +99,10 @@ const pageText = (lines: ReadonlyArray<Line>): string => {
   return text
 }
 
+/** Why a file that took longer than its time was skipped. */
+export const lateReason = (seconds: number): string =>
+  `it took longer than ${seconds} s to read, skipped (index --file-seconds raises the limit)`
+
 /** Why pdf.js could not open a file, in words for its skip line. */
 const openProblem = (error: unknown): string => {
   const name = typeof error === "object" && error !== null && "name" in error ? String(error.name) : ""
@@ -109,10 +113,11 @@ const openProblem = (error: unknown): string => {
 
 /**
  * The text of a PDF's pages and its title (its metadata's, else none), or why it cannot be read. Stops with a reason
- * once `deadline` (a `Date.now()` time) has passed, checked between pages.
+ * once `seconds` have passed, checked between pages.
  */
-export const pdfToText = async (bytes: Uint8Array, deadline: number): Promise<Result.Result<PageText, string>> => {
-  const late = () => Result.fail("it took too long to read (past the per-file time limit), skipped")
+export const pdfToText = async (bytes: Uint8Array, seconds: number): Promise<Result.Result<PageText, string>> => {
+  const deadline = Date.now() + seconds * 1000
+  const late = () => Result.fail(lateReason(seconds))
   let doc: Awaited<ReturnType<typeof getDocumentProxy>>
   try {
     // pdf.js takes the buffer over and wants a plain Uint8Array (not a Buffer): it is given a copy.
