@@ -6,6 +6,7 @@ import { ChunkDraft, Offset } from "@funcpipe/domain/Chunk"
 import { ChunkerConfig, type ChunkStrategy, type CleanerConfig } from "@funcpipe/domain/Config"
 import type { CleanDoc } from "@funcpipe/domain/Document"
 import { isWhitespaceUnit } from "@funcpipe/domain/Whitespace"
+import { countBelow } from "../base/Sorted.ts"
 import { headingStarts, markupOf } from "./Display.ts"
 import { cleanAligned } from "./Original.ts"
 
@@ -205,16 +206,7 @@ export const sectionStarts = (original: string, cleaner: Pick<CleanerConfig, "ru
   if (headings.length === 0) return headings
   const { from } = cleanAligned(original, cleaner)
   // The first cleaned unit that comes from the heading's line or after it (`from` never decreases).
-  return headings.map((at) => {
-    let lo = 0
-    let hi = from.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (from[mid]! < at) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  })
+  return headings.map((at) => countBelow(from, at))
 }
 
 /**

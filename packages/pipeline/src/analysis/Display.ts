@@ -5,6 +5,7 @@
  */
 import { plainPassage, type ShownChunk } from "@funcpipe/domain/Answer"
 import type { CleanerConfig } from "@funcpipe/domain/Config"
+import { countBelow } from "../base/Sorted.ts"
 import { cleanAligned, originalSpan, unitsOf } from "./Original.ts"
 
 /** Documents whose text has pages, apart by form feeds: PDFs. */
@@ -398,17 +399,7 @@ export const chunkViewer = (
   const paged = PAGED.test(text.source) && text.original !== undefined
   const pageStarts: Array<number> = []
   if (paged) for (let at = written.indexOf("\f"); at >= 0; at = written.indexOf("\f", at + 1)) pageStarts.push(at)
-  const pageAt = (from: number): number | undefined => {
-    if (!paged) return undefined
-    let lo = 0
-    let hi = pageStarts.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (pageStarts[mid]! < from) lo = mid + 1
-      else hi = mid
-    }
-    return lo + 1
-  }
+  const pageAt = (from: number): number | undefined => (paged ? countBelow(pageStarts, from) + 1 : undefined)
   // What each chunk shows, kept once made: a server shows the same chunks again and again, and making a passage took a
   // quarter of a query's time under load. The key is exact for starts below 2^21 (end < 2^32); others are not kept.
   const made = new Map<number, ShownChunk>()
