@@ -113,8 +113,11 @@ const mergedSpans = (chunks: ReadonlyArray<PromptChunk>): Array<Span> => {
   return spans.sort((a, b) => a.rank - b.rank)
 }
 
+/** A padded tail's U+0000s (written without the character, which a pattern should not hold literally). */
+const PADDING = new RegExp(`${String.fromCharCode(0)}+$`)
+
 /** A chunk's text without a padded tail's U+0000s. */
-const plainEnd = (text: string) => text.replace(/\u0000+$/, "")
+const plainEnd = (text: string) => text.replace(PADDING, "")
 
 /** The longest start of `text` that ends at a word's end and fits `tokens`, with `…` after it; none if too short. */
 const cutToFit = (text: string, tokens: number): string | undefined => {
