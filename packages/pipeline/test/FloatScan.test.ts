@@ -18,7 +18,8 @@ const viewOf = (
   d: number,
   blockRows: number,
   form: "held" | "copied" | "float64",
-  deleted?: Uint8Array
+  deleted?: Uint8Array,
+  laterFirst = false
 ): IndexView => {
   const rows = floats.length / d
   const held = form === "held" ? holdFloats(floats.length, d, blockRows) : undefined
@@ -46,8 +47,14 @@ const viewOf = (
     deleted,
     postings: () => [],
     vectorBlocks: () => blocks,
-    // Ties go by position, as an index's keys would order equal scores.
-    keyOf: (position) => ({ score: 0, docId: `d${String(position).padStart(6, "0")}`, start: 0, end: 0, text: "" }),
+    // Ties go by position (or the other way round), as an index's keys would order equal scores.
+    keyOf: (position) => ({
+      score: 0,
+      docId: `d${String(laterFirst ? 999_999 - position : position).padStart(6, "0")}`,
+      start: 0,
+      end: 0,
+      text: ""
+    }),
     documents: () => ({ docOf: new Int32Array(rows), count: 1, order: new Int32Array(1) })
   }
 }
@@ -153,6 +160,39 @@ describe("float32 scans in SIMD", () => {
         assert.throws(() => topVectors(viewOf(floats, d, 16, form), [1, 2, 3, 4, 5], 3), Damaged)
       }
     }
+  })
+
+  it("visits the rows the float64 scan visits for a query whose squared length is subnormal", () => {
+    const d = 4
+    const query = [3e-162, 1e-162, 2e-162, 1e-162]
+    // Rows pointing away from the query: every cosine is -1, or a little below before clamping.
+    const floats = new Float32Array(20 * d).map((_, i) => -[3, 1, 2, 1][i % d]!)
+    // Equal scores go to later rows first: a scan that stopped visiting rows once the floor reached -1 would miss them.
+    const expected = bits(topVectors(viewOf(floats, d, 8, "float64", undefined, true), query, 3))
+    assert.deepStrictEqual(
+      expected.map(([position]) => position),
+      [19, 18, 17]
+    )
+    for (const form of ["held", "copied"] as const) {
+      assert.deepStrictEqual(bits(topVectors(viewOf(floats, d, 8, form, undefined, true), query, 3)), expected, form)
+    }
+  })
+
+  it("reports a damaged row even where it is deleted, as a decoded block does", () => {
+    const d = 5
+    const floats = new Float32Array(40 * d).map((_, i) => Math.sin(i))
+    floats[17 * d + 3] = Number.NaN
+    const deleted = new Uint8Array(40)
+    deleted[17] = 1
+    for (const form of ["held", "copied"] as const) {
+      assert.throws(() => topVectors(viewOf(floats, d, 16, form, deleted), [1, 2, 3, 4, 5], 3), Damaged)
+    }
+  })
+
+  it("holds no more than a WebAssembly memory can, and says so rather than fail", () => {
+    assert.isUndefined(holdFloats(2 ** 30 + 16, 1, 1), "4 GiB and more: not held")
+    const held = holdFloats(1024, 4, 256)
+    assert.strictEqual(held?.length, 1024)
   })
 
   it("scans blocks larger than its memory, and blocks of a held stretch in place", () => {

@@ -180,6 +180,9 @@ const kernelOf = (workAt: number): Kernel | null => {
   }
 }
 
+/** `bytes` rounded up to a multiple of 16 (in float64 arithmetic: a memory may pass 2 GiB, where `&` would wrap). */
+const align16 = (bytes: number): number => Math.ceil(bytes / 16) * 16
+
 /** The kernels holding vectors in their memory, by that memory's buffer (which never grows once filled). */
 const holders = new WeakMap<ArrayBuffer, Kernel>()
 
@@ -190,16 +193,18 @@ const holders = new WeakMap<ArrayBuffer, Kernel>()
  * GiB); the caller then keeps the components in an array of its own, which scans copy in block by block.
  */
 export const holdFloats = (length: number, d: number, maxRows: number): Float32Array | undefined => {
-  const workAt = (length * 4 + 15) & ~15
-  const kernel = kernelOf(workAt)
-  if (kernel === null) return undefined
+  const workAt = align16(length * 4)
+  // A WebAssembly memory holds at most 4 GiB (65,536 pages of 64 KiB).
+  if (workAt + align16(d * 4) + maxRows * 4 > 2 ** 32) return undefined
   try {
-    reserve(kernel.memory, workAt + ((d * 4 + 15) & ~15) + maxRows * 4)
+    const kernel = kernelOf(workAt)
+    if (kernel === null) return undefined
+    reserve(kernel.memory, workAt + align16(d * 4) + maxRows * 4)
+    holders.set(kernel.memory.buffer, kernel)
+    return new Float32Array(kernel.memory.buffer, 0, length)
   } catch {
     return undefined
   }
-  holders.set(kernel.memory.buffer, kernel)
-  return new Float32Array(kernel.memory.buffer, 0, length)
 }
 
 /**
@@ -226,10 +231,16 @@ export class FloatScanner {
     const k = holder ?? this.own ?? null
     if (k === null || k.inUse) return false
     const valuesAt = holder === undefined ? 0 : floats.byteOffset
-    const qAt = holder === undefined ? (count * d * 4 + 15) & ~15 : k.workAt
-    const outAt = qAt + ((d * 4 + 15) & ~15)
+    const qAt = holder === undefined ? align16(count * d * 4) : k.workAt
+    const outAt = qAt + align16(d * 4)
+    if (outAt + count * 4 > 2 ** 32) return false
     if (holder === undefined) {
-      reserve(k.memory, outAt + count * 4)
+      try {
+        reserve(k.memory, outAt + count * 4)
+      } catch {
+        // No memory to be had: the caller scores the block itself.
+        return false
+      }
       new Float32Array(k.memory.buffer, 0, count * d).set(floats.subarray(0, count * d))
     } else if (outAt + count * 4 > k.memory.buffer.byteLength) return false
     const memory = k.memory.buffer

@@ -73,8 +73,11 @@ export const scanVectors = (
       continue
     }
     if (block.floats !== undefined) {
-      // The query scaled to length 1 in float32, for the kernel; none for a query of no finite length.
-      if (unit === undefined) unit = qLength > 0 && qLength < Infinity ? Float32Array.from(q, (x) => x / qLength) : null
+      // The query scaled to length 1 in float32, for the kernel; none for a query whose length is not finite, or
+      // whose squared length is subnormal (its length is then inexact, and the scaled query not of length 1).
+      if (unit === undefined) {
+        unit = qLength >= 2 ** -511 && qLength < Infinity ? Float32Array.from(q, (x) => x / qLength) : null
+      }
       scanFloats(view.scratch.floats, block, d, q, qLength, unit, deleted, visit, floor)
       continue
     }
@@ -187,9 +190,15 @@ export const scanFloats = (
     scanner.cosines(floats, count, d, unit, (cosines) => {
       let least = floor()
       for (let row = 0; row < count; row++) {
-        // A NaN cosine, or the kernel's +Infinity mark, is never ruled out.
-        if (cosines[row]! + margin < least) continue
-        if (deleted !== undefined && deleted[offset + row] === 1) continue
+        const approximate = cosines[row]!
+        // A NaN cosine, or the kernel's +Infinity mark, is never ruled out; nor is any row while the floor is -1 or
+        // lower, since a score below -1 is clamped up to it.
+        if (least > -1 && approximate + margin < least) continue
+        if (deleted !== undefined && deleted[offset + row] === 1) {
+          // A deleted row is not scored, but a damaged one (marked) is still reported, as a decoded block reports it.
+          if (!(approximate < Infinity)) exactRow(block, row, d, q, qLength)
+          continue
+        }
         const score = exactRow(block, row, d, q, qLength)
         if (score >= least) {
           visit(offset + row, score)
@@ -200,8 +209,8 @@ export const scanFloats = (
   if (inKernel) return
   let least = floor()
   for (let row = 0; row < count; row++) {
-    if (deleted !== undefined && deleted[offset + row] === 1) continue
     const score = exactRow(block, row, d, q, qLength)
+    if (deleted !== undefined && deleted[offset + row] === 1) continue
     if (score >= least) {
       visit(offset + row, score)
       least = floor()
