@@ -53,7 +53,7 @@ export const index = Command.make(
       Flag.withDefault(false)
     ),
     maxFileMb: Flag.Int("max-file-mb").pipe(
-      Flag.withMetavar("MB"),
+      Flag.withMetavar("MIB"),
       Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(4096))),
       Flag.withDescription(
         `Skip a PDF, HTML, Word or EPUB file larger than this many MiB (default ${MAX_CONVERTED_FILE_BYTES / 2 ** 20})`
