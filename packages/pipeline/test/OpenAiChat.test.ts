@@ -3,55 +3,16 @@
  * retries that honour Retry-After, failures by status, answers that break off or send garbage, and the key kept out of
  * every error.
  */
-import { createServer, type ServerResponse } from "node:http"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import type { LanguageModel } from "effect/ai"
 import { defaultChatSettings, makeChatModel } from "../src/models/openai/OpenAiChat.ts"
+import { chunkEvent, fakeChatService } from "./FakeChat.ts"
 
 const KEY = "sk-test-secret-key-1234"
 
-type Reply =
-  | { readonly status: number; readonly headers?: Record<string, string>; readonly body: string }
-  | { readonly events: ReadonlyArray<string>; readonly drop?: boolean }
-
-/** A fake service answering request `n` (from 1) with `reply(n)`; it records each request's body and auth header. */
-const fakeService = (reply: (n: number) => Reply) =>
-  Effect.gen(function* () {
-    const seen: Array<{ readonly auth: string | undefined; readonly body: Record<string, unknown> }> = []
-    const send = (res: ServerResponse, r: Reply) => {
-      if ("status" in r) {
-        res.writeHead(r.status, { "content-type": "application/json", ...r.headers }).end(r.body)
-        return
-      }
-      res.writeHead(200, { "content-type": "text/event-stream" })
-      const events = r.events.map((event) => `data: ${event}\n\n`).join("")
-      // A dropped answer: its events reach the client, then the connection goes without the answer's end.
-      if (r.drop === true) res.write(events, () => res.socket?.destroy())
-      else res.end(events)
-    }
-    const server = createServer((req, res) => {
-      let raw = ""
-      req.on("data", (chunk) => (raw += chunk))
-      req.on("end", () => {
-        seen.push({ auth: req.headers.authorization, body: JSON.parse(raw) as Record<string, unknown> })
-        send(res, reply(seen.length))
-      })
-    })
-    yield* Effect.acquireRelease(
-      Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-      () =>
-        Effect.sync(() => {
-          server.closeAllConnections()
-          server.close()
-        })
-    )
-    const { port } = server.address() as { port: number }
-    return { baseUrl: `http://127.0.0.1:${port}/v1`, seen }
-  })
-
-const chunk = (content: string) => JSON.stringify({ choices: [{ delta: { content } }] })
+const chunk = chunkEvent
 const usage = JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 3 } })
 
 const modelAt = (baseUrl: string) =>
@@ -74,7 +35,9 @@ const streamed = (model: LanguageModel.LanguageModel, prompt: string) =>
 describe("the Chat Completions provider", () => {
   it.live("streams an answer's text in order, with its usage, sending the model, messages and key", () =>
     Effect.gen(function* () {
-      const fake = yield* fakeService(() => ({ events: [chunk("The Moon "), chunk("is far [1]."), usage, "[DONE]"] }))
+      const fake = yield* fakeChatService(() => ({
+        events: [chunk("The Moon "), chunk("is far [1]."), usage, "[DONE]"]
+      }))
       const model = yield* modelAt(fake.baseUrl)
       const answer = yield* streamed(model, "How far is the Moon?")
       assert.strictEqual(answer.text, "The Moon is far [1].")
@@ -93,7 +56,7 @@ describe("the Chat Completions provider", () => {
         choices: [{ message: { content: "Far [1]." } }],
         usage: { prompt_tokens: 5, completion_tokens: 2 }
       })
-      const fake = yield* fakeService(() => ({ status: 200, body }))
+      const fake = yield* fakeChatService(() => ({ status: 200, body }))
       const model = yield* modelAt(fake.baseUrl)
       const answer = yield* model.generateText({ prompt: "How far?" })
       assert.strictEqual(answer.text, "Far [1].")
@@ -103,7 +66,7 @@ describe("the Chat Completions provider", () => {
 
   it.live("waits at least what a 429's Retry-After asks, and retries a server error, then answers", () =>
     Effect.gen(function* () {
-      const fake = yield* fakeService((n) =>
+      const fake = yield* fakeChatService((n) =>
         n === 1
           ? { status: 429, headers: { "retry-after-ms": "120" }, body: '{"error":{"message":"slow down"}}' }
           : n === 2
@@ -121,11 +84,11 @@ describe("the Chat Completions provider", () => {
 
   it.live("fails with typed errors that never show the key: a refused key at once, server errors after every try", () =>
     Effect.gen(function* () {
-      const refusing = yield* fakeService(() => ({ status: 401, body: `{"error":{"message":"bad key ${KEY}"}}` }))
+      const refusing = yield* fakeChatService(() => ({ status: 401, body: `{"error":{"message":"bad key ${KEY}"}}` }))
       const refused = yield* Effect.flip(streamed(yield* modelAt(refusing.baseUrl), "Q?"))
       assert.strictEqual(refused.reason._tag, "AuthenticationError")
       assert.strictEqual(refusing.seen.length, 1)
-      const failing = yield* fakeService(() => ({ status: 500, body: `{"error":"broken, key ${KEY}"}` }))
+      const failing = yield* fakeChatService(() => ({ status: 500, body: `{"error":"broken, key ${KEY}"}` }))
       const failed = yield* Effect.flip(streamed(yield* modelAt(failing.baseUrl), "Q?"))
       assert.strictEqual(failed.reason._tag, "InternalProviderError")
       assert.strictEqual(failing.seen.length, 3, "the first try and two more")
@@ -139,7 +102,7 @@ describe("the Chat Completions provider", () => {
 
   it.live("reports an answer that breaks off, after the text that came, and an event that is not a chunk", () =>
     Effect.gen(function* () {
-      const dropping = yield* fakeService(() => ({ events: [chunk("The Moon")], drop: true }))
+      const dropping = yield* fakeChatService(() => ({ events: [chunk("The Moon")], drop: true }))
       const model = yield* modelAt(dropping.baseUrl)
       const texts: Array<string> = []
       const broke = yield* Effect.flip(
@@ -150,7 +113,7 @@ describe("the Chat Completions provider", () => {
       assert.deepStrictEqual(texts, ["The Moon"])
       assert.strictEqual(broke.reason._tag, "NetworkError")
       assert.strictEqual(dropping.seen.length, 1, "an answer that began is not asked for again")
-      const garbled = yield* fakeService(() => ({ events: [chunk("ok"), "{not json", "[DONE]"] }))
+      const garbled = yield* fakeChatService(() => ({ events: [chunk("ok"), "{not json", "[DONE]"] }))
       const garbage = yield* Effect.flip(streamed(yield* modelAt(garbled.baseUrl), "Q?"))
       assert.strictEqual(garbage.reason._tag, "InvalidOutputError")
     }).pipe(Effect.scoped, Effect.provide(HttpLayer))
