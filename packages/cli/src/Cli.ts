@@ -1,6 +1,7 @@
 /** The `funcpipe` command tree. Handlers only orchestrate: stages do the work, services do the I/O. */
 import { Effect, Schema, Stdio } from "effect"
 import { Command } from "effect/cli"
+import { ask } from "./commands/Ask.ts"
 import { chunks } from "./commands/Chunks.ts"
 import { copy } from "./commands/Copy.ts"
 import { evaluate } from "./commands/Eval.ts"
@@ -13,7 +14,7 @@ import { status } from "./commands/Status.ts"
 
 export const cli = Command.make("funcpipe").pipe(
   Command.withDescription("FuncPipe: turn documents into ranked answers (read, clean, chunk, embed, retrieve)"),
-  Command.withSubcommands([index, query, status, serve, search, chunks, evaluate, models, copy])
+  Command.withSubcommands([index, query, ask, status, serve, search, chunks, evaluate, models, copy])
 )
 
 export const version = "0.1.0"

@@ -1,6 +1,7 @@
 /** Answers with sources as a program: retrieval, the prompt made from it, and the model's streamed, cited answer. */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
 import { Effect, FileSystem, Layer, Redacted, Stream } from "effect"
 import { citationsOf } from "../src/analysis/Prompt.ts"
 import { Embedder } from "../src/models/Embedder.ts"
@@ -9,7 +10,6 @@ import { NO_SOURCES_ANSWER, prepareAnswer, streamAnswer } from "../src/programs/
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { DocumentSource } from "../src/read/DocumentSource.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
-import { chunkEvent, fakeChatService } from "./FakeChat.ts"
 
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer, NodeHttpClient.layerNodeHttp)
 

@@ -5,10 +5,10 @@
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import type { LanguageModel } from "effect/ai"
 import { defaultChatSettings, makeChatModel } from "../src/models/openai/OpenAiChat.ts"
-import { chunkEvent, fakeChatService } from "./FakeChat.ts"
 
 const KEY = "sk-test-secret-key-1234"
 

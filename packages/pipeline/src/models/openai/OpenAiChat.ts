@@ -166,12 +166,12 @@ const usageOf = (usage: Usage | null | undefined) => ({
 export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: string, settings: ChatSettings) {
   const client = yield* HttpClient.HttpClient
   const url = `${settings.baseUrl}/chat/completions`
-  const lost = (method: string, description: string) =>
+  const lost = (description: string) =>
     new AiError.NetworkError({
       reason: "TransportError",
       method: "POST",
       url,
-      description: `${method}: ${description}`
+      description: `the chat service at ${settings.baseUrl} ${description}`
     })
 
   /** One try: the response, once its status says the answer is coming; or why not. */
@@ -200,8 +200,7 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
             Result.fail<Failed>({
               retry: true,
               askedMillis: undefined,
-              reason: (tries) =>
-                lost("request", `no answer began within ${settings.timeoutMillis / 1000} s, ${tries} tries`)
+              reason: (tries) => lost(`began no answer within ${settings.timeoutMillis / 1000} s (${tries} tries)`)
             })
           )
       }),
@@ -210,7 +209,7 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
           Result.fail<Failed>({
             retry: true,
             askedMillis: undefined,
-            reason: (tries) => lost("request", `${e.message} (${tries} tries)`)
+            reason: (tries) => lost(`could not be reached: ${e.message} (${tries} tries)`)
           })
         )
       )
@@ -239,7 +238,7 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
       Effect.gen(function* () {
         const response = yield* send(options.prompt, false, "generateText")
         const text = yield* response.text.pipe(
-          Effect.mapError(() => error("generateText", lost("generateText", "the answer broke off")))
+          Effect.mapError(() => error("generateText", lost("broke off its answer")))
         )
         const answer = decodeCompletion(text)
         if (Result.isFailure(answer)) return yield* Effect.fail(invalid("generateText", "answered with no completion"))
@@ -257,7 +256,7 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
             Stream.pipeThroughChannel(Sse.decode()),
             Stream.mapError((e) =>
               e._tag === "HttpClientError"
-                ? error("streamText", lost("streamText", "the answer broke off"))
+                ? error("streamText", lost("broke off its answer"))
                 : invalid("streamText", `sent events that do not decode (${String(e)})`)
             ),
             Stream.takeWhile((event) => event.data !== "[DONE]"),
