@@ -6,21 +6,10 @@ import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
 import { Effect, FileSystem, Layer, Path } from "effect"
-import { Command } from "effect/cli"
-import { TestConsole } from "effect/testing"
-import { cli, version } from "../src/Cli.ts"
+import { printed, run } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
-const run = Command.runWith(cli, { version })
 const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
-
-/** Runs a command and returns what it printed to stdout through the console. */
-const output = (args: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const before = (yield* TestConsole.logLines).length
-    yield* run(args)
-    return (yield* TestConsole.logLines).slice(before).map(String).join("\n")
-  })
 
 /** An index of the sample corpus in a fresh folder. */
 const sampleIndex = Effect.gen(function* () {
@@ -39,7 +28,7 @@ describe("funcpipe ask", () => {
       const fake = yield* fakeChatService(() => ({
         events: [chunkEvent("Voyager 1 is in interstellar space [1]"), chunkEvent(", see also [9]."), "[DONE]"]
       }))
-      const printed = yield* output([
+      const out = yield* printed([
         "ask",
         "Which probe reached interstellar space?",
         "--index",
@@ -50,7 +39,7 @@ describe("funcpipe ask", () => {
         fake.baseUrl,
         "--json"
       ])
-      const answer = JSON.parse(printed)
+      const answer = JSON.parse(out)
       assert.strictEqual(answer.answer, "Voyager 1 is in interstellar space [1], see also [9].")
       assert.deepStrictEqual(answer.citations, [
         { number: 1, known: true },
@@ -67,7 +56,7 @@ describe("funcpipe ask", () => {
     Effect.gen(function* () {
       const index = yield* sampleIndex
       const fake = yield* fakeChatService(() => ({ status: 500, body: "{}" }))
-      const shown = yield* output(["ask", "How far away is the Moon?", "--index", index, "--show-prompt"])
+      const shown = yield* printed(["ask", "How far away is the Moon?", "--index", index, "--show-prompt"])
       assert.match(shown, /^system:\nYou answer questions from the numbered sources/)
       assert.include(shown, "\n\nuser:\nSources:\n\n[1] ")
       assert.include(shown, "Question: How far away is the Moon?")
@@ -84,7 +73,7 @@ describe("funcpipe ask", () => {
     Effect.gen(function* () {
       const index = yield* sampleIndex
       const fake = yield* fakeChatService(() => ({ status: 500, body: "{}" }))
-      const printed = yield* output([
+      const out = yield* printed([
         "ask",
         "quasar spectroscopy",
         "--index",
@@ -94,7 +83,7 @@ describe("funcpipe ask", () => {
         "--llm-url",
         fake.baseUrl
       ])
-      assert.include(printed, "The documents do not say")
+      assert.include(out, "The documents do not say")
       assert.strictEqual(fake.seen.length, 0)
     }).pipe(Effect.scoped, Effect.provide(TestLayer))
   )

@@ -4,6 +4,7 @@
  */
 import { createServer, type ServerResponse } from "node:http"
 import { Effect } from "effect"
+import { listenOnLoopback } from "./Loopback.ts"
 
 export type Reply =
   | { readonly status: number; readonly headers?: Record<string, string>; readonly body: string }
@@ -32,15 +33,7 @@ export const fakeChatService = (reply: (n: number) => Reply) =>
         send(res, reply(seen.length))
       })
     })
-    yield* Effect.acquireRelease(
-      Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-      () =>
-        Effect.sync(() => {
-          server.closeAllConnections()
-          server.close()
-        })
-    )
-    const { port } = server.address() as { port: number }
+    const port = yield* listenOnLoopback(server)
     return { baseUrl: `http://127.0.0.1:${port}/v1`, seen }
   })
 
