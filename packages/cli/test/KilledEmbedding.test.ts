@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { createServer, type ServerResponse } from "node:http"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { listenOnLoopback } from "@funcpipe/test-kit/Loopback"
 import { Effect, FileSystem } from "effect"
 import { launcher } from "./support/Launcher.ts"
 
@@ -47,15 +48,8 @@ const fakeService = (onHeld: () => void) =>
           )
         })
     })
-    yield* Effect.acquireRelease(
-      Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-      () =>
-        Effect.sync(() => {
-          server.closeAllConnections()
-          server.close()
-        })
-    )
-    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, state }
+    const port = yield* listenOnLoopback(server)
+    return { url: `http://127.0.0.1:${port}/v1`, state }
   })
 
 /** Runs the CLI; resolves with its exit code or signal and its stderr. */

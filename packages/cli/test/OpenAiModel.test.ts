@@ -5,6 +5,7 @@ import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
+import { listenOnLoopback } from "@funcpipe/test-kit/Loopback"
 import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
@@ -48,15 +49,8 @@ const fakeService = Effect.gen(function* () {
         )
       })
   })
-  yield* Effect.acquireRelease(
-    Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () =>
-      Effect.sync(() => {
-        server.closeAllConnections()
-        server.close()
-      })
-  )
-  return { baseUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, requests }
+  const port = yield* listenOnLoopback(server)
+  return { baseUrl: `http://127.0.0.1:${port}/v1`, requests }
 })
 
 const environment = (vars: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnvRecord(vars))

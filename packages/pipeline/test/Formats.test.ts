@@ -115,7 +115,7 @@ describe("HTML", () => {
 
 /** A PDF of the fixtures (made by `fixtures/pdf/make.sh` with groff, qpdf and ghostscript). */
 const pdf = (name: string) => new Uint8Array(readFileSync(new URL(`./fixtures/pdf/${name}.pdf`, import.meta.url)))
-const pdfText = (name: string) => Effect.promise(() => pdfToText(pdf(name), 60))
+const pdfText = (name: string) => Effect.promise(() => pdfToText(pdf(name), 60, Date.now))
 
 describe("PDF files", () => {
   it.effect("give their pages apart by form feeds, broken words mended, running header and footer dropped", () =>
@@ -157,7 +157,7 @@ describe("PDF files", () => {
         assert.isTrue(Result.isFailure(read), name)
         if (Result.isFailure(read)) assert.include(read.failure, reason)
       }
-      const late = yield* Effect.promise(() => pdfToText(pdf("report"), -1))
+      const late = yield* Effect.promise(() => pdfToText(pdf("report"), -1, Date.now))
       assert.isTrue(Result.isFailure(late))
       if (Result.isFailure(late)) assert.include(late.failure, "--file-seconds")
     })

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { inspect } from "node:util"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { listenOnLoopback } from "@funcpipe/test-kit/Loopback"
 import { Clock, ConfigProvider, Duration, Effect, Fiber, Layer, Queue, Redacted, Result } from "effect"
 import { EmbeddingModel } from "effect/ai"
 import { HttpClient } from "effect/http"
@@ -85,15 +86,7 @@ const fakeServer = (reply: (seen: Seen, n: number) => Reply | Promise<Reply>) =>
           void Promise.resolve(reply(seen[n - 1]!, n)).then((r) => answer(res, req, r))
         })
     })
-    yield* Effect.acquireRelease(
-      Effect.callback<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-      () =>
-        Effect.sync(() => {
-          server.closeAllConnections()
-          server.close()
-        })
-    )
-    const { port } = server.address() as { port: number }
+    const port = yield* listenOnLoopback(server)
     return { baseUrl: `http://127.0.0.1:${port}/v1`, seen, arrivals }
   })
 

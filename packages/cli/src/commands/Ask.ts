@@ -8,6 +8,7 @@ import { NO_SOURCES_ANSWER, prepareAnswer, promptOf } from "@funcpipe/pipeline/p
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import {
+  Clock,
   Config,
   Console,
   Effect,
@@ -137,7 +138,7 @@ export const ask = Command.make(
     const question = yield* queryText(input.text)
     const fs = yield* FileSystem.FileSystem
     const system = Option.isSome(input.system) ? yield* fs.readFileString(input.system.value) : undefined
-    const started = Date.now()
+    const started = yield* Clock.currentTimeMillis
     const { found, prompt } = yield* prepareAnswer(question, input.topK, {
       ...(Option.isSome(input.mode) ? { mode: input.mode.value } : {}),
       ...ruleOption("where", input.where),
@@ -202,7 +203,7 @@ export const ask = Command.make(
           citations: citations.map((c) => ({ number: c.number, known: c.known })),
           sources,
           usage: { input_tokens: usage.input ?? null, output_tokens: usage.output ?? null },
-          millis: Date.now() - started
+          millis: (yield* Clock.currentTimeMillis) - started
         })
       )
       return

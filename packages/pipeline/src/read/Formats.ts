@@ -4,7 +4,7 @@
  * of its kind is read, so start-up and a run over Markdown alone do not pay for them.
  */
 
-import { Duration, Effect, Option, Result } from "effect"
+import { Clock, Duration, Effect, Option, Result } from "effect"
 import type { PageText } from "./formats/Html.ts"
 
 /** The files read through a converter, each one document. */
@@ -53,7 +53,10 @@ export const convertFile = (
     return Effect.flatMap(pdfModule, (m) =>
       Effect.map(
         Effect.timeoutOption(
-          Effect.promise(() => m.pdfToText(bytes, seconds)),
+          Effect.gen(function* () {
+            const clock = yield* Clock.Clock
+            return yield* Effect.promise(() => m.pdfToText(bytes, seconds, () => clock.currentTimeMillisUnsafe()))
+          }),
           Duration.seconds(seconds)
         ),
         (done) => Option.getOrElse(done, () => Result.fail(m.lateReason(seconds)))

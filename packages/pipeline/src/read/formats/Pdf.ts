@@ -113,10 +113,14 @@ const openProblem = (error: unknown): string => {
 
 /**
  * The text of a PDF's pages and its title (its metadata's, else none), or why it cannot be read. Stops with a reason
- * once `seconds` have passed, checked between pages.
+ * once `seconds` have passed by `now` (milliseconds: the caller's clock), checked between pages.
  */
-export const pdfToText = async (bytes: Uint8Array, seconds: number): Promise<Result.Result<PageText, string>> => {
-  const deadline = Date.now() + seconds * 1000
+export const pdfToText = async (
+  bytes: Uint8Array,
+  seconds: number,
+  now: () => number
+): Promise<Result.Result<PageText, string>> => {
+  const deadline = now() + seconds * 1000
   const late = () => Result.fail(lateReason(seconds))
   let doc: Awaited<ReturnType<typeof getDocumentProxy>>
   try {
@@ -128,7 +132,7 @@ export const pdfToText = async (bytes: Uint8Array, seconds: number): Promise<Res
   try {
     const pages: Array<Array<Line>> = []
     for (let p = 1; p <= doc.numPages; p++) {
-      if (Date.now() > deadline) return late()
+      if (now() > deadline) return late()
       const page = await doc.getPage(p)
       const content = await page.getTextContent()
       pages.push(linesOf(content.items.filter((item) => "str" in item) as ReadonlyArray<Item>))
