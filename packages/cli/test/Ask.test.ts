@@ -5,7 +5,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
-import { Effect, FileSystem, Layer, Path } from "effect"
+import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
+import { TestConsole } from "effect/testing"
 import { printed, run } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
@@ -41,11 +42,14 @@ describe("funcpipe ask", () => {
       ])
       const answer = JSON.parse(out)
       assert.strictEqual(answer.answer, "Voyager 1 is in interstellar space [1], see also [9].")
+      const first = answer.sources[0]
+      assert.strictEqual(first.doc_id, "voyager-1")
+      // Citations resolve to their source's span; one naming no source is kept, flagged.
       assert.deepStrictEqual(answer.citations, [
-        { number: 1, known: true },
-        { number: 9, known: false }
+        { number: 1, known: true, doc_id: "voyager-1", start: first.start, end: first.end },
+        { number: 9, known: false, doc_id: null, start: null, end: null }
       ])
-      assert.strictEqual(answer.sources[0].doc_id, "voyager-1")
+      assert.deepStrictEqual(Object.keys(answer).sort(), ["answer", "citations", "millis", "question", "sources", "usage"])
       const sent = fake.seen[0]!.body["messages"] as ReadonlyArray<{ role: string; content: string }>
       assert.include(sent[1]!.content, "[1] Voyager 1 (voyager-1)")
       assert.strictEqual(fake.seen[0]!.body["model"], "test-chat")
@@ -85,6 +89,31 @@ describe("funcpipe ask", () => {
       ])
       assert.include(out, "The documents do not say")
       assert.strictEqual(fake.seen.length, 0)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer))
+  )
+
+  it.effect("sends the key only as the bearer token: never in what it prints, its errors, or the index", () =>
+    Effect.gen(function* () {
+      const KEY = "sk-ask-secret-0123456789"
+      const fs = yield* FileSystem.FileSystem
+      const index = yield* sampleIndex
+      const fake = yield* fakeChatService((n) =>
+        n === 1
+          ? { events: [chunkEvent("Voyager 1 [1]."), "[DONE]"] }
+          : { status: 401, body: `{"error":{"message":"Incorrect API key provided: ${KEY}"}}` }
+      )
+      const env = ConfigProvider.layer(ConfigProvider.fromEnvRecord({ FUNCPIPE_LLM_KEY: KEY }))
+      const args = ["ask", "Which probe reached interstellar space?", "--index", index, "--llm", "openai:m"]
+      const out = yield* printed([...args, "--llm-url", fake.baseUrl, "--json"]).pipe(Effect.provide(env))
+      assert.strictEqual(JSON.parse(out).answer, "Voyager 1 [1].")
+      assert.strictEqual(fake.seen[0]!.auth, `Bearer ${KEY}`)
+      const refused = yield* Effect.flip(run([...args, "--llm-url", fake.baseUrl]).pipe(Effect.provide(env)))
+      assert.strictEqual(refused._tag, "AnswerFailed")
+      assert.include(refused.message, "refused")
+      const said = [out, refused.message, ...(yield* TestConsole.errorLines).map(String)].join("\n")
+      assert.notInclude(said, KEY)
+      const stored = Buffer.from(yield* fs.readFile(index)).toString("latin1")
+      assert.notInclude(stored, KEY)
     }).pipe(Effect.scoped, Effect.provide(TestLayer))
   )
 })

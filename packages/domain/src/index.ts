@@ -1,5 +1,6 @@
 /** FuncPipe's values: schema-checked documents, chunks, embeddings, queries, configs, rules, the ranking order, answers. */
 export * from "./Answer.ts"
+export * from "./Ask.ts"
 export * from "./Chunk.ts"
 export * from "./Config.ts"
 export * from "./Decode.ts"

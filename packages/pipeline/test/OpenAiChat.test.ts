@@ -118,4 +118,30 @@ describe("the Chat Completions provider", () => {
       assert.strictEqual(garbage.reason._tag, "InvalidOutputError")
     }).pipe(Effect.scoped, Effect.provide(HttpLayer))
   )
+  it.live("tries again when the first token is slow to come, and gives up on an answer that stalls midway", () =>
+    Effect.gen(function* () {
+      // The first request is never answered: its wait ends at the start timeout, and the next try answers.
+      const slow = yield* fakeChatService((n) => (n === 1 ? { silent: true } : { events: [chunk("Late"), "[DONE]"] }))
+      const quick = { ...defaultChatSettings(slow.baseUrl, Redacted.make(KEY)), timeoutMillis: 150, backoffMillis: 5 }
+      const answered = yield* streamed(yield* makeChatModel("test-chat", quick), "Q?")
+      assert.strictEqual(answered.text, "Late")
+      assert.strictEqual(slow.seen.length, 2)
+      // The request given up on is closed, not left open (the fake may see its close after the next request).
+      yield* Effect.sleep(5).pipe(Effect.repeat({ until: () => slow.abandoned === 1 }))
+      // An answer that starts and then sends nothing more (the connection still open) is lost after the idle limit.
+      const stalled = yield* fakeChatService(() => ({ events: [chunk("The Moon")], stall: true }))
+      const idle = { ...defaultChatSettings(stalled.baseUrl, Redacted.make(KEY)), idleMillis: 150 }
+      const model = yield* makeChatModel("test-chat", idle)
+      const texts: Array<string> = []
+      const broke = yield* Effect.flip(
+        Stream.runForEach(model.streamText({ prompt: "Q?" }), (part) =>
+          Effect.sync(() => void (part.type === "text-delta" && texts.push(part.delta)))
+        )
+      )
+      assert.deepStrictEqual(texts, ["The Moon"])
+      assert.strictEqual(broke.reason._tag, "NetworkError")
+      assert.include(broke.message, "stopped answering for 0.15 s")
+      assert.notInclude(broke.message, KEY)
+    }).pipe(Effect.scoped, Effect.provide(HttpLayer))
+  )
 })

@@ -1,43 +1,23 @@
 /** `funcpipe ask`: answer a question from the index with a chat model, citing the chunks the answer comes from. */
 
-import { citationsOf, DEFAULT_CONTEXT_TOKENS } from "@funcpipe/pipeline/analysis/Prompt"
-import { defaultChatSettings, layerChatModel } from "@funcpipe/pipeline/models/openai/OpenAiChat"
+import { askJson } from "@funcpipe/domain/Ask"
+import { DEFAULT_CONTEXT_TOKENS } from "@funcpipe/pipeline/analysis/Prompt"
 import { describe } from "@funcpipe/pipeline/models/openai/OpenAiFailures"
-import { DEFAULT_BASE_URL } from "@funcpipe/pipeline/models/openai/OpenAiSettings"
-import { NO_SOURCES_ANSWER, prepareAnswer, promptOf } from "@funcpipe/pipeline/programs/Answer"
+import {
+  type Answered,
+  type AnswerUsage,
+  answerParts,
+  NO_SOURCES_ANSWER,
+  prepareAnswer,
+  resolveCitations
+} from "@funcpipe/pipeline/programs/Answer"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
-import {
-  Clock,
-  Config,
-  Console,
-  Effect,
-  FileSystem,
-  Layer,
-  Option,
-  type Redacted,
-  Result,
-  Schema,
-  Stdio,
-  Stream
-} from "effect"
-import { type AiError, LanguageModel } from "effect/ai"
+import { Clock, Console, Effect, FileSystem, Layer, Option, Result, Schema, Stdio, Stream } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { ChatModelMissing, chatChoice, llmFlags } from "../flags/Chat.ts"
 import { indexPath, json, rankingFlags, ruleOption, serviceFlags, where, withServiceFlags } from "../flags/Flags.ts"
 import { queryText, STDIN_HINT } from "../flags/QueryText.ts"
-
-/** Where `ask` takes its chat model from, for the messages that say how to configure one. */
-export const LLM_ENV = { model: "FUNCPIPE_LLM", url: "FUNCPIPE_LLM_URL", key: "FUNCPIPE_LLM_KEY" } as const
-
-/** `ask` without a chat model: it says how to name one. */
-export class ChatModelMissing extends Schema.TaggedError<ChatModelMissing>()("ChatModelMissing", {}) {
-  override get message(): string {
-    return (
-      `ask needs a chat model: give --llm openai:<model> (or set ${LLM_ENV.model}), and --llm-url for a ` +
-      `service other than OpenAI's (Ollama: http://localhost:11434/v1); --show-prompt prints the prompt without one`
-    )
-  }
-}
 
 /** The chat model could not answer: why, in the provider's words (never with the key). */
 export class AnswerFailed extends Schema.TaggedError<AnswerFailed>()("AnswerFailed", { reason: Schema.String }) {
@@ -45,61 +25,6 @@ export class AnswerFailed extends Schema.TaggedError<AnswerFailed>()("AnswerFail
     return `the chat model could not answer: ${this.reason}`
   }
 }
-
-/** A `--llm` that is not `openai:<model>`. */
-export class ChatModelUnknown extends Schema.TaggedError<ChatModelUnknown>()("ChatModelUnknown", {
-  name: Schema.String
-}) {
-  override get message(): string {
-    return `--llm ${JSON.stringify(this.name)} is not a chat model FuncPipe can use: give openai:<model>, the model's name at an OpenAI-compatible service`
-  }
-}
-
-const llm = Flag.String("llm").pipe(
-  Flag.withMetavar("openai:MODEL"),
-  Flag.withDescription(
-    `The chat model that answers, at an OpenAI-compatible service (default $${LLM_ENV.model}); nothing is sent to a ` +
-      "model unless one is given"
-  ),
-  Flag.withFallbackConfig(Config.String(LLM_ENV.model)),
-  Flag.optional
-)
-
-const llmUrl = Flag.String("llm-url").pipe(
-  Flag.withMetavar("URL"),
-  Flag.withDescription(
-    `The chat service's address before /chat/completions (default $${LLM_ENV.url}, else ${DEFAULT_BASE_URL}; ` +
-      "Ollama: http://localhost:11434/v1). The key comes from $FUNCPIPE_LLM_KEY (or, for OpenAI only, $OPENAI_API_KEY)"
-  ),
-  Flag.withFallbackConfig(Config.String(LLM_ENV.url)),
-  Flag.optional
-)
-
-/** The key to send: `FUNCPIPE_LLM_KEY`, else `OPENAI_API_KEY` when the service is OpenAI's own. */
-const keyFor = (url: string) =>
-  Effect.gen(function* () {
-    const own = yield* Config.option(Config.Redacted(LLM_ENV.key))
-    if (Option.isSome(own)) return own.value
-    if (url !== DEFAULT_BASE_URL) return undefined
-    return Option.getOrUndefined(yield* Config.option(Config.Redacted("OPENAI_API_KEY")))
-  }).pipe(Effect.orDie)
-
-/** The chat model layer the flags name, or why there is none. */
-const chatLayer = (name: Option.Option<string>, url: Option.Option<string>) =>
-  Effect.gen(function* () {
-    if (Option.isNone(name)) return yield* new ChatModelMissing()
-    const model = /^openai:(.+)$/.exec(name.value)?.[1]
-    if (model === undefined) return yield* new ChatModelUnknown({ name: name.value })
-    const baseUrl = Option.getOrElse(url, () => DEFAULT_BASE_URL).replace(/\/+$/, "")
-    const key: Redacted.Redacted<string> | undefined = yield* keyFor(baseUrl)
-    // Node's HTTP client, loaded only when a model is asked (as the embedding models load it).
-    const http = Layer.unwrap(
-      Effect.promise(() => import("@effect/platform-node/NodeHttpClient")).pipe(
-        Effect.map((m) => m.layerNodeHttpOptions({ keepAlive: true }))
-      )
-    )
-    return layerChatModel(model, defaultChatSettings(baseUrl, key)).pipe(Layer.provide(http))
-  })
 
 export const ask = Command.make(
   "ask",
@@ -114,8 +39,7 @@ export const ask = Command.make(
     mode: rankingFlags.mode,
     where,
     index: indexPath,
-    llm,
-    llmUrl,
+    ...llmFlags,
     contextTokens: Flag.Int("context-tokens").pipe(
       Flag.withSchema(Schema.Int.check(Schema.isBetween({ minimum: 100, maximum: 1_000_000 }))),
       Flag.withMetavar("N"),
@@ -139,7 +63,7 @@ export const ask = Command.make(
     const fs = yield* FileSystem.FileSystem
     const system = Option.isSome(input.system) ? yield* fs.readFileString(input.system.value) : undefined
     const started = yield* Clock.currentTimeMillis
-    const { found, prompt } = yield* prepareAnswer(question, input.topK, {
+    const { prompt } = yield* prepareAnswer(question, input.topK, {
       ...(Option.isSome(input.mode) ? { mode: input.mode.value } : {}),
       ...ruleOption("where", input.where),
       contextTokens: input.contextTokens,
@@ -149,63 +73,48 @@ export const ask = Command.make(
       yield* Console.log(`system:\n${prompt.system}\n\nuser:\n${prompt.user}`)
       return
     }
-    const sources = prompt.sources.map((s) => ({
-      number: s.number,
-      doc_id: s.docId,
-      title: s.title,
-      start: s.start,
-      end: s.end,
-      text: s.text
-    }))
+    const done = (answered: Answered) =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        askJson({ question, ...answered, sources: prompt.sources, millis: now - started })
+      )
     if (prompt.sources.length === 0) {
       // Nothing to answer from: the model is not asked.
-      if (input.json)
-        yield* Console.log(JSON.stringify({ question, answer: NO_SOURCES_ANSWER, citations: [], sources }))
-      else yield* Console.log(NO_SOURCES_ANSWER)
+      const answered: Answered = {
+        text: NO_SOURCES_ANSWER,
+        citations: [],
+        usage: { input: undefined, output: undefined }
+      }
+      if (input.json) yield* Console.log(JSON.stringify(yield* done(answered)))
+      else yield* Console.log(answered.text)
       return
     }
-    const layer = yield* chatLayer(input.llm, input.llmUrl)
-    const pieces: Array<string> = []
-    let usage: { input: number | undefined; output: number | undefined } = { input: undefined, output: undefined }
-    const parts = Stream.unwrap(
-      Effect.map(LanguageModel.LanguageModel, (model) => model.streamText({ prompt: promptOf(prompt) }))
-    ).pipe(
-      Stream.tap((part) =>
-        Effect.sync(() => {
-          if (part.type === "finish")
-            usage = { input: part.usage.inputTokens.total, output: part.usage.outputTokens.total }
-        })
-      ),
-      Stream.filterMap((part) => (part.type === "text-delta" ? Result.succeed(part.delta) : Result.failVoid)),
-      Stream.tap((delta) => Effect.sync(() => void pieces.push(delta)))
+    const chosen = yield* chatChoice(input)
+    if (chosen === undefined) return yield* new ChatModelMissing()
+    let text = ""
+    let usage: AnswerUsage = { input: undefined, output: undefined }
+    const pieces = answerParts(prompt).pipe(
+      Stream.filterMap((part) => {
+        if (part.type === "usage") usage = part.usage
+        else text += part.text
+        return part.type === "text" ? Result.succeed(part.text) : Result.failVoid
+      })
     )
-    const failed = (e: AiError.AiError) => new AnswerFailed({ reason: describe(e) })
-    if (input.json) {
-      yield* Stream.runDrain(parts).pipe(
-        Effect.provide(layer),
-        Effect.catchTag("AiError", (e) => Effect.fail(failed(e)))
+    if (input.json)
+      yield* Stream.runDrain(pieces).pipe(
+        Effect.provide(chosen.layer),
+        Effect.catchTag("AiError", (e) => Effect.fail(new AnswerFailed({ reason: describe(e) })))
       )
-    } else {
+    else {
       const stdio = yield* Stdio.Stdio
-      yield* Stream.run(parts, stdio.stdout({ endOnDone: false })).pipe(
-        Effect.provide(layer),
-        Effect.catchTag("AiError", (e) => Effect.fail(failed(e)))
+      yield* Stream.run(pieces, stdio.stdout({ endOnDone: false })).pipe(
+        Effect.provide(chosen.layer),
+        Effect.catchTag("AiError", (e) => Effect.fail(new AnswerFailed({ reason: describe(e) })))
       )
       yield* Console.log("")
     }
-    const answer = pieces.join("")
-    const citations = citationsOf(answer, prompt.sources)
+    const answered = yield* done({ text, usage, citations: resolveCitations(text, prompt.sources) })
     if (input.json) {
-      yield* Console.log(
-        JSON.stringify({
-          question,
-          answer,
-          citations: citations.map((c) => ({ number: c.number, known: c.known })),
-          sources,
-          usage: { input_tokens: usage.input ?? null, output_tokens: usage.output ?? null },
-          millis: (yield* Clock.currentTimeMillis) - started
-        })
-      )
+      yield* Console.log(JSON.stringify(answered))
       return
     }
     yield* Console.log("\nSources:")
@@ -215,10 +124,9 @@ export const ask = Command.make(
         `[${s.number}] ${s.docId}${s.title === "" ? "" : ` "${s.title}"`}  [${s.start}, ${s.end})  ${words}…`
       )
     }
-    for (const c of citations) {
+    for (const c of answered.citations) {
       if (!c.known) yield* Console.error(`note: the answer cites [${c.number}], which is not one of the sources`)
     }
-    void found
   })
 ).pipe(
   Command.withDescription("Answer a question from the index with a chat model, citing the chunks it comes from"),

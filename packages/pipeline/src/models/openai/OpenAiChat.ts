@@ -21,6 +21,8 @@ export interface ChatSettings {
   readonly apiKey: Redacted.Redacted<string> | undefined
   /** How long a request may wait for its answer to start. */
   readonly timeoutMillis: number
+  /** How long a streamed answer may pause between two pieces before it counts as lost. */
+  readonly idleMillis: number
   /** How many times a failed request is tried again. */
   readonly retries: number
   readonly backoffMillis: number
@@ -31,6 +33,7 @@ export const defaultChatSettings = (baseUrl: string, apiKey?: Redacted.Redacted<
   baseUrl: baseUrl.replace(/\/+$/, ""),
   apiKey,
   timeoutMillis: 120_000,
+  idleMillis: 60_000,
   retries: 3,
   backoffMillis: 500,
   maxBackoffMillis: 20_000
@@ -252,10 +255,20 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
       Stream.unwrap(
         Effect.map(send(options.prompt, true, "streamText"), (response) =>
           response.stream.pipe(
+            // A service that stalls mid-answer is given up on, as one that never starts is.
+            Stream.timeoutOrElse({
+              duration: settings.idleMillis,
+              orElse: () =>
+                Stream.fail(
+                  error("streamText", lost(`stopped answering for ${settings.idleMillis / 1000} s in mid-answer`))
+                )
+            }),
             Stream.decodeText(),
             Stream.pipeThroughChannel(Sse.decode()),
             Stream.mapError((e) =>
-              e._tag === "HttpClientError"
+              e._tag === "AiError"
+                ? e
+                : e._tag === "HttpClientError"
                 ? error("streamText", lost("broke off its answer"))
                 : invalid("streamText", `sent events that do not decode (${String(e)})`)
             ),
