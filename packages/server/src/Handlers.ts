@@ -26,12 +26,16 @@ import type { QueryError } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexStore, readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
 import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
 import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AnswersHandlers } from "./AskHandlers.ts"
 import { LiveIndex, type Loaded } from "./LiveIndex.ts"
 
 /** What the handlers need to know about how the server was started. */
 export interface HandlerOptions {
+  /** The chat model `POST /v1/ask` answers with (`serve --llm`); without one, it answers 501. */
+  readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
   /** Whether `PUT`/`DELETE /v1/documents` may change the index. */
   readonly writable: boolean
   /** Whether `GET /v1/documents/{id}/text` hands out documents' text (`serve --link-sources`). */
@@ -117,7 +121,7 @@ const fieldOfFailure = (error: PipelineError, path: string): string => {
  * Maps a pipeline failure to the API's error for its status (`PIPELINE_STATUS`); `path` places a batch's query. The
  * message is the CLI's message for the same failure.
  */
-const apiError = (error: PipelineError, path = ""): ApiFailure => {
+export const apiError = (error: PipelineError, path = ""): ApiFailure => {
   switch (PIPELINE_STATUS[error._tag]) {
     case 400:
       return invalid(error.message, fieldOfFailure(error, path))
@@ -366,4 +370,10 @@ export const SystemHandlers = HttpApiBuilder.group(FuncPipeApi, "system", (handl
 
 /** Every group's handlers. */
 export const handlersLayer = (options: HandlerOptions) =>
-  Layer.mergeAll(SearchHandlers, IndexHandlers(options), DocumentsHandlers(options), SystemHandlers)
+  Layer.mergeAll(
+    SearchHandlers,
+    options.chat === undefined ? AnswersHandlers : Layer.provide(AnswersHandlers, options.chat),
+    IndexHandlers(options),
+    DocumentsHandlers(options),
+    SystemHandlers
+  )

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { FuncPipeApi } from "@funcpipe/domain/http/Api"
 import { Cause, type Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { guard } from "./Guard.ts"
@@ -40,6 +41,8 @@ export interface ServerOptions {
   readonly report: (line: string) => Effect.Effect<void>
   /** How long a client may take (default `DEFAULT_LIMITS`; tests shorten them). */
   readonly limits?: ServerLimits
+  /** The chat model `POST /v1/ask` answers with (`--llm`); without one, questions get 501. */
+  readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
 }
 
 /** How long a client may take, in milliseconds. */
@@ -107,7 +110,11 @@ export const routes = (options: ServerOptions) =>
       maxBodyBytes: options.maxBodyBytes,
       reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
     })
-  ).pipe(Layer.provide(handlersLayer({ writable: options.writable, linkSources: options.linkSources === true })))
+  ).pipe(
+    Layer.provide(
+      handlersLayer({ writable: options.writable, linkSources: options.linkSources === true, chat: options.chat })
+    )
+  )
 
 /**
  * A Node HTTP server where slow clients cannot hold a connection forever (headers within `headersMs`, the whole

@@ -1,7 +1,8 @@
 /** The OpenAPI document's examples: every one is valid against the schema it illustrates. */
 import { assert, describe, it } from "@effect/vitest"
 import { BatchResponse, QueryResponse } from "@funcpipe/domain/Answer"
-import { BatchRequest, FuncPipeApi, PutDocumentsRequest, QueryRequest } from "@funcpipe/domain/http/Api"
+import { AskResponse } from "@funcpipe/domain/Ask"
+import { AskRequest, BatchRequest, FuncPipeApi, PutDocumentsRequest, QueryRequest } from "@funcpipe/domain/http/Api"
 import { Exit, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 
@@ -11,7 +12,9 @@ const schemas: Record<string, Schema.Top> = {
   BatchRequest,
   PutDocumentsRequest,
   QueryResponse,
-  BatchResponse
+  BatchResponse,
+  AskRequest,
+  AskResponse
 }
 
 describe("the OpenAPI document's examples", () => {
@@ -27,7 +30,7 @@ describe("the OpenAPI document's examples", () => {
         assert.isTrue(Exit.isSuccess(decoded), `${name}: ${JSON.stringify(example)}\n${String(decoded)}`)
       }
     }
-    for (const name of ["QueryRequest", "BatchRequest", "PutDocumentsRequest", "QueryResponse"]) {
+    for (const name of ["QueryRequest", "BatchRequest", "PutDocumentsRequest", "QueryResponse", "AskRequest", "AskResponse"]) {
       assert.isAbove(components[name]?.examples?.length ?? 0, 0, `${name} has an example`)
     }
   })

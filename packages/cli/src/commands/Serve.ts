@@ -6,6 +6,7 @@ import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
+import { chatChoice, llmFlags } from "../flags/Chat.ts"
 import { indexPath, serviceFlags, withServiceFlags } from "../flags/Flags.ts"
 import { keepHeapNearLiveData } from "../Heap.ts"
 
@@ -129,6 +130,7 @@ export const serve = Command.make(
       ),
       Flag.withDefault(10)
     ),
+    ...llmFlags,
     ...serviceFlags
   },
   Effect.fn("serve")(function* (input) {
@@ -140,7 +142,9 @@ export const serve = Command.make(
     // The server and its HTTP modules load only here, so every other command starts without them.
     const { HttpServer, layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
     const report = (line: string) => Console.error(line)
+    const chat = yield* chatChoice(input)
     const server = layer({
+      chat: chat?.layer,
       host: input.host,
       port: input.port,
       token: Option.getOrUndefined(input.token),
@@ -155,7 +159,8 @@ export const serve = Command.make(
         const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
         yield* report(
           `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
-            `${input.writable ? ", writable" : ""}; stop with Ctrl-C`
+            `${input.writable ? ", writable" : ""}` +
+            `${chat === undefined ? "" : `, answering questions with ${chat.model} at ${chat.baseUrl}`}; stop with Ctrl-C`
         )
         // Runs first when the server stops: requests in flight are answered, then the index is closed.
         yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))

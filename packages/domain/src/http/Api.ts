@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BatchResponse, DocumentResponse, QueryResponse, StatusResponse } from "../Answer.ts"
+import { AskEvent, AskResponse } from "../Ask.ts"
 import { Alpha, B, FusionMethod, K1, ResultGroup, RetrievalMode } from "../Config.ts"
 import { RuleFromText } from "../RuleParser.ts"
 import { hasNonWhitespace } from "../Whitespace.ts"
@@ -109,6 +110,32 @@ export const BatchRequest = Schema.Struct({
   identifier: "BatchRequest",
   examples: [{ queries: [{ text: "moon phases" }, { text: "polaris", top_k: 1 }] }]
 })
+
+/** The most chunks one question may retrieve for its prompt. */
+export const MAX_ASK_TOP_K = 100
+/** How many chunks a question retrieves unless it says. */
+export const DEFAULT_ASK_TOP_K = 8
+
+/** A question for `POST /v1/ask`: `/v1/query`'s text, top_k, mode and where. */
+export const AskRequest = Schema.Struct({
+  text: QueryRequest.fields.text.annotate({ description: "The question; its words retrieve the chunks it is given" }),
+  top_k: Schema.optionalKey(
+    Schema.Int.check(
+      Schema.isBetween(
+        { minimum: 1, maximum: MAX_ASK_TOP_K },
+        { message: `top_k must be an integer from 1 to ${MAX_ASK_TOP_K}` }
+      )
+    ).annotate({
+      description: `How many chunks to retrieve for the prompt (default ${DEFAULT_ASK_TOP_K}, at most ${MAX_ASK_TOP_K})`
+    })
+  ),
+  mode: QueryRequest.fields.mode,
+  where: QueryRequest.fields.where
+}).annotate({
+  identifier: "AskRequest",
+  examples: [{ text: "How far away is the Moon?" }, { text: "Which probe left the heliosphere?", top_k: 4 }]
+})
+export type AskRequest = typeof AskRequest.Type
 
 // ---------------------------------------------------------------------------------------------------------------
 // Index and documents
@@ -230,6 +257,25 @@ export class IndexUnavailable extends Schema.TaggedError<IndexUnavailable>()(
   { httpApiStatus: 503 }
 ) {}
 
+/** The server was started without a chat model (`serve --llm`), so it cannot answer questions. */
+export class AskDisabled extends Schema.TaggedError<AskDisabled>()(
+  "AskDisabled",
+  {
+    message: Schema.String
+  },
+  { httpApiStatus: 501 }
+) {}
+
+/** The chat model could not answer (refused key, rate limit, unreachable, broke off): why, in its service's words. */
+export class ChatModelFailed extends Schema.TaggedError<ChatModelFailed>()(
+  "ChatModelFailed",
+  {
+    message: Schema.String,
+    reason: Schema.String.annotate({ description: "The failure's kind, e.g. RateLimitError" })
+  },
+  { httpApiStatus: 502 }
+) {}
+
 const IndexErrors = [InvalidRequest, IndexConflict, IndexUnavailable] as const
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -246,6 +292,25 @@ export class SearchGroup extends HttpApiGroup.make("search").add(
     success: BatchResponse,
     error: IndexErrors
   }).annotate(OpenApi.Summary, "Answer many queries from one snapshot of the index")
+) {}
+
+export class AnswersGroup extends HttpApiGroup.make("answers").add(
+  HttpApiEndpoint.post("ask", "/v1/ask", {
+    payload: AskRequest,
+    success: [
+      AskResponse,
+      HttpApiSchema.StreamSse({ data: AskEvent }).annotate({
+        description:
+          "With Accept: text/event-stream, the answer as it comes: `token` events, then one `done` event (the JSON " +
+          "answer) or one `error` event"
+      })
+    ],
+    error: [...IndexErrors, AskDisabled, ChatModelFailed]
+  }).annotate(
+    OpenApi.Summary,
+    "Answer a question from the index with the server's chat model, citing the chunks it comes from " +
+      "(server started with --llm)"
+  )
 ) {}
 
 export class IndexGroup extends HttpApiGroup.make("index").add(
@@ -310,6 +375,7 @@ const bearerScheme = (spec: Record<string, any>): Record<string, any> => ({
 /** The whole API. */
 export class FuncPipeApi extends HttpApi.make("funcpipe")
   .add(SearchGroup)
+  .add(AnswersGroup)
   .add(IndexGroup)
   .add(DocumentsGroup)
   .add(SystemGroup)

@@ -1,0 +1,117 @@
+/**
+ * `POST /v1/ask`: the question's chunks from the served snapshot, the prompt made from them, and the server's chat
+ * model's answer, whole as JSON or, for `Accept: text/event-stream`, as it comes. A client that goes away ends the
+ * answer's stream, which closes the model's request: nothing is paid for that nobody reads.
+ */
+
+import { type AskEvent, askJson } from "@funcpipe/domain/Ask"
+import { AskDisabled, ChatModelFailed, DEFAULT_ASK_TOP_K, FuncPipeApi } from "@funcpipe/domain/http/Api"
+import { Embedder } from "@funcpipe/pipeline/models/Embedder"
+import { describe } from "@funcpipe/pipeline/models/openai/OpenAiFailures"
+import {
+  type AnswerUsage,
+  answerParts,
+  completeAnswer,
+  prepareFromSnapshot,
+  resolveCitations
+} from "@funcpipe/pipeline/programs/Answer"
+import { Clock, Effect, Option, Path, Stream } from "effect"
+import { type AiError, LanguageModel } from "effect/ai"
+import { HttpApiBuilder } from "effect/http-api"
+import { apiError } from "./Handlers.ts"
+import { LiveIndex } from "./LiveIndex.ts"
+
+/** The model's failure as the API reports it. */
+const modelFailed = (error: AiError.AiError) =>
+  new ChatModelFailed({ message: describe(error), reason: error.reason._tag })
+
+/** Whether the client asked for the answer as server-sent events. */
+const wantsEvents = (accept: string | undefined) => accept !== undefined && /\btext\/event-stream\b/i.test(accept)
+
+/**
+ * The answers group. Its `LanguageModel` is optional: without one (`serve` without `--llm`), a question is answered
+ * with 501 and nothing is sent anywhere.
+ */
+export const AnswersHandlers = HttpApiBuilder.group(
+  FuncPipeApi,
+  "answers",
+  Effect.fn(function* (handlers) {
+    const live = yield* LiveIndex
+    const embedder = yield* Embedder
+    const path = yield* Path.Path
+    const model = yield* Effect.serviceOption(LanguageModel.LanguageModel)
+    return handlers.handle("ask", ({ payload, request }) =>
+      Effect.gen(function* () {
+        if (Option.isNone(model)) {
+          return yield* new AskDisabled({
+            message:
+              "this server has no chat model to answer with; start it with --llm openai:<model> (see docs/answers.md)"
+          })
+        }
+        const started = yield* Clock.currentTimeMillis
+        const { prompt } = yield* live
+          .use((loaded) =>
+            prepareFromSnapshot(loaded.snapshot, live.location, payload.text, payload.top_k ?? DEFAULT_ASK_TOP_K, {
+              ...(payload.mode === undefined ? {} : { mode: payload.mode }),
+              ...(payload.where === undefined ? {} : { where: payload.where })
+            })
+          )
+          .pipe(
+            Effect.mapError((e) => apiError(e)),
+            Effect.provideService(Embedder, embedder),
+            Effect.provideService(Path.Path, path)
+          )
+        const finished = (answered: { text: string; usage: AnswerUsage }) =>
+          Effect.map(Clock.currentTimeMillis, (now) =>
+            askJson({
+              question: payload.text,
+              text: answered.text,
+              usage: answered.usage,
+              citations: resolveCitations(answered.text, prompt.sources),
+              sources: prompt.sources,
+              millis: now - started
+            })
+          )
+        if (!wantsEvents(request.headers["accept"])) {
+          const answered = yield* completeAnswer(prompt).pipe(
+            Effect.provideService(LanguageModel.LanguageModel, model.value),
+            Effect.mapError(modelFailed)
+          )
+          return yield* finished(answered)
+        }
+        if (prompt.sources.length === 0) {
+          const answered = yield* completeAnswer(prompt).pipe(
+            Effect.provideService(LanguageModel.LanguageModel, model.value),
+            Effect.mapError(modelFailed)
+          )
+          const event: AskEvent = { type: "done", ...(yield* finished(answered)) }
+          return Stream.succeed(event)
+        }
+        let text = ""
+        let usage: AnswerUsage = { input: undefined, output: undefined }
+        const tokens = answerParts(prompt).pipe(
+          Stream.flatMap((part): Stream.Stream<AskEvent> => {
+            if (part.type === "usage") {
+              usage = part.usage
+              return Stream.empty
+            }
+            text += part.text
+            return Stream.succeed({ type: "token", text: part.text })
+          }),
+          Stream.provideService(LanguageModel.LanguageModel, model.value)
+        )
+        const done = Stream.fromEffect(
+          Effect.suspend(() => finished({ text, usage })).pipe(
+            Effect.map((json): AskEvent => ({ type: "done", ...json }))
+          )
+        )
+        return Stream.concat(tokens, done).pipe(
+          Stream.catch((e) => {
+            const failed = modelFailed(e)
+            return Stream.succeed<AskEvent>({ type: "error", message: failed.message, reason: failed.reason })
+          })
+        )
+      })
+    )
+  })
+)
