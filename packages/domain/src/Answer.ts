@@ -167,6 +167,9 @@ export const StatusResponse = Schema.Struct({
   link_sources: Schema.Boolean.annotate({
     description: "Whether GET /v1/documents/{id}/text hands out documents' text (serve --link-sources)"
   }),
+  ask: Schema.Boolean.annotate({
+    description: "Whether POST /v1/ask answers questions: the server was started with a chat model (serve --llm)"
+  }),
   manifest: Schema.NullOr(ManifestInfo).annotate({ description: "The index being served; null before there is one" }),
   snapshot_at: Schema.NullOr(Schema.String).annotate({ description: "When the served snapshot was opened (ISO 8601)" }),
   reload_error: Schema.NullOr(Schema.Struct({ at: Schema.String, message: Schema.String })).annotate({

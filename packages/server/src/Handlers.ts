@@ -235,6 +235,7 @@ export const IndexHandlers = (options: HandlerOptions) =>
             ready: loaded !== undefined,
             writable: options.writable,
             link_sources: options.linkSources === true,
+            ask: options.chat !== undefined,
             manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
             snapshot_at: loaded === undefined ? null : iso(loaded.loadedAt),
             reload_error: failure === undefined ? null : { at: iso(failure.at), message: failure.error.message }

@@ -45,6 +45,13 @@ export const searchPage = `<!doctype html>
   table.explain { border-collapse: collapse; font-size: .85rem; margin: .35rem 0; }
   table.explain th, table.explain td { border: 1px solid var(--line); padding: .2rem .5rem; text-align: right; }
   table.explain th:first-child, table.explain td:first-child { text-align: left; }
+  #ask[hidden], #answer[hidden] { display: none; }
+  #answer { border: 1px solid var(--line); border-radius: .5rem; padding: .75rem 1rem; margin-bottom: 1rem; }
+  #answer-text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0 0 .5rem; }
+  #answer-text a.cite { text-decoration: none; font-weight: 600; }
+  #answer-text .unknown { color: #b91c1c; }
+  #sources li { padding: .35rem .5rem; border-top: 1px solid var(--line); font-size: .9rem; }
+  #sources li:target { background: var(--mark); color: black; }
   footer { margin-top: 2rem; font-size: .8rem; color: var(--muted); }
 </style>
 </head>
@@ -66,8 +73,10 @@ export const searchPage = `<!doctype html>
   <label>Top k<input id="topk" name="topk" type="number" min="1" max="1000" value="5"></label>
   <label id="group-label"><input id="group" name="group" type="checkbox">one per document</label>
   <button type="submit">Search</button>
+  <button id="ask" type="button" hidden title="Answer the query as a question with the server's chat model, citing the passages it comes from">Ask</button>
 </form>
 <div id="message" role="status"></div>
+<section id="answer" hidden aria-live="polite"><p id="answer-text"></p><ol id="sources"></ol></section>
 <ol id="results"></ol>
 <footer>JSON API: <a href="/docs">/docs</a> · <a href="/openapi.json">/openapi.json</a></footer>
 <script>
@@ -244,9 +253,95 @@ const fail = (error) => {
   $("message").textContent = error.message
 }
 
+/** The answer's text with each [n] it cites as a link to source n (an unknown number marked, not linked). */
+const citedText = (text, sources) => {
+  const known = new Set(sources.map((s) => s.number))
+  const parts = []
+  let at = 0
+  for (const match of text.matchAll(/\\[(\\d+)\\]/g)) {
+    parts.push(text.slice(at, match.index))
+    const n = Number(match[1])
+    parts.push(known.has(n)
+      ? el("a", { className: "cite", href: "#source-" + n, textContent: match[0] })
+      : el("span", { className: "unknown", title: "not one of the sources", textContent: match[0] }))
+    at = match.index + match[0].length
+  }
+  parts.push(text.slice(at))
+  return parts
+}
+
+/** The numbered sources the answer was given. */
+const sourcesView = (sources) =>
+  sources.map((s) =>
+    el("li", { id: "source-" + s.number }, [
+      el("div", { className: "meta" }, [
+        el("span", { className: "rank", textContent: "[" + s.number + "]" }),
+        ...(s.title ? [el("span", { className: "title", textContent: s.title, dir: "auto" })] : []),
+        el("span", { className: "doc", textContent: s.doc_id, dir: "auto" }),
+        el("span", { className: "span", textContent: "[" + s.start + ", " + s.end + ")" })
+      ]),
+      el("div", { className: "text", dir: "auto", textContent: s.text })
+    ])
+  )
+
+/**
+ * Asks the server's chat model: the answer's text appears as it streams in (server-sent events), then its citations
+ * become links to the numbered sources listed under it.
+ */
+const ask = async () => {
+  const headers = { "content-type": "application/json", accept: "text/event-stream" }
+  if (token) headers.authorization = "Bearer " + token
+  const body = { text: $("q").value, top_k: Math.min(Number($("topk").value) || 8, 100) }
+  if ($("mode").value) body.mode = $("mode").value
+  $("results").replaceChildren()
+  $("message").className = ""
+  $("message").textContent = "asking…"
+  $("answer").hidden = false
+  $("answer-text").replaceChildren()
+  $("sources").replaceChildren()
+  const response = await fetch("/v1/ask", { method: "POST", headers, body: JSON.stringify(body) })
+  if (!response.ok) {
+    $("answer").hidden = true
+    if (response.status === 401) $("token-row").classList.add("shown")
+    const data = await response.json().catch(() => ({ message: response.statusText }))
+    throw new Error(data.message || ("HTTP " + response.status))
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ""
+  const handle = (event) => {
+    if (event.type === "token") $("answer-text").append(event.text)
+    else if (event.type === "done") {
+      $("answer-text").replaceChildren(...citedText(event.answer, event.sources))
+      $("sources").replaceChildren(...sourcesView(event.sources))
+      $("message").textContent = event.sources.length + " source" + (event.sources.length === 1 ? "" : "s") + " given to the model"
+    } else if (event.type === "error") {
+      $("message").className = "error"
+      $("message").textContent = event.message
+    }
+  }
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    buffer += value
+    let end
+    while ((end = buffer.indexOf("\\n\\n")) >= 0) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      const data = block.split("\\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trimStart())
+      if (data.length > 0) handle(JSON.parse(data.join("\\n")))
+    }
+  }
+}
+
+$("ask").addEventListener("click", () => {
+  if (!$("search").reportValidity()) return
+  ask().catch(fail)
+})
+
 const status = () =>
   call("GET", "/v1/status").then((s) => {
     linkSources = s.link_sources
+    $("ask").hidden = !s.ask
     $("status").textContent = s.manifest
       ? s.index + ": " + s.manifest.documents + " documents, " + s.manifest.chunks + " chunks, model " + s.manifest.model
       : s.index + ": no index to answer from yet" + (s.reload_error ? " (" + s.reload_error.message + ")" : "")
@@ -264,6 +359,7 @@ $("search").addEventListener("submit", (event) => {
   if ($("mode").value) body.mode = $("mode").value
   if ($("group").checked) body.group = "doc"
   $("message").textContent = "searching…"
+  $("answer").hidden = true
   call("POST", "/v1/query", body).then(show, fail)
 })
 

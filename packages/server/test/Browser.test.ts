@@ -6,8 +6,11 @@
 
 import { existsSync, mkdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { defaultChatSettings, layerChatModel } from "@funcpipe/pipeline/models/openai/OpenAiChat"
+import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
+import { Effect, Layer } from "effect"
 import { chromium } from "playwright-core"
 import { baseUrl, fixtureIndex, serverOver, shortChunkIndex } from "./Fixture.ts"
 
@@ -152,6 +155,52 @@ describe("the search page", () => {
           assert.strictEqual(found.afterError, 0)
           assert.strictEqual(found.favicon, 1)
         }).pipe(Effect.provide(serverOver(file, { linkSources: true })))
+      }),
+    120_000
+  )
+
+  it.effect.skipIf(!runs)(
+    "asks the server's chat model: streams the answer, then links each citation to its numbered source",
+    () =>
+      Effect.gen(function* () {
+        const file = yield* fixtureIndex
+        const fake = yield* fakeChatService(() => ({
+          events: [chunkEvent("Cassini orbited Saturn "), chunkEvent("for thirteen years [1], not [7]."), "[DONE]"]
+        }))
+        const chat = layerChatModel("test-chat", defaultChatSettings(fake.baseUrl)).pipe(
+          Layer.provide(NodeHttpClient.layerNodeHttp)
+        )
+        yield* Effect.gen(function* () {
+          const url = yield* baseUrl
+          const page = yield* browserPage(800)
+          const shown = yield* Effect.promise(async () => {
+            await page.goto(`${url}/`)
+            await page.getByText("4 documents").waitFor()
+            await page.fill("#q", "How long did Cassini orbit Saturn?")
+            const [asked] = await Promise.all([page.waitForRequest("**/v1/ask"), page.click("#ask")])
+            await page.locator("#sources li").first().waitFor()
+            const answer = {
+              accept: asked.headers()["accept"],
+              text: await page.locator("#answer-text").textContent(),
+              cites: await page.locator("#answer-text a.cite").allTextContents(),
+              unknown: await page.locator("#answer-text .unknown").allTextContents(),
+              first: await page.locator("#sources li").first().locator(".doc").textContent()
+            }
+            await page.locator("#answer-text a.cite").first().click()
+            const hash = await page.evaluate(() => location.hash)
+            mkdirSync(ARTIFACTS, { recursive: true })
+            await page.screenshot({ path: `${ARTIFACTS}search-page-ask.png`, fullPage: true })
+            return { ...answer, hash }
+          })
+          assert.deepStrictEqual(shown, {
+            accept: "text/event-stream",
+            text: "Cassini orbited Saturn for thirteen years [1], not [7].",
+            cites: ["[1]"],
+            unknown: ["[7]"],
+            first: "cassini",
+            hash: "#source-1"
+          })
+        }).pipe(Effect.provide(serverOver(file, { chat })))
       }),
     120_000
   )

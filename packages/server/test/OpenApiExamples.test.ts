@@ -30,7 +30,14 @@ describe("the OpenAPI document's examples", () => {
         assert.isTrue(Exit.isSuccess(decoded), `${name}: ${JSON.stringify(example)}\n${String(decoded)}`)
       }
     }
-    for (const name of ["QueryRequest", "BatchRequest", "PutDocumentsRequest", "QueryResponse", "AskRequest", "AskResponse"]) {
+    for (const name of [
+      "QueryRequest",
+      "BatchRequest",
+      "PutDocumentsRequest",
+      "QueryResponse",
+      "AskRequest",
+      "AskResponse"
+    ]) {
       assert.isAbove(components[name]?.examples?.length ?? 0, 0, `${name} has an example`)
     }
   })
