@@ -6,18 +6,20 @@ import { chunks } from "./commands/Chunks.ts"
 import { copy } from "./commands/Copy.ts"
 import { evaluate } from "./commands/Eval.ts"
 import { index } from "./commands/Index.ts"
+import { mcp } from "./commands/Mcp.ts"
 import { models } from "./commands/Models.ts"
 import { query } from "./commands/Query.ts"
 import { search } from "./commands/Search.ts"
 import { serve } from "./commands/Serve.ts"
 import { status } from "./commands/Status.ts"
+import { version } from "./Version.ts"
 
 export const cli = Command.make("funcpipe").pipe(
   Command.withDescription("FuncPipe: turn documents into ranked answers (read, clean, chunk, embed, retrieve)"),
-  Command.withSubcommands([index, query, ask, status, serve, search, chunks, evaluate, models, copy])
+  Command.withSubcommands([index, query, ask, status, serve, mcp, search, chunks, evaluate, models, copy])
 )
 
-export const version = "0.1.0"
+export { version } from "./Version.ts"
 
 /** `--wizard` was given but stdin is not a terminal, so nobody could answer its questions. */
 export class WizardNeedsTerminal extends Schema.TaggedError<WizardNeedsTerminal>()("WizardNeedsTerminal", {}) {

@@ -49,7 +49,14 @@ describe("funcpipe ask", () => {
         { number: 1, known: true, doc_id: "voyager-1", start: first.start, end: first.end },
         { number: 9, known: false, doc_id: null, start: null, end: null }
       ])
-      assert.deepStrictEqual(Object.keys(answer).sort(), ["answer", "citations", "millis", "question", "sources", "usage"])
+      assert.deepStrictEqual(Object.keys(answer).sort(), [
+        "answer",
+        "citations",
+        "millis",
+        "question",
+        "sources",
+        "usage"
+      ])
       const sent = fake.seen[0]!.body["messages"] as ReadonlyArray<{ role: string; content: string }>
       assert.include(sent[1]!.content, "[1] Voyager 1 (voyager-1)")
       assert.strictEqual(fake.seen[0]!.body["model"], "test-chat")

@@ -18,7 +18,7 @@ import {
 import { Clock, Effect, Option, Path, Stream } from "effect"
 import { type AiError, LanguageModel } from "effect/ai"
 import { HttpApiBuilder } from "effect/http-api"
-import { apiError } from "./Handlers.ts"
+import { apiError } from "./Failures.ts"
 import { LiveIndex } from "./LiveIndex.ts"
 
 /** The model's failure as the API reports it. */

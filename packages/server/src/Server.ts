@@ -14,6 +14,7 @@ import { guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
 import { type ListenFailed, listenFailed } from "./Listen.ts"
 import { LiveIndex } from "./LiveIndex.ts"
+import { layerHttp as mcpLayerHttp } from "./Mcp.ts"
 import { searchPage } from "./Page.ts"
 
 /**
@@ -41,6 +42,8 @@ export interface ServerOptions {
   readonly report: (line: string) => Effect.Effect<void>
   /** How long a client may take (default `DEFAULT_LIMITS`; tests shorten them). */
   readonly limits?: ServerLimits
+  /** The version the MCP endpoint (`/mcp`) reports to agents. */
+  readonly version?: string
   /** The chat model `POST /v1/ask` answers with (`--llm`); without one, questions get 501. */
   readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
 }
@@ -105,6 +108,8 @@ export const routes = (options: ServerOptions) =>
     // Scalar's own fonts come from its servers: the page uses the system's, so that it works offline.
     HttpApiScalar.layer(FuncPipeApi, { path: "/docs", scalar: { withDefaultFonts: false } }),
     HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
+    // Agents' tools over MCP's streamable HTTP, behind the same guard (the token) as the API.
+    mcpLayerHttp({ version: options.version ?? "0.0.0", chat: options.chat }),
     guard({
       token: options.token,
       maxBodyBytes: options.maxBodyBytes,

@@ -9,6 +9,7 @@ import { Command, Flag } from "effect/cli"
 import { chatChoice, llmFlags } from "../flags/Chat.ts"
 import { indexPath, serviceFlags, withServiceFlags } from "../flags/Flags.ts"
 import { keepHeapNearLiveData } from "../Heap.ts"
+import { version } from "../Version.ts"
 
 /**
  * Set once the server has stopped and closed the index, so the process entry exits with 0 rather than the 130 of an
@@ -144,6 +145,7 @@ export const serve = Command.make(
     const report = (line: string) => Console.error(line)
     const chat = yield* chatChoice(input)
     const server = layer({
+      version,
       chat: chat?.layer,
       host: input.host,
       port: input.port,
@@ -158,7 +160,7 @@ export const serve = Command.make(
       Effect.gen(function* () {
         const address = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
         yield* report(
-          `listening on ${address} (search page ${address}/, API docs ${address}/docs)` +
+          `listening on ${address} (search page ${address}/, API docs ${address}/docs, MCP ${address}/mcp)` +
             `${input.writable ? ", writable" : ""}` +
             `${chat === undefined ? "" : `, answering questions with ${chat.model} at ${chat.baseUrl}`}; stop with Ctrl-C`
         )

@@ -269,8 +269,8 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
               e._tag === "AiError"
                 ? e
                 : e._tag === "HttpClientError"
-                ? error("streamText", lost("broke off its answer"))
-                : invalid("streamText", `sent events that do not decode (${String(e)})`)
+                  ? error("streamText", lost("broke off its answer"))
+                  : invalid("streamText", `sent events that do not decode (${String(e)})`)
             ),
             Stream.takeWhile((event) => event.data !== "[DONE]"),
             Stream.mapEffect((event) => {
