@@ -25,6 +25,7 @@ cp "$work/funcpipe-domain-$version.tgz" "$work/funcpipe-pipeline-$version.tgz" "
   npm install "${npm_flags[@]}"
   npm run --silent check
   npm start --silent | tee "$work/app.out"
+  npm run --silent ask | tee "$work/ask.out"
   # Only the entry points are exported: a file behind them is not reachable from an installed package.
   if node --input-type=module -e 'await import("@funcpipe/pipeline/store/IndexStore")' 2>"$work/deep.err"; then
     echo "an internal module of @funcpipe/pipeline is reachable from outside" >&2
@@ -33,6 +34,8 @@ cp "$work/funcpipe-domain-$version.tgz" "$work/funcpipe-pipeline-$version.tgz" "
   grep -q ERR_PACKAGE_PATH_NOT_EXPORTED "$work/deep.err" || { cat "$work/deep.err" >&2; exit 1; }
 )
 grep -q '^1\. .* moon "The Moon"' "$work/app.out" || { echo "the example's best answer is not the Moon note" >&2; exit 1; }
+grep -q '^The Moon is about 384,000 km from the Earth\. \[1\]$' "$work/ask.out" || { echo "the ask example did not quote the Moon note" >&2; exit 1; }
+grep -q '^\[1\] moon "The Moon"' "$work/ask.out" || { echo "the ask example's first source is not the Moon note" >&2; exit 1; }
 
 echo "== the funcpipe command, installed globally into a temporary prefix"
 npm install -g --prefix "$work/global" "${npm_flags[@]}" "$work/funcpipe-cli-$version.tgz"
