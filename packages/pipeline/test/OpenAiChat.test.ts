@@ -3,6 +3,7 @@
  * retries that honour Retry-After, failures by status, answers that break off or send garbage, and the key kept out of
  * every error.
  */
+import { createServer } from "node:net"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
@@ -143,5 +144,22 @@ describe("the Chat Completions provider", () => {
       assert.include(broke.message, "stopped answering for 0.15 s")
       assert.notInclude(broke.message, KEY)
     }).pipe(Effect.scoped, Effect.provide(HttpLayer))
+  )
+  it.live("says at once, without trying again, when nothing answers at the address", () =>
+    Effect.gen(function* () {
+      // A port that was free a moment ago and has nobody listening now.
+      const port = yield* Effect.callback<number>((resume) => {
+        const probe = createServer()
+        probe.listen(0, "127.0.0.1", () => {
+          const { port } = probe.address() as { readonly port: number }
+          probe.close(() => resume(Effect.succeed(port)))
+        })
+      })
+      const model = yield* modelAt(`http://127.0.0.1:${port}/v1`)
+      const refused = yield* Effect.flip(streamed(model, "Q?"))
+      assert.strictEqual(refused.reason._tag, "NetworkError")
+      assert.include(refused.message, "nothing answering (connection refused). Is the service running")
+      assert.notInclude(refused.message, "tries")
+    }).pipe(Effect.provide(HttpLayer))
   )
 })

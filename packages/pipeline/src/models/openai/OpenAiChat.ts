@@ -11,7 +11,7 @@ import { Clock, Effect, Layer, Random, Redacted, Result, Schema, Stream } from "
 import { AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
 import { Sse } from "effect/encoding"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
-import { retryAfterMillis } from "./OpenAiFailures.ts"
+import { codesOf, retryAfterMillis } from "./OpenAiFailures.ts"
 import { retryDelayMillis } from "./OpenAiRequest.ts"
 
 /** Where a chat model is and how its requests are sent. */
@@ -207,15 +207,27 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
             })
           )
       }),
-      Effect.catchTag("HttpClientError", (e) =>
-        Effect.succeed(
-          Result.fail<Failed>({
-            retry: true,
-            askedMillis: undefined,
-            reason: (tries) => lost(`could not be reached: ${e.message} (${tries} tries)`)
-          })
+      Effect.catchTag("HttpClientError", (e) => {
+        const codes = codesOf(e)
+        // Nobody listening, or no such host: another try would meet the same.
+        const unreachable = codes.includes("ECONNREFUSED")
+          ? "has nothing answering (connection refused). Is the service running, and is --llm-url right?"
+          : codes.includes("ENOTFOUND") || codes.includes("EAI_AGAIN")
+            ? "names a host that could not be found (DNS lookup failed). Check --llm-url"
+            : undefined
+        return Effect.succeed(
+          Result.fail<Failed>(
+            unreachable === undefined
+              ? {
+                  retry: true,
+                  askedMillis: undefined,
+                  reason: (tries) =>
+                    lost(`could not be reached${codes.length === 0 ? "" : ` (${codes[0]})`} (${tries} tries)`)
+                }
+              : { retry: false, askedMillis: undefined, reason: () => lost(unreachable) }
+          )
         )
-      )
+      })
     )
 
   /** The response of the first try whose answer starts, after backoff between tries. */

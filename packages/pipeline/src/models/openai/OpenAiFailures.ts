@@ -65,7 +65,7 @@ const inARow = (tries: number) => (tries === 1 ? "" : `, ${tries} times in a row
 const seconds = (millis: number) => `${Number((millis / 1000).toFixed(1))} s`
 
 /** The error codes (`ECONNREFUSED`, …) along an error's chain of causes. */
-const codesOf = (error: unknown): ReadonlyArray<string> => {
+export const codesOf = (error: unknown): ReadonlyArray<string> => {
   const codes: Array<string> = []
   for (let e: unknown = error, depth = 0; isRecord(e) || e instanceof Error; depth++) {
     const code = (e as { readonly code?: unknown }).code
