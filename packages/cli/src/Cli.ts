@@ -2,6 +2,7 @@
 import { Effect, Schema, Stdio } from "effect"
 import { Command } from "effect/cli"
 import { ask } from "./commands/Ask.ts"
+import { check } from "./commands/Check.ts"
 import { chunks } from "./commands/Chunks.ts"
 import { copy } from "./commands/Copy.ts"
 import { evaluate } from "./commands/Eval.ts"
@@ -16,7 +17,7 @@ import { version } from "./Version.ts"
 
 export const cli = Command.make("funcpipe").pipe(
   Command.withDescription("FuncPipe: turn documents into ranked answers (read, clean, chunk, embed, retrieve)"),
-  Command.withSubcommands([index, query, ask, status, serve, mcp, search, chunks, evaluate, models, copy])
+  Command.withSubcommands([index, query, ask, status, check, serve, mcp, search, chunks, evaluate, models, copy])
 )
 
 export { version } from "./Version.ts"

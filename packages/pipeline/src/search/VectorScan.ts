@@ -11,7 +11,7 @@ import { keyTies, type TieOrder, type Top, TopK } from "./Ranker.ts"
  * valid until the next is taken, as `IndexView.vectorBlocks` allows), with the same numbers and magnitudes the coded
  * and float32 scans compute.
  */
-function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Generator<DecodedBlock> {
+export function* decodedBlocks(blocks: Iterable<VectorBlock>, dimensions: number): Generator<DecodedBlock> {
   let vectors = new Float64Array(0)
   let magnitudes = new Float64Array(0)
   for (const block of blocks) {
