@@ -25,7 +25,8 @@ cp "$work/funcpipe-domain-$version.tgz" "$work/funcpipe-pipeline-$version.tgz" "
   npm install "${npm_flags[@]}"
   npm run --silent check
   npm start --silent | tee "$work/app.out"
-  npm run --silent ask | tee "$work/ask.out"
+  # Offline: the example's own model, whatever chat model this shell names.
+  env -u FUNCPIPE_LLM npm run --silent ask | tee "$work/ask.out"
   # Only the entry points are exported: a file behind them is not reachable from an installed package.
   if node --input-type=module -e 'await import("@funcpipe/pipeline/store/IndexStore")' 2>"$work/deep.err"; then
     echo "an internal module of @funcpipe/pipeline is reachable from outside" >&2

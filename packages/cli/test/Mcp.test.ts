@@ -39,6 +39,9 @@ describe("funcpipe mcp", () => {
         let stderr = ""
         transport.stderr?.on("data", (data: Buffer) => (stderr += data.toString()))
         const client = new Client({ name: "funcpipe-test", version: "1.0.0" })
+        // Anything on stdout that is not the protocol reaches the client as an error.
+        const garbled: Array<string> = []
+        client.onerror = (error) => void garbled.push(error.message)
         const found = yield* Effect.promise(async () => {
           await client.connect(transport)
           const { tools } = await client.listTools()
@@ -69,6 +72,7 @@ describe("funcpipe mcp", () => {
         ])
         assert.isAbove(found.status.manifest.documents, 0)
         assert.include(stderr, "MCP server for")
+        assert.deepStrictEqual(garbled, [])
         // Closing the transport closes the child's stdin: the server ends with it.
         yield* Effect.sleep(20).pipe(
           Effect.repeat({

@@ -9,7 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import type { LanguageModel } from "effect/ai"
-import { defaultChatSettings, makeChatModel } from "../src/models/openai/OpenAiChat.ts"
+import { defaultChatSettings, makeChatModel, shownAddress } from "../src/models/openai/OpenAiChat.ts"
+import { describe as describeFailure } from "../src/models/openai/OpenAiFailures.ts"
 
 const KEY = "sk-test-secret-key-1234"
 
@@ -143,6 +144,11 @@ describe("the Chat Completions provider", () => {
       assert.strictEqual(broke.reason._tag, "NetworkError")
       assert.include(broke.message, "stopped answering for 0.15 s")
       assert.notInclude(broke.message, KEY)
+      // Headers at once, then nothing: the first words are waited for as long as the start, not the idle, limit.
+      const mute = yield* fakeChatService(() => ({ events: [], stall: true }))
+      const limits = { ...defaultChatSettings(mute.baseUrl), timeoutMillis: 150, idleMillis: 60_000 }
+      const silent = yield* Effect.flip(streamed(yield* makeChatModel("test-chat", limits), "Q?"))
+      assert.include(silent.message, "began no answer within 0.15 s")
     }).pipe(Effect.scoped, Effect.provide(HttpLayer))
   )
   it.live("says at once, without trying again, when nothing answers at the address", () =>
@@ -161,5 +167,18 @@ describe("the Chat Completions provider", () => {
       assert.include(refused.message, "nothing answering (connection refused). Is the service running")
       assert.notInclude(refused.message, "tries")
     }).pipe(Effect.provide(HttpLayer))
+  )
+  it.live(
+    "does not wait when Retry-After asks for longer than the limit, and shows no credentials of the address",
+    () =>
+      Effect.gen(function* () {
+        const fake = yield* fakeChatService(() => ({ status: 429, headers: { "retry-after": "3600" }, body: "{}" }))
+        const limited = yield* Effect.flip(streamed(yield* modelAt(fake.baseUrl), "Q?"))
+        assert.strictEqual(limited.reason._tag, "RateLimitError")
+        assert.include(describeFailure(limited), "asks to wait 3600 s before the next request, longer than the 60 s")
+        assert.strictEqual(fake.seen.length, 1)
+        assert.strictEqual(shownAddress("https://me:s3cret@llm.example/v1"), "https://llm.example/v1")
+        assert.strictEqual(shownAddress("http://127.0.0.1:11434/v1"), "http://127.0.0.1:11434/v1")
+      }).pipe(Effect.scoped, Effect.provide(HttpLayer))
   )
 })

@@ -17,6 +17,7 @@ import {
 } from "@funcpipe/pipeline/programs/Answer"
 import { Clock, Effect, Option, Path, Stream } from "effect"
 import { type AiError, LanguageModel } from "effect/ai"
+import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { apiError } from "./Failures.ts"
 import { LiveIndex } from "./LiveIndex.ts"
@@ -27,6 +28,26 @@ const modelFailed = (error: AiError.AiError) =>
 
 /** Whether the client asked for the answer as server-sent events. */
 const wantsEvents = (accept: string | undefined) => accept !== undefined && /\btext\/event-stream\b/i.test(accept)
+
+/** How often a quiet stream says it is still there (a comment line), so that proxies do not close it. */
+const KEEP_ALIVE = "15 seconds"
+
+/**
+ * Events as a server-sent-events answer, each `data` one JSON object. It is not to be cached or held back by a proxy,
+ * and while the model thinks a comment line every 15 s keeps the connection from looking idle.
+ */
+const eventStream = (events: Stream.Stream<AskEvent>) =>
+  HttpServerResponse.stream(
+    events.pipe(
+      Stream.map((event) => `data: ${JSON.stringify(event)}\n\n`),
+      Stream.merge(
+        Stream.map(Stream.tick(KEEP_ALIVE), () => ": waiting\n\n"),
+        { haltStrategy: "left" }
+      ),
+      Stream.encodeText
+    ),
+    { contentType: "text/event-stream", headers: { "cache-control": "no-cache", "x-accel-buffering": "no" } }
+  )
 
 /**
  * The answers group. Its `LanguageModel` is optional: without one (`serve` without `--llm`), a question is answered
@@ -85,7 +106,7 @@ export const AnswersHandlers = HttpApiBuilder.group(
             Effect.mapError(modelFailed)
           )
           const event: AskEvent = { type: "done", ...(yield* finished(answered)) }
-          return Stream.succeed(event)
+          return eventStream(Stream.succeed(event))
         }
         let text = ""
         let usage: AnswerUsage = { input: undefined, output: undefined }
@@ -105,11 +126,13 @@ export const AnswersHandlers = HttpApiBuilder.group(
             Effect.map((json): AskEvent => ({ type: "done", ...json }))
           )
         )
-        return Stream.concat(tokens, done).pipe(
-          Stream.catch((e) => {
-            const failed = modelFailed(e)
-            return Stream.succeed<AskEvent>({ type: "error", message: failed.message, reason: failed.reason })
-          })
+        return eventStream(
+          Stream.concat(tokens, done).pipe(
+            Stream.catch((e) => {
+              const failed = modelFailed(e)
+              return Stream.succeed<AskEvent>({ type: "error", message: failed.message, reason: failed.reason })
+            })
+          )
         )
       })
     )

@@ -120,6 +120,15 @@ const answerFailure =
 /** The path of a document's text as written (`GET /v1/documents/{id}/text`). */
 const DOCUMENT_TEXT = /^\/v1\/documents\/[^/]+\/text$/
 
+/** Methods that change nothing, which any page may send. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
+
+/** Whether `origin` is this server's own, as the request's host (or a proxy's forwarded host) names it. */
+const sameSite = (origin: string, headers: Headers.Headers): boolean => {
+  const hosts = [headers["host"], headers["x-forwarded-host"]].filter((h): h is string => h !== undefined)
+  return hosts.some((host) => origin === `http://${host}` || origin === `https://${host}`)
+}
+
 /** The guard as a global router middleware. */
 export const guard = (options: GuardOptions) => {
   const expected = options.token === undefined ? undefined : digest(Redacted.value(options.token))
@@ -132,6 +141,14 @@ export const guard = (options: GuardOptions) => {
         if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
           const message = "this server needs the header Authorization: Bearer <token>"
           return json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+        }
+        // A web page of another site may send a simple POST here without asking first (its script cannot read the
+        // answer, but the request would run: a question costs the chat service's price). Browsers name the page's
+        // site in Origin; a request from another one is refused. Clients other than browsers send no Origin.
+        const origin = request.headers["origin"]
+        if (origin !== undefined && !SAFE_METHODS.has(request.method) && !sameSite(origin, request.headers)) {
+          const message = `this server does not take ${request.method} requests from web pages of other sites (Origin: ${origin})`
+          return json(403, { _tag: "CrossOrigin", message })
         }
         // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
         const declared = request.headers["content-length"]

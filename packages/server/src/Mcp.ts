@@ -35,8 +35,12 @@ interface ReadParams {
   readonly neighbours?: number
 }
 
-/** The `read` tool's answer from a snapshot, or why there is none. */
-const readDocument = (snapshot: Snapshot, params: ReadParams): Result.Result<typeof ReadResponse.Type, ToolFailure> => {
+/** The `read` tool's answer from a snapshot, or why there is none; whole documents only when `whole` allows. */
+const readDocument = (
+  snapshot: Snapshot,
+  params: ReadParams,
+  whole: boolean
+): Result.Result<typeof ReadResponse.Type, ToolFailure> => {
   const stored = snapshot.document(params.doc_id)
   const text = snapshot.documentText(params.doc_id)
   if (stored === undefined || text === undefined) {
@@ -55,13 +59,23 @@ const readDocument = (snapshot: Snapshot, params: ReadParams): Result.Result<typ
     chunk_count: stored.chunks.length
   }
   if (params.start === undefined && params.end === undefined) {
+    if (!whole) {
+      return Result.fail(
+        new ToolFailure({
+          message:
+            "this server does not hand out whole documents (start it with --link-sources to allow it); give a " +
+            "search result's start and end to read the chunks there",
+          reason: "SourcesOff"
+        })
+      )
+    }
     const written = text.original ?? text.cleaned
     let cut = Math.min(written.length, MAX_READ_CHARS)
     // Never half of a surrogate pair.
     if (cut < written.length && /[\uD800-\uDBFF]/.test(written.charAt(cut - 1))) cut--
     return Result.succeed({ ...head, chunks: [], text: written.slice(0, cut), truncated: cut < written.length })
   }
-  const start = params.start ?? params.end! - 1
+  const start = params.start ?? Math.max(0, params.end! - 1)
   const end = params.end ?? params.start! + 1
   if (end <= start) {
     return Result.fail(
@@ -91,45 +105,46 @@ const readDocument = (snapshot: Snapshot, params: ReadParams): Result.Result<typ
   return Result.succeed({ ...head, chunks, text: null, truncated: false })
 }
 
-/** The handlers of `search`, `read` and `status`, over the `LiveIndex`. */
-const toolsLayer = FuncPipeTools.toLayer(
-  Effect.gen(function* () {
-    const live = yield* LiveIndex
-    const embedder = yield* Embedder
-    const path = yield* Path.Path
-    return {
-      search: (params) =>
-        live
-          .use((loaded) =>
-            Effect.map(
-              querySnapshot(loaded.snapshot, live.location, params.query, params.top_k ?? DEFAULT_TOOL_TOP_K, {
-                ...(params.mode === undefined ? {} : { mode: params.mode }),
-                ...(params.where === undefined ? {} : { where: params.where })
-              }),
-              (found) => answerJson(found)
+/** The handlers of `search`, `read` and `status`, over the `LiveIndex`; `read` gives whole documents if `whole`. */
+const toolsLayer = (whole: boolean) =>
+  FuncPipeTools.toLayer(
+    Effect.gen(function* () {
+      const live = yield* LiveIndex
+      const embedder = yield* Embedder
+      const path = yield* Path.Path
+      return {
+        search: (params) =>
+          live
+            .use((loaded) =>
+              Effect.map(
+                querySnapshot(loaded.snapshot, live.location, params.query, params.top_k ?? DEFAULT_TOOL_TOP_K, {
+                  ...(params.mode === undefined ? {} : { mode: params.mode }),
+                  ...(params.where === undefined ? {} : { where: params.where })
+                }),
+                (found) => answerJson(found)
+              )
             )
-          )
-          .pipe(
-            Effect.mapError(failure),
-            Effect.provideService(Embedder, embedder),
-            Effect.provideService(Path.Path, path)
-          ),
-      read: (params) =>
-        live
-          .use((loaded) => readSnapshot(live.location, () => readDocument(loaded.snapshot, params)))
-          .pipe(
-            Effect.flatMap(Effect.fromResult),
-            Effect.mapError((e) => (e instanceof ToolFailure ? e : failure(e)))
-          ),
-      status: () =>
-        Effect.map(live.state, ({ loaded }) => ({
-          index: live.location,
-          manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
-          snapshot_at: loaded === undefined ? null : new Date(loaded.loadedAt).toISOString()
-        }))
-    }
-  })
-)
+            .pipe(
+              Effect.mapError(failure),
+              Effect.provideService(Embedder, embedder),
+              Effect.provideService(Path.Path, path)
+            ),
+        read: (params) =>
+          live
+            .use((loaded) => readSnapshot(live.location, () => readDocument(loaded.snapshot, params, whole)))
+            .pipe(
+              Effect.flatMap(Effect.fromResult),
+              Effect.mapError((e) => (e instanceof ToolFailure ? e : failure(e)))
+            ),
+        status: () =>
+          Effect.map(live.state, ({ loaded }) => ({
+            index: live.location,
+            manifest: loaded === undefined ? null : manifestJson(loaded.snapshot.manifest),
+            snapshot_at: loaded === undefined ? null : new Date(loaded.loadedAt).toISOString()
+          }))
+      }
+    })
+  )
 
 /** The `ask` tool's handler, with the chat model it answers with. */
 const askLayer = AskTools.toLayer(
@@ -165,12 +180,21 @@ const askLayer = AskTools.toLayer(
   })
 )
 
+/** How the MCP servers are made. */
+export interface McpOptions {
+  readonly version: string
+  /** The chat model of the `ask` tool; without one, there is no `ask`. */
+  readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
+  /** Whether `read` hands out whole documents as written (`serve --link-sources`; always over stdio). */
+  readonly wholeDocuments: boolean
+}
+
 /** The tools' registrations: `search`, `read`, `status`, and `ask` when a chat model is given. */
-export const registrations = (chat: Layer.Layer<LanguageModel.LanguageModel> | undefined) =>
+export const registrations = ({ chat, wholeDocuments }: McpOptions) =>
   chat === undefined
-    ? McpServer.toolkit(FuncPipeTools).pipe(Layer.provide(toolsLayer))
+    ? McpServer.toolkit(FuncPipeTools).pipe(Layer.provide(toolsLayer(wholeDocuments)))
     : Layer.merge(
-        McpServer.toolkit(FuncPipeTools).pipe(Layer.provide(toolsLayer)),
+        McpServer.toolkit(FuncPipeTools).pipe(Layer.provide(toolsLayer(wholeDocuments))),
         McpServer.toolkit(AskTools).pipe(Layer.provide(askLayer), Layer.provide(chat))
       )
 
@@ -183,14 +207,9 @@ const info = (version: string) => ({
 })
 
 /** The MCP server over stdio; needs `Stdio`, the `LiveIndex` and the index's `Embedder`. */
-export const layerStdio = (options: {
-  readonly version: string
-  readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
-}) => McpServer.layerStdio({ ...info(options.version), protocols, registrations: registrations(options.chat) })
+export const layerStdio = (options: McpOptions) =>
+  McpServer.layerStdio({ ...info(options.version), protocols, registrations: registrations(options) })
 
 /** The MCP server at `/mcp` of an `HttpRouter` (streamable HTTP); needs the `LiveIndex` and the index's `Embedder`. */
-export const layerHttp = (options: {
-  readonly version: string
-  readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
-}) =>
-  McpServer.layerHttp({ ...info(options.version), path: "/mcp", protocols, registrations: registrations(options.chat) })
+export const layerHttp = (options: McpOptions) =>
+  McpServer.layerHttp({ ...info(options.version), path: "/mcp", protocols, registrations: registrations(options) })

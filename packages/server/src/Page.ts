@@ -256,14 +256,19 @@ const fail = (error) => {
 /** The answer's text with each [n] it cites as a link to source n (an unknown number marked, not linked). */
 const citedText = (text, sources) => {
   const known = new Set(sources.map((s) => s.number))
+  const cite = (n) => known.has(n)
+    ? el("a", { className: "cite", href: "#source-" + n, textContent: String(n) })
+    : el("span", { className: "unknown", title: "not one of the sources", textContent: String(n) })
   const parts = []
   let at = 0
-  for (const match of text.matchAll(/\\[(\\d+)\\]/g)) {
-    parts.push(text.slice(at, match.index))
-    const n = Number(match[1])
-    parts.push(known.has(n)
-      ? el("a", { className: "cite", href: "#source-" + n, textContent: match[0] })
-      : el("span", { className: "unknown", title: "not one of the sources", textContent: match[0] }))
+  // [2], and [1, 3] as the server reads it: each number its own link.
+  for (const match of text.matchAll(/\\[(\\d+(?:\\s*,\\s*\\d+)*)\\]/g)) {
+    parts.push(text.slice(at, match.index), "[")
+    match[1].split(",").forEach((n, i) => {
+      if (i > 0) parts.push(", ")
+      parts.push(cite(Number(n.trim())))
+    })
+    parts.push("]")
     at = match.index + match[0].length
   }
   parts.push(text.slice(at))
@@ -284,11 +289,17 @@ const sourcesView = (sources) =>
     ])
   )
 
+/** The answer being streamed, stopped when another question or a search takes its place. */
+let asking
+
 /**
  * Asks the server's chat model: the answer's text appears as it streams in (server-sent events), then its citations
  * become links to the numbered sources listed under it.
  */
 const ask = async () => {
+  asking?.abort()
+  const controller = new AbortController()
+  asking = controller
   const headers = { "content-type": "application/json", accept: "text/event-stream" }
   if (token) headers.authorization = "Bearer " + token
   const body = { text: $("q").value, top_k: Math.min(Number($("topk").value) || 8, 100) }
@@ -299,7 +310,7 @@ const ask = async () => {
   $("answer").hidden = false
   $("answer-text").replaceChildren()
   $("sources").replaceChildren()
-  const response = await fetch("/v1/ask", { method: "POST", headers, body: JSON.stringify(body) })
+  const response = await fetch("/v1/ask", { method: "POST", headers, body: JSON.stringify(body), signal: controller.signal })
   if (!response.ok) {
     $("answer").hidden = true
     if (response.status === 401) $("token-row").classList.add("shown")
@@ -308,13 +319,16 @@ const ask = async () => {
   }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
   let buffer = ""
+  let ended = false
   const handle = (event) => {
     if (event.type === "token") $("answer-text").append(event.text)
     else if (event.type === "done") {
+      ended = true
       $("answer-text").replaceChildren(...citedText(event.answer, event.sources))
       $("sources").replaceChildren(...sourcesView(event.sources))
       $("message").textContent = event.sources.length + " source" + (event.sources.length === 1 ? "" : "s") + " given to the model"
     } else if (event.type === "error") {
+      ended = true
       $("message").className = "error"
       $("message").textContent = event.message
     }
@@ -322,7 +336,8 @@ const ask = async () => {
   for (;;) {
     const { done, value } = await reader.read()
     if (done) break
-    buffer += value
+    // Events end with a blank line; a line may end with CR LF, LF or CR.
+    buffer = (buffer + value).replace(/\\r\\n?/g, "\\n")
     let end
     while ((end = buffer.indexOf("\\n\\n")) >= 0) {
       const block = buffer.slice(0, end)
@@ -331,11 +346,13 @@ const ask = async () => {
       if (data.length > 0) handle(JSON.parse(data.join("\\n")))
     }
   }
+  if (!ended) throw new Error("the answer broke off before it was complete")
 }
 
 $("ask").addEventListener("click", () => {
   if (!$("search").reportValidity()) return
-  ask().catch(fail)
+  // A stopped answer is no failure: another has taken its place.
+  ask().catch((error) => { if (error.name !== "AbortError") fail(error) })
 })
 
 const status = () =>
@@ -359,6 +376,7 @@ $("search").addEventListener("submit", (event) => {
   if ($("mode").value) body.mode = $("mode").value
   if ($("group").checked) body.group = "doc"
   $("message").textContent = "searching…"
+  asking?.abort()
   $("answer").hidden = true
   call("POST", "/v1/query", body).then(show, fail)
 })

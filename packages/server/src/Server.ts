@@ -109,7 +109,11 @@ export const routes = (options: ServerOptions) =>
     HttpApiScalar.layer(FuncPipeApi, { path: "/docs", scalar: { withDefaultFonts: false } }),
     HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
     // Agents' tools over MCP's streamable HTTP, behind the same guard (the token) as the API.
-    mcpLayerHttp({ version: options.version ?? "0.0.0", chat: options.chat }),
+    mcpLayerHttp({
+      version: options.version ?? "0.0.0",
+      chat: options.chat,
+      wholeDocuments: options.linkSources === true
+    }),
     guard({
       token: options.token,
       maxBodyBytes: options.maxBodyBytes,

@@ -26,7 +26,8 @@ const chatAt = (url: string) =>
 const eventsOf = (body: string): Array<any> =>
   body
     .split("\n\n")
-    .filter((block) => block.trim() !== "")
+    // Blocks of comment lines only (": waiting") keep a quiet connection alive; they are no events.
+    .filter((block) => block.split("\n").some((line) => line.startsWith("data:")))
     .map((block) =>
       JSON.parse(
         block
@@ -60,6 +61,7 @@ describe("POST /v1/ask", () => {
         const live = yield* send("POST", "/v1/ask", { text: "How long did Cassini orbit Saturn?" }, streamed)
         assert.strictEqual(live.status, 200)
         assert.match(live.headers["content-type"] ?? "", /^text\/event-stream/)
+        assert.strictEqual(live.headers["cache-control"], "no-cache")
         const events = eventsOf(live.body)
         assert.deepStrictEqual(
           events.map((e) => e.type),
@@ -138,6 +140,14 @@ describe("POST /v1/ask", () => {
         assert.include(tooMany.body.message, "top_k must be an integer from 1 to 100")
         const misspelt = yield* send("POST", "/v1/ask", { text: "Saturn", topk: 3 }, bearer)
         assert.strictEqual(misspelt.status, 400)
+        // A page of another site cannot make the server ask the model (a simple POST needs no preflight).
+        const crossSite = yield* send("POST", "/v1/ask", '{"text":"Saturn"}', {
+          ...bearer,
+          origin: "https://evil.example",
+          "content-type": "text/plain"
+        })
+        assert.strictEqual(crossSite.status, 403)
+        assert.strictEqual(crossSite.body._tag, "CrossOrigin")
         assert.strictEqual(fake.seen.length, 0)
       }).pipe(Effect.provide(serverOver(file, { chat: chatAt(fake.baseUrl), token: TOKEN })))
     }).pipe(Effect.scoped)

@@ -165,7 +165,7 @@ describe("the search page", () => {
       Effect.gen(function* () {
         const file = yield* fixtureIndex
         const fake = yield* fakeChatService(() => ({
-          events: [chunkEvent("Cassini orbited Saturn "), chunkEvent("for thirteen years [1], not [7]."), "[DONE]"]
+          events: [chunkEvent("Cassini orbited Saturn "), chunkEvent("for thirteen years [1], not [2, 7]."), "[DONE]"]
         }))
         const chat = layerChatModel("test-chat", defaultChatSettings(fake.baseUrl)).pipe(
           Layer.provide(NodeHttpClient.layerNodeHttp)
@@ -194,9 +194,9 @@ describe("the search page", () => {
           })
           assert.deepStrictEqual(shown, {
             accept: "text/event-stream",
-            text: "Cassini orbited Saturn for thirteen years [1], not [7].",
-            cites: ["[1]"],
-            unknown: ["[7]"],
+            text: "Cassini orbited Saturn for thirteen years [1], not [2, 7].",
+            cites: ["1", "2"],
+            unknown: ["7"],
             first: "cassini",
             hash: "#source-1"
           })

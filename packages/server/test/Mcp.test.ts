@@ -94,7 +94,7 @@ describe("/mcp with the official MCP SDK client", () => {
           )
         )
         assert.include(blank, "the query is blank")
-      }).pipe(Effect.provide(serverOver(file)))
+      }).pipe(Effect.provide(serverOver(file, { linkSources: true })))
     }).pipe(Effect.scoped)
   )
 
@@ -118,6 +118,14 @@ describe("/mcp with the official MCP SDK client", () => {
         )
         assert.strictEqual(answered.answer, "Thirteen years [1].")
         assert.strictEqual(answered.sources[0].doc_id, "cassini")
+        // Without --link-sources, whole documents are not handed out here either (chunks at a span are).
+        const whole = yield* Effect.promise(() => client.callTool({ name: "read", arguments: { doc_id: "cassini" } }))
+        assert.isTrue(whole.isError)
+        assert.include(JSON.stringify(whole.content), "--link-sources")
+        const span = yield* Effect.promise(() =>
+          client.callTool({ name: "read", arguments: { doc_id: "cassini", end: 1 } })
+        )
+        assert.strictEqual(structured(span).chunks[0].start, 0)
       }).pipe(Effect.provide(serverOver(file, { chat, token: TOKEN })))
     }).pipe(Effect.scoped)
   )

@@ -2,7 +2,7 @@
 
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
-import { Console, Effect, Layer, Schema } from "effect"
+import { Console, Effect, Layer, Logger, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import { chatChoice, llmFlags } from "../flags/Chat.ts"
 import { indexPath, serviceFlags, withServiceFlags } from "../flags/Flags.ts"
@@ -39,12 +39,15 @@ export const mcp = Command.make(
         `${chat === undefined ? "" : `, ask (${chat.model} at ${chat.baseUrl})`}; stop by closing stdin or with Ctrl-C`
     )
     yield* Layer.launch(
-      layerStdio({ version, chat: chat?.layer }).pipe(
+      // An agent started on this machine by its user reads whole documents, as the user can.
+      layerStdio({ version, chat: chat?.layer, wholeDocuments: true }).pipe(
         Layer.provide(LiveIndex.layer({ pollMillis: input.poll, report })),
         Layer.provide(NodeStdio.layer),
         Layer.provide(index)
       )
     ).pipe(
+      // Logs too go to stderr: a log line on stdout would break the agent's reading of the protocol.
+      Effect.provideService(Logger.LogToStderr, true),
       // The agent closing stdin (or Ctrl-C) is how the server ends normally: exit 0, as `serve` does when stopped.
       Effect.onInterrupt(() => Effect.sync(() => (serveStopped.value = true)))
     )

@@ -19,10 +19,12 @@ export interface ChatSettings {
   /** The service's address up to `/chat/completions`, e.g. `https://api.openai.com/v1`. */
   readonly baseUrl: string
   readonly apiKey: Redacted.Redacted<string> | undefined
-  /** How long a request may wait for its answer to start. */
+  /** How long a request may wait for the service's answer to start, and then again for its first words. */
   readonly timeoutMillis: number
   /** How long a streamed answer may pause between two pieces before it counts as lost. */
   readonly idleMillis: number
+  /** The longest `Retry-After` waited for: a service asking more gets its answer at once, as a rate-limit failure. */
+  readonly maxRetryAfterMillis: number
   /** How many times a failed request is tried again. */
   readonly retries: number
   readonly backoffMillis: number
@@ -34,6 +36,7 @@ export const defaultChatSettings = (baseUrl: string, apiKey?: Redacted.Redacted<
   apiKey,
   timeoutMillis: 120_000,
   idleMillis: 60_000,
+  maxRetryAfterMillis: 60_000,
   retries: 3,
   backoffMillis: 500,
   maxBackoffMillis: 20_000
@@ -57,6 +60,9 @@ const Delta = Schema.Struct({
 const decodeDelta = Schema.decodeUnknownResult(Schema.fromJsonString(Delta))
 
 const error = (method: string, reason: AiError.AiErrorReason) => AiError.make({ module: "OpenAiChat", method, reason })
+
+/** A service's address as messages show it: without a user name or password written into it. */
+export const shownAddress = (url: string): string => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1")
 
 /** The service's own words from an error body, on one line, shortened, and never with the key in them. */
 const saidBy = (body: string, key: string | undefined): string => {
@@ -91,7 +97,7 @@ const failedStatus = (
   const key = settings.apiKey === undefined ? undefined : Redacted.value(settings.apiKey)
   const said = saidBy(body, key)
   const http = `(HTTP ${response.status}${said === "" ? "" : `: ${said}`})`
-  const service = settings.baseUrl
+  const service = shownAddress(settings.baseUrl)
   const code = response.status
   if (code === 401 || code === 403) {
     return {
@@ -114,10 +120,25 @@ const failedStatus = (
         })
     }
   }
+  const askedMillis = code === 429 ? retryAfterMillis(response.headers, now) : undefined
+  if (askedMillis !== undefined && askedMillis > settings.maxRetryAfterMillis) {
+    return {
+      retry: false,
+      askedMillis,
+      reason: () =>
+        new AiError.RateLimitError({
+          metadata: {
+            description:
+              `the chat service at ${service} asks to wait ${Math.ceil(askedMillis / 1000)} s before the next ` +
+              `request, longer than the ${settings.maxRetryAfterMillis / 1000} s FuncPipe waits ${http}`
+          }
+        })
+    }
+  }
   if (code === 429) {
     return {
       retry: true,
-      askedMillis: retryAfterMillis(response.headers, now),
+      askedMillis,
       reason: (tries) =>
         new AiError.RateLimitError({
           metadata: {
@@ -169,12 +190,13 @@ const usageOf = (usage: Usage | null | undefined) => ({
 export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: string, settings: ChatSettings) {
   const client = yield* HttpClient.HttpClient
   const url = `${settings.baseUrl}/chat/completions`
+  const service = shownAddress(settings.baseUrl)
   const lost = (description: string) =>
     new AiError.NetworkError({
       reason: "TransportError",
       method: "POST",
-      url,
-      description: `the chat service at ${settings.baseUrl} ${description}`
+      url: `${service}/chat/completions`,
+      description: `the chat service at ${service} ${description}`
     })
 
   /** One try: the response, once its status says the answer is coming; or why not. */
@@ -243,10 +265,7 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
     })
 
   const invalid = (method: string, description: string) =>
-    error(
-      method,
-      new AiError.InvalidOutputError({ description: `the chat service at ${settings.baseUrl} ${description}` })
-    )
+    error(method, new AiError.InvalidOutputError({ description: `the chat service at ${service} ${description}` }))
 
   return yield* LanguageModel.make({
     generateText: (options) =>
@@ -267,14 +286,16 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
       Stream.unwrap(
         Effect.map(send(options.prompt, true, "streamText"), (response) =>
           response.stream.pipe(
-            // A service that stalls mid-answer is given up on, as one that never starts is.
-            Stream.timeoutOrElse({
-              duration: settings.idleMillis,
-              orElse: () =>
-                Stream.fail(
-                  error("streamText", lost(`stopped answering for ${settings.idleMillis / 1000} s in mid-answer`))
-                )
-            }),
+            // Its first words must come within the start limit (a service may send its headers before it has read the
+            // prompt), and then no pause may last longer than the idle limit.
+            (body) =>
+              withinLimits(
+                body,
+                settings.timeoutMillis,
+                settings.idleMillis,
+                () => error("streamText", lost(`began no answer within ${settings.timeoutMillis / 1000} s`)),
+                () => error("streamText", lost(`stopped answering for ${settings.idleMillis / 1000} s in mid-answer`))
+              ),
             Stream.decodeText(),
             Stream.pipeThroughChannel(Sse.decode()),
             Stream.mapError((e) =>
@@ -315,6 +336,32 @@ export const makeChatModel = Effect.fn("OpenAiChat.make")(function* (model: stri
       )
   })
 })
+
+/**
+ * `self`, failing with `first()` when its first piece takes longer than `firstMillis`, and with `idle()` when any later
+ * one takes longer than `idleMillis` after the one before.
+ */
+const withinLimits = <A, E, R, E2>(
+  self: Stream.Stream<A, E, R>,
+  firstMillis: number,
+  idleMillis: number,
+  first: () => E2,
+  idle: () => E2
+): Stream.Stream<A, E | E2, R> =>
+  Stream.transformPull(self, (pull) =>
+    Effect.sync(() => {
+      let started = false
+      return Effect.suspend(() =>
+        pull.pipe(
+          Effect.timeoutOrElse({
+            duration: started ? idleMillis : firstMillis,
+            orElse: () => Effect.fail(started ? idle() : first())
+          }),
+          Effect.tap(() => Effect.sync(() => void (started = true)))
+        )
+      )
+    })
+  )
 
 /** `LanguageModel` for `model` at the service `settings` names; needs an `HttpClient`. */
 export const layerChatModel = (model: string, settings: ChatSettings) =>
