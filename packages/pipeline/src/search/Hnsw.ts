@@ -1,0 +1,446 @@
+/**
+ * A hierarchical navigable small-world graph (HNSW: Malkov and Yashunin, 2016) over unit vectors, built to propose
+ * candidates for a vector query: the caller scores them exactly and ranks them in the one ranking order, so the graph
+ * decides only which rows are looked at, never a score.
+ *
+ * Deterministic: a row's level comes from a hash of its number (not from a random source), rows are inserted in
+ * number order, and every choice between rows breaks ties by number, so the same vectors give the same graph, byte for
+ * byte, on every run and machine. The graph is stored as bytes (`encodeGraph`) and read back without a rebuild.
+ */
+
+/** How a graph is built. */
+export interface HnswParams {
+  /** Links per row on the upper layers (layer 0 has twice as many). */
+  readonly m: number
+  /** How many candidates an insertion looks at. */
+  readonly efConstruction: number
+}
+
+export const DEFAULT_HNSW: HnswParams = { m: 16, efConstruction: 100 }
+
+/** How many candidates a query looks at unless it asks: recall@10 ≥ 0.95 on the GloVe benchmark (docs/performance.md). */
+export const DEFAULT_EF_SEARCH = 64
+
+/** Rows of a graph: `count` unit vectors of `dimensions` float32 components, one after the other. */
+export interface GraphRows {
+  readonly count: number
+  readonly dimensions: number
+  readonly data: Float32Array
+}
+
+/** A built graph. Rows with no direction (all zero) are left out: their cosine is undefined. */
+export interface Graph {
+  readonly params: HnswParams
+  readonly count: number
+  /** The row every search starts from, or -1 for a graph with no rows in it. */
+  readonly entry: number
+  readonly maxLevel: number
+  /** Each row's top layer; 255 for a row left out. */
+  readonly levels: Uint8Array
+  /** Layer-0 links: `2m` slots a row, -1 where unused. */
+  readonly base: Int32Array
+  /** Upper-layer links of rows above layer 0: `m` slots for each of layers 1 … level, -1 where unused. */
+  readonly upper: ReadonlyArray<Int32Array | undefined>
+}
+
+const LEFT_OUT = 255
+const MAX_LEVEL = 16
+
+/** A row's level: from a hash of its number (splitmix32), so the same rows get the same levels. */
+const levelOf = (row: number, m: number): number => {
+  let z = (row + 0x9e3779b9) | 0
+  z = Math.imul(z ^ (z >>> 16), 0x85ebca6b)
+  z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35)
+  z ^= z >>> 16
+  const u = ((z >>> 0) + 1) / 4294967297
+  return Math.min(MAX_LEVEL, Math.floor(-Math.log(u) / Math.log(m)))
+}
+
+const dot = (a: Float32Array, ai: number, b: Float32Array, bi: number, d: number): number => {
+  let sum = 0
+  for (let k = 0; k < d; k++) sum += a[ai + k]! * b[bi + k]!
+  return sum
+}
+
+/**
+ * A binary heap of (distance, row) pairs. `max` puts the greatest first; ties go by row number (the smaller row is
+ * the closer), so every order the graph depends on is total.
+ */
+class Heap {
+  dist: Float64Array
+  row: Int32Array
+  size = 0
+  readonly max: boolean
+  constructor(capacity: number, max: boolean) {
+    this.dist = new Float64Array(capacity)
+    this.row = new Int32Array(capacity)
+    this.max = max
+  }
+  /** Whether (d1, r1) belongs above (d2, r2). */
+  private above(d1: number, r1: number, d2: number, r2: number): boolean {
+    return this.max ? d1 > d2 || (d1 === d2 && r1 > r2) : d1 < d2 || (d1 === d2 && r1 < r2)
+  }
+  push(d: number, r: number): void {
+    if (this.size === this.dist.length) {
+      const dist = new Float64Array(this.size * 2)
+      const row = new Int32Array(this.size * 2)
+      dist.set(this.dist)
+      row.set(this.row)
+      this.dist = dist
+      this.row = row
+    }
+    let i = this.size++
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (!this.above(d, r, this.dist[parent]!, this.row[parent]!)) break
+      this.dist[i] = this.dist[parent]!
+      this.row[i] = this.row[parent]!
+      i = parent
+    }
+    this.dist[i] = d
+    this.row[i] = r
+  }
+  pop(): void {
+    const last = --this.size
+    if (last === 0) return
+    const d = this.dist[last]!
+    const r = this.row[last]!
+    let i = 0
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= last) break
+      if (
+        child + 1 < last &&
+        this.above(this.dist[child + 1]!, this.row[child + 1]!, this.dist[child]!, this.row[child]!)
+      )
+        child++
+      if (!this.above(this.dist[child]!, this.row[child]!, d, r)) break
+      this.dist[i] = this.dist[child]!
+      this.row[i] = this.row[child]!
+      i = child
+    }
+    this.dist[i] = d
+    this.row[i] = r
+  }
+}
+
+/** Marks of rows visited by one search, cleared in O(1) by moving to the next epoch. */
+class Visited {
+  private marks: Uint32Array
+  private epoch = 0
+  constructor(count: number) {
+    this.marks = new Uint32Array(count)
+  }
+  next(): void {
+    if (++this.epoch === 0xffffffff) {
+      this.marks.fill(0)
+      this.epoch = 1
+    }
+  }
+  /** Marks `row`; whether it was not marked yet. */
+  visit(row: number): boolean {
+    if (this.marks[row] === this.epoch) return false
+    this.marks[row] = this.epoch
+    return true
+  }
+}
+
+/** How a search reaches rows: their distance to what is sought, and their links on a layer. */
+interface Walk {
+  readonly distance: (row: number) => number
+  /** Layer-0 links, `m0` a row. */
+  readonly base: Int32Array
+  readonly m0: number
+  /** Upper links, `m` a layer. */
+  readonly upper: ReadonlyArray<Int32Array | undefined>
+  readonly m: number
+  readonly visited: Visited
+  /** Heaps reused from search to search. */
+  readonly candidates: Heap
+  readonly found: Heap
+}
+
+/** The links of `row` on `layer`: `array[start …)`, at most `count` of them, ending at the first -1. */
+const linksOf = (walk: Walk, row: number, layer: number) =>
+  layer === 0
+    ? { array: walk.base, start: row * walk.m0, count: walk.m0 }
+    : { array: walk.upper[row]!, start: (layer - 1) * walk.m, count: walk.m }
+
+/** The closest row to what is sought on `layer`, going greedily from `from`. */
+const greedy = (walk: Walk, from: number, layer: number): number => {
+  let best = from
+  let bestDistance = walk.distance(from)
+  for (let moved = true; moved; ) {
+    moved = false
+    const { array, count, start } = linksOf(walk, best, layer)
+    for (let j = start; j < start + count; j++) {
+      const next = array[j]!
+      if (next < 0) break
+      const d = walk.distance(next)
+      if (d < bestDistance || (d === bestDistance && next < best)) {
+        best = next
+        bestDistance = d
+        moved = true
+      }
+    }
+  }
+  return best
+}
+
+/**
+ * The `ef` closest rows to what is sought on `layer` (beam search from `from`), closest first. Rows that `keep`
+ * refuses are walked through but not returned.
+ */
+const searchLayer = (walk: Walk, from: number, ef: number, layer: number, keep?: (row: number) => boolean) => {
+  walk.visited.next()
+  walk.visited.visit(from)
+  const { candidates, found } = walk
+  candidates.size = 0
+  found.size = 0
+  const d0 = walk.distance(from)
+  candidates.push(d0, from)
+  if (keep === undefined || keep(from)) found.push(d0, from)
+  while (candidates.size > 0) {
+    const d = candidates.dist[0]!
+    const row = candidates.row[0]!
+    if (found.size >= ef && d > found.dist[0]!) break
+    candidates.pop()
+    const { array, count, start } = linksOf(walk, row, layer)
+    for (let j = start; j < start + count; j++) {
+      const next = array[j]!
+      if (next < 0) break
+      if (!walk.visited.visit(next)) continue
+      const dn = walk.distance(next)
+      if (found.size < ef || dn < found.dist[0]! || (dn === found.dist[0]! && next < found.row[0]!)) {
+        candidates.push(dn, next)
+        if (keep === undefined || keep(next)) {
+          found.push(dn, next)
+          if (found.size > ef) found.pop()
+        }
+      }
+    }
+  }
+  const rows = new Int32Array(found.size)
+  const dists = new Float64Array(found.size)
+  for (let i = found.size - 1; i >= 0; i--) {
+    rows[i] = found.row[0]!
+    dists[i] = found.dist[0]!
+    found.pop()
+  }
+  return { rows, dists }
+}
+
+/** Builds the graph of `rows`, inserting them in number order. */
+export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): Graph => {
+  const { count, data, dimensions: d } = rows
+  const { efConstruction, m } = params
+  const m0 = 2 * m
+  const levels = new Uint8Array(count)
+  const base = new Int32Array(count * m0).fill(-1)
+  const upper: Array<Int32Array | undefined> = new Array(count)
+  // The distance of each link, kept while building: a full list takes a closer row in place of its farthest.
+  const baseDist = new Float32Array(count * m0)
+  const upperDist: Array<Float32Array | undefined> = new Array(count)
+  let entry = -1
+  let maxLevel = 0
+  const links = (row: number, layer: number): Int32Array =>
+    layer === 0 ? base.subarray(row * m0, (row + 1) * m0) : upper[row]!.subarray((layer - 1) * m, layer * m)
+  const linkDists = (row: number, layer: number): Float32Array =>
+    layer === 0 ? baseDist.subarray(row * m0, (row + 1) * m0) : upperDist[row]!.subarray((layer - 1) * m, layer * m)
+  const between = (a: number, b: number) => 1 - dot(data, a * d, data, b * d, d)
+  const shared = {
+    base,
+    m0,
+    upper,
+    m,
+    visited: new Visited(count),
+    candidates: new Heap(efConstruction * 4, false),
+    found: new Heap(efConstruction + 2, true)
+  }
+
+  /**
+   * Picks at most `max` links for a row from candidates closest first (the paper's heuristic: a candidate closer to
+   * one already picked than to the row adds little), topped up with the closest left out. Indexes into the candidates.
+   */
+  const select = (rowsIn: Int32Array, dists: Float64Array, max: number): Array<number> => {
+    const picked: Array<number> = []
+    const skipped: Array<number> = []
+    for (let i = 0; i < rowsIn.length && picked.length < max; i++) {
+      const c = rowsIn[i]!
+      if (picked.every((p) => between(c, rowsIn[p]!) > dists[i]!)) picked.push(i)
+      else skipped.push(i)
+    }
+    for (const i of skipped) if (picked.length < max) picked.push(i)
+    return picked
+  }
+
+  /**
+   * Adds `to` (at distance `distance`) to the links of `row` on `layer`; when they are full, it takes the place of
+   * the farthest link if it is closer (ties by row number).
+   */
+  const link = (row: number, to: number, distance: number, layer: number) => {
+    const slots = links(row, layer)
+    const dists = linkDists(row, layer)
+    let at = slots.indexOf(-1)
+    if (at < 0) {
+      at = 0
+      for (let i = 1; i < slots.length; i++)
+        if (dists[i]! > dists[at]! || (dists[i] === dists[at] && slots[i]! > slots[at]!)) at = i
+      if (distance > dists[at]! || (distance === dists[at] && to > slots[at]!)) return
+      // The heuristic for the newcomer alone: a row closer to a kept link than to this row adds no new direction.
+      for (let i = 0; i < slots.length; i++) if (i !== at && between(to, slots[i]!) < distance) return
+    }
+    slots[at] = to
+    dists[at] = distance
+  }
+
+  for (let row = 0; row < count; row++) {
+    let norm = 0
+    for (let k = 0; k < d; k++) norm += data[row * d + k]! * data[row * d + k]!
+    if (norm === 0) {
+      levels[row] = LEFT_OUT
+      continue
+    }
+    const level = levelOf(row, m)
+    levels[row] = level
+    if (level > 0) {
+      upper[row] = new Int32Array(level * m).fill(-1)
+      upperDist[row] = new Float32Array(level * m)
+    }
+    if (entry < 0) {
+      entry = row
+      maxLevel = level
+      continue
+    }
+    const walk: Walk = { ...shared, distance: (other) => between(row, other) }
+    let from = entry
+    for (let layer = maxLevel; layer > level; layer--) from = greedy(walk, from, layer)
+    for (let layer = Math.min(level, maxLevel); layer >= 0; layer--) {
+      const near = searchLayer(walk, from, efConstruction, layer)
+      const picked = select(near.rows, near.dists, layer === 0 ? m0 : m)
+      const slots = links(row, layer)
+      const dists = linkDists(row, layer)
+      picked.forEach((i, j) => {
+        slots[j] = near.rows[i]!
+        dists[j] = near.dists[i]!
+        link(near.rows[i]!, row, near.dists[i]!, layer)
+      })
+      from = near.rows[0]!
+    }
+    if (level > maxLevel) {
+      entry = row
+      maxLevel = level
+    }
+  }
+  return { params, count, entry, maxLevel, levels, base, upper }
+}
+
+/**
+ * The `ef` rows closest to `query` (a unit vector, as the rows are) that `keep` allows, closest first. With a `keep`
+ * that refuses many rows the search walks through them, so fewer than `ef` may come back.
+ */
+export const searchGraph = (
+  graph: Graph,
+  rows: GraphRows,
+  query: Float32Array,
+  ef: number,
+  keep?: (row: number) => boolean
+): Int32Array => {
+  if (graph.entry < 0) return new Int32Array(0)
+  const d = rows.dimensions
+  const m = graph.params.m
+  const m0 = 2 * m
+  const walk: Walk = {
+    distance: (row) => 1 - dot(query, 0, rows.data, row * d, d),
+    base: graph.base,
+    m0,
+    upper: graph.upper,
+    m,
+    visited: new Visited(graph.count),
+    candidates: new Heap(ef * 4, false),
+    found: new Heap(ef + 2, true)
+  }
+  let from = graph.entry
+  for (let layer = graph.maxLevel; layer > 0; layer--) from = greedy(walk, from, layer)
+  return searchLayer(walk, from, Math.max(ef, 1), 0, keep).rows
+}
+
+const MAGIC = 0x4e485046 // "FPHN"
+const VERSION = 1
+
+/** The graph as bytes: a header, the levels, the layer-0 links, then each upper row's links, little-endian. */
+export const encodeGraph = (graph: Graph): Uint8Array => {
+  const m = graph.params.m
+  let upperInts = 0
+  for (let row = 0; row < graph.count; row++) upperInts += graph.upper[row]?.length ?? 0
+  const header = 32
+  const levelsBytes = (graph.count + 3) & ~3
+  const bytes = new Uint8Array(header + levelsBytes + graph.base.byteLength + upperInts * 4)
+  const view = new DataView(bytes.buffer)
+  view.setUint32(0, MAGIC, true)
+  view.setUint32(4, VERSION, true)
+  view.setUint32(8, graph.count, true)
+  view.setUint32(12, m, true)
+  view.setUint32(16, graph.params.efConstruction, true)
+  view.setInt32(20, graph.entry, true)
+  view.setUint32(24, graph.maxLevel, true)
+  view.setUint32(28, upperInts, true)
+  bytes.set(graph.levels, header)
+  let at = header + levelsBytes
+  bytes.set(new Uint8Array(graph.base.buffer, graph.base.byteOffset, graph.base.byteLength), at)
+  at += graph.base.byteLength
+  for (let row = 0; row < graph.count; row++) {
+    const links = graph.upper[row]
+    if (links === undefined) continue
+    bytes.set(new Uint8Array(links.buffer, links.byteOffset, links.byteLength), at)
+    at += links.byteLength
+  }
+  return bytes
+}
+
+/** A graph from `encodeGraph`'s bytes, or a reason they are not one. */
+export const decodeGraph = (bytes: Uint8Array): Graph | string => {
+  if (bytes.byteLength < 32) return "the graph is shorter than its header"
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (view.getUint32(0, true) !== MAGIC || view.getUint32(4, true) !== VERSION) return "the graph's header is not one"
+  const count = view.getUint32(8, true)
+  const m = view.getUint32(12, true)
+  const efConstruction = view.getUint32(16, true)
+  const entry = view.getInt32(20, true)
+  const maxLevel = view.getUint32(24, true)
+  const upperInts = view.getUint32(28, true)
+  const levelsBytes = (count + 3) & ~3
+  const expected = 32 + levelsBytes + count * 2 * m * 4 + upperInts * 4
+  if (m < 1 || bytes.byteLength !== expected) return `the graph holds ${bytes.byteLength} bytes, not ${expected}`
+  const copy = bytes.slice()
+  const levels = copy.subarray(32, 32 + count)
+  const base = new Int32Array(copy.buffer, 32 + levelsBytes, count * 2 * m)
+  const upper: Array<Int32Array | undefined> = new Array(count)
+  let at = 32 + levelsBytes + base.byteLength
+  let used = 0
+  for (let row = 0; row < count; row++) {
+    const level = levels[row]!
+    if (level === LEFT_OUT || level === 0) continue
+    if (level > MAX_LEVEL || used + level * m > upperInts) return `row ${row} of the graph has a level it cannot have`
+    upper[row] = new Int32Array(copy.buffer, at, level * m)
+    at += level * m * 4
+    used += level * m
+  }
+  if (used !== upperInts || entry >= count || (count > 0 && entry >= 0 && levels[entry] !== maxLevel))
+    return "the graph's links do not add up"
+  for (const link of base) if (link < -1 || link >= count) return "the graph links to a row it does not have"
+  return { params: { m, efConstruction }, count, entry, maxLevel, levels, base, upper }
+}
+
+/** The rows as unit float32 vectors, from float64 rows (a row of magnitude 0 stays all zero). */
+export const unitRows = (vectors: Float64Array, count: number, dimensions: number): GraphRows => {
+  const data = new Float32Array(count * dimensions)
+  for (let row = 0; row < count; row++) {
+    let norm = 0
+    for (let k = 0; k < dimensions; k++) norm += vectors[row * dimensions + k]! ** 2
+    if (norm === 0) continue
+    const scale = 1 / Math.sqrt(norm)
+    for (let k = 0; k < dimensions; k++) data[row * dimensions + k] = vectors[row * dimensions + k]! * scale
+  }
+  return { count, dimensions, data }
+}

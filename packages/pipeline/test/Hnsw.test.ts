@@ -1,0 +1,100 @@
+/** The HNSW graph: the same graph from the same rows, its bytes read back, its recall, and rows it must not return. */
+import { describe, expect, it } from "@effect/vitest"
+import { buildGraph, decodeGraph, encodeGraph, type Graph, type GraphRows, searchGraph } from "../src/search/Hnsw.ts"
+
+/** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
+const seeded = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+/** `count` unit rows around `clusters` centres (as real embeddings cluster), from a seed. */
+const clustered = (count: number, d: number, clusters: number, seed: number): GraphRows => {
+  const random = seeded(seed)
+  const gauss = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random())
+  const centres = Array.from({ length: clusters * d }, gauss)
+  const data = new Float32Array(count * d)
+  for (let i = 0; i < count; i++) {
+    const c = Math.floor(random() * clusters)
+    let norm = 0
+    for (let k = 0; k < d; k++) {
+      const x = centres[c * d + k]! + 0.7 * gauss()
+      data[i * d + k] = x
+      norm += x * x
+    }
+    for (let k = 0; k < d; k++) data[i * d + k]! /= Math.sqrt(norm)
+  }
+  return { count, dimensions: d, data }
+}
+
+/** The 10 rows with the highest dot product with `query` (ties by row), by a plain scan. */
+const exactTop = (rows: GraphRows, query: Float32Array, keep: (row: number) => boolean = () => true) => {
+  const scored: Array<[number, number]> = []
+  for (let r = 0; r < rows.count; r++) {
+    if (!keep(r)) continue
+    let s = 0
+    for (let k = 0; k < rows.dimensions; k++) s += query[k]! * rows.data[r * rows.dimensions + k]!
+    scored.push([s, r])
+  }
+  return scored
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+    .slice(0, 10)
+    .map(([, r]) => r)
+}
+
+const recall = (graph: Graph, rows: GraphRows, queries: GraphRows, ef: number) => {
+  let hits = 0
+  for (let i = 0; i < queries.count; i++) {
+    const query = queries.data.subarray(i * queries.dimensions, (i + 1) * queries.dimensions)
+    const truth = new Set(exactTop(rows, query))
+    for (const row of searchGraph(graph, rows, query, ef).slice(0, 10)) if (truth.has(row)) hits++
+  }
+  return hits / (queries.count * 10)
+}
+
+describe("the HNSW graph", () => {
+  const rows = clustered(2000, 32, 40, 1)
+  const queries = clustered(50, 32, 40, 2)
+  const graph = buildGraph(rows)
+
+  it("is the same, byte for byte, every time it is built from the same rows", () => {
+    expect(encodeGraph(buildGraph(rows))).toEqual(encodeGraph(graph))
+  })
+
+  it("reads back from its bytes and answers as before; bytes that are not a graph say why", () => {
+    const bytes = encodeGraph(graph)
+    const read = decodeGraph(bytes)
+    if (typeof read === "string") throw new Error(read)
+    const query = queries.data.subarray(0, 32)
+    expect(searchGraph(read, rows, query, 32)).toEqual(searchGraph(graph, rows, query, 32))
+    expect(decodeGraph(bytes.subarray(0, bytes.length - 4))).toMatch(/^the graph holds \d+ bytes, not \d+$/)
+    const garbled = bytes.slice()
+    new DataView(garbled.buffer).setInt32(32 + 2000 + 8, 99_999, true)
+    expect(decodeGraph(garbled)).toBe("the graph links to a row it does not have")
+    expect(decodeGraph(new Uint8Array(10))).toBe("the graph is shorter than its header")
+  })
+
+  it("finds at least 95 % of the true top 10 at efSearch 64, and all of it when it may look at every row", () => {
+    expect(recall(graph, rows, queries, 64)).toBeGreaterThanOrEqual(0.95)
+    const small = clustered(300, 16, 10, 3)
+    expect(recall(buildGraph(small), small, clustered(20, 16, 10, 4), 300)).toBe(1)
+  })
+
+  it("never returns a row its filter refuses, nor a row with no direction", () => {
+    const withZeros: GraphRows = { ...rows, data: rows.data.slice() }
+    for (const zero of [0, 17, 1999]) withZeros.data.fill(0, zero * 32, zero * 32 + 32)
+    const zeroGraph = buildGraph(withZeros)
+    const odd = (row: number) => row % 2 === 1
+    for (let i = 0; i < 10; i++) {
+      const query = queries.data.subarray(i * 32, (i + 1) * 32)
+      const found = searchGraph(zeroGraph, withZeros, query, 64, odd)
+      expect(found.length).toBeGreaterThan(0)
+      for (const row of found) {
+        expect(row % 2).toBe(1)
+        expect([17, 1999]).not.toContain(row)
+      }
+    }
+  })
+})
