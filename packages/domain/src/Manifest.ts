@@ -23,6 +23,21 @@ const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
+ * An approximate vector index (`funcpipe index --ann hnsw`): a graph per segment that proposes candidates for vector
+ * queries, which are then scored exactly. `m` links a row on the upper layers (twice as many on layer 0),
+ * `efConstruction` candidates looked at per insertion.
+ */
+export const AnnConfig = Schema.Struct({
+  kind: Schema.Literal("hnsw"),
+  m: Schema.Int.check(Schema.isBetween({ minimum: 2, maximum: 64 })),
+  efConstruction: Schema.Int.check(Schema.isBetween({ minimum: 8, maximum: 2000 }))
+})
+export type AnnConfig = typeof AnnConfig.Type
+
+/** The graph's settings unless asked otherwise. */
+export const DEFAULT_ANN: AnnConfig = { kind: "hnsw", m: 16, efConstruction: 100 }
+
+/**
  * Everything needed to decide whether a stored index can answer a query or must be rebuilt: its format version, the
  * embedding model and vector length, the clean rules (queries are cleaned with them too), the chunker settings, and
  * the lexical analyzer (queries are analyzed with it too), and the keep rule that chose its documents.
@@ -46,6 +61,8 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
    * it was recorded), kept so that adding or removing a path renames no document.
    */
   rootLabels: Schema.optional(Schema.Record(Schema.String, Schema.String)),
+  /** The approximate vector index, if the index has one (absent: every vector query scans every vector). */
+  ann: Schema.optional(AnnConfig),
   createdAt: Millis,
   updatedAt: Millis,
   documents: Count,
@@ -75,4 +92,6 @@ export interface IndexSettings {
   readonly cleaner: CleanerConfig
   readonly chunker: ChunkerConfig
   readonly analyzer: AnalyzerConfig
+  /** The approximate vector index asked for: a graph's settings, "exact" for none, `undefined` to keep the index's. */
+  readonly ann?: AnnConfig | "exact" | undefined
 }

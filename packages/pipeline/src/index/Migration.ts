@@ -1,6 +1,7 @@
 /** Migration planning: what a change of settings means for an existing index. */
 import type { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import {
+  type AnnConfig,
   FORMAT_VERSION,
   type IndexManifest,
   type IndexSettings,
@@ -10,17 +11,21 @@ import {
 /**
  * The kinds of change, from harmless to fatal: `Compatible` (the index answers as is), `Rechunk` (the clean rules or
  * chunker settings changed, so every document must be cut again), `Reembed` (the model or vector length changed, so
- * every stored vector is useless), `IncompatibleFormat` (the file's layout is not this build's).
+ * every stored vector is useless), `Regraph` (the approximate vector index was added, removed or set otherwise, so
+ * every segment's graph must be built again), `IncompatibleFormat` (the file's layout is not this build's).
  */
 export type Migration =
   | { readonly _tag: "Compatible" }
   | { readonly _tag: "Rechunk"; readonly changes: ReadonlyArray<string> }
   | { readonly _tag: "Reembed"; readonly changes: ReadonlyArray<string> }
+  | { readonly _tag: "Regraph"; readonly changes: ReadonlyArray<string> }
   | { readonly _tag: "IncompatibleFormat"; readonly found: number; readonly supported: number }
 
 const rules = (c: CleanerConfig) => c.rules.join(", ") || "(none)"
 const chunking = (c: ChunkerConfig) =>
   `size ${c.chunkSize}, overlap ${c.overlap}, tail ${c.tailPolicy}${c.strategy === undefined || c.strategy === "fixed" ? "" : `, chunker ${c.strategy}`}`
+const annText = (ann: AnnConfig | "exact" | undefined) =>
+  ann === undefined || ann === "exact" ? "exact" : `hnsw (m ${ann.m}, efConstruction ${ann.efConstruction})`
 const analysis = (a: AnalyzerConfig) => `stop words ${a.stopWords}, stemmer ${a.stemmer}, version ${a.version ?? 1}`
 
 /** Classifies the difference between a stored manifest and the settings a command asks for. Pure. */
@@ -56,6 +61,9 @@ export const planMigration = (stored: IndexManifest, requested: IndexSettings): 
   }
   if (embedding.length > 0) return { _tag: "Reembed", changes: [...embedding, ...chunks] }
   if (chunks.length > 0) return { _tag: "Rechunk", changes: chunks }
+  const storedAnn = annText(stored.ann)
+  const requestedAnn = requested.ann === undefined ? storedAnn : annText(requested.ann)
+  if (storedAnn !== requestedAnn) return { _tag: "Regraph", changes: [`vector index ${storedAnn} → ${requestedAnn}`] }
   return { _tag: "Compatible" }
 }
 
@@ -68,6 +76,8 @@ export const describeMigration = (migration: Migration): string => {
       return `the settings changed (${migration.changes.join("; ")}), so every document must be chunked again`
     case "Reembed":
       return `the embedding changed (${migration.changes.join("; ")}), so every chunk must be embedded again`
+    case "Regraph":
+      return `the ${migration.changes.join("; ")} changed, so the index must be built again`
     case "IncompatibleFormat":
       return migration.found > migration.supported
         ? `the index has format version ${migration.found}, newer than this FuncPipe (${migration.supported}); upgrade FuncPipe`

@@ -2,7 +2,7 @@
 
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import type { RawDoc } from "@funcpipe/domain/Document"
-import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
+import { type AnnConfig, FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
 import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Option, Path, Result, Stream } from "effect"
 import type { RecordedStamp } from "../base/Stamps.ts"
@@ -32,6 +32,8 @@ export interface IndexOptions {
   readonly cleaner?: CleanerConfig
   readonly chunker?: ChunkerConfig
   readonly analyzer?: AnalyzerConfig
+  /** The approximate vector index: a graph's settings, "exact" for none; absent, the index keeps its own. */
+  readonly ann?: AnnConfig | "exact"
   /**
    * The caller named no analyzer version: an existing index keeps its own, and `analyzer.version` applies to a new
    * index (or a rebuilt one) only.
@@ -199,7 +201,8 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
       modelFingerprint: model.fingerprint,
       cleaner: options.cleaner ?? CleanerConfig.default,
       chunker: options.chunker ?? ChunkerConfig.default,
-      analyzer: options.analyzer ?? AnalyzerConfig.default
+      analyzer: options.analyzer ?? AnalyzerConfig.default,
+      ann: options.ann
     },
     roots,
     labels: options.rebuild === true ? rootLabelsOf(path, roots) : yield* keptLabels(store, path, roots),
@@ -442,6 +445,7 @@ const finishRun = Effect.fnUntraced(function* (
     yield* writer.putManifest(
       new IndexManifest({
         ...run.settings,
+        ann: run.settings.ann === "exact" ? undefined : run.settings.ann,
         ...(isKeepAll(run.keep) ? {} : { keep: run.keep }),
         rootLabels: run.labels,
         createdAt: Option.isSome(existing) && !run.rebuild ? existing.value.createdAt : now,
@@ -472,6 +476,10 @@ const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
         ...(version === undefined ? {} : { version })
       })
       run = { ...run, settings: { ...run.settings, analyzer } }
+    }
+    // The vector index is the index's own unless the run names one (`--ann`).
+    if (run.settings.ann === undefined) {
+      run = { ...run, settings: { ...run.settings, ann: Option.isSome(existing) ? existing.value.ann : undefined } }
     }
     if (Option.isSome(existing) && !run.rebuild) {
       const migration = planMigration(existing.value, run.settings)

@@ -21,6 +21,7 @@ import {
   topDocumentsWithMore
 } from "../search/Engine.ts"
 import { type ExpansionConfig, expandQuery } from "../search/Expansion.ts"
+import { DEFAULT_EF_SEARCH } from "../search/Hnsw.ts"
 import { prepareQuery } from "../search/Query.ts"
 import {
   DimensionMismatch,
@@ -82,6 +83,10 @@ export interface QueryOptions {
   readonly expand?: ExpansionConfig
   /** Work out what each result shows (`shown`: its passage, headings and source); on by default. */
   readonly display?: boolean
+  /** Scan every vector even where the index has an approximate vector index. */
+  readonly exact?: boolean
+  /** How many candidates the approximate vector index proposes a segment (`efSearch`; default `DEFAULT_EF_SEARCH`). */
+  readonly annCandidates?: number
 }
 
 export type { Explanation }
@@ -289,7 +294,11 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
       : yield* readSnapshot(location, () =>
           expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
         )
-  const query = { terms: scoredTerms, vector }
+  const query = {
+    terms: scoredTerms,
+    vector,
+    ef: manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH)
+  }
   const { more, scored, tops } = yield* readSnapshot(location, () => {
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
     return options.group === "doc"

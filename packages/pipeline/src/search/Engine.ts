@@ -30,6 +30,11 @@ export const FUSION_DEPTH = 1000
 export interface EngineQuery {
   readonly terms: ReadonlyArray<string>
   readonly vector: ReadonlyArray<number> | undefined
+  /**
+   * How many candidates a segment's approximate vector index proposes (`efSearch`), where the index has one;
+   * absent, every vector is scanned (exact).
+   */
+  readonly ef?: number | undefined
 }
 
 /** Why a result scored what it did, as far as the mode used each part. */
@@ -137,7 +142,7 @@ export const scoreQuery = (
         filter
       }
     case "hybrid": {
-      const vectorTop = topVectors(view, vector!, depth, filter)
+      const vectorTop = topVectors(view, vector!, depth, filter, query.ef)
       const lexicalTop = prunes(terms$(), filter)
         ? topLexicalPruned(view, terms$(), terms, params, depth, filter)
         : topOf(lexical$(), depth, tiesOf(view))
@@ -168,7 +173,7 @@ const prunes = (loaded: Map<string, LoadedTerm>, filter: PositionFilter | undefi
 /** The best `k` chunks of a scored query, in the ranking order. */
 export const topChunksOf = (view: IndexView, scored: Scored, k: number, query?: EngineQuery): Array<Top> =>
   scored.mode === "vector" && query?.vector !== undefined
-    ? topVectors(view, query.vector, k, scored.filter)
+    ? topVectors(view, query.vector, k, scored.filter, query.ef)
     : (scored.shortcut?.(k) ?? topOf(scored.candidates, k, tiesOf(view)))
 
 /** The best `k` documents of a scored query, each represented by its best chunk, in the ranking order. */

@@ -93,6 +93,17 @@ export interface IndexView {
    * whole index's statistics, as `liveChunks` and `averageLength` are then too); absent, it is counted from `postings`.
    */
   readonly documentFrequency?: ((term: string) => number) | undefined
+  /**
+   * The approximate vector index's candidates for a query (`ef` a segment, live and allowed by the filter), each with
+   * its exact score (NaN where the cosine is undefined); absent when the index has no approximate index.
+   */
+  readonly annSearch?: ((query: ArrayLike<number>, ef: number, filter?: PositionFilter) => AnnFound) | undefined
+}
+
+/** Candidates of a vector query with their exact scores (NaN for a row whose cosine is undefined). */
+export interface AnnFound {
+  readonly positions: Int32Array
+  readonly scores: Float64Array
 }
 
 /**

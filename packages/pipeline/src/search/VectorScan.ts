@@ -296,14 +296,38 @@ export const cosineAt = (view: IndexView, query: ArrayLike<number>, position: nu
 /** How a view's equal scores are ordered: by its documents' order when it has that at hand, else by reading keys. */
 export const tiesOf = (view: IndexView): TieOrder => view.tieOrder?.() ?? keyTies(view.keyOf)
 
-/** The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. */
+/**
+ * Whether a filtered query scans its few allowed rows exactly rather than walking the graph: a walk through rows the
+ * filter refuses costs about `ef / share` visits, a scan `share · rows`; they are even near `share = √(ef / rows)`,
+ * and the scan, being exact, is taken up to twice that.
+ */
+export const scansFiltered = (filter: PositionFilter, ef: number, rows: number): boolean =>
+  filter.count <= 2 * Math.sqrt(ef * Math.max(rows, 1))
+
+/**
+ * The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. With `ef` and
+ * a view that has an approximate index, the index proposes the candidates (at least `k` a segment) and only they are
+ * scored, exactly, by the same operations as the scan, and ranked in the same order.
+ */
 export const topVectors = (
   view: IndexView,
   vector: ArrayLike<number>,
   k: number,
-  filter?: PositionFilter
+  filter?: PositionFilter,
+  ef?: number
 ): Array<Top> => {
   const heap = new TopK(k, tiesOf(view))
+  if (ef !== undefined && view.annSearch !== undefined) {
+    const wide = Math.max(ef, k)
+    if (filter === undefined || !scansFiltered(filter, wide, view.liveChunks)) {
+      const found = view.annSearch(vector, wide, filter)
+      for (let i = 0; i < found.positions.length; i++) {
+        const score = found.scores[i]!
+        if (!Number.isNaN(score) && score >= heap.threshold) heap.offer(found.positions[i]!, score)
+      }
+      return heap.take()
+    }
+  }
   scanVectors(
     view,
     vector,

@@ -10,7 +10,7 @@ import { bodyIn } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
 import { decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
-import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
+import type { AnnFound, PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
 import type { BodyEntry } from "../BodyCache.ts"
 import {
@@ -24,6 +24,7 @@ import {
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
+import { graphSearch } from "./Graphs.ts"
 import { type Corrupt, columnsOf, deletedOf, lengthsInto, segmentRows, storedBlock } from "./Segments.ts"
 import {
   BLOCKS_PER_SEGMENT,
@@ -473,6 +474,12 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
     const chunkAt = chunkReader(r, rowAt)
     const { document, documentText, documentsOf, tieOrder } = documentReader(r, rows)
     const filter = filterReader(r, signature)
+    const annSearch =
+      manifestValue.ann === undefined ? undefined : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined })
+    const readAnn = sqliteReads(
+      (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined }): AnnFound =>
+        annSearch!(a.query, a.ef, a.filter)
+    )
     const documents = sqliteReads<void, ReturnType<typeof documentsOf>>(documentsOf)
     let tieAsks = 0
     return {
@@ -502,7 +509,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         if (++tieAsks === TIE_ASKS_BEFORE_DOCUMENTS) documents()
         return tieOrder()
       },
-      filter: sqliteReads(filter)
+      filter: sqliteReads(filter),
+      annSearch: annSearch === undefined ? undefined : (query, ef, filter) => readAnn({ query, ef, filter })
     }
   }
 }

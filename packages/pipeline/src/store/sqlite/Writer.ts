@@ -17,6 +17,7 @@ import {
 } from "../IndexStore.ts"
 import { IndexCorrupt, IndexTooOld, type StoreError } from "../StoreErrors.ts"
 import { LAYOUT, sqlite } from "./Connection.ts"
+import { syncGraphs } from "./Graphs.ts"
 import {
   BLOCKS_PER_SEGMENT,
   blockRowsFor,
@@ -536,7 +537,11 @@ export const sqliteWriter = (location: string, db: DatabaseSync, current: boolea
       const damage = yield* sql(w, "writing the index", () => {
         flush(w)
         dropFreedPacks(w)
-        return applyTombstones(w) ?? mergeSegments(w)
+        const damage = applyTombstones(w) ?? mergeSegments(w)
+        if (damage !== undefined) return damage
+        // The segments are final now: each new one gets its vector graph (for an index with one).
+        syncGraphs(w.db, (detail) => corrupt(w, detail))
+        return undefined
       })
       if (damage !== undefined) return yield* damage
     })

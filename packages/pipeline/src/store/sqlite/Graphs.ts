@@ -1,0 +1,195 @@
+/**
+ * The approximate vector index of a SQLite index (`funcpipe index --ann hnsw`): one HNSW graph per segment, in the
+ * `ann` table. Segments never change once written (deletions aside), so a graph is built once, when its segment is
+ * new (written by a run, or made by a merge), in the run's own transaction, and dropped with its segment. A query
+ * walks each segment's graph for candidates, then scores them exactly: the same float64 operations as the exact scan,
+ * so a returned score is the exact score.
+ */
+
+import type { DatabaseSync } from "node:sqlite"
+import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
+import { Result } from "effect"
+import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
+import { buildGraph, decodeGraph, encodeGraph, type Graph, type GraphRows, searchGraph } from "../../search/Hnsw.ts"
+import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
+import { clamp } from "../../search/VectorScan.ts"
+import type { Caches } from "./Caches.ts"
+import { statement } from "./Connection.ts"
+import { type Corrupt, columnsOf, decodeRows, keptBlocks, segmentRows, storedBlock } from "./Segments.ts"
+import { readMetaIn, type SegmentColumns, type SegmentRow } from "./Tables.ts"
+
+const ANN_TABLE =
+  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL)"
+
+/** What a graph was built with, as its row records it: a graph built otherwise is built again. */
+const configOf = (ann: AnnConfig) => `hnsw m=${ann.m} efConstruction=${ann.efConstruction}`
+
+const hasTable = (db: DatabaseSync) =>
+  (
+    statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'ann'").get() as {
+      n: number
+    }
+  ).n > 0
+
+/** A segment's rows as unit float32 vectors, from its stored blocks decoded as a scan decodes them. */
+const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, d: number): GraphRows => {
+  const data = new Float32Array(segment.count * d)
+  const vectors = new Float64Array(segment.blockRows * d)
+  const magnitudes = new Float64Array(segment.blockRows)
+  for (let b = 0; b * segment.blockRows < segment.count; b++) {
+    const stored = storedBlock(corrupt, db, segment, d, b)
+    decodeRows(corrupt, segment, stored, d, vectors.subarray(0, stored.rows * d), magnitudes.subarray(0, stored.rows))
+    for (let r = 0; r < stored.rows; r++) {
+      const magnitude = magnitudes[r]!
+      if (magnitude === 0) continue
+      const to = (b * segment.blockRows + r) * d
+      for (let k = 0; k < d; k++) data[to + k] = vectors[r * d + k]! / magnitude
+    }
+  }
+  return { count: segment.count, dimensions: d, data }
+}
+
+/**
+ * Brings the graphs in line with the manifest inside a write transaction: none when it names no approximate index;
+ * otherwise one for every segment, built for each segment that has none or one built with other settings, and none
+ * left for segments that are gone. Returns how many graphs it built.
+ */
+export const syncGraphs = (db: DatabaseSync, corrupt: Corrupt): number => {
+  const json = readMetaIn(db, "manifest")
+  const manifest = json === undefined ? undefined : decodeManifestJson(json)
+  const ann = manifest !== undefined && Result.isSuccess(manifest) ? manifest.success.ann : undefined
+  if (ann === undefined) {
+    if (hasTable(db)) db.exec("DROP TABLE ann")
+    return 0
+  }
+  const d = Result.isSuccess(manifest!) ? manifest.success.dimensions : 0
+  db.exec(ANN_TABLE)
+  const config = configOf(ann)
+  db.prepare("DELETE FROM ann WHERE config <> ? OR segment NOT IN (SELECT id FROM segments)").run(config)
+  const built = new Set(
+    (db.prepare("SELECT segment FROM ann").all() as Array<{ segment: number }>).map((row) => row.segment)
+  )
+  let count = 0
+  for (const segment of segmentRows(corrupt, db)) {
+    if (built.has(segment.id)) continue
+    const graph = buildGraph(storedUnitRows(corrupt, db, segment, d), { m: ann.m, efConstruction: ann.efConstruction })
+    db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, config, encodeGraph(graph))
+    count++
+  }
+  return count
+}
+
+/** A segment's graph with the rows it walks, kept with the segment's decoded columns. */
+interface SegmentGraph {
+  readonly graph: Graph
+  readonly rows: GraphRows
+}
+
+const graphs = new WeakMap<SegmentColumns, SegmentGraph | null>()
+
+/** What the graph reader needs of a snapshot's reading. */
+export interface GraphReading {
+  readonly corrupt: Corrupt
+  readonly db: DatabaseSync
+  readonly caches: Caches
+  readonly dimensions: number
+  readonly segments: ReadonlyArray<SegmentRow>
+  readonly offsets: ReadonlyArray<number>
+  readonly deleted: Uint8Array | undefined
+}
+
+/**
+ * A snapshot's approximate search over the segments' graphs, or `undefined` when the index has none: the `ef` rows
+ * each segment's graph finds nearest the query among live rows the filter allows, scored exactly. A segment without
+ * a graph (one written by an older FuncPipe) has every live row scored.
+ */
+export const graphSearch = (r: GraphReading) => {
+  if (!hasTable(r.db)) return undefined
+  const { caches, corrupt, db, deleted, dimensions: d, offsets, segments } = r
+  const stateOf = (segment: SegmentRow, columns: SegmentColumns): SegmentGraph | null => {
+    const known = graphs.get(columns)
+    if (known !== undefined) return known
+    const row = statement(db, "SELECT data FROM ann WHERE segment = ?").get(segment.id) as { data: unknown } | undefined
+    let state: SegmentGraph | null = null
+    if (row !== undefined) {
+      const graph = row.data instanceof Uint8Array ? decodeGraph(row.data) : "the graph is not a blob"
+      if (typeof graph === "string") throw corrupt(`segment ${segment.id}'s vector graph is damaged: ${graph}`)
+      if (graph.count !== segment.count) throw corrupt(`segment ${segment.id}'s vector graph has another row count`)
+      state = { graph, rows: keptUnitRows(corrupt, db, segment, d, columns) }
+    }
+    graphs.set(columns, state)
+    return state
+  }
+  return (query: ArrayLike<number>, ef: number, filter?: PositionFilter): AnnFound => {
+    const q = Float64Array.from(query)
+    let qLength = 0
+    for (let j = 0; j < d; j++) qLength += q[j]! * q[j]!
+    qLength = Math.sqrt(qLength)
+    const unit = Float32Array.from(q, (x) => x / qLength)
+    const positions: Array<number> = []
+    const scores: Array<number> = []
+    const row64 = new Float64Array(d)
+    const magnitude = new Float64Array(1)
+    for (let s = 0; s < segments.length; s++) {
+      const segment = segments[s]!
+      const offset = offsets[s]!
+      const columns = columnsOf(caches, segment)
+      const state = stateOf(segment, columns)
+      const allowed = (row: number) =>
+        deleted?.[offset + row] !== 1 && (filter === undefined || filter.allowed[offset + row] === 1)
+      const rows: Iterable<number> =
+        state === null
+          ? Array.from({ length: segment.count }, (_, row) => row).filter(allowed)
+          : searchGraph(state.graph, state.rows, unit, ef, allowed)
+      const blocks = keptBlocks(corrupt, db, segment, d, columns)
+      for (const row of rows) {
+        const block = blocks[Math.floor(row / segment.blockRows)]!
+        const at = row % segment.blockRows
+        // The row in float64 with its magnitude, by the very operations the exact scan uses.
+        let vector: Float64Array
+        if (block.floats !== undefined) {
+          const bytes = new Uint8Array(block.floats.buffer, block.floats.byteOffset + at * d * 4, d * 4)
+          if (decodeBlock(bytes, "f32", 1, d, row64, magnitude) !== "ok")
+            throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+          vector = row64
+        } else {
+          vector = block.vectors.subarray(at * d, (at + 1) * d)
+          magnitude[0] = block.magnitudes[at]!
+        }
+        let dot = 0
+        for (let j = 0; j < d; j++) dot += q[j]! * vector[j]!
+        positions.push(offset + row)
+        scores.push(magnitude[0] === 0 ? Number.NaN : clamp(dot / (qLength * magnitude[0]!)))
+      }
+    }
+    return { positions: Int32Array.from(positions), scores: Float64Array.from(scores) }
+  }
+}
+
+/** A segment's rows as unit float32 vectors, from its kept blocks. */
+const keptUnitRows = (
+  corrupt: Corrupt,
+  db: DatabaseSync,
+  segment: SegmentRow,
+  d: number,
+  columns: SegmentColumns
+): GraphRows => {
+  const data = new Float32Array(segment.count * d)
+  keptBlocks(corrupt, db, segment, d, columns).forEach((block, b) => {
+    const from = b * segment.blockRows
+    const rows = Math.min(segment.blockRows, segment.count - from)
+    for (let r = 0; r < rows; r++) {
+      let norm = 0
+      if (block.floats !== undefined) {
+        for (let k = 0; k < d; k++) norm += block.floats[r * d + k]! ** 2
+        const scale = norm === 0 ? 0 : 1 / Math.sqrt(norm)
+        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.floats[r * d + k]! * scale
+      } else {
+        const magnitude = block.magnitudes[r]!
+        if (magnitude === 0) continue
+        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.vectors[r * d + k]! / magnitude
+      }
+    }
+  })
+  return { count: segment.count, dimensions: d, data }
+}

@@ -1,0 +1,137 @@
+/**
+ * An index with an approximate vector index (`ann`): the same answers as the exact scan where the graph may look at
+ * every row, the same graph from the same documents, graphs kept in step with added, changed and deleted documents,
+ * filters that stay exact, and a change of setting that asks for a rebuild.
+ */
+import { DatabaseSync } from "node:sqlite"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
+import { parseRule } from "@funcpipe/domain/RuleParser"
+import { Effect, FileSystem, Layer, Result } from "effect"
+import { Embedder } from "../src/models/Embedder.ts"
+import { checkIndex, isSound } from "../src/programs/CheckIndex.ts"
+import { type IndexOptions, indexPaths } from "../src/programs/IndexRun.ts"
+import { type QueryOptions, queryIndex } from "../src/programs/QueryIndex.ts"
+import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
+
+const WORDS = ["moon", "tide", "orbit", "comet", "saturn", "ring", "star", "probe", "dust", "light", "night", "sky"]
+
+/** `n` short documents as JSON Lines, their words drawn from a fixed list by their number. */
+const jsonl = (n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => {
+    const id = from + i
+    const text = Array.from({ length: 12 }, (_, j) => WORDS[(id * 7 + j * ((id % 5) + 1)) % WORDS.length]).join(" ")
+    return JSON.stringify({ doc_id: `d${id}`, title: `Note ${id}`, text })
+  }).join("\n")
+
+const Base = Layer.mergeAll(NodeServices.layer)
+
+/** Runs `effect` against the index at `file`, with the local model. */
+const on = (file: string) =>
+  Effect.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, DocumentSource.layer))
+
+const graphRows = (file: string) => {
+  const db = new DatabaseSync(file, { readOnly: true })
+  try {
+    return {
+      graphs: db.prepare("SELECT segment, data FROM ann ORDER BY segment").all() as Array<{
+        segment: number
+        data: Uint8Array
+      }>,
+      segments: (db.prepare("SELECT id FROM segments ORDER BY id").all() as Array<{ id: number }>).map((r) => r.id)
+    }
+  } finally {
+    db.close()
+  }
+}
+
+/** A folder holding `docs.jsonl`, indexed into `index.db` with `options`. */
+const built = (content: string, options: IndexOptions) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-" })
+    yield* fs.writeFileString(`${dir}/docs.jsonl`, content)
+    const file = `${dir}/index.db`
+    yield* indexPaths([`${dir}/docs.jsonl`], options).pipe(on(file))
+    return { dir, file }
+  })
+
+const ask = (file: string, text: string, options: QueryOptions, k = 10) =>
+  queryIndex(text, k, { mode: "vector", ...options }).pipe(
+    on(file),
+    Effect.map((answer) => answer.results.map((r) => [r.chunk.docId, r.score] as const))
+  )
+
+describe("an index with an approximate vector index", () => {
+  it.live("answers as the exact scan does where the graph may look at every row, and the same graph every time", () =>
+    Effect.gen(function* () {
+      const { file } = yield* built(jsonl(300), { ann: DEFAULT_ANN })
+      const again = yield* built(jsonl(300), { ann: DEFAULT_ANN })
+      const rows = graphRows(file)
+      assert.strictEqual(rows.graphs.length, rows.segments.length)
+      assert.deepStrictEqual(graphRows(again.file).graphs, rows.graphs)
+      for (const text of ["moon tide orbit", "comet dust", "saturn ring probe", "night sky light"]) {
+        const exact = yield* ask(file, text, { exact: true })
+        // Every row looked at: the very rows, scores (bit for bit) and order.
+        assert.deepStrictEqual(yield* ask(file, text, { annCandidates: 1000 }), exact)
+        // At the default, every score that comes back is the exact one, and the list is in the ranking order.
+        const approximate = yield* ask(file, text, {})
+        const everyScore = new Map(yield* ask(file, text, { exact: true }, 300))
+        for (const [docId, score] of approximate) assert.strictEqual(score, everyScore.get(docId))
+        for (let i = 1; i < approximate.length; i++) assert.isAtLeast(approximate[i - 1]![1], approximate[i]![1])
+      }
+      const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
+      assert.isTrue(isSound(report), JSON.stringify(report.checks))
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
+  it.live("keeps a graph per segment as documents come and go, and never returns a deleted or filtered-out chunk", () =>
+    Effect.gen(function* () {
+      const { dir, file } = yield* built(jsonl(200), { ann: DEFAULT_ANN })
+      const fs = yield* FileSystem.FileSystem
+      // Half the documents gone, new ones added: later runs keep the index's own setting.
+      yield* fs.writeFileString(`${dir}/docs.jsonl`, `${jsonl(100, 100)}\n${jsonl(150, 1000)}`)
+      yield* indexPaths([`${dir}/docs.jsonl`], { prune: true }).pipe(on(file))
+      const rows = graphRows(file)
+      assert.deepStrictEqual(
+        rows.graphs.map((g) => g.segment),
+        rows.segments
+      )
+      for (const text of ["moon tide", "ring probe dust"]) {
+        const found = yield* ask(file, text, { annCandidates: 2000 })
+        assert.deepStrictEqual(found, yield* ask(file, text, { exact: true }))
+        for (const [docId] of yield* ask(file, text, {})) assert.isAtLeast(Number(docId.slice(1)), 100)
+        const where = Result.getOrThrow(parseRule('doc_id ^= "d10"'))
+        for (const [docId] of yield* ask(file, text, { where })) assert.match(docId, /^d10/)
+      }
+      // The graphs are what the approximate query reads: a damaged one is reported, and the exact scan still answers.
+      const db = new DatabaseSync(file)
+      db.exec("UPDATE ann SET data = X'00'")
+      db.close()
+      const damaged = yield* Effect.flip(ask(file, "moon tide", {}))
+      assert.strictEqual(damaged._tag, "IndexCorrupt")
+      assert.include(damaged.message, "vector graph is damaged")
+      assert.isNotEmpty(yield* ask(file, "moon tide", { exact: true }))
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
+  it.live("records its setting in the manifest, and a change of it asks for a rebuild", () =>
+    Effect.gen(function* () {
+      const { dir, file } = yield* built(jsonl(50), { ann: DEFAULT_ANN })
+      const changed = yield* Effect.flip(indexPaths([`${dir}/docs.jsonl`], { ann: "exact" }).pipe(on(file)))
+      assert.strictEqual(changed._tag, "SettingsChanged")
+      assert.include(changed.message, "vector index hnsw (m 16, efConstruction 100) → exact")
+      yield* indexPaths([`${dir}/docs.jsonl`], { ann: "exact", rebuild: true }).pipe(on(file))
+      const db = new DatabaseSync(file, { readOnly: true })
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE name = 'ann'").all()
+      const manifest = JSON.parse(
+        (db.prepare("SELECT value FROM meta WHERE key = 'manifest'").get() as { value: string }).value
+      )
+      db.close()
+      assert.deepStrictEqual(tables, [])
+      assert.isUndefined(manifest.ann)
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+})
