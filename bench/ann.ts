@@ -1,25 +1,23 @@
 /**
- * `npm run bench:ann -- [--glove FILE] [--rows N] [--dims D] [--queries Q] [--ef 16,32,64,128,256]`: the HNSW graph
+ * `npm run bench:ann -- [--glove-rows N] [--rows N] [--dims D] [--queries Q] [--ef 16,32,64,128,256]`: the HNSW graph
  * (packages/pipeline/src/search/Hnsw.ts) against the exact scan of the same rows, as ann-benchmarks measures it:
  * build time, recall@10 against exact search, and queries per second on one thread, over a range of `efSearch`.
  *
- * Two sets: the `glove-100d` word vectors (every word a row; 1,000 rows held out as queries; the file that
- * `funcpipe models install glove-100d` writes, read from $FUNCPIPE_MODELS or build/models), and synthetic clustered
+ * Two sets: the `glove-100d` word vectors (every word a row; 1,000 rows held out as queries; installed by
+ * `funcpipe models install glove-100d` into $FUNCPIPE_MODELS, which CI sets to build/models), and synthetic clustered
  * rows (default 100k × 384; clusters, as real embeddings have, rather than uniform noise, which no index can beat a
  * scan on).
  */
-import { readFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { parseArgs } from "node:util"
-import { decodeCache } from "@funcpipe/pipeline/models/glove/GloveCache"
-import { gloveRecipe, WINK_GLOVE_100D } from "@funcpipe/pipeline/models/glove/GloveFiles"
-import { buildGraph, type GraphRows, searchGraph } from "@funcpipe/pipeline/search/Hnsw"
+import { NodeServices } from "@effect/platform-node"
+import { buildGraph, type GraphRows, readGlove, searchGraph } from "@funcpipe/pipeline"
+import { Effect } from "effect"
 import { prng } from "./Corpus.ts"
 import { count, fixed, markdownTable } from "./Table.ts"
 
 const { values: flags } = parseArgs({
   options: {
-    glove: { type: "string", default: `${process.env["FUNCPIPE_MODELS"] ?? "build/models"}/glove-100d.bin` },
     rows: { type: "string", default: "100000" },
     dims: { type: "string", default: "384" },
     queries: { type: "string", default: "1000" },
@@ -107,10 +105,12 @@ const measure = (name: string, rows: GraphRows, queries: Float32Array) => {
 
 // The GloVe words: rows, with 1,000 of them (evenly spaced) held out as queries.
 try {
-  const bytes = new Uint8Array(readFileSync(flags.glove))
-  const decoded = decodeCache(bytes, gloveRecipe(WINK_GLOVE_100D))
-  if (decoded._tag === "Failure") throw new Error(decoded.failure.reason)
-  const { dimensions: d, vectors } = decoded.success
+  const { dimensions: d, vectors } = await Effect.runPromise(
+    readGlove().pipe(
+      Effect.mapError((e) => new Error(e.message)),
+      Effect.provide(NodeServices.layer)
+    )
+  )
   const total = Number(flags["glove-rows"]) || vectors.length / d
   const held = Math.min(Number(flags.queries), 1000)
   const every = Math.floor(total / held)

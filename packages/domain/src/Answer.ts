@@ -152,6 +152,9 @@ export const ManifestInfo = Schema.Struct({
   keep: Schema.NullOr(Schema.String).annotate({
     description: "The keep rule the index was built with; null keeps all"
   }),
+  ann: Schema.NullOr(
+    Schema.Struct({ kind: Schema.Literal("hnsw"), m: Schema.Int, ef_construction: Schema.Int })
+  ).annotate({ description: "The approximate vector index (index --ann hnsw); null: every vector query is exact" }),
   created_at: Schema.String,
   updated_at: Schema.String,
   documents: Count,
@@ -326,6 +329,7 @@ export const manifestJson = (m: IndexManifest): ManifestInfo => ({
   stemmer: m.analyzer.stemmer,
   analyzer_version: m.analyzer.version ?? 1,
   keep: m.keep === undefined || isKeepAll(m.keep) ? null : printRule(m.keep),
+  ann: m.ann === undefined ? null : { kind: m.ann.kind, m: m.ann.m, ef_construction: m.ann.efConstruction },
   created_at: iso(m.createdAt),
   updated_at: iso(m.updatedAt),
   documents: m.documents,

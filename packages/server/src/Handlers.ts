@@ -46,6 +46,8 @@ const answer = (loaded: Loaded, location: string, request: QueryRequest) =>
       ...(request.group === undefined ? {} : { group: request.group }),
       ...(request.where === undefined ? {} : { where: request.where }),
       ...(request.expand === undefined ? {} : { expand: defaultExpansion(request.expand) }),
+      ...(request.exact === true ? { exact: true } : {}),
+      ...(request.ann_candidates === undefined ? {} : { annCandidates: request.ann_candidates }),
       fusion: FusionConfig.of(request.fusion, request.alpha),
       explain: request.explain === true,
       bm25:

@@ -1,5 +1,6 @@
 /** `funcpipe index`: build or update the persistent index from files. */
 
+import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/index/Sync"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { EmbeddingCache } from "@funcpipe/pipeline/models/EmbeddingCache"
@@ -7,7 +8,7 @@ import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipelin
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { MAX_CONVERT_SECONDS, MAX_CONVERTED_FILE_BYTES } from "@funcpipe/pipeline/read/Formats"
-import { Console, Effect, Layer, Schema } from "effect"
+import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import {
   analyzerFlags,
@@ -52,6 +53,15 @@ export const index = Command.make(
       Flag.withDescription("Rebuild the whole index, for example after changing the chunking settings"),
       Flag.withDefault(false)
     ),
+    ann: Flag.Literals("ann", ["hnsw", "exact"] as const).pipe(
+      Flag.withMetavar("KIND"),
+      Flag.withDescription(
+        "hnsw: also build an approximate vector index (a graph per segment) that vector and hybrid queries use, " +
+          "scoring its candidates exactly; exact: none, every vector scanned. Default: the index's own (exact for a " +
+          "new one); changing it needs --rebuild (see docs/vectors.md)"
+      ),
+      Flag.optional
+    ),
     maxFileMb: Flag.Int("max-file-mb").pipe(
       Flag.withMetavar("MIB"),
       Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(4096))),
@@ -93,6 +103,7 @@ export const index = Command.make(
       ...ruleOption("keep", input.keep),
       dryRun: input.dryRun,
       rebuild: input.rebuild,
+      ...(Option.isSome(input.ann) ? { ann: input.ann.value === "hnsw" ? DEFAULT_ANN : ("exact" as const) } : {}),
       prune: input.prune,
       progress: (done, total, stage) =>
         progress.update(stage === "embedding" ? "embedding documents" : "indexing documents", done, total)

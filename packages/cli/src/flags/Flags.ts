@@ -26,6 +26,7 @@ import { MODEL_NAMES } from "@funcpipe/pipeline/models/ModelErrors"
 import { DEFAULT_MODEL, layerModel } from "@funcpipe/pipeline/models/Models"
 import { DEFAULT_BASE_URL, ENV, ServiceFlags } from "@funcpipe/pipeline/models/openai/OpenAiEmbeddings"
 import { defaultExpansion, type ExpansionMethod } from "@funcpipe/pipeline/search/Expansion"
+import { DEFAULT_EF_SEARCH } from "@funcpipe/pipeline/search/Hnsw"
 import { Config, Effect, Layer, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
 
@@ -245,6 +246,19 @@ export const rankingFlags = {
         `${FusionConfig.defaultAlpha("linear")} for linear, ${FusionConfig.defaultAlpha("rrf")} for rrf)`
     ),
     Flag.optional
+  ),
+  exact: Flag.Boolean("exact").pipe(
+    Flag.withDescription("Score every vector, even where the index has an approximate vector index (index --ann hnsw)"),
+    Flag.withDefault(false)
+  ),
+  annCandidates: Flag.Int("ann-candidates").pipe(
+    Flag.withSchema(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))),
+    Flag.withMetavar("N"),
+    Flag.withDescription(
+      `How many candidates the approximate vector index proposes per segment, all scored exactly (efSearch; default ` +
+        `${DEFAULT_EF_SEARCH}): more finds more of the exact top k, slower`
+    ),
+    Flag.optional
   )
 }
 
@@ -282,7 +296,13 @@ export const queryOptionsFrom = (flags: {
   readonly fusion: FusionMethod
   readonly alpha: Option.Option<Alpha>
   readonly expand: Option.Option<ExpansionMethod>
+  readonly exact?: boolean
+  readonly annCandidates?: Option.Option<number>
 }) => ({
+  ...(flags.exact === true ? { exact: true } : {}),
+  ...(flags.annCandidates !== undefined && Option.isSome(flags.annCandidates)
+    ? { annCandidates: flags.annCandidates.value }
+    : {}),
   ...(Option.isSome(flags.expand) ? { expand: defaultExpansion(flags.expand.value) } : {}),
   ...(Option.isSome(flags.mode) ? { mode: flags.mode.value } : {}),
   explain: flags.explain === true,

@@ -85,6 +85,23 @@ export const QueryRequest = Schema.Struct({
         "words match the query's terms"
     })
   ),
+  exact: Schema.optionalKey(
+    Schema.Boolean.annotate({
+      description: "Score every vector, even where the index has an approximate vector index (index --ann hnsw)"
+    })
+  ),
+  ann_candidates: Schema.optionalKey(
+    Schema.Int.check(
+      Schema.isBetween(
+        { minimum: 1, maximum: 10_000 },
+        { message: "ann_candidates must be an integer from 1 to 10000" }
+      )
+    ).annotate({
+      description:
+        "How many candidates the approximate vector index proposes per segment, all scored exactly (efSearch; " +
+        "default 64): more finds more of the exact top k, slower"
+    })
+  ),
   passage_width: Schema.optionalKey(
     Schema.Int.check(Schema.isBetween({ minimum: 20, maximum: 100_000 })).annotate({
       description:

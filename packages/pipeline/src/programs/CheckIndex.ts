@@ -8,6 +8,8 @@
  * - postings: for a sample of chunks, their terms analyzed again from title and text against the postings (every term
  *   listed with its count, nothing listed that the chunk does not hold) and against the stored lengths;
  * - vectors: every block decodable and finite, rows one per position, and the sampled chunks' vectors as stored;
+ * - ann (an index with an approximate vector index): each segment's graph readable, and its recall@10 against the exact
+ *   scan, with sampled chunks' own vectors as queries;
  * - ordering: sampled queries in every mode, each list in the one ranking order, without repeats or deleted chunks.
  *
  * Sampling is deterministic (evenly spaced live chunks), so two checks of one index read the same chunks.
@@ -17,13 +19,14 @@ import type { RetrievalMode } from "@funcpipe/domain/Config"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
 import { Clock, Effect, Option, Schema } from "effect"
 import { analyze } from "../analysis/Analyzer.ts"
+import { DEFAULT_EF_SEARCH } from "../search/Hnsw.ts"
 import { IndexMissing } from "../search/QueryErrors.ts"
-import { decodedBlocks } from "../search/VectorScan.ts"
+import { decodedBlocks, topVectors } from "../search/VectorScan.ts"
 import { IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
 import { querySnapshot } from "./QueryIndex.ts"
 
 /** What a check looks at. */
-export type CheckName = "storage" | "manifest" | "documents" | "postings" | "vectors" | "ordering"
+export type CheckName = "storage" | "manifest" | "documents" | "postings" | "vectors" | "ann" | "ordering"
 
 /** One check's outcome: what it covered, and its problems (the first `MAX_LISTED`; `more` counts the rest). */
 export interface CheckResult {
@@ -252,6 +255,38 @@ const checkVectors = (snapshot: Snapshot, sampled: Int32Array): CheckResult => {
   return t.done(`${rows} rows in ${blocks} blocks, ${d} dimensions; ${matched} sampled chunks' vectors as stored`)
 }
 
+/** A recall@10 this low means a graph that does not lead where it should: damage, not a setting. */
+const DAMAGED_RECALL = 0.5
+
+/** The approximate vector index against the exact scan, with sampled chunks' vectors as queries. */
+const checkAnn = (snapshot: Snapshot, sampled: Int32Array, queries: number): CheckResult => {
+  const t = tally("ann")
+  let hits = 0
+  let asked = 0
+  const step = Math.max(1, Math.floor(sampled.length / Math.max(1, queries)))
+  for (let i = 0; i < sampled.length && asked < queries; i += step) {
+    guarded(t.add, `the approximate index, asked with position ${sampled[i]}'s vector`, () => {
+      const vector = snapshot.chunkAt(sampled[i]!).vector
+      if (!vector.some((x) => x !== 0)) return
+      const exact = topVectors(snapshot, vector, 10)
+      const approximate = topVectors(snapshot, vector, 10, undefined, DEFAULT_EF_SEARCH)
+      for (let r = 1; r < approximate.length; r++)
+        if (approximate[r - 1]!.score < approximate[r]!.score)
+          t.add(`position ${sampled[i]}'s approximate answer is out of score order at rank ${r + 1}`)
+      const truth = new Set(exact.map((top) => top.position))
+      for (const top of approximate) if (truth.has(top.position)) hits++
+      asked += 1
+      hits += 10 - Math.min(10, exact.length)
+    })
+  }
+  const recall = asked === 0 ? 1 : hits / (asked * 10)
+  if (asked > 0 && recall < DAMAGED_RECALL)
+    t.add(`the approximate index finds ${(recall * 100).toFixed(0)} % of the exact top 10: its graphs are damaged`)
+  return t.done(
+    `recall@10 ${recall.toFixed(3)} against the exact scan over ${asked} chunks' vectors (efSearch ${DEFAULT_EF_SEARCH})`
+  )
+}
+
 /** Sampled queries in each mode: every list in the ranking order, without repeats or chunks that are not stored. */
 const checkOrdering = Effect.fn("checkOrdering")(function* (
   snapshot: Snapshot,
@@ -340,6 +375,8 @@ export const checkIndex = Effect.fn("checkIndex")(function* (options: CheckOptio
     )
     checks.push(checkPostings(snap, sampled, new Set(docs.map((d) => d.docId as string))))
     checks.push(checkVectors(snap, sampled))
+    if (snap.annSearch !== undefined)
+      checks.push(checkAnn(snap, sampled, Math.max(options.queries ?? DEFAULT_CHECK_QUERIES, 50)))
     const queries = options.queries ?? DEFAULT_CHECK_QUERIES
     if (queries === 0) return
     const spans = new Map<string, Set<string>>()
