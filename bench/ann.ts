@@ -11,8 +11,20 @@
 import { loadavg } from "node:os"
 import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
-import { buildGraph, type GraphRows, readGlove, searchGraph } from "@funcpipe/pipeline"
-import { Effect } from "effect"
+import {
+  buildGraph,
+  type GraphRows,
+  IndexStore,
+  layerModel,
+  layerSqlite,
+  Models,
+  openSnapshot,
+  querySnapshot,
+  readGlove,
+  searchGraph
+} from "@funcpipe/pipeline"
+import { Effect, Layer, Option } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { prng } from "./Corpus.ts"
 import { count, fixed, markdownTable } from "./Table.ts"
 
@@ -22,7 +34,10 @@ const { values: flags } = parseArgs({
     dims: { type: "string", default: "384" },
     queries: { type: "string", default: "1000" },
     ef: { type: "string", default: "16,32,64,128,256" },
-    "glove-rows": { type: "string", default: "0" }
+    "glove-rows": { type: "string", default: "0" },
+    index: { type: "string" },
+    model: { type: "string", default: "glove-100d" },
+    "skip-sets": { type: "boolean", default: false }
   }
 })
 const K = 10
@@ -103,38 +118,116 @@ const measure = (name: string, rows: GraphRows, queries: Float32Array) => {
   console.log(markdownTable(["efSearch", "recall@10", "queries/s", "ms a query", "vs exact scan"], table))
 }
 
-// The GloVe words: rows, with 1,000 of them (evenly spaced) held out as queries.
-try {
-  const { dimensions: d, vectors } = await Effect.runPromise(
-    readGlove().pipe(
-      Effect.mapError((e) => new Error(e.message)),
-      Effect.provide(NodeServices.layer)
+// An index built with --ann hnsw (`--index PATH`): whole queries through the engine, warm, exact against approximate.
+if (flags.index !== undefined) {
+  const file = flags.index
+  const texts = await Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* IndexStore
+        const snapshot = Option.getOrThrow(yield* store.snapshot)
+        const step = Math.max(1, Math.floor(snapshot.positions / 200))
+        const out: Array<string> = []
+        for (let p = 0; p < snapshot.positions && out.length < 200; p += step) {
+          if (snapshot.deleted?.[p] === 1) continue
+          out.push(snapshot.chunkAt(p).text.split(/\s+/).slice(0, 8).join(" "))
+        }
+        return out
+      })
+    ).pipe(Effect.provide(layerSqlite(file)))
+  )
+  const layer = Layer.mergeAll(
+    layerSqlite(file),
+    layerModel(flags.model).pipe(
+      Layer.provide(Models.layer),
+      Layer.provide(FetchHttpClient.layer),
+      Layer.provide(NodeServices.layer)
     )
-  )
-  const total = Number(flags["glove-rows"]) || vectors.length / d
-  const held = Math.min(Number(flags.queries), 1000)
-  const every = Math.floor(total / held)
-  const rows = new Float32Array((total - held) * d)
-  const queries = new Float32Array(held * d)
-  let r = 0
-  let h = 0
-  for (let i = 0; i < total; i++) {
-    const target = i % every === 0 && h < held ? queries.subarray(h++ * d) : rows.subarray(r++ * d)
-    for (let k = 0; k < d; k++) target[k] = vectors[i * d + k]!
-  }
-  measure(
-    "glove-100d words",
-    { count: r, dimensions: d, data: normalize(rows.subarray(0, r * d), d) },
-    normalize(queries, d)
-  )
-} catch (error) {
-  console.error(
-    `glove-100d skipped (${error instanceof Error ? error.message : String(error)}); install it with funcpipe models install glove-100d`
+  ).pipe(Layer.provideMerge(NodeServices.layer))
+  const rows: Array<Array<string>> = []
+  await Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const snapshot = yield* openSnapshot()
+        const store = yield* IndexStore
+        const ask = (text: string, options: { exact?: boolean; annCandidates?: number }) =>
+          querySnapshot(snapshot, store.location, text, 10, { mode: "vector", display: false, ...options }).pipe(
+            Effect.map((a) => a.results.map((r) => ({ id: `${r.chunk.docId}:${r.chunk.start}`, score: r.score }))),
+            Effect.orElseSucceed((): Array<{ id: string; score: number }> => [])
+          )
+        const truth: Array<Array<{ id: string; score: number }>> = []
+        for (const text of texts) truth.push(yield* ask(text, { exact: true }))
+        const started = performance.now()
+        for (const text of texts) yield* ask(text, { exact: true })
+        const exactMs = (performance.now() - started) / texts.length
+        for (const ef of EFS) {
+          let hits = 0
+          let asGood = 0
+          let total = 0
+          const start = performance.now()
+          for (const [i, text] of texts.entries()) {
+            const answer = yield* ask(text, { annCandidates: ef })
+            const found = new Set(answer.map((r) => r.id))
+            const tenth = truth[i]!.at(-1)?.score ?? -Infinity
+            for (const r of truth[i]!) if (found.has(r.id)) hits++
+            // A result scoring as high as the exact 10th is as good an answer, whichever of equal scores it is.
+            for (const r of answer) if (r.score >= tenth) asGood++
+            total += truth[i]!.length
+          }
+          const ms = (performance.now() - start) / texts.length
+          rows.push([
+            String(ef),
+            fixed(hits / Math.max(1, total), 3),
+            fixed(Math.min(asGood, total) / Math.max(1, total), 3),
+            fixed(ms, 2),
+            fixed(exactMs, 2),
+            `${fixed(exactMs / ms, 1)}×`
+          ])
+        }
+        console.log(
+          `\n### ${file}: ${count(snapshot.positions)} chunks, ${snapshot.dimensions} dimensions, ${texts.length} queries\n`
+        )
+        console.log(
+          markdownTable(["efSearch", "recall@10", "scores as high", "ms a query", "exact ms", "vs exact"], rows)
+        )
+      })
+    ).pipe(Effect.provide(layer))
   )
 }
 
+// The GloVe words: rows, with 1,000 of them (evenly spaced) held out as queries.
+if (!flags["skip-sets"])
+  try {
+    const { dimensions: d, vectors } = await Effect.runPromise(
+      readGlove().pipe(
+        Effect.mapError((e) => new Error(e.message)),
+        Effect.provide(NodeServices.layer)
+      )
+    )
+    const total = Number(flags["glove-rows"]) || vectors.length / d
+    const held = Math.min(Number(flags.queries), 1000)
+    const every = Math.floor(total / held)
+    const rows = new Float32Array((total - held) * d)
+    const queries = new Float32Array(held * d)
+    let r = 0
+    let h = 0
+    for (let i = 0; i < total; i++) {
+      const target = i % every === 0 && h < held ? queries.subarray(h++ * d) : rows.subarray(r++ * d)
+      for (let k = 0; k < d; k++) target[k] = vectors[i * d + k]!
+    }
+    measure(
+      "glove-100d words",
+      { count: r, dimensions: d, data: normalize(rows.subarray(0, r * d), d) },
+      normalize(queries, d)
+    )
+  } catch (error) {
+    console.error(
+      `glove-100d skipped (${error instanceof Error ? error.message : String(error)}); install it with funcpipe models install glove-100d`
+    )
+  }
+
 // Synthetic clustered rows: 1,000 centres, each row a centre plus noise.
-{
+if (!flags["skip-sets"]) {
   const n = Number(flags.rows)
   const d = Number(flags.dims)
   const random = prng(11)

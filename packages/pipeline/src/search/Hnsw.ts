@@ -56,10 +56,21 @@ const levelOf = (row: number, m: number): number => {
   return Math.min(MAX_LEVEL, Math.floor(-Math.log(u) / Math.log(m)))
 }
 
+/** The dot product of two rows, in four running sums (a walk's distances need not match any other sum bit for bit). */
 const dot = (a: Float32Array, ai: number, b: Float32Array, bi: number, d: number): number => {
-  let sum = 0
-  for (let k = 0; k < d; k++) sum += a[ai + k]! * b[bi + k]!
-  return sum
+  let s0 = 0
+  let s1 = 0
+  let s2 = 0
+  let s3 = 0
+  let k = 0
+  for (; k + 4 <= d; k += 4) {
+    s0 += a[ai + k]! * b[bi + k]!
+    s1 += a[ai + k + 1]! * b[bi + k + 1]!
+    s2 += a[ai + k + 2]! * b[bi + k + 2]!
+    s3 += a[ai + k + 3]! * b[bi + k + 3]!
+  }
+  for (; k < d; k++) s0 += a[ai + k]! * b[bi + k]!
+  return s0 + s1 + (s2 + s3)
 }
 
 /**
@@ -281,17 +292,33 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
   const link = (row: number, to: number, distance: number, layer: number) => {
     const slots = links(row, layer)
     const dists = linkDists(row, layer)
-    let at = slots.indexOf(-1)
-    if (at < 0) {
-      at = 0
-      for (let i = 1; i < slots.length; i++)
-        if (dists[i]! > dists[at]! || (dists[i] === dists[at] && slots[i]! > slots[at]!)) at = i
-      if (distance > dists[at]! || (distance === dists[at] && to > slots[at]!)) return
-      // The heuristic for the newcomer alone: a row closer to a kept link than to this row adds no new direction.
-      for (let i = 0; i < slots.length; i++) if (i !== at && between(to, slots[i]!) < distance) return
+    const at = slots.indexOf(-1)
+    if (at >= 0) {
+      slots[at] = to
+      dists[at] = distance
+      return
     }
-    slots[at] = to
-    dists[at] = distance
+    // Full: the links are chosen again among the old ones and the newcomer by the heuristic, closest first.
+    const n = slots.length + 1
+    const order = Array.from({ length: n }, (_, i) => i)
+    const rowOf = (i: number) => (i === n - 1 ? to : slots[i]!)
+    const distOf = (i: number) => (i === n - 1 ? distance : dists[i]!)
+    order.sort((a, b) => distOf(a) - distOf(b) || rowOf(a) - rowOf(b))
+    const picked: Array<number> = []
+    const skipped: Array<number> = []
+    for (const i of order) {
+      if (picked.length === slots.length) break
+      if (picked.every((p) => between(rowOf(i), rowOf(p)) > distOf(i))) picked.push(i)
+      else skipped.push(i)
+    }
+    for (const i of skipped) if (picked.length < slots.length) picked.push(i)
+    const rows = picked.map(rowOf)
+    const ds = picked.map(distOf)
+    slots.fill(-1)
+    for (let j = 0; j < rows.length; j++) {
+      slots[j] = rows[j]!
+      dists[j] = ds[j]!
+    }
   }
 
   for (let row = 0; row < count; row++) {
