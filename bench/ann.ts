@@ -21,7 +21,8 @@ import {
   openSnapshot,
   querySnapshot,
   readGlove,
-  searchGraph
+  searchGraph,
+  searchGraphWithin
 } from "@funcpipe/pipeline"
 import { Effect, Layer, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
@@ -37,7 +38,8 @@ const { values: flags } = parseArgs({
     "glove-rows": { type: "string", default: "0" },
     index: { type: "string" },
     model: { type: "string", default: "glove-100d" },
-    "skip-sets": { type: "boolean", default: false }
+    "skip-sets": { type: "boolean", default: false },
+    segments: { type: "string", default: "1" }
   }
 })
 const K = 10
@@ -82,6 +84,60 @@ const exactTop = (rows: GraphRows, queries: Float32Array) => {
   return { truth, msPerQuery: (performance.now() - start) / q }
 }
 
+/**
+ * The rows cut into `parts` graphs, as an index's segments are (one graph each): every query searches all of them,
+ * each stopping where it cannot beat the `ef` nearest the ones before found (`shared bound`) or not, and the lists merge.
+ */
+const measureSegments = (
+  name: string,
+  rows: GraphRows,
+  queries: Float32Array,
+  parts: number,
+  truth: ReadonlyArray<Int32Array>,
+  exactMs: number
+) => {
+  const d = rows.dimensions
+  const q = queries.length / d
+  const size = Math.ceil(rows.count / parts)
+  const built = performance.now()
+  const graphs = Array.from({ length: parts }, (_, s) => {
+    const count = Math.min(size, rows.count - s * size)
+    const part: GraphRows = { count, dimensions: d, data: rows.data.subarray(s * size * d, (s * size + count) * d) }
+    return { part, graph: buildGraph(part), offset: s * size }
+  })
+  const buildSeconds = (performance.now() - built) / 1000
+  const table: Array<Array<string>> = []
+  for (const bounded of [false, true]) {
+    for (const ef of EFS) {
+      let hits = 0
+      const start = performance.now()
+      for (let i = 0; i < q; i++) {
+        const query = queries.subarray(i * d, (i + 1) * d)
+        const all: Array<[number, number]> = []
+        let bound = Number.POSITIVE_INFINITY
+        for (const { graph, offset, part } of graphs) {
+          const found = searchGraphWithin(graph, part, query, Math.max(ef, K), undefined, bound)
+          for (let j = 0; j < found.rows.length; j++) all.push([found.dists[j]!, offset + found.rows[j]!])
+          if (bounded && all.length >= ef) bound = all.map(([dist]) => dist).sort((a, b) => a - b)[ef - 1]!
+        }
+        all.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+        const expected = new Set(truth[i])
+        for (const [, row] of all.slice(0, K)) if (expected.has(row)) hits++
+      }
+      const ms = (performance.now() - start) / q
+      table.push([
+        bounded ? "shared bound" : "each alone",
+        String(ef),
+        fixed(hits / (q * K), 3),
+        fixed(ms, 3),
+        `${fixed(exactMs / ms, 1)}×`
+      ])
+    }
+  }
+  console.log(`\n### ${name} in ${parts} graphs of ${count(size)} rows, build ${fixed(buildSeconds, 1)} s\n`)
+  console.log(markdownTable(["search", "efSearch", "recall@10", "ms a query", "vs exact scan"], table))
+}
+
 const measure = (name: string, rows: GraphRows, queries: Float32Array) => {
   const d = rows.dimensions
   const q = queries.length / d
@@ -112,6 +168,8 @@ const measure = (name: string, rows: GraphRows, queries: Float32Array) => {
       `${fixed(exact.msPerQuery / msPerQuery, 1)}×`
     ])
   }
+  if (Number(flags.segments) > 1)
+    measureSegments(name, rows, queries, Number(flags.segments), exact.truth, exact.msPerQuery)
   console.log(
     `\n### ${name}: ${count(rows.count)} × ${d}, build ${fixed(buildSeconds, 1)} s, exact scan ${fixed(exact.msPerQuery, 2)} ms a query\n`
   )

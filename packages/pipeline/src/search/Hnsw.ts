@@ -202,7 +202,14 @@ const greedy = (walk: Walk, from: number, layer: number): number => {
  * The `ef` closest rows to what is sought on `layer` (beam search from `from`), closest first. Rows that `keep`
  * refuses are walked through but not returned.
  */
-const searchLayer = (walk: Walk, from: number, ef: number, layer: number, keep?: (row: number) => boolean) => {
+const searchLayer = (
+  walk: Walk,
+  from: number,
+  ef: number,
+  layer: number,
+  keep?: (row: number) => boolean,
+  bound = Number.POSITIVE_INFINITY
+) => {
   walk.visited.next()
   walk.visited.visit(from)
   const { candidates, found } = walk
@@ -214,7 +221,8 @@ const searchLayer = (walk: Walk, from: number, ef: number, layer: number, keep?:
   while (candidates.size > 0) {
     const d = candidates.dist[0]!
     const row = candidates.row[0]!
-    if (found.size >= ef && d > found.dist[0]!) break
+    // Done when the nearest unexpanded row is farther than the farthest kept one, or than what the caller already has.
+    if ((found.size >= ef && d > found.dist[0]!) || d > bound) break
     candidates.pop()
     const { array, count, start } = linksOf(walk, row, layer)
     for (let j = start; j < start + count; j++) {
@@ -241,84 +249,91 @@ const searchLayer = (walk: Walk, from: number, ef: number, layer: number, keep?:
   return { rows, dists }
 }
 
-/** Builds the graph of `rows`, inserting them in number order. */
+/**
+ * Builds the graph of `rows`, inserting them in number order. While building, a row may hold half as many links
+ * again as it keeps: only when that room is full are its links chosen again by the heuristic (a run per few
+ * insertions rather than per insertion, the build's main cost), and once every row is in, each row's links are
+ * chosen down to what it keeps.
+ */
 export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): Graph => {
   const { count, data, dimensions: d } = rows
   const { efConstruction, m } = params
   const m0 = 2 * m
+  // Room while building: 1.5 times the links kept.
+  const r0 = m0 + (m0 >> 1)
+  const ru = m + (m >> 1)
   const levels = new Uint8Array(count)
-  const base = new Int32Array(count * m0).fill(-1)
+  const base = new Int32Array(count * r0).fill(-1)
+  const baseDist = new Float32Array(count * r0)
   const upper: Array<Int32Array | undefined> = new Array(count)
-  // The distance of each link, kept while building: a full list takes a closer row in place of its farthest.
-  const baseDist = new Float32Array(count * m0)
   const upperDist: Array<Float32Array | undefined> = new Array(count)
   let entry = -1
   let maxLevel = 0
   const links = (row: number, layer: number): Int32Array =>
-    layer === 0 ? base.subarray(row * m0, (row + 1) * m0) : upper[row]!.subarray((layer - 1) * m, layer * m)
+    layer === 0 ? base.subarray(row * r0, (row + 1) * r0) : upper[row]!.subarray((layer - 1) * ru, layer * ru)
   const linkDists = (row: number, layer: number): Float32Array =>
-    layer === 0 ? baseDist.subarray(row * m0, (row + 1) * m0) : upperDist[row]!.subarray((layer - 1) * m, layer * m)
+    layer === 0 ? baseDist.subarray(row * r0, (row + 1) * r0) : upperDist[row]!.subarray((layer - 1) * ru, layer * ru)
   const between = (a: number, b: number) => 1 - dot(data, a * d, data, b * d, d)
   const shared = {
     base,
-    m0,
+    m0: r0,
     upper,
-    m,
+    m: ru,
     visited: new Visited(count),
     candidates: new Heap(efConstruction * 4, false),
     found: new Heap(efConstruction + 2, true)
   }
 
   /**
-   * Picks at most `max` links for a row from candidates closest first (the paper's heuristic: a candidate closer to
-   * one already picked than to the row adds little), topped up with the closest left out. Indexes into the candidates.
+   * The heuristic of the paper: from candidates taken closest first (ties by row), one closer to a row already picked
+   * than to the row being linked adds little and is passed over; the closest passed over fill what room is left.
+   * Returns the picked candidates' indexes.
    */
-  const select = (rowsIn: Int32Array, dists: Float64Array, max: number): Array<number> => {
+  const choose = (candidates: ArrayLike<number>, dists: ArrayLike<number>, max: number): Array<number> => {
+    const order = Array.from({ length: candidates.length }, (_, i) => i)
+    order.sort((a, b) => dists[a]! - dists[b]! || candidates[a]! - candidates[b]!)
     const picked: Array<number> = []
     const skipped: Array<number> = []
-    for (let i = 0; i < rowsIn.length && picked.length < max; i++) {
-      const c = rowsIn[i]!
-      if (picked.every((p) => between(c, rowsIn[p]!) > dists[i]!)) picked.push(i)
+    for (const i of order) {
+      if (picked.length === max) break
+      if (picked.every((p) => between(candidates[i]!, candidates[p]!) > dists[i]!)) picked.push(i)
       else skipped.push(i)
     }
     for (const i of skipped) if (picked.length < max) picked.push(i)
     return picked
   }
 
-  /**
-   * Adds `to` (at distance `distance`) to the links of `row` on `layer`; when they are full, it takes the place of
-   * the farthest link if it is closer (ties by row number).
-   */
-  const link = (row: number, to: number, distance: number, layer: number) => {
+  /** Chooses the links of `row` on `layer` down to `keep`, the newcomer `to` among them when given. */
+  const prune = (row: number, layer: number, keep: number, to = -1, distance = 0) => {
     const slots = links(row, layer)
     const dists = linkDists(row, layer)
+    const rowsIn: Array<number> = []
+    const distsIn: Array<number> = []
+    for (let i = 0; i < slots.length && slots[i]! >= 0; i++) {
+      rowsIn.push(slots[i]!)
+      distsIn.push(dists[i]!)
+    }
+    if (to >= 0) {
+      rowsIn.push(to)
+      distsIn.push(distance)
+    }
+    if (rowsIn.length <= keep) return
+    const picked = choose(rowsIn, distsIn, keep)
+    slots.fill(-1)
+    picked.forEach((i, j) => {
+      slots[j] = rowsIn[i]!
+      dists[j] = distsIn[i]!
+    })
+  }
+
+  /** Adds `to` (at `distance`) to the links of `row` on `layer`, choosing them again when there is no room left. */
+  const link = (row: number, to: number, distance: number, layer: number) => {
+    const slots = links(row, layer)
     const at = slots.indexOf(-1)
     if (at >= 0) {
       slots[at] = to
-      dists[at] = distance
-      return
-    }
-    // Full: the links are chosen again among the old ones and the newcomer by the heuristic, closest first.
-    const n = slots.length + 1
-    const order = Array.from({ length: n }, (_, i) => i)
-    const rowOf = (i: number) => (i === n - 1 ? to : slots[i]!)
-    const distOf = (i: number) => (i === n - 1 ? distance : dists[i]!)
-    order.sort((a, b) => distOf(a) - distOf(b) || rowOf(a) - rowOf(b))
-    const picked: Array<number> = []
-    const skipped: Array<number> = []
-    for (const i of order) {
-      if (picked.length === slots.length) break
-      if (picked.every((p) => between(rowOf(i), rowOf(p)) > distOf(i))) picked.push(i)
-      else skipped.push(i)
-    }
-    for (const i of skipped) if (picked.length < slots.length) picked.push(i)
-    const rows = picked.map(rowOf)
-    const ds = picked.map(distOf)
-    slots.fill(-1)
-    for (let j = 0; j < rows.length; j++) {
-      slots[j] = rows[j]!
-      dists[j] = ds[j]!
-    }
+      linkDists(row, layer)[at] = distance
+    } else prune(row, layer, layer === 0 ? m0 : m, to, distance)
   }
 
   for (let row = 0; row < count; row++) {
@@ -331,8 +346,8 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
     const level = levelOf(row, m)
     levels[row] = level
     if (level > 0) {
-      upper[row] = new Int32Array(level * m).fill(-1)
-      upperDist[row] = new Float32Array(level * m)
+      upper[row] = new Int32Array(level * ru).fill(-1)
+      upperDist[row] = new Float32Array(level * ru)
     }
     if (entry < 0) {
       entry = row
@@ -344,7 +359,7 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
     for (let layer = maxLevel; layer > level; layer--) from = greedy(walk, from, layer)
     for (let layer = Math.min(level, maxLevel); layer >= 0; layer--) {
       const near = searchLayer(walk, from, efConstruction, layer)
-      const picked = select(near.rows, near.dists, layer === 0 ? m0 : m)
+      const picked = choose(near.rows, near.dists, layer === 0 ? m0 : m)
       const slots = links(row, layer)
       const dists = linkDists(row, layer)
       picked.forEach((i, j) => {
@@ -359,7 +374,24 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
       maxLevel = level
     }
   }
-  return { params, count, entry, maxLevel, levels, base, upper }
+
+  // Every row's links chosen down to what it keeps, into the graph's own layout.
+  const kept = new Int32Array(count * m0).fill(-1)
+  const keptUpper: Array<Int32Array | undefined> = new Array(count)
+  for (let row = 0; row < count; row++) {
+    if (levels[row] === LEFT_OUT) continue
+    prune(row, 0, m0)
+    kept.set(links(row, 0).subarray(0, m0), row * m0)
+    const level = levels[row]!
+    if (level === 0) continue
+    const own = new Int32Array(level * m).fill(-1)
+    for (let layer = 1; layer <= level; layer++) {
+      prune(row, layer, m)
+      own.set(links(row, layer).subarray(0, m), (layer - 1) * m)
+    }
+    keptUpper[row] = own
+  }
+  return { params, count, entry, maxLevel, levels, base: kept, upper: keptUpper }
 }
 
 /**
@@ -372,8 +404,21 @@ export const searchGraph = (
   query: Float32Array,
   ef: number,
   keep?: (row: number) => boolean
-): Int32Array => {
-  if (graph.entry < 0) return new Int32Array(0)
+): Int32Array => searchGraphWithin(graph, rows, query, ef, keep).rows
+
+/**
+ * `searchGraph` with the rows' distances (1 - cosine), stopping early where nothing nearer than `bound` is left: a
+ * caller searching several graphs for one top list passes the distance its list already has to beat.
+ */
+export const searchGraphWithin = (
+  graph: Graph,
+  rows: GraphRows,
+  query: Float32Array,
+  ef: number,
+  keep?: (row: number) => boolean,
+  bound = Number.POSITIVE_INFINITY
+): { readonly rows: Int32Array; readonly dists: Float64Array } => {
+  if (graph.entry < 0) return { rows: new Int32Array(0), dists: new Float64Array(0) }
   const d = rows.dimensions
   const m = graph.params.m
   const m0 = 2 * m
@@ -389,7 +434,7 @@ export const searchGraph = (
   }
   let from = graph.entry
   for (let layer = graph.maxLevel; layer > 0; layer--) from = greedy(walk, from, layer)
-  return searchLayer(walk, from, Math.max(ef, 1), 0, keep).rows
+  return searchLayer(walk, from, Math.max(ef, 1), 0, keep, bound)
 }
 
 const MAGIC = 0x4e485046 // "FPHN"
