@@ -8,6 +8,7 @@ import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipelin
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { MAX_CONVERT_SECONDS, MAX_CONVERTED_FILE_BYTES } from "@funcpipe/pipeline/read/Formats"
+import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import {
@@ -35,6 +36,18 @@ const printUsage = (chunks: number) =>
       return line === undefined ? Effect.void : Console.error(line)
     })
   )
+
+/** `--ann hnsw` on an index in PostgreSQL, which keeps no graphs yet. */
+export class AnnNotInPostgres extends Schema.TaggedError<AnnNotInPostgres>()("AnnNotInPostgres", {
+  index: Schema.String
+}) {
+  override get message(): string {
+    return (
+      "--ann hnsw builds its graphs in SQLite indexes only for now; an index in PostgreSQL answers vector queries " +
+      "exactly (leave out --ann, or index into a SQLite file)"
+    )
+  }
+}
 
 export const index = Command.make(
   "index",
@@ -95,6 +108,9 @@ export const index = Command.make(
     // fifth less resident memory at peak on a 1 GB corpus) with half its full collections, whose marking threads
     // compete for the two cores.
     keepHeapNearLiveData(100)
+    if (Option.isSome(input.ann) && input.ann.value === "hnsw" && isPostgresUrl(input.index)) {
+      return yield* new AnnNotInPostgres({ index: input.index })
+    }
     const chunker = yield* chunkerFrom(input)
     const progress = input.json ? silentProgress : yield* Progress
     const report = yield* indexPaths(input.paths, {

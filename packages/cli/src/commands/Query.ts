@@ -9,6 +9,7 @@ import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import {
+  annFlags,
   indexPath,
   json,
   queryFlags,
@@ -78,6 +79,7 @@ export const query = Command.make(
     query: Flag.optional(queryFlag),
     topK,
     ...queryFlags,
+    ...annFlags,
     where,
     index: indexPath,
     shards: Flag.Int("shards").pipe(

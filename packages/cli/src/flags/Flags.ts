@@ -246,7 +246,11 @@ export const rankingFlags = {
         `${FusionConfig.defaultAlpha("linear")} for linear, ${FusionConfig.defaultAlpha("rrf")} for rrf)`
     ),
     Flag.optional
-  ),
+  )
+}
+
+/** `--exact`, `--ann-candidates`: how a query uses an index's approximate vector index (`index --ann hnsw`). */
+export const annFlags = {
   exact: Flag.Boolean("exact").pipe(
     Flag.withDescription("Score every vector, even where the index has an approximate vector index (index --ann hnsw)"),
     Flag.withDefault(false)
