@@ -1,24 +1,18 @@
 /** `--ann hnsw` through the CLI: built on request, kept by later runs, used by vector queries, checked by `check`. */
-import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
-import { Effect, FileSystem, Layer, Path } from "effect"
-import { printed, run } from "./support/Run.ts"
+import { Effect, Layer } from "effect"
+import { printed, run, SAMPLE, sampleIndex } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
-const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 
 describe("funcpipe index --ann hnsw", () => {
   it.effect("builds the approximate index, keeps it on later runs, answers from it, and checks its recall", () =>
     Effect.gen(function* () {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-cli-" })
-      const index = path.join(dir, "index.db")
-      yield* run(["index", sample, "--index", index, "--ann", "hnsw"])
-      yield* run(["index", sample, "--index", index])
+      const index = yield* sampleIndex(["--ann", "hnsw"])
+      yield* run(["index", SAMPLE, "--index", index])
       const status = JSON.parse(yield* printed(["status", "--index", index, "--json"]))
       assert.deepStrictEqual(status.ann, { kind: "hnsw", m: 16, ef_construction: 100 })
       const query = ["query", "Which probe reached interstellar space?", "--index", index, "--mode", "vector", "--json"]
@@ -28,7 +22,7 @@ describe("funcpipe index --ann hnsw", () => {
       const checked = JSON.parse(yield* printed(["check", "--index", index, "--json", "--queries", "2"]))
       const ann = checked.checks.find((c: { name: string }) => c.name === "ann")
       assert.match(ann.covered, /^recall@10 1\.000 against the exact scan over \d+ chunks' vectors \(efSearch 64\)$/)
-      const changed = yield* Effect.flip(run(["index", sample, "--index", index, "--ann", "exact"]))
+      const changed = yield* Effect.flip(run(["index", SAMPLE, "--index", index, "--ann", "exact"]))
       assert.strictEqual(changed._tag, "SettingsChanged")
     }).pipe(Effect.scoped, Effect.provide(TestLayer))
   )

@@ -1,31 +1,19 @@
 /** `funcpipe ask` over the sample corpus, with a fake OpenAI-compatible chat service on 127.0.0.1. */
-import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
-import { ConfigProvider, Effect, FileSystem, Layer, Path } from "effect"
+import { ConfigProvider, Effect, FileSystem, Layer } from "effect"
 import { TestConsole } from "effect/testing"
-import { printed, run } from "./support/Run.ts"
+import { printed, run, sampleIndex } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
-const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
-
-/** An index of the sample corpus in a fresh folder. */
-const sampleIndex = Effect.gen(function* () {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ask-" })
-  const index = path.join(dir, "index.db")
-  yield* run(["index", sample, "--index", index])
-  return index
-})
 
 describe("funcpipe ask", () => {
   it.effect("answers from the index with the model, citing its sources, in --json", () =>
     Effect.gen(function* () {
-      const index = yield* sampleIndex
+      const index = yield* sampleIndex()
       const fake = yield* fakeChatService(() => ({
         events: [chunkEvent("Voyager 1 is in interstellar space [1]"), chunkEvent(", see also [9]."), "[DONE]"]
       }))
@@ -65,7 +53,7 @@ describe("funcpipe ask", () => {
 
   it.effect("prints the prompt with --show-prompt and sends nothing; says how to name a model without one", () =>
     Effect.gen(function* () {
-      const index = yield* sampleIndex
+      const index = yield* sampleIndex()
       const fake = yield* fakeChatService(() => ({ status: 500, body: "{}" }))
       const shown = yield* printed(["ask", "How far away is the Moon?", "--index", index, "--show-prompt"])
       assert.match(shown, /^system:\nYou answer questions from the numbered sources/)
@@ -82,7 +70,7 @@ describe("funcpipe ask", () => {
 
   it.effect("answers that the documents do not say when nothing matches, without asking the model", () =>
     Effect.gen(function* () {
-      const index = yield* sampleIndex
+      const index = yield* sampleIndex()
       const fake = yield* fakeChatService(() => ({ status: 500, body: "{}" }))
       const out = yield* printed([
         "ask",
@@ -103,7 +91,7 @@ describe("funcpipe ask", () => {
     Effect.gen(function* () {
       const KEY = "sk-ask-secret-0123456789"
       const fs = yield* FileSystem.FileSystem
-      const index = yield* sampleIndex
+      const index = yield* sampleIndex()
       const fake = yield* fakeChatService((n) =>
         n === 1
           ? { events: [chunkEvent("Voyager 1 [1]."), "[DONE]"] }

@@ -1,24 +1,18 @@
 /** `funcpipe check` through the CLI: a report line per check, `--json` for scripts, and a failure when damaged. */
 import { DatabaseSync } from "node:sqlite"
-import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
-import { Effect, FileSystem, Layer, Path } from "effect"
-import { printed, run } from "./support/Run.ts"
+import { Effect, Layer } from "effect"
+import { printed, run, sampleIndex } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
-const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 
 describe("funcpipe check", () => {
   it.effect("reports each check of a sound index, then fails naming the first problem once it is damaged", () =>
     Effect.gen(function* () {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-check-cli-" })
-      const index = path.join(dir, "index.db")
-      yield* run(["index", sample, "--index", index])
+      const index = yield* sampleIndex()
       const text = yield* printed(["check", "--index", index, "--queries", "3"])
       assert.match(text, /^storage {4}ok {6}the store's own integrity check$/m)
       assert.match(text, /^ordering {3}ok {6}9 result lists from 3 queries in lexical, vector, hybrid mode$/m)

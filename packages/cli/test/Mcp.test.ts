@@ -10,11 +10,10 @@ import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { Effect, FileSystem, Layer, Path } from "effect"
-import { run } from "./support/Run.ts"
+import { Effect, Layer } from "effect"
+import { sampleIndex } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
-const sample = fileURLToPath(new URL("../../../sample", import.meta.url))
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 
 // biome-ignore lint/suspicious/noExplicitAny: a tool's structured result, explored by the assertions
@@ -25,11 +24,7 @@ describe("funcpipe mcp", () => {
     "serves search, read and status to the SDK's stdio client, and exits when stdin closes",
     () =>
       Effect.gen(function* () {
-        const fs = yield* FileSystem.FileSystem
-        const path = yield* Path.Path
-        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-mcp-" })
-        const index = path.join(dir, "index.db")
-        yield* run(["index", sample, "--index", index])
+        const index = yield* sampleIndex()
         const transport = new StdioClientTransport({
           command: process.execPath,
           args: [bin, "mcp", "--index", index],

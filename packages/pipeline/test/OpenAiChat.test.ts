@@ -34,6 +34,18 @@ const streamed = (model: LanguageModel.LanguageModel, prompt: string) =>
     usage: parts.flatMap((p) => (p.type === "finish" ? [p.usage] : []))[0]
   }))
 
+/** The text pieces of a streamed answer that fails, and its failure. */
+const brokenAnswer = (model: LanguageModel.LanguageModel) =>
+  Effect.gen(function* () {
+    const texts: Array<string> = []
+    const broke = yield* Effect.flip(
+      Stream.runForEach(model.streamText({ prompt: "Q?" }), (part) =>
+        Effect.sync(() => void (part.type === "text-delta" && texts.push(part.delta)))
+      )
+    )
+    return { broke, texts }
+  })
+
 describe("the Chat Completions provider", () => {
   it.live("streams an answer's text in order, with its usage, sending the model, messages and key", () =>
     Effect.gen(function* () {
@@ -106,12 +118,7 @@ describe("the Chat Completions provider", () => {
     Effect.gen(function* () {
       const dropping = yield* fakeChatService(() => ({ events: [chunk("The Moon")], drop: true }))
       const model = yield* modelAt(dropping.baseUrl)
-      const texts: Array<string> = []
-      const broke = yield* Effect.flip(
-        Stream.runForEach(model.streamText({ prompt: "Q?" }), (part) =>
-          Effect.sync(() => void (part.type === "text-delta" && texts.push(part.delta)))
-        )
-      )
+      const { broke, texts } = yield* brokenAnswer(model)
       assert.deepStrictEqual(texts, ["The Moon"])
       assert.strictEqual(broke.reason._tag, "NetworkError")
       assert.strictEqual(dropping.seen.length, 1, "an answer that began is not asked for again")
@@ -134,12 +141,7 @@ describe("the Chat Completions provider", () => {
       const stalled = yield* fakeChatService(() => ({ events: [chunk("The Moon")], stall: true }))
       const idle = { ...defaultChatSettings(stalled.baseUrl, Redacted.make(KEY)), idleMillis: 150 }
       const model = yield* makeChatModel("test-chat", idle)
-      const texts: Array<string> = []
-      const broke = yield* Effect.flip(
-        Stream.runForEach(model.streamText({ prompt: "Q?" }), (part) =>
-          Effect.sync(() => void (part.type === "text-delta" && texts.push(part.delta)))
-        )
-      )
+      const { broke, texts } = yield* brokenAnswer(model)
       assert.deepStrictEqual(texts, ["The Moon"])
       assert.strictEqual(broke.reason._tag, "NetworkError")
       assert.include(broke.message, "stopped answering for 0.15 s")

@@ -5,7 +5,9 @@
  */
 
 import { type AskEvent, askJson } from "@funcpipe/domain/Ask"
+import type { RetrievalMode } from "@funcpipe/domain/Config"
 import { AskDisabled, ChatModelFailed, DEFAULT_ASK_TOP_K, FuncPipeApi } from "@funcpipe/domain/http/Api"
+import type { Rule } from "@funcpipe/domain/Rule"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { describe } from "@funcpipe/pipeline/models/openai/OpenAiFailures"
 import {
@@ -50,6 +52,28 @@ const eventStream = (events: Stream.Stream<AskEvent>) =>
   )
 
 /**
+ * Prepares questions against the served snapshot: the chunks `/v1/query` would retrieve (in any mode, with `where`),
+ * and the prompt made from them. Needs the `LiveIndex` and the index's `Embedder` where it is made.
+ */
+export const questionPreparer = Effect.gen(function* () {
+  const live = yield* LiveIndex
+  const embedder = yield* Embedder
+  const path = yield* Path.Path
+  return (
+    question: string,
+    options: { readonly top_k?: number; readonly mode?: RetrievalMode; readonly where?: Rule }
+  ) =>
+    live
+      .use((loaded) =>
+        prepareFromSnapshot(loaded.snapshot, live.location, question, options.top_k ?? DEFAULT_ASK_TOP_K, {
+          ...(options.mode === undefined ? {} : { mode: options.mode }),
+          ...(options.where === undefined ? {} : { where: options.where })
+        })
+      )
+      .pipe(Effect.provideService(Embedder, embedder), Effect.provideService(Path.Path, path))
+})
+
+/**
  * The answers group. Its `LanguageModel` is optional: without one (`serve` without `--llm`), a question is answered
  * with 501 and nothing is sent anywhere.
  */
@@ -57,9 +81,7 @@ export const AnswersHandlers = HttpApiBuilder.group(
   FuncPipeApi,
   "answers",
   Effect.fn(function* (handlers) {
-    const live = yield* LiveIndex
-    const embedder = yield* Embedder
-    const path = yield* Path.Path
+    const prepare = yield* questionPreparer
     const model = yield* Effect.serviceOption(LanguageModel.LanguageModel)
     return handlers.handle("ask", ({ payload, request }) =>
       Effect.gen(function* () {
@@ -70,18 +92,7 @@ export const AnswersHandlers = HttpApiBuilder.group(
           })
         }
         const started = yield* Clock.currentTimeMillis
-        const { prompt } = yield* live
-          .use((loaded) =>
-            prepareFromSnapshot(loaded.snapshot, live.location, payload.text, payload.top_k ?? DEFAULT_ASK_TOP_K, {
-              ...(payload.mode === undefined ? {} : { mode: payload.mode }),
-              ...(payload.where === undefined ? {} : { where: payload.where })
-            })
-          )
-          .pipe(
-            Effect.mapError((e) => apiError(e)),
-            Effect.provideService(Embedder, embedder),
-            Effect.provideService(Path.Path, path)
-          )
+        const { prompt } = yield* prepare(payload.text, payload).pipe(Effect.mapError((e) => apiError(e)))
         const finished = (answered: { text: string; usage: AnswerUsage }) =>
           Effect.map(Clock.currentTimeMillis, (now) =>
             askJson({

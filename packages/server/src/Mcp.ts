@@ -6,16 +6,16 @@
 
 import { answerJson, manifestJson } from "@funcpipe/domain/Answer"
 import { askJson } from "@funcpipe/domain/Ask"
-import { DEFAULT_ASK_TOP_K } from "@funcpipe/domain/http/Api"
 import { AskTools, FuncPipeTools, MAX_READ_CHARS, type ReadResponse, ToolFailure } from "@funcpipe/domain/http/Tools"
 import { chunkViewer } from "@funcpipe/pipeline/analysis/Display"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { describe } from "@funcpipe/pipeline/models/openai/OpenAiFailures"
-import { completeAnswer, prepareFromSnapshot } from "@funcpipe/pipeline/programs/Answer"
+import { completeAnswer } from "@funcpipe/pipeline/programs/Answer"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
 import { Clock, Effect, Layer, Path, Result } from "effect"
 import { LanguageModel, McpProtocol, McpServer } from "effect/ai"
+import { questionPreparer } from "./AskHandlers.ts"
 import { LiveIndex } from "./LiveIndex.ts"
 
 /** The protocol revisions offered: those of current desktop agents and the official SDK. */
@@ -149,26 +149,13 @@ const toolsLayer = (whole: boolean) =>
 /** The `ask` tool's handler, with the chat model it answers with. */
 const askLayer = AskTools.toLayer(
   Effect.gen(function* () {
-    const live = yield* LiveIndex
-    const embedder = yield* Embedder
-    const path = yield* Path.Path
+    const prepare = yield* questionPreparer
     const model = yield* LanguageModel.LanguageModel
     return {
       ask: (params) =>
         Effect.gen(function* () {
           const started = yield* Clock.currentTimeMillis
-          const { prompt } = yield* live
-            .use((loaded) =>
-              prepareFromSnapshot(loaded.snapshot, live.location, params.question, params.top_k ?? DEFAULT_ASK_TOP_K, {
-                ...(params.mode === undefined ? {} : { mode: params.mode }),
-                ...(params.where === undefined ? {} : { where: params.where })
-              })
-            )
-            .pipe(
-              Effect.mapError(failure),
-              Effect.provideService(Embedder, embedder),
-              Effect.provideService(Path.Path, path)
-            )
+          const { prompt } = yield* prepare(params.question, params).pipe(Effect.mapError(failure))
           const answered = yield* completeAnswer(prompt).pipe(
             Effect.provideService(LanguageModel.LanguageModel, model),
             Effect.mapError((e) => new ToolFailure({ message: describe(e), reason: e.reason._tag }))

@@ -1,5 +1,6 @@
 /** Running the CLI in a test: the command line parsed and run in process, and what it printed to stdout. */
-import { Effect } from "effect"
+import { fileURLToPath } from "node:url"
+import { Effect, FileSystem, Path } from "effect"
 import { Command } from "effect/cli"
 import { TestConsole } from "effect/testing"
 import { cli, version } from "../../src/Cli.ts"
@@ -13,4 +14,18 @@ export const printed = (args: ReadonlyArray<string>) =>
     const before = (yield* TestConsole.logLines).length
     yield* run(args)
     return (yield* TestConsole.logLines).slice(before).map(String).join("\n")
+  })
+
+/** The repository's sample corpus. */
+export const SAMPLE = fileURLToPath(new URL("../../../../sample", import.meta.url))
+
+/** A fresh index of the sample corpus (`extra` flags given to `index`) in a temporary folder; its file. */
+export const sampleIndex = (extra: ReadonlyArray<string> = []) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-sample-" })
+    const index = path.join(dir, "index.db")
+    yield* run(["index", SAMPLE, "--index", index, ...extra])
+    return index
   })
