@@ -134,4 +134,26 @@ describe("an index with an approximate vector index", () => {
       assert.isUndefined(manifest.ann)
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
+  it.live("gives the exact top k where many chunks tie, and check says when graphs are missing", () =>
+    Effect.gen(function* () {
+      // 270 of 300 documents hold the same text (a licence header, say): their chunks' scores all tie.
+      const lines = Array.from({ length: 300 }, (_, i) =>
+        JSON.stringify({
+          doc_id: `d${String(i).padStart(3, "0")}`,
+          title: "",
+          text: i % 10 === 0 ? `note ${i} about moon and tide` : "licensed under the apache license version two"
+        })
+      ).join("\n")
+      const { file } = yield* built(lines, { ann: DEFAULT_ANN })
+      for (const text of ["apache license", "moon tide"]) {
+        assert.deepStrictEqual(yield* ask(file, text, {}), yield* ask(file, text, { exact: true }))
+      }
+      const db = new DatabaseSync(file)
+      db.exec("DELETE FROM ann")
+      db.close()
+      const report = yield* checkIndex({ queries: 2 }).pipe(on(file))
+      const ann = report.checks.find((c) => c.name === "ann")!
+      assert.match(ann.problems[0] ?? "", /^\d+ segments? ha(s|ve) no vector graph although the index names one$/)
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
 })

@@ -74,6 +74,18 @@ describe("the HNSW graph", () => {
     new DataView(garbled.buffer).setInt32(32 + 2000 + 8, 99_999, true)
     expect(decodeGraph(garbled)).toBe("the graph links to a row it does not have")
     expect(decodeGraph(new Uint8Array(10))).toBe("the graph is shorter than its header")
+    const noEntry = bytes.slice()
+    new DataView(noEntry.buffer).setInt32(20, -1, true)
+    expect(decodeGraph(noEntry)).toBe("the graph's entry is not a row on its top layer")
+    // An upper link to a row that is not on that layer.
+    const top = graph.levels.indexOf(graph.maxLevel)
+    const low = graph.levels.indexOf(0)
+    const headerAndBase = 32 + 2000 + graph.base.byteLength
+    let at = headerAndBase
+    for (let row = 0; row < top; row++) at += (graph.upper[row]?.length ?? 0) * 4
+    const wrongLayer = bytes.slice()
+    new DataView(wrongLayer.buffer).setInt32(at, low, true)
+    expect(decodeGraph(wrongLayer)).toBe("the graph links to a row it does not have")
   })
 
   it("finds at least 95 % of the true top 10 at efSearch 64, and all of it when it may look at every row", () => {
@@ -96,5 +108,24 @@ describe("the HNSW graph", () => {
         expect([17, 1999]).not.toContain(row)
       }
     }
+  })
+  it("keeps copies of one vector out of the graph, and returns them with their original", () => {
+    // 400 rows, 300 of them one vector: the graph holds the 101 others and finds every row near the query.
+    const copies: GraphRows = { ...rows, count: 400, data: rows.data.slice(0, 400 * 32) }
+    for (let row = 100; row < 400; row++) copies.data.copyWithin(row * 32, 99 * 32, 100 * 32)
+    const built = buildGraph(copies)
+    expect(built.copies.get(99)?.length).toBe(300)
+    const read = decodeGraph(encodeGraph(built))
+    if (typeof read === "string") throw new Error(read)
+    expect(read.copies.get(99)?.length).toBe(300)
+    const query = copies.data.subarray(99 * 32, 100 * 32)
+    const found = searchGraph(built, copies, query, 16)
+    for (const row of [99, 100, 250, 399]) expect(found).toContain(row)
+    // A query elsewhere still reaches the other rows: the copies do not cut them off.
+    const elsewhere = queries.data.subarray(0, 32)
+    const truth = exactTop(copies, elsewhere)
+    const near = new Set(searchGraph(built, copies, elsewhere, 64).slice(0, 40))
+    expect(truth.filter((row) => near.has(row)).length).toBeGreaterThanOrEqual(9)
+    expect(searchGraph(built, copies, query, 16, (row) => row !== 250)).not.toContain(250)
   })
 })

@@ -67,6 +67,8 @@ export const ask = Command.make(
       ...(Option.isSome(input.mode) ? { mode: input.mode.value } : {}),
       ...ruleOption("where", input.where),
       contextTokens: input.contextTokens,
+      // A process of its own asks once: the exact scan is the quicker (see query).
+      exact: true,
       ...(system === undefined ? {} : { system })
     }).pipe(Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))))
     if (input.showPrompt) {

@@ -98,6 +98,9 @@ export const query = Command.make(
     const text = yield* queryText(yield* eitherText(input.text, input.query))
     const options = {
       ...queryOptionsFrom(input),
+      // One query in a process of its own scans exactly: walking the graphs first decodes every segment's vectors,
+      // which pays only where they stay in memory (serve, mcp). --ann-candidates asks for the graphs all the same.
+      exact: input.exact || Option.isNone(input.annCandidates),
       ...ruleOption("where", input.where),
       // --raw shows the cleaned text: the passages need not be worked out (--json has them still).
       display: !input.raw || input.json

@@ -259,8 +259,9 @@ export const annFlags = {
     Flag.withSchema(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))),
     Flag.withMetavar("N"),
     Flag.withDescription(
-      `How many candidates the approximate vector index proposes per segment, all scored exactly (efSearch; default ` +
-        `${DEFAULT_EF_SEARCH}): more finds more of the exact top k, slower`
+      `With an approximate vector index: walk its graphs for N candidates per segment, all scored exactly (efSearch; ` +
+        `${DEFAULT_EF_SEARCH} in serve and mcp). Without it a single query scans every vector, which is quicker in a ` +
+        "process that asks once"
     ),
     Flag.optional
   )

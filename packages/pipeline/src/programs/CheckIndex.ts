@@ -261,6 +261,12 @@ const DAMAGED_RECALL = 0.5
 /** The approximate vector index against the exact scan, with sampled chunks' vectors as queries. */
 const checkAnn = (snapshot: Snapshot, sampled: Int32Array, queries: number): CheckResult => {
   const t = tally("ann")
+  guarded(t.add, "counting the vector graphs", () => {
+    const missing = snapshot.annMissing?.() ?? 0
+    if (missing > 0)
+      t.add(`${missing} segment${missing === 1 ? " has" : "s have"} no vector graph although the index names one`)
+  })
+  if (snapshot.annSearch === undefined) return t.done("no vector graphs to ask")
   let hits = 0
   let asked = 0
   const step = Math.max(1, Math.floor(sampled.length / Math.max(1, queries)))
@@ -375,7 +381,7 @@ export const checkIndex = Effect.fn("checkIndex")(function* (options: CheckOptio
     )
     checks.push(checkPostings(snap, sampled, new Set(docs.map((d) => d.docId as string))))
     checks.push(checkVectors(snap, sampled))
-    if (snap.annSearch !== undefined)
+    if (snap.manifest.ann !== undefined)
       checks.push(checkAnn(snap, sampled, Math.max(options.queries ?? DEFAULT_CHECK_QUERIES, 50)))
     const queries = options.queries ?? DEFAULT_CHECK_QUERIES
     if (queries === 0) return

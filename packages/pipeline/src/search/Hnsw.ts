@@ -28,22 +28,54 @@ export interface GraphRows {
   readonly data: Float32Array
 }
 
-/** A built graph. Rows with no direction (all zero) are left out: their cosine is undefined. */
+/**
+ * A built graph. Rows with no direction (all zero) are left out: their cosine is undefined. A row that repeats an
+ * earlier row's vector exactly (a template's chunks, a licence header) is not a node but a copy of that row, found
+ * with it: many copies of one vector, all at distance 0, would otherwise fill each other's links and cut the rest of
+ * the graph off.
+ */
 export interface Graph {
   readonly params: HnswParams
   readonly count: number
   /** The row every search starts from, or -1 for a graph with no rows in it. */
   readonly entry: number
   readonly maxLevel: number
-  /** Each row's top layer; 255 for a row left out. */
+  /** Each row's top layer; 255 for a row left out, 254 for a copy (whose first layer-0 slot names its original). */
   readonly levels: Uint8Array
   /** Layer-0 links: `2m` slots a row, -1 where unused. */
   readonly base: Int32Array
+  /** The copies of each original row that has any. */
+  readonly copies: ReadonlyMap<number, ReadonlyArray<number>>
   /** Upper-layer links of rows above layer 0: `m` slots for each of layers 1 … level, -1 where unused. */
   readonly upper: ReadonlyArray<Int32Array | undefined>
 }
 
 const LEFT_OUT = 255
+const COPY = 254
+
+/** Whether a level is a node's (not a row left out, nor a copy). */
+const isNode = (level: number) => level < COPY
+
+/** Each original's copies, from the levels and the first layer-0 slot of each copy. */
+const copiesIn = (levels: Uint8Array, base: Int32Array, m0: number): Map<number, Array<number>> => {
+  const copies = new Map<number, Array<number>>()
+  for (let row = 0; row < levels.length; row++) {
+    if (levels[row] !== COPY) continue
+    const original = base[row * m0]!
+    const list = copies.get(original)
+    if (list === undefined) copies.set(original, [row])
+    else list.push(row)
+  }
+  return copies
+}
+
+/** A hash of a row's bits (FNV-1a over its 32-bit words), to find rows that repeat one exactly. */
+const rowHash = (data: Float32Array, from: number, d: number): number => {
+  const words = new Uint32Array(data.buffer, data.byteOffset + from * 4, d)
+  let h = 0x811c9dc5
+  for (let k = 0; k < d; k++) h = Math.imul(h ^ words[k]!, 0x01000193)
+  return h >>> 0
+}
 const MAX_LEVEL = 16
 
 /** A row's level: from a hash of its number (splitmix32), so the same rows get the same levels. */
@@ -285,9 +317,10 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
   }
 
   /**
-   * The heuristic of the paper: from candidates taken closest first (ties by row), one closer to a row already picked
-   * than to the row being linked adds little and is passed over; the closest passed over fill what room is left.
-   * Returns the picked candidates' indexes.
+   * The heuristic of the paper: from candidates taken closest first (ties by row), one nearer to a row already picked
+   * than to the row being linked adds little and is passed over (one as near is kept: else a row among copies of its
+   * own vector, all at distance 0, would keep a single link); the nearest of those passed over fill the room left
+   * (exact copies of a vector are not nodes, so they cannot fill it). Returns the picked candidates' indexes.
    */
   const choose = (candidates: ArrayLike<number>, dists: ArrayLike<number>, max: number): Array<number> => {
     const order = Array.from({ length: candidates.length }, (_, i) => i)
@@ -296,7 +329,7 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
     const skipped: Array<number> = []
     for (const i of order) {
       if (picked.length === max) break
-      if (picked.every((p) => between(candidates[i]!, candidates[p]!) > dists[i]!)) picked.push(i)
+      if (picked.every((p) => between(candidates[i]!, candidates[p]!) >= dists[i]!)) picked.push(i)
       else skipped.push(i)
     }
     for (const i of skipped) if (picked.length < max) picked.push(i)
@@ -336,6 +369,8 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
     } else prune(row, layer, layer === 0 ? m0 : m, to, distance)
   }
 
+  // Rows seen, by the hash of their bits, to find copies.
+  const seen = new Map<number, Array<number>>()
   for (let row = 0; row < count; row++) {
     let norm = 0
     for (let k = 0; k < d; k++) norm += data[row * d + k]! * data[row * d + k]!
@@ -343,6 +378,19 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
       levels[row] = LEFT_OUT
       continue
     }
+    const hash = rowHash(data, row * d, d)
+    const same = seen.get(hash)
+    const original = same?.find((other) => {
+      for (let k = 0; k < d; k++) if (!Object.is(data[other * d + k], data[row * d + k])) return false
+      return true
+    })
+    if (original !== undefined) {
+      levels[row] = COPY
+      base[row * r0] = original
+      continue
+    }
+    if (same === undefined) seen.set(hash, [row])
+    else same.push(row)
     const level = levelOf(row, m)
     levels[row] = level
     if (level > 0) {
@@ -379,7 +427,8 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
   const kept = new Int32Array(count * m0).fill(-1)
   const keptUpper: Array<Int32Array | undefined> = new Array(count)
   for (let row = 0; row < count; row++) {
-    if (levels[row] === LEFT_OUT) continue
+    if (levels[row] === COPY) kept[row * m0] = base[row * r0]!
+    if (!isNode(levels[row]!)) continue
     prune(row, 0, m0)
     kept.set(links(row, 0).subarray(0, m0), row * m0)
     const level = levels[row]!
@@ -391,7 +440,7 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
     }
     keptUpper[row] = own
   }
-  return { params, count, entry, maxLevel, levels, base: kept, upper: keptUpper }
+  return { params, count, entry, maxLevel, levels, base: kept, upper: keptUpper, copies: copiesIn(levels, kept, m0) }
 }
 
 /**
@@ -434,7 +483,22 @@ export const searchGraphWithin = (
   }
   let from = graph.entry
   for (let layer = graph.maxLevel; layer > 0; layer--) from = greedy(walk, from, layer)
-  return searchLayer(walk, from, Math.max(ef, 1), 0, keep, bound)
+  // A node counts as found when it or one of its copies is allowed.
+  const keepNode =
+    keep === undefined ? undefined : (row: number) => keep(row) || (graph.copies.get(row)?.some(keep) ?? false)
+  const found = searchLayer(walk, from, Math.max(ef, 1), 0, keepNode, bound)
+  // The rows found, each with its copies, as far as `keep` allows them.
+  const rowsOut: Array<number> = []
+  const distsOut: Array<number> = []
+  for (let i = 0; i < found.rows.length; i++) {
+    const row = found.rows[i]!
+    for (const one of [row, ...(graph.copies.get(row) ?? [])]) {
+      if (keep !== undefined && !keep(one)) continue
+      rowsOut.push(one)
+      distsOut.push(found.dists[i]!)
+    }
+  }
+  return { rows: Int32Array.from(rowsOut), dists: Float64Array.from(distsOut) }
 }
 
 const MAGIC = 0x4e485046 // "FPHN"
@@ -492,16 +556,47 @@ export const decodeGraph = (bytes: Uint8Array): Graph | string => {
   let used = 0
   for (let row = 0; row < count; row++) {
     const level = levels[row]!
-    if (level === LEFT_OUT || level === 0) continue
+    if (!isNode(level) || level === 0) continue
     if (level > MAX_LEVEL || used + level * m > upperInts) return `row ${row} of the graph has a level it cannot have`
     upper[row] = new Int32Array(copy.buffer, at, level * m)
     at += level * m * 4
     used += level * m
   }
-  if (used !== upperInts || entry >= count || (count > 0 && entry >= 0 && levels[entry] !== maxLevel))
-    return "the graph's links do not add up"
-  for (const link of base) if (link < -1 || link >= count) return "the graph links to a row it does not have"
-  return { params: { m, efConstruction }, count, entry, maxLevel, levels, base, upper }
+  if (used !== upperInts) return "the graph's links do not add up"
+  // The entry: a row on the top layer, unless no row is in the graph at all.
+  const inGraph = levels.some(isNode)
+  if (inGraph ? entry < 0 || entry >= count || levels[entry] !== maxLevel || maxLevel > MAX_LEVEL : entry !== -1)
+    return "the graph's entry is not a row on its top layer"
+  // Every link leads to a row in the graph that has the layer it is on.
+  const linksTo = (link: number, layer: number) =>
+    link === -1 || (link >= 0 && link < count && isNode(levels[link]!) && levels[link]! >= layer)
+  for (let row = 0; row < count; row++) {
+    const slots = base.subarray(row * 2 * m, (row + 1) * 2 * m)
+    if (levels[row] === COPY) {
+      // A copy names an earlier node in its first slot, and nothing else.
+      const original = slots[0]!
+      if (!(original >= 0 && original < row && isNode(levels[original]!)) || slots.subarray(1).some((l) => l !== -1))
+        return "the graph has a copy of a row it does not have"
+      continue
+    }
+    for (const link of slots) if (!linksTo(link, 0)) return "the graph links to a row it does not have"
+  }
+  for (let row = 0; row < count; row++) {
+    const links = upper[row]
+    if (links === undefined) continue
+    for (let i = 0; i < links.length; i++)
+      if (!linksTo(links[i]!, 1 + Math.floor(i / m))) return "the graph links to a row it does not have"
+  }
+  return {
+    params: { m, efConstruction },
+    count,
+    entry,
+    maxLevel,
+    levels,
+    base,
+    upper,
+    copies: copiesIn(levels, base, 2 * m)
+  }
 }
 
 /** The rows as unit float32 vectors, from float64 rows (a row of magnitude 0 stays all zero). */

@@ -98,12 +98,20 @@ export interface IndexView {
    * its exact score (NaN where the cosine is undefined); absent when the index has no approximate index.
    */
   readonly annSearch?: ((query: ArrayLike<number>, ef: number, filter?: PositionFilter) => AnnFound) | undefined
+  /** How many segments have no graph although the index names an approximate index (damage; they are scanned). */
+  readonly annMissing?: (() => number) | undefined
 }
 
 /** Candidates of a vector query with their exact scores (NaN for a row whose cosine is undefined). */
 export interface AnnFound {
   readonly positions: Int32Array
   readonly scores: Float64Array
+  /**
+   * The highest score at which some segment's list was cut (its last candidate's, among segments that gave as many
+   * as were asked for), or -Infinity. A top k whose k-th score is not above it may have left out rows of equal score
+   * that the graph did not reach, so the caller scans exactly.
+   */
+  readonly cutAt: number
 }
 
 /**

@@ -325,7 +325,20 @@ export const topVectors = (
         const score = found.scores[i]!
         if (!Number.isNaN(score) && score >= heap.threshold) heap.offer(found.positions[i]!, score)
       }
-      return heap.take()
+      const top = heap.take()
+      // Many rows of one score (a template's chunks, say) may fill a segment's list: the rows of that score it cut
+      // off could rank before those it kept (ties go by doc id, not by what the graph reached), so that top k is
+      // made by the exact scan.
+      if (top.length < k || top[top.length - 1]!.score > found.cutAt) return top
+      const exact = new TopK(k, tiesOf(view))
+      scanVectors(
+        view,
+        vector,
+        (position, score) => exact.offer(position, score),
+        () => exact.threshold,
+        filter
+      )
+      return exact.take()
     }
   }
   scanVectors(

@@ -6,7 +6,7 @@
 
 import { randomUUID } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import type { IndexManifest } from "@funcpipe/domain/Manifest"
+import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Exit, Layer, Option, Result, Scope } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
@@ -448,11 +448,14 @@ const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOn
     putDoc: (doc, chunks, terms, vectors) => putDoc(p, doc, chunks, terms, vectors),
     putDocs: (docs, terms) =>
       Effect.forEach(docs, ({ chunks, doc, vectors }) => putDoc(p, doc, chunks, terms, vectors), { discard: true }),
-    putManifest: (m) =>
+    putManifest: (given) =>
       writing(
         p,
         "writing the manifest",
         Effect.suspend(() => {
+          // An index in PostgreSQL keeps no vector graphs yet, so its manifest names none (one copied from a SQLite
+          // index with graphs answers exactly here, and says so).
+          const m = given.ann === undefined ? given : new IndexManifest({ ...given, ann: undefined })
           p.manifestValue = Option.some(m)
           return upsertMeta(c, "manifest", encodeManifest(m))
         })

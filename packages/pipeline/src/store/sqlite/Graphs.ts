@@ -13,6 +13,7 @@ import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
 import { buildGraph, decodeGraph, encodeGraph, type Graph, type GraphRows, searchGraph } from "../../search/Hnsw.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { clamp } from "../../search/VectorScan.ts"
+import { IndexCorrupt } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
 import { type Corrupt, columnsOf, decodeRows, keptBlocks, segmentRows, storedBlock } from "./Segments.ts"
@@ -52,32 +53,51 @@ const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow,
 /**
  * Brings the graphs in line with the manifest inside a write transaction: none when it names no approximate index;
  * otherwise one for every segment, built for each segment that has none or one built with other settings, and none
- * left for segments that are gone. Returns how many graphs it built.
+ * left for segments that are gone. Returns the damage it met (a stored vector block it cannot read), if any.
  */
-export const syncGraphs = (db: DatabaseSync, corrupt: Corrupt): number => {
+export const syncGraphs = (db: DatabaseSync, corrupt: Corrupt): IndexCorrupt | undefined => {
   const json = readMetaIn(db, "manifest")
-  const manifest = json === undefined ? undefined : decodeManifestJson(json)
-  const ann = manifest !== undefined && Result.isSuccess(manifest) ? manifest.success.ann : undefined
+  if (json === undefined) return undefined
+  const manifest = decodeManifestJson(json)
+  // A manifest that does not decode is reported by whatever reads it; its graphs are left as they are.
+  if (Result.isFailure(manifest)) return undefined
+  const { ann, dimensions: d } = manifest.success
   if (ann === undefined) {
     if (hasTable(db)) db.exec("DROP TABLE ann")
-    return 0
+    return undefined
   }
-  const d = Result.isSuccess(manifest!) ? manifest.success.dimensions : 0
   db.exec(ANN_TABLE)
   const config = configOf(ann)
   db.prepare("DELETE FROM ann WHERE config <> ? OR segment NOT IN (SELECT id FROM segments)").run(config)
   const built = new Set(
     (db.prepare("SELECT segment FROM ann").all() as Array<{ segment: number }>).map((row) => row.segment)
   )
-  let count = 0
-  for (const segment of segmentRows(corrupt, db)) {
-    if (built.has(segment.id)) continue
-    const graph = buildGraph(storedUnitRows(corrupt, db, segment, d), { m: ann.m, efConstruction: ann.efConstruction })
-    db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, config, encodeGraph(graph))
-    count++
+  try {
+    for (const segment of segmentRows(corrupt, db)) {
+      if (built.has(segment.id)) continue
+      const graph = buildGraph(storedUnitRows(corrupt, db, segment, d), {
+        m: ann.m,
+        efConstruction: ann.efConstruction
+      })
+      db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, config, encodeGraph(graph))
+    }
+  } catch (error) {
+    if (error instanceof IndexCorrupt) return error
+    throw error
   }
-  return count
+  return undefined
 }
+
+/** How many segments have no graph (the index names an approximate index, so each should have one). */
+export const missingGraphs = (db: DatabaseSync): number =>
+  (
+    statement(
+      db,
+      hasTable(db)
+        ? "SELECT count(*) AS n FROM segments WHERE id NOT IN (SELECT segment FROM ann)"
+        : "SELECT count(*) AS n FROM segments"
+    ).get() as { n: number }
+  ).n
 
 /** A segment's graph with the rows it walks, kept with the segment's decoded columns. */
 interface SegmentGraph {
@@ -128,6 +148,7 @@ export const graphSearch = (r: GraphReading) => {
     const unit = Float32Array.from(q, (x) => x / qLength)
     const positions: Array<number> = []
     const scores: Array<number> = []
+    let cutAt = Number.NEGATIVE_INFINITY
     const row64 = new Float64Array(d)
     const magnitude = new Float64Array(1)
     for (let s = 0; s < segments.length; s++) {
@@ -144,6 +165,8 @@ export const graphSearch = (r: GraphReading) => {
           ? Array.from({ length: segment.count }, (_, row) => row).filter(allowed)
           : searchGraph(state.graph, state.rows, unit, ef, allowed)
       const blocks = keptBlocks(corrupt, db, segment, d, columns)
+      const full = state !== null && (rows as Int32Array).length >= ef
+      let lowest = Number.POSITIVE_INFINITY
       for (const row of rows) {
         const block = blocks[Math.floor(row / segment.blockRows)]!
         const at = row % segment.blockRows
@@ -160,11 +183,14 @@ export const graphSearch = (r: GraphReading) => {
         }
         let dot = 0
         for (let j = 0; j < d; j++) dot += q[j]! * vector[j]!
+        const score = magnitude[0] === 0 ? Number.NaN : clamp(dot / (qLength * magnitude[0]!))
         positions.push(offset + row)
-        scores.push(magnitude[0] === 0 ? Number.NaN : clamp(dot / (qLength * magnitude[0]!)))
+        scores.push(score)
+        if (score < lowest) lowest = score
       }
+      if (full && lowest > cutAt) cutAt = lowest
     }
-    return { positions: Int32Array.from(positions), scores: Float64Array.from(scores) }
+    return { positions: Int32Array.from(positions), scores: Float64Array.from(scores), cutAt }
   }
 }
 
@@ -183,9 +209,12 @@ const keptUnitRows = (
     for (let r = 0; r < rows; r++) {
       let norm = 0
       if (block.floats !== undefined) {
-        for (let k = 0; k < d; k++) norm += block.floats[r * d + k]! ** 2
-        const scale = norm === 0 ? 0 : 1 / Math.sqrt(norm)
-        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.floats[r * d + k]! * scale
+        // The magnitude as a decoded block has it (the sum of squares left to right), and each component divided by
+        // it, as the graph was built from.
+        for (let k = 0; k < d; k++) norm += block.floats[r * d + k]! * block.floats[r * d + k]!
+        const magnitude = Math.sqrt(norm)
+        if (magnitude === 0) continue
+        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.floats[r * d + k]! / magnitude
       } else {
         const magnitude = block.magnitudes[r]!
         if (magnitude === 0) continue

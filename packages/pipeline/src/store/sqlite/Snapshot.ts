@@ -24,7 +24,7 @@ import {
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
-import { graphSearch } from "./Graphs.ts"
+import { graphSearch, missingGraphs } from "./Graphs.ts"
 import { type Corrupt, columnsOf, deletedOf, lengthsInto, segmentRows, storedBlock } from "./Segments.ts"
 import {
   BLOCKS_PER_SEGMENT,
@@ -476,6 +476,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
     const filter = filterReader(r, signature)
     const annSearch =
       manifestValue.ann === undefined ? undefined : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined })
+    const readMissing = sqliteReads((_: undefined) => missingGraphs(db))
     const readAnn = sqliteReads(
       (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined }): AnnFound =>
         annSearch!(a.query, a.ef, a.filter)
@@ -510,7 +511,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         return tieOrder()
       },
       filter: sqliteReads(filter),
-      annSearch: annSearch === undefined ? undefined : (query, ef, filter) => readAnn({ query, ef, filter })
+      annSearch: annSearch === undefined ? undefined : (query, ef, filter) => readAnn({ query, ef, filter }),
+      annMissing: manifestValue.ann === undefined ? undefined : () => readMissing(undefined)
     }
   }
 }

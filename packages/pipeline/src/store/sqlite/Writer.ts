@@ -540,8 +540,7 @@ export const sqliteWriter = (location: string, db: DatabaseSync, current: boolea
         const damage = applyTombstones(w) ?? mergeSegments(w)
         if (damage !== undefined) return damage
         // The segments are final now: each new one gets its vector graph (for an index with one).
-        syncGraphs(w.db, (detail) => corrupt(w, detail))
-        return undefined
+        return syncGraphs(w.db, (detail) => corrupt(w, detail))
       })
       if (damage !== undefined) return yield* damage
     })
