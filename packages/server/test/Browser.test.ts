@@ -7,11 +7,11 @@
 import { existsSync, mkdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { NodeHttpClient } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import { defaultChatSettings, layerChatModel } from "@funcpipe/pipeline/models/openai/OpenAiChat"
 import { chunkEvent, fakeChatService } from "@funcpipe/test-kit/FakeChat"
 import { Effect, Layer } from "effect"
-import { chromium } from "playwright-core"
+import { type Browser, chromium } from "playwright-core"
 import { baseUrl, fixtureIndex, serverOver, shortChunkIndex } from "./Fixture.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
@@ -20,15 +20,19 @@ const ARTIFACTS = fileURLToPath(new URL("../../../build/artifacts/", import.meta
 // CI installs Chromium (.ci/run) and must run this test; elsewhere it is skipped when Chromium is not installed.
 const runs = existsSync(CHROMIUM) || process.env["CI"] !== undefined
 
-/** A page of a headless Chromium, 1000 pixels wide and `height` high, closed with the scope. */
+/** One headless Chromium for the file's tests, started by the first that needs it (starting one takes seconds). */
+let shared: Promise<Browser> | undefined
+const browser = () => (shared ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] }))
+afterAll(async () => {
+  if (shared !== undefined) await (await shared).close()
+})
+
+/** A page of the shared Chromium, in a context of its own, 1000 pixels wide and `height` high, closed with the scope. */
 const browserPage = (height: number) =>
-  Effect.gen(function* () {
-    const browser = yield* Effect.acquireRelease(
-      Effect.promise(() => chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] })),
-      (browser) => Effect.promise(() => browser.close())
-    )
-    return yield* Effect.promise(() => browser.newPage({ viewport: { width: 1000, height } }))
-  })
+  Effect.acquireRelease(
+    Effect.promise(async () => (await browser()).newContext({ viewport: { width: 1000, height } })),
+    (context) => Effect.promise(() => context.close())
+  ).pipe(Effect.flatMap((context) => Effect.promise(() => context.newPage())))
 
 describe("the search page", () => {
   it.effect.skipIf(!runs)(
