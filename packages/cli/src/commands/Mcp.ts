@@ -1,5 +1,6 @@
 /** `funcpipe mcp`: the index's search tools for agents, as an MCP server on stdin and stdout. */
 
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import { Console, Effect, Layer, Logger, Schema } from "effect"
@@ -22,13 +23,9 @@ export const mcp = Command.make(
     ...serviceFlags
   },
   Effect.fn("mcp")(function* (input) {
-    // The MCP modules load only here, so other commands start without them.
-    const [{ layerStdio }, { LiveIndex }, NodeStdio] = yield* Effect.promise(() =>
-      Promise.all([
-        import("@funcpipe/server/Mcp"),
-        import("@funcpipe/server/LiveIndex"),
-        import("@effect/platform-node/NodeStdio")
-      ])
+    // The MCP modules load only here, so other commands start without them (stdio is loaded by every command).
+    const [{ layerStdio }, { LiveIndex }] = yield* Effect.promise(() =>
+      Promise.all([import("@funcpipe/server/Mcp"), import("@funcpipe/server/LiveIndex")])
     )
     const chat = yield* chatChoice(input)
     // stdout carries the protocol: every report goes to stderr.
