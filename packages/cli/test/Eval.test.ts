@@ -60,6 +60,31 @@ describe("funcpipe eval", () => {
     }).pipe(Effect.provide(TestLayer))
   )
 
+  it.effect("adds the approximate vector index's recall@10 when the collection's index has one", () =>
+    Effect.gen(function* () {
+      const dir = yield* workspace
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--json", "--mode", "vector"])
+      assert.isNull((yield* lastJson).ann_recall)
+      yield* run([
+        "eval",
+        tiny,
+        "--index",
+        `${dir}/tiny.db`,
+        "--json",
+        "--mode",
+        "vector",
+        "--ann",
+        "hnsw",
+        "--rebuild"
+      ])
+      // Six documents: every graph walk sees them all, so it finds the whole exact top 10.
+      assert.strictEqual((yield* lastJson).ann_recall, 1)
+      yield* run(["eval", tiny, "--index", `${dir}/tiny.db`, "--mode", "vector"])
+      const lines = (yield* TestConsole.logLines).map(String)
+      assert.include(lines.at(-1), "the approximate vector index finds 1.0000 of each query's exact top 10 (recall@10)")
+    }).pipe(Effect.provide(TestLayer))
+  )
+
   it.effect("prints a table for people and reuses the index on the next run", () =>
     Effect.gen(function* () {
       const dir = yield* workspace

@@ -1,6 +1,7 @@
 /** `funcpipe eval`: measure retrieval quality on a test collection. */
 
 import { RetrievalMode } from "@funcpipe/domain/Config"
+import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { Baseline, baselineDrops, METRICS, type MetricName } from "@funcpipe/pipeline/eval/Metrics"
 import { EmbeddingCache } from "@funcpipe/pipeline/models/EmbeddingCache"
 import { DEFAULT_MODEL } from "@funcpipe/pipeline/models/Models"
@@ -81,6 +82,7 @@ export const evaluationJson = (e: Evaluation, model: string): string =>
     queries: e.queries,
     documents: e.index.documents,
     chunks: e.index.chunks,
+    ann_recall: e.annRecall,
     seconds: e.elapsedMillis / 1000
   })
 
@@ -114,7 +116,10 @@ export class ModeAllConflict extends Schema.TaggedError<ModeAllConflict>()("Mode
 export const evaluationLines = (e: Evaluation): ReadonlyArray<string> => [
   `${e.collection}: ${e.queries} judged queries, ${e.index.documents} documents in ${e.index.chunks} chunks, mode ${e.mode}`,
   `metric        value`,
-  ...metricNames.map((name) => `${name.padEnd(12)}  ${e.metrics[name].toFixed(4)}`)
+  ...metricNames.map((name) => `${name.padEnd(12)}  ${e.metrics[name].toFixed(4)}`),
+  ...(e.annRecall === null
+    ? []
+    : [`the approximate vector index finds ${e.annRecall.toFixed(4)} of each query's exact top 10 (recall@10)`])
 ]
 
 export const evaluate = Command.make(
@@ -144,6 +149,14 @@ export const evaluate = Command.make(
     rebuild: Flag.Boolean("rebuild").pipe(
       Flag.withDescription("Rebuild the index with the given settings"),
       Flag.withDefault(false)
+    ),
+    ann: Flag.Literals("ann", ["hnsw", "exact"] as const).pipe(
+      Flag.withMetavar("KIND"),
+      Flag.withDescription(
+        "Build the collection's index with an approximate vector index (hnsw) or without (exact; changing it needs " +
+          "--rebuild); with one, the report adds its recall@10 against the exact scan"
+      ),
+      Flag.optional
     ),
     out: Flag.String("out").pipe(
       Flag.withMetavar("FILE"),
@@ -184,6 +197,7 @@ export const evaluate = Command.make(
         ...analyzerFrom(input),
         ...ruleOption("keep", input.keep),
         rebuild,
+        ...(Option.isSome(input.ann) ? { ann: input.ann.value === "hnsw" ? DEFAULT_ANN : ("exact" as const) } : {}),
         ...queryOptionsFrom({ ...input, mode }),
         progress: (stage, done, total) =>
           progress.update(stage === "indexing" ? "indexing documents" : "running queries", done, total)

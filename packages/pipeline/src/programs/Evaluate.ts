@@ -7,6 +7,7 @@ import {
   type FusionConfig,
   type RetrievalMode
 } from "@funcpipe/domain/Config"
+import type { AnnConfig } from "@funcpipe/domain/Manifest"
 import type { Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, FileSystem, Path, Result, Schema } from "effect"
 import { analyze } from "../analysis/Analyzer.ts"
@@ -15,7 +16,9 @@ import { type MetricValues, meanMetrics, queryMetrics } from "../eval/Metrics.ts
 import { systemReason } from "../platform/SystemReason.ts"
 import { defaultMode, FUSION_DEPTH, scoreQuery, topDocumentsOfView } from "../search/Engine.ts"
 import { type ExpansionConfig, expandQuery } from "../search/Expansion.ts"
+import { DEFAULT_EF_SEARCH } from "../search/Hnsw.ts"
 import { prepareQuery } from "../search/Query.ts"
+import { topVectors } from "../search/VectorScan.ts"
 import { IndexStore, readSnapshot } from "../store/IndexStore.ts"
 import { type IndexReport, indexPaths } from "./IndexRun.ts"
 import { embedQueries, openSnapshot } from "./QueryIndex.ts"
@@ -48,6 +51,8 @@ export interface EvalOptions {
   /** Expand each query from its best first-pass chunks (pseudo-relevance feedback); off by default. */
   readonly expand?: ExpansionConfig
   readonly rebuild?: boolean
+  /** The collection index's approximate vector index (see `IndexOptions.ann`); absent, the index keeps its own. */
+  readonly ann?: AnnConfig | "exact"
   /** Called while indexing (documents) and while querying (queries). */
   readonly progress?: (stage: "indexing" | "querying", done: number, total: number) => Effect.Effect<void>
 }
@@ -68,6 +73,11 @@ export interface Evaluation {
   readonly metrics: MetricValues
   readonly perQuery: ReadonlyArray<QueryOutcome>
   readonly elapsedMillis: number
+  /**
+   * With an approximate vector index, and a mode that embeds queries: the share of each query's exact top 10 chunks
+   * (by the full scan) that the index's graphs find at the default efSearch; `null` otherwise.
+   */
+  readonly annRecall: number | null
 }
 
 /**
@@ -125,12 +135,13 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir
     analyzerVersionFromIndex: options.analyzerVersionFromIndex === true,
     ...(options.keep === undefined ? {} : { keep: options.keep }),
     rebuild: options.rebuild === true,
+    ...(options.ann === undefined ? {} : { ann: options.ann }),
     // The index is this collection's own, mirroring one file: deleting what left the corpus (or the keep rule) is safe.
     prune: true,
     progress: (done, total) => progress("indexing", done, total)
   })
   const params = options.bm25 ?? Bm25Params.default
-  const { mode, perQuery, rankings } = yield* Effect.scoped(
+  const { annRecall, mode, perQuery, rankings } = yield* Effect.scoped(
     Effect.gen(function* () {
       const snapshot = yield* openSnapshot()
       const { manifest } = snapshot
@@ -153,6 +164,8 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir
       const embeddingOf = new Map(askable.map((q, i) => [q.id, embeddings[i]] as const))
       const rankings = new Map<string, ReadonlyArray<string>>()
       const perQuery: Array<QueryOutcome> = []
+      let found = 0
+      let wanted = 0
       for (let i = 0; i < prepared.length; i++) {
         const q = prepared[i]!
         let results: Array<{ readonly docId: string; readonly score: number }> = []
@@ -165,6 +178,17 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir
                   expandQuery(snapshot, q.terms, params, expand, (t) => analyze(t, manifest.analyzer))
                 )
           const query = { terms, vector: embeddingOf.get(q.id)?.vector }
+          const vector = query.vector
+          if (manifest.ann !== undefined && vector !== undefined) {
+            // The graphs' recall: the exact top 10 chunks against what they find.
+            const { approximate, exact } = yield* readSnapshot(store.location, () => ({
+              exact: topVectors(snapshot, vector, 10),
+              approximate: topVectors(snapshot, vector, 10, undefined, DEFAULT_EF_SEARCH)
+            }))
+            const got = new Set(approximate.map((top) => top.position))
+            found += exact.filter((top) => got.has(top.position)).length
+            wanted += exact.length
+          }
           results = yield* readSnapshot(store.location, () =>
             topDocumentsOfView(
               snapshot,
@@ -182,7 +206,7 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir
         perQuery.push({ queryId: q.id, results, metrics: judged === undefined ? null : queryMetrics(ranking, judged) })
         if ((i + 1) % 10 === 0 || i + 1 === prepared.length) yield* progress("querying", i + 1, prepared.length)
       }
-      return { mode, perQuery, rankings }
+      return { mode, perQuery, rankings, annRecall: wanted === 0 ? null : found / wanted }
     })
   )
   const { metrics, queries: judgedQueries } = meanMetrics(rankings, qrels)
@@ -193,6 +217,7 @@ export const evaluateCollection = Effect.fn("evaluateCollection")(function* (dir
     queries: judgedQueries,
     metrics,
     perQuery,
-    elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt
+    elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt,
+    annRecall
   } satisfies Evaluation
 })
