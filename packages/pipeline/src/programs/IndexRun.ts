@@ -543,5 +543,7 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
   const startedAt = yield* Clock.currentTimeMillis
   const { cached, run } = yield* startRun(paths, options)
   if (cached && !run.dryRun) yield* embedAhead(run)
-  return yield* run.store.transaction(runLocked(run, startedAt), { readOnly: run.dryRun, replace: run.rebuild })
+  const report = yield* run.store.transaction(runLocked(run, startedAt), { readOnly: run.dryRun, replace: run.rebuild })
+  // The time until the run was committed: the store's last steps (merging segments, building vector graphs) too.
+  return { ...report, elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt }
 })
