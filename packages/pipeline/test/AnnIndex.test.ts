@@ -8,12 +8,14 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { parseRule } from "@funcpipe/domain/RuleParser"
-import { Effect, FileSystem, Layer, Result } from "effect"
+import { Effect, FileSystem, Layer, Option, Result } from "effect"
 import { Embedder } from "../src/models/Embedder.ts"
 import { checkIndex, isSound } from "../src/programs/CheckIndex.ts"
 import { type IndexOptions, indexPaths } from "../src/programs/IndexRun.ts"
 import { type QueryOptions, queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { topVectors } from "../src/search/VectorScan.ts"
+import { IndexStore } from "../src/store/IndexStore.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 
 const WORDS = ["moon", "tide", "orbit", "comet", "saturn", "ring", "star", "probe", "dust", "light", "night", "sky"]
@@ -148,6 +150,15 @@ describe("an index with an approximate vector index", () => {
       for (const text of ["apache license", "moon tide"]) {
         assert.deepStrictEqual(yield* ask(file, text, {}), yield* ask(file, text, { exact: true }))
       }
+      // A query vector too short to scale for the walk, and a top 0, are answered as the exact scan answers them.
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const snapshot = Option.getOrThrow(yield* (yield* IndexStore).snapshot)
+          const tiny = Array.from({ length: snapshot.dimensions }, (_, i) => (i % 3) * 1e-170)
+          assert.deepStrictEqual(topVectors(snapshot, tiny, 10, undefined, 64), topVectors(snapshot, tiny, 10))
+          assert.deepStrictEqual(topVectors(snapshot, tiny, 0, undefined, 64), [])
+        })
+      ).pipe(on(file))
       const db = new DatabaseSync(file)
       db.exec("DELETE FROM ann")
       db.close()

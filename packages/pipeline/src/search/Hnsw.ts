@@ -56,6 +56,9 @@ const COPY = 254
 /** Whether a level is a node's (not a row left out, nor a copy). */
 const isNode = (level: number) => level < COPY
 
+/** Whether `row` is a node of the graph (not a row left out, nor a copy found with its original). */
+export const isGraphNode = (graph: Graph, row: number): boolean => isNode(graph.levels[row]!)
+
 /** Each original's copies, from the levels and the first layer-0 slot of each copy. */
 const copiesIn = (levels: Uint8Array, base: Int32Array, m0: number): Map<number, Array<number>> => {
   const copies = new Map<number, Array<number>>()

@@ -328,8 +328,9 @@ export const topVectors = (
       const top = heap.take()
       // Many rows of one score (a template's chunks, say) may fill a segment's list: the rows of that score it cut
       // off could rank before those it kept (ties go by doc id, not by what the graph reached), so that top k is
-      // made by the exact scan.
-      if (top.length < k || top[top.length - 1]!.score > found.cutAt) return top
+      // made by the exact scan. The graph ordered rows by float32 distances, so "at the cut" allows for their error.
+      if (k === 0 || found.cutAt === Number.NEGATIVE_INFINITY) return top
+      if (top.length === k && top[k - 1]!.score > found.cutAt + marginOf(view.dimensions)) return top
       const exact = new TopK(k, tiesOf(view))
       scanVectors(
         view,

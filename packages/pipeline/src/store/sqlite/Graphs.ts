@@ -10,7 +10,15 @@ import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Result } from "effect"
 import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
-import { buildGraph, decodeGraph, encodeGraph, type Graph, type GraphRows, searchGraph } from "../../search/Hnsw.ts"
+import {
+  buildGraph,
+  decodeGraph,
+  encodeGraph,
+  type Graph,
+  type GraphRows,
+  isGraphNode,
+  searchGraph
+} from "../../search/Hnsw.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { clamp } from "../../search/VectorScan.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
@@ -145,6 +153,10 @@ export const graphSearch = (r: GraphReading) => {
     let qLength = 0
     for (let j = 0; j < d; j++) qLength += q[j]! * q[j]!
     qLength = Math.sqrt(qLength)
+    // A query whose length is not a normal number cannot be made a unit vector for the walk (its scores are those of
+    // the exact scan's arithmetic, which copes): the caller scans, as told by a cut at +Infinity.
+    if (!(qLength >= 2 ** -511 && qLength < Number.POSITIVE_INFINITY))
+      return { positions: new Int32Array(0), scores: new Float64Array(0), cutAt: Number.POSITIVE_INFINITY }
     const unit = Float32Array.from(q, (x) => x / qLength)
     const positions: Array<number> = []
     const scores: Array<number> = []
@@ -164,8 +176,11 @@ export const graphSearch = (r: GraphReading) => {
         state === null
           ? Array.from({ length: segment.count }, (_, row) => row).filter(allowed)
           : searchGraph(state.graph, state.rows, unit, ef, allowed)
+      let nodes = 0
+      if (state !== null) for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
       const blocks = keptBlocks(corrupt, db, segment, d, columns)
-      const full = state !== null && (rows as Int32Array).length >= ef
+      // Full: the walk kept as many nodes as asked for (copies found with them not counted).
+      const full = state !== null && nodes >= ef
       let lowest = Number.POSITIVE_INFINITY
       for (const row of rows) {
         const block = blocks[Math.floor(row / segment.blockRows)]!
