@@ -316,38 +316,31 @@ export const topVectors = (
   filter?: PositionFilter,
   ef?: number
 ): Array<Top> => {
-  const heap = new TopK(k, tiesOf(view))
-  if (ef !== undefined && view.annSearch !== undefined) {
-    const wide = Math.max(ef, k)
-    if (filter === undefined || !scansFiltered(filter, wide, view.liveChunks)) {
-      const found = view.annSearch(vector, wide, filter)
-      for (let i = 0; i < found.positions.length; i++) {
-        const score = found.scores[i]!
-        if (!Number.isNaN(score) && score >= heap.threshold) heap.offer(found.positions[i]!, score)
-      }
-      const top = heap.take()
-      // Many rows of one score (a template's chunks, say) may fill a segment's list: the rows of that score it cut
-      // off could rank before those it kept (ties go by doc id, not by what the graph reached), so that top k is
-      // made by the exact scan. The graph ordered rows by float32 distances, so "at the cut" allows for their error.
-      if (k === 0 || found.cutAt === Number.NEGATIVE_INFINITY) return top
-      if (top.length === k && top[k - 1]!.score > found.cutAt + marginOf(view.dimensions)) return top
-      const exact = new TopK(k, tiesOf(view))
-      scanVectors(
-        view,
-        vector,
-        (position, score) => exact.offer(position, score),
-        () => exact.threshold,
-        filter
-      )
-      return exact.take()
-    }
+  const exact = () => {
+    const heap = new TopK(k, tiesOf(view))
+    scanVectors(
+      view,
+      vector,
+      (position, score) => heap.offer(position, score),
+      () => heap.threshold,
+      filter
+    )
+    return heap.take()
   }
-  scanVectors(
-    view,
-    vector,
-    (position, score) => heap.offer(position, score),
-    () => heap.threshold,
-    filter
-  )
-  return heap.take()
+  if (ef === undefined || view.annSearch === undefined) return exact()
+  const wide = Math.max(ef, k)
+  if (filter !== undefined && scansFiltered(filter, wide, view.liveChunks)) return exact()
+  const found = view.annSearch(vector, wide, filter)
+  const heap = new TopK(k, tiesOf(view))
+  for (let i = 0; i < found.positions.length; i++) {
+    const score = found.scores[i]!
+    if (!Number.isNaN(score) && score >= heap.threshold) heap.offer(found.positions[i]!, score)
+  }
+  const top = heap.take()
+  // Many rows of one score (a template's chunks, say) may fill a segment's list: the rows of that score it cut off
+  // could rank before those it kept (ties go by doc id, not by what the graph reached), so that top k is made by the
+  // exact scan. The graph ordered rows by float32 distances, so "at the cut" allows for their error.
+  if (k === 0 || found.cutAt === Number.NEGATIVE_INFINITY) return top
+  if (top.length === k && top[k - 1]!.score > found.cutAt + marginOf(view.dimensions)) return top
+  return exact()
 }
