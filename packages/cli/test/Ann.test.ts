@@ -3,7 +3,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
-import { Effect, Layer } from "effect"
+import { Effect, FileSystem, Layer } from "effect"
 import { printed, run, SAMPLE, sampleIndex } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
@@ -21,7 +21,15 @@ describe("funcpipe index --ann hnsw", () => {
       assert.deepStrictEqual(approximate.results, exact.results)
       const checked = JSON.parse(yield* printed(["check", "--index", index, "--json", "--queries", "2"]))
       const ann = checked.checks.find((c: { name: string }) => c.name === "ann")
-      assert.match(ann.covered, /^recall@10 1\.000 against the exact scan over \d+ chunks' vectors \(efSearch 64\)$/)
+      assert.match(ann.covered, /^recall@10 1\.000 against the exact scan over \d+ queries \(efSearch 64\)$/)
+      // Queries of one's own, one a line, in place of sampled chunks.
+      const fs = yield* FileSystem.FileSystem
+      const file = `${index}.queries.txt`
+      yield* fs.writeFileString(file, "Which probe reached interstellar space?\n\nhow far away is the moon\n")
+      const own = JSON.parse(yield* printed(["check", "--index", index, "--json", "--query-file", file]))
+      const covered = Object.fromEntries(own.checks.map((c: { name: string; covered: string }) => [c.name, c.covered]))
+      assert.match(covered.ann, /^recall@10 1\.000 against the exact scan over 2 queries/)
+      assert.strictEqual(covered.ordering, "6 result lists from 2 queries in lexical, vector, hybrid mode")
       const changed = yield* Effect.flip(run(["index", SAMPLE, "--index", index, "--ann", "exact"]))
       assert.strictEqual(changed._tag, "SettingsChanged")
     }).pipe(Effect.scoped, Effect.provide(TestLayer))

@@ -10,7 +10,7 @@ import {
 } from "@funcpipe/pipeline/programs/CheckIndex"
 import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
-import { Console, Effect, Layer, Schema } from "effect"
+import { Console, Effect, FileSystem, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import { indexPath, json, serviceFlags, withServiceFlags } from "../flags/Flags.ts"
 
@@ -58,13 +58,30 @@ export const check = Command.make(
       ),
       Flag.withDefault(DEFAULT_CHECK_QUERIES)
     ),
+    queryFile: Flag.String("query-file").pipe(
+      Flag.withMetavar("FILE"),
+      Flag.withDescription(
+        "Queries of your own, one a line, for the ranking-order check and the approximate index's recall, in place of " +
+          "sampled chunks"
+      ),
+      Flag.optional
+    ),
     ...serviceFlags,
     json
   },
   Effect.fn("check")(function* (input) {
-    const report = yield* checkIndex({ sample: input.sample, queries: input.queries }).pipe(
-      Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index)))
-    )
+    const fs = yield* FileSystem.FileSystem
+    const queryTexts = Option.isSome(input.queryFile)
+      ? (yield* fs.readFileString(input.queryFile.value))
+          .split(/\r?\n/)
+          .map((line) => line.trim())
+          .filter((line) => line !== "")
+      : undefined
+    const report = yield* checkIndex({
+      sample: input.sample,
+      queries: input.queries,
+      ...(queryTexts === undefined ? {} : { queryTexts })
+    }).pipe(Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))))
     yield* Console.log(input.json ? JSON.stringify(checkJson(report)) : reportLines(report).join("\n"))
     if (isSound(report)) {
       if (!input.json) yield* Console.error(`the index at ${report.location} is sound (${report.millis} ms)`)

@@ -19,11 +19,12 @@ import type { RetrievalMode } from "@funcpipe/domain/Config"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
 import { Clock, Effect, Option, Schema } from "effect"
 import { analyze } from "../analysis/Analyzer.ts"
+import { cleanText } from "../analysis/Clean.ts"
 import { DEFAULT_EF_SEARCH } from "../search/Hnsw.ts"
 import { IndexMissing } from "../search/QueryErrors.ts"
 import { decodedBlocks, topVectors } from "../search/VectorScan.ts"
 import { IndexStore, readSnapshot, type Snapshot } from "../store/IndexStore.ts"
-import { querySnapshot } from "./QueryIndex.ts"
+import { embedQueries, querySnapshot } from "./QueryIndex.ts"
 
 /** What a check looks at. */
 export type CheckName = "storage" | "manifest" | "documents" | "postings" | "vectors" | "ann" | "ordering"
@@ -49,6 +50,11 @@ export interface CheckOptions {
   readonly queries?: number
   /** The modes the ordering check asks in (default all three). */
   readonly modes?: ReadonlyArray<RetrievalMode>
+  /**
+   * Queries of your own for the ordering check and the approximate index's recall (which then embeds them with the
+   * index's model), in place of sampled chunks' words and vectors.
+   */
+  readonly queryTexts?: ReadonlyArray<string>
 }
 
 /** The problems a check lists one by one; past them it counts. */
@@ -259,7 +265,10 @@ const checkVectors = (snapshot: Snapshot, sampled: Int32Array): CheckResult => {
 const DAMAGED_RECALL = 0.5
 
 /** The approximate vector index against the exact scan, with sampled chunks' vectors as queries. */
-const checkAnn = (snapshot: Snapshot, sampled: Int32Array, queries: number): CheckResult => {
+const checkAnn = (
+  snapshot: Snapshot,
+  asks: ReadonlyArray<{ readonly what: string; readonly vector: () => ReadonlyArray<number> }>
+): CheckResult => {
   const t = tally("ann")
   guarded(t.add, "counting the vector graphs", () => {
     const missing = snapshot.annMissing?.() ?? 0
@@ -269,16 +278,15 @@ const checkAnn = (snapshot: Snapshot, sampled: Int32Array, queries: number): Che
   if (snapshot.annSearch === undefined) return t.done("no vector graphs to ask")
   let hits = 0
   let asked = 0
-  const step = Math.max(1, Math.floor(sampled.length / Math.max(1, queries)))
-  for (let i = 0; i < sampled.length && asked < queries; i += step) {
-    guarded(t.add, `the approximate index, asked with position ${sampled[i]}'s vector`, () => {
-      const vector = snapshot.chunkAt(sampled[i]!).vector
+  for (const ask of asks) {
+    guarded(t.add, `the approximate index, asked with ${ask.what}`, () => {
+      const vector = ask.vector()
       if (!vector.some((x) => x !== 0)) return
       const exact = topVectors(snapshot, vector, 10)
       const approximate = topVectors(snapshot, vector, 10, undefined, DEFAULT_EF_SEARCH)
       for (let r = 1; r < approximate.length; r++)
         if (approximate[r - 1]!.score < approximate[r]!.score)
-          t.add(`position ${sampled[i]}'s approximate answer is out of score order at rank ${r + 1}`)
+          t.add(`the approximate answer to ${ask.what} is out of score order at rank ${r + 1}`)
       const truth = new Set(exact.map((top) => top.position))
       for (const top of approximate) if (truth.has(top.position)) hits++
       asked += 1
@@ -289,8 +297,19 @@ const checkAnn = (snapshot: Snapshot, sampled: Int32Array, queries: number): Che
   if (asked > 0 && recall < DAMAGED_RECALL)
     t.add(`the approximate index finds ${(recall * 100).toFixed(0)} % of the exact top 10: its graphs are damaged`)
   return t.done(
-    `recall@10 ${recall.toFixed(3)} against the exact scan over ${asked} chunks' vectors (efSearch ${DEFAULT_EF_SEARCH})`
+    `recall@10 ${recall.toFixed(3)} against the exact scan over ${asked} queries (efSearch ${DEFAULT_EF_SEARCH})`
   )
+}
+
+/** Up to `count` of the sampled chunks, evenly spread, each asked with its own vector. */
+const chunkAsks = (snapshot: Snapshot, sampled: Int32Array, count: number) => {
+  const step = Math.max(1, Math.floor(sampled.length / Math.max(1, count)))
+  const asks: Array<{ readonly what: string; readonly vector: () => ReadonlyArray<number> }> = []
+  for (let i = 0; i < sampled.length && asks.length < count; i += step) {
+    const position = sampled[i]!
+    asks.push({ what: `position ${position}'s vector`, vector: () => snapshot.chunkAt(position).vector })
+  }
+  return asks
 }
 
 /** Sampled queries in each mode: every list in the ranking order, without repeats or chunks that are not stored. */
@@ -300,12 +319,13 @@ const checkOrdering = Effect.fn("checkOrdering")(function* (
   sampled: Int32Array,
   spans: ReadonlyMap<string, ReadonlySet<string>>,
   queries: number,
-  modes: ReadonlyArray<RetrievalMode>
+  modes: ReadonlyArray<RetrievalMode>,
+  given: ReadonlyArray<string> | undefined
 ) {
   const t = tally("ordering")
-  const texts: Array<string> = []
+  const texts: Array<string> = [...(given ?? [])]
   const step = Math.max(1, Math.floor(sampled.length / Math.max(1, queries)))
-  for (let i = 0; i < sampled.length && texts.length < queries; i += step) {
+  for (let i = 0; given === undefined && i < sampled.length && texts.length < queries; i += step) {
     const text = yield* readSnapshot(location, () => snapshot.chunkAt(sampled[i]!).text).pipe(
       Effect.orElseSucceed(() => "")
     )
@@ -381,10 +401,20 @@ export const checkIndex = Effect.fn("checkIndex")(function* (options: CheckOptio
     )
     checks.push(checkPostings(snap, sampled, new Set(docs.map((d) => d.docId as string))))
     checks.push(checkVectors(snap, sampled))
-    if (snap.manifest.ann !== undefined)
-      checks.push(checkAnn(snap, sampled, Math.max(options.queries ?? DEFAULT_CHECK_QUERIES, 50)))
+    if (snap.manifest.ann !== undefined) {
+      const given = options.queryTexts
+      const asks =
+        given === undefined
+          ? chunkAsks(snap, sampled, Math.max(options.queries ?? DEFAULT_CHECK_QUERIES, 50))
+          : (yield* embedQueries(
+              given.map((text) => cleanText(text, snap.manifest.cleaner)),
+              snap.manifest,
+              true
+            )).map((embedding, i) => ({ what: `query ${JSON.stringify(given[i])}`, vector: () => embedding.vector }))
+      checks.push(checkAnn(snap, asks))
+    }
     const queries = options.queries ?? DEFAULT_CHECK_QUERIES
-    if (queries === 0) return
+    if (queries === 0 && options.queryTexts === undefined) return
     const spans = new Map<string, Set<string>>()
     for (const doc of docs) {
       const stored = yield* readSnapshot(store.location, () => snap.document(doc.docId)).pipe(
@@ -393,7 +423,7 @@ export const checkIndex = Effect.fn("checkIndex")(function* (options: CheckOptio
       spans.set(doc.docId, new Set(stored?.chunks.map((c) => `${c.start}:${c.end}`) ?? []))
     }
     const modes = options.modes ?? ["lexical", "vector", "hybrid"]
-    checks.push(yield* checkOrdering(snap, store.location, sampled, spans, queries, modes))
+    checks.push(yield* checkOrdering(snap, store.location, sampled, spans, queries, modes, options.queryTexts))
   })
   const opened = yield* Effect.result(Effect.scoped(body))
   if (opened._tag === "Failure") {
