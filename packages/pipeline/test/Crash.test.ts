@@ -1,13 +1,15 @@
 /**
- * Nothing lost: a real indexing process killed with SIGKILL mid-transaction leaves the previous index intact, in a
- * SQLite file and in PostgreSQL (where `FUNCPIPE_TEST_PG` names a server).
+ * Nothing lost: a real indexing process killed with SIGKILL mid-transaction leaves the previous index intact (its
+ * vector graphs too), in a SQLite file and in PostgreSQL (where `FUNCPIPE_TEST_PG` names a server).
  */
 
 import { spawn } from "node:child_process"
+import { DatabaseSync } from "node:sqlite"
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
+import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { describePg, freshSchema, writeLocks } from "@funcpipe/test-kit/PgFixture"
 import { Effect, Fiber, FileSystem, Layer } from "effect"
 import { Embedder } from "../src/models/Embedder.ts"
@@ -97,6 +99,16 @@ const runUntilKilled = <E = never>(
     return yield* Fiber.join(exit)
   })
 
+/** The index file's vector graphs, by segment. */
+const graphsIn = (indexFile: string) => {
+  const db = new DatabaseSync(indexFile, { readOnly: true })
+  try {
+    return db.prepare("SELECT segment, config, data FROM ann ORDER BY segment").all()
+  } finally {
+    db.close()
+  }
+}
+
 const Base = Layer.mergeAll(Embedder.layerLocalSha256, DocumentSource.layer).pipe(
   Layer.provideMerge(NodeServices.layer)
 )
@@ -123,9 +135,13 @@ describe("crash safety", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
         const indexFile = `${dir}/index.db`
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(300, "v1"))
-        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerSqlite(indexFile)))
-        const before = yield* snapshot(indexFile)
+        // With an approximate vector index: its graphs are written in the same transaction, so they survive alike.
+        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker, ann: DEFAULT_ANN }).pipe(
+          Effect.provide(layerSqlite(indexFile))
+        )
+        const before = { ...(yield* snapshot(indexFile)), graphs: graphsIn(indexFile) }
         assert.strictEqual(before.documents.length, 300)
+        assert.isNotEmpty(before.graphs)
 
         // Every document changes, so the killed run had rewritten most of the index inside its transaction.
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(400, "v2"))
@@ -135,7 +151,7 @@ describe("crash safety", () => {
         // written is in the write-ahead log or still in memory, and neither may show.
         assert.isTrue(yield* fs.exists(`${indexFile}-wal`), "the killed run had opened the index for writing")
 
-        const after = yield* snapshot(indexFile)
+        const after = { ...(yield* snapshot(indexFile)), graphs: graphsIn(indexFile) }
         assert.deepStrictEqual(after, before)
 
         // And the index still takes the next run normally.
