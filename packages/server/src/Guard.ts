@@ -25,8 +25,9 @@ export interface GuardOptions {
   readonly reportDefect: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
 }
 
-/** Paths open without the token: the search page (it holds no data, and asks for the token) and the liveness probe. */
-const OPEN_PATHS: ReadonlySet<string> = new Set(["/", "/healthz"])
+/** Paths open without the token: the search page (it holds no data, and asks for the token), and the liveness and
+ * readiness probes (load balancers send no token; they say only whether the process runs and has an index loaded). */
+const OPEN_PATHS: ReadonlySet<string> = new Set(["/", "/healthz", "/readyz"])
 
 const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest()
 

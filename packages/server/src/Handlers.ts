@@ -272,9 +272,27 @@ export const DocumentsHandlers = (options: HandlerOptions) =>
     })
   )
 
-/** The system group: liveness. */
-export const SystemHandlers = HttpApiBuilder.group(FuncPipeApi, "system", (handlers) =>
-  handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))
+/** The system group: liveness, and readiness (an index loaded to answer from). */
+export const SystemHandlers = HttpApiBuilder.group(
+  FuncPipeApi,
+  "system",
+  Effect.fn(function* (handlers) {
+    const live = yield* LiveIndex
+    return handlers
+      .handle("health", () => Effect.succeed({ status: "ok" as const }))
+      .handle("ready", () =>
+        Effect.flatMap(live.state, ({ failure, loaded }) =>
+          loaded !== undefined
+            ? Effect.succeed({ status: "ready" as const, snapshot_at: iso(loaded.loadedAt) })
+            : Effect.fail(
+                new IndexUnavailable({
+                  message: failure?.error.message ?? "no index is loaded yet",
+                  reason: failure?.error._tag ?? "IndexMissing"
+                })
+              )
+        )
+      )
+  })
 )
 
 /** Every group's handlers. */

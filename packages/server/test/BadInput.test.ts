@@ -102,6 +102,8 @@ describe("bad input", () => {
         assert.deepStrictEqual([unknown.status, unknown.body._tag], [404, "NotFound"])
         const wrongMethod = yield* send("GET", "/v1/query")
         assert.strictEqual(wrongMethod.status, 404)
+        const ready = yield* send("GET", "/readyz")
+        assert.deepStrictEqual([ready.status, ready.body.status], [200, "ready"])
       }).pipe(Effect.provide(serverOver(file)))
       yield* Effect.gen(function* () {
         const missing = yield* post({ text: "moon" })
@@ -110,6 +112,10 @@ describe("bad input", () => {
         const status = yield* send("GET", "/v1/status")
         assert.deepStrictEqual([status.status, status.body.ready, status.body.manifest], [200, false, null])
         assert.match(status.body.reload_error.message, /there is no index/)
+        // Alive, but not ready: a load balancer sends it no queries yet.
+        assert.strictEqual((yield* send("GET", "/healthz")).status, 200)
+        const notReady = yield* send("GET", "/readyz")
+        assert.deepStrictEqual([notReady.status, notReady.body.reason], [503, "IndexMissing"])
       }).pipe(Effect.provide(serverOver(`${file}.absent`)))
     })
   )
@@ -267,6 +273,7 @@ describe("the token", () => {
         )
         assert.strictEqual(right.status, 200)
         assert.strictEqual((yield* send("GET", "/healthz")).status, 200)
+        assert.strictEqual((yield* send("GET", "/readyz")).status, 200)
         assert.strictEqual((yield* send("GET", "/")).status, 200)
       }).pipe(Effect.provide(serverOver(file, { host: "0.0.0.0", token: TOKEN })))
     })

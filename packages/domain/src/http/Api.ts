@@ -364,12 +364,25 @@ export class DocumentsGroup extends HttpApiGroup.make("documents").add(
   }).annotate(OpenApi.Summary, "Delete a document and its chunks (server started with --writable)")
 ) {}
 
-export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true }).add(
-  HttpApiEndpoint.get("health", "/healthz", { success: Schema.Struct({ status: Schema.Literal("ok") }) }).annotate(
-    OpenApi.Summary,
-    "Liveness: answers while the process runs"
+export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
+  .add(
+    HttpApiEndpoint.get("health", "/healthz", { success: Schema.Struct({ status: Schema.Literal("ok") }) }).annotate(
+      OpenApi.Summary,
+      "Liveness: answers while the process runs"
+    )
   )
-) {}
+  .add(
+    HttpApiEndpoint.get("ready", "/readyz", {
+      success: Schema.Struct({
+        status: Schema.Literal("ready"),
+        snapshot_at: Schema.String.annotate({ description: "When the served snapshot was opened (ISO 8601)" })
+      }),
+      error: IndexUnavailable
+    }).annotate(
+      OpenApi.Summary,
+      "Readiness: 200 once an index is loaded and queries can be answered, 503 (with the reason) until then"
+    )
+  ) {}
 
 /** Adds the bearer scheme: servers bound beyond loopback require it (`--token`), others ignore it. */
 // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document is open-ended JSON; only two keys are touched here
