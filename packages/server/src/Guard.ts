@@ -14,6 +14,7 @@ import {
   HttpServerResponse
 } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import { type ConcurrencyLimit, concurrencyLimiter, type RateLimit, type Refusal, rateLimiter } from "./Limits.ts"
 
 /** How the guard is set up. */
 export interface GuardOptions {
@@ -23,6 +24,10 @@ export interface GuardOptions {
   readonly maxBodyBytes: number
   /** Where bugs are reported (their details never reach the client). */
   readonly reportDefect: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
+  /** Requests a second per client (by remote address), if limited. */
+  readonly rateLimit?: RateLimit | undefined
+  /** Requests answered at once and waiting, if limited. */
+  readonly concurrency?: ConcurrencyLimit | undefined
 }
 
 /** Paths open without the token: the search page (it holds no data, and asks for the token), and the liveness and
@@ -134,9 +139,12 @@ const sameSite = (origin: string, headers: Headers.Headers): boolean => {
 export const guard = (options: GuardOptions) => {
   const expected = options.token === undefined ? undefined : digest(Redacted.value(options.token))
   const limit = ByteSize.bytes(options.maxBodyBytes)
+  const rates = options.rateLimit === undefined ? undefined : rateLimiter(options.rateLimit)
+  const turns = options.concurrency === undefined ? undefined : concurrencyLimiter(options.concurrency)
+  const refusedWith = (refusal: Refusal) => json(refusal.status, refusal.body, refusal.headers)
   return HttpRouter.middleware<{ handles: unknown }>()(
-    (httpEffect) =>
-      Effect.gen(function* () {
+    (httpEffect) => {
+      const checked = Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const open = OPEN_PATHS.has(request.url.split("?")[0]!)
         if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
@@ -174,7 +182,18 @@ export const guard = (options: GuardOptions) => {
             })
           )
         )
-      }),
+      })
+      return Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        // The probes and the page are never limited: a busy server is still alive, and says whether it is ready.
+        if (OPEN_PATHS.has(request.url.split("?")[0]!)) return yield* checked
+        if (rates !== undefined) {
+          const refused = yield* rates.take(Option.getOrElse(request.remoteAddress, () => "unknown"))
+          if (refused !== undefined) return refusedWith(refused)
+        }
+        return yield* turns === undefined ? checked : turns(checked, refusedWith)
+      })
+    },
     { global: true }
   )
 }

@@ -12,6 +12,7 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
+import type { ConcurrencyLimit, RateLimit } from "./Limits.ts"
 import { type ListenFailed, listenFailed } from "./Listen.ts"
 import { LiveIndex } from "./LiveIndex.ts"
 import { layerHttp as mcpLayerHttp } from "./Mcp.ts"
@@ -42,6 +43,10 @@ export interface ServerOptions {
   readonly report: (line: string) => Effect.Effect<void>
   /** How long a client may take (default `DEFAULT_LIMITS`; tests shorten them). */
   readonly limits?: ServerLimits
+  /** Requests a second per client, if limited (`--rate-limit`, `--burst`). */
+  readonly rateLimit?: RateLimit | undefined
+  /** Requests answered at once and waiting, if limited (`--max-in-flight`, `--queue`). */
+  readonly concurrency?: ConcurrencyLimit | undefined
   /** The version the MCP endpoint (`/mcp`) reports to agents. */
   readonly version?: string
   /** The chat model `POST /v1/ask` answers with (`--llm`); without one, questions get 501. */
@@ -117,6 +122,8 @@ export const routes = (options: ServerOptions) =>
     guard({
       token: options.token,
       maxBodyBytes: options.maxBodyBytes,
+      rateLimit: options.rateLimit,
+      concurrency: options.concurrency,
       reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
     })
   ).pipe(

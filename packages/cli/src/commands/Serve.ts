@@ -104,6 +104,36 @@ export const serve = Command.make(
       Flag.withDescription("The largest request body in bytes (default 1048576, 1 MiB); larger ones get 413"),
       Flag.withDefault(DEFAULT_MAX_BODY_BYTES)
     ),
+    rateLimit: Flag.Int("rate-limit").pipe(
+      Flag.withSchema(NonNegative),
+      Flag.withMetavar("N"),
+      Flag.withDescription(
+        "Answer each client (by address) at most N requests a second on average, 429 with Retry-After past it " +
+          "(default 0: no limit; the page, /healthz and /readyz are never limited)"
+      ),
+      Flag.withDefault(0)
+    ),
+    burst: Flag.Int("burst").pipe(
+      Flag.withSchema(Positive),
+      Flag.withMetavar("N"),
+      Flag.withDescription("With --rate-limit: how many requests a client may send at once (default: twice the rate)"),
+      Flag.optional
+    ),
+    maxInFlight: Flag.Int("max-in-flight").pipe(
+      Flag.withSchema(NonNegative),
+      Flag.withMetavar("N"),
+      Flag.withDescription(
+        "Answer at most N requests at once, the others waiting in a queue of --queue; past it, 503 at once rather " +
+          "than ever slower answers (default 0: no limit)"
+      ),
+      Flag.withDefault(0)
+    ),
+    queue: Flag.Int("queue").pipe(
+      Flag.withSchema(NonNegative),
+      Flag.withMetavar("N"),
+      Flag.withDescription("With --max-in-flight: how many requests may wait for a turn (default 64)"),
+      Flag.withDefault(64)
+    ),
     poll: Flag.Int("poll").pipe(
       Flag.withSchema(NonNegative),
       Flag.withDescription("How often to look for a newer index, in milliseconds (default 1000; 0 never)"),
@@ -153,6 +183,11 @@ export const serve = Command.make(
       writable: input.writable,
       linkSources: input.linkSources,
       maxBodyBytes: input.maxBody,
+      rateLimit:
+        input.rateLimit === 0
+          ? undefined
+          : { perSecond: input.rateLimit, burst: Option.getOrElse(input.burst, () => 2 * input.rateLimit) },
+      concurrency: input.maxInFlight === 0 ? undefined : { inFlight: input.maxInFlight, queue: input.queue },
       pollMillis: input.poll,
       report
     })
