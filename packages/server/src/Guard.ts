@@ -4,7 +4,7 @@
  */
 
 import { createHash, timingSafeEqual } from "node:crypto"
-import { ByteSize, Cause, Effect, Option, Redacted, Result, SchemaIssue } from "effect"
+import { ByteSize, Cause, Clock, Effect, Metric, Option, Redacted, Result, SchemaIssue } from "effect"
 import {
   Headers,
   HttpIncomingMessage,
@@ -15,6 +15,7 @@ import {
 } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { type ConcurrencyLimit, concurrencyLimiter, type RateLimit, type Refusal, rateLimiter } from "./Limits.ts"
+import { inFlight, recordAnswer, refused, routeOf } from "./Metrics.ts"
 
 /** How the guard is set up. */
 export interface GuardOptions {
@@ -141,7 +142,16 @@ export const guard = (options: GuardOptions) => {
   const limit = ByteSize.bytes(options.maxBodyBytes)
   const rates = options.rateLimit === undefined ? undefined : rateLimiter(options.rateLimit)
   const turns = options.concurrency === undefined ? undefined : concurrencyLimiter(options.concurrency)
-  const refusedWith = (refusal: Refusal) => json(refusal.status, refusal.body, refusal.headers)
+  /** Responses of load shedding, told apart from other 503s for the refusals' count. */
+  const overloaded = new WeakSet<HttpServerResponse.HttpServerResponse>()
+  const refusedWith = (refusal: Refusal) => {
+    const response = json(refusal.status, refusal.body, refusal.headers)
+    if (refusal.status === 503) overloaded.add(response)
+    return response
+  }
+  /** A refusal before the handler, counted by its reason. */
+  const refusal = (reason: string, response: HttpServerResponse.HttpServerResponse) =>
+    Effect.as(Metric.modify(Metric.withAttributes(refused, { reason }), 1), response)
   return HttpRouter.middleware<{ handles: unknown }>()(
     (httpEffect) => {
       const checked = Effect.gen(function* () {
@@ -149,7 +159,10 @@ export const guard = (options: GuardOptions) => {
         const open = OPEN_PATHS.has(request.url.split("?")[0]!)
         if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
           const message = "this server needs the header Authorization: Bearer <token>"
-          return json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+          return yield* refusal(
+            "unauthorized",
+            json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+          )
         }
         // A web page of another site may send a simple POST here without asking first (its script cannot read the
         // answer, but the request would run: a question costs the chat service's price). Browsers name the page's
@@ -157,11 +170,12 @@ export const guard = (options: GuardOptions) => {
         const origin = request.headers["origin"]
         if (origin !== undefined && !SAFE_METHODS.has(request.method) && !sameSite(origin, request.headers)) {
           const message = `this server does not take ${request.method} requests from web pages of other sites (Origin: ${origin})`
-          return json(403, { _tag: "CrossOrigin", message })
+          return yield* refusal("cross_origin", json(403, { _tag: "CrossOrigin", message }))
         }
         // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
         const declared = request.headers["content-length"]
-        if (declared !== undefined && Number(declared) > options.maxBodyBytes) return tooLarge(options.maxBodyBytes)
+        if (declared !== undefined && Number(declared) > options.maxBodyBytes)
+          return yield* refusal("too_large", tooLarge(options.maxBodyBytes))
         // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
         const type = request.headers["content-type"]
         const asJson =
@@ -183,15 +197,27 @@ export const guard = (options: GuardOptions) => {
           )
         )
       })
-      return Effect.gen(function* () {
+      const limited = Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         // The probes and the page are never limited: a busy server is still alive, and says whether it is ready.
         if (OPEN_PATHS.has(request.url.split("?")[0]!)) return yield* checked
         if (rates !== undefined) {
           const refused = yield* rates.take(Option.getOrElse(request.remoteAddress, () => "unknown"))
-          if (refused !== undefined) return refusedWith(refused)
+          if (refused !== undefined) return yield* refusal("rate_limited", refusedWith(refused))
         }
         return yield* turns === undefined ? checked : turns(checked, refusedWith)
+      })
+      // Every answer counted by route and status, with its time; the requests being answered, as they come and go.
+      return Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const started = yield* Clock.currentTimeNanos
+        yield* Metric.modify(inFlight, 1)
+        const response = yield* limited.pipe(Effect.ensuring(Metric.modify(inFlight, -1)))
+        const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+        if (response.status === 503 && overloaded.has(response))
+          yield* Metric.modify(Metric.withAttributes(refused, { reason: "overloaded" }), 1)
+        yield* recordAnswer(routeOf(request.url.split("?")[0]!), response.status, seconds)
+        return response
       })
     },
     { global: true }

@@ -16,6 +16,7 @@ import type { ConcurrencyLimit, RateLimit } from "./Limits.ts"
 import { type ListenFailed, listenFailed } from "./Listen.ts"
 import { LiveIndex } from "./LiveIndex.ts"
 import { layerHttp as mcpLayerHttp } from "./Mcp.ts"
+import { scrape } from "./Metrics.ts"
 import { searchPage } from "./Page.ts"
 
 /**
@@ -113,6 +114,18 @@ export const routes = (options: ServerOptions) =>
     // Scalar's own fonts come from its servers: the page uses the system's, so that it works offline.
     HttpApiScalar.layer(FuncPipeApi, { path: "/docs", scalar: { withDefaultFonts: false } }),
     HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
+    // Prometheus' scrape, behind the guard's token as the API is.
+    Layer.unwrap(
+      Effect.map(Effect.service(LiveIndex), (live) =>
+        HttpRouter.add(
+          "GET",
+          "/metrics",
+          Effect.map(scrape(live), (text) =>
+            HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+          )
+        )
+      )
+    ),
     // Agents' tools over MCP's streamable HTTP, behind the same guard (the token) as the API.
     mcpLayerHttp({
       version: options.version ?? "0.0.0",

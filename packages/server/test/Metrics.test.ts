@@ -1,0 +1,75 @@
+/**
+ * `GET /metrics` over a real socket: Prometheus' text format, behind the token, counting answers by route and status,
+ * refusals by reason, and the served index's figures.
+ */
+
+import { spawnSync } from "node:child_process"
+import { existsSync } from "node:fs"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import { fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
+
+/** The value of the sample of `name` whose labels include every one of `labels`, or undefined. */
+const sample = (text: string, name: string, labels: Record<string, string> = {}): number | undefined => {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
+    if (!Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`))) continue
+    return Number(line.slice(line.lastIndexOf(" ") + 1))
+  }
+  return undefined
+}
+
+// CI installs Debian's prometheus package (.ci/run) and must run the promtool check; elsewhere it is skipped without it.
+const promtool = "/usr/bin/promtool"
+const checks = existsSync(promtool) || process.env["CI"] !== undefined
+
+describe("GET /metrics", () => {
+  it.live("counts answers by route and status, refusals by reason, and gives the index's figures", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      const bearer = { authorization: `Bearer ${Redacted.value(TOKEN)}` }
+      yield* Effect.gen(function* () {
+        const before = (yield* send("GET", "/metrics", undefined, bearer)).body as string
+        const answered = sample(before, "funcpipe_http_requests_total", { route: "/v1/query", status: "200" }) ?? 0
+        const unauthorized = sample(before, "funcpipe_http_requests_refused_total", { reason: "unauthorized" }) ?? 0
+        for (let i = 0; i < 3; i++) yield* send("POST", "/v1/query", { text: "Saturn rings" }, bearer)
+        assert.strictEqual((yield* send("POST", "/v1/query", { text: "moon" })).status, 401)
+        // The scrape itself needs the token, as the API does.
+        assert.strictEqual((yield* send("GET", "/metrics")).status, 401)
+        const scraped = yield* send("GET", "/metrics", undefined, bearer)
+        assert.strictEqual(scraped.status, 200)
+        assert.match(scraped.headers["content-type"] ?? "", /^text\/plain; version=0\.0\.4/)
+        const text = scraped.body as string
+        assert.strictEqual(
+          sample(text, "funcpipe_http_requests_total", { route: "/v1/query", status: "200" }),
+          answered + 3
+        )
+        assert.strictEqual(
+          sample(text, "funcpipe_http_requests_refused_total", { reason: "unauthorized" }),
+          unauthorized + 2
+        )
+        assert.include(text, "# TYPE funcpipe_http_request_duration_seconds histogram")
+        assert.isAtLeast(
+          sample(text, "funcpipe_http_request_duration_seconds_count", { route: "/v1/query" }) ?? 0,
+          answered + 3
+        )
+        assert.strictEqual(sample(text, "funcpipe_index_documents"), 4)
+        assert.strictEqual(sample(text, "funcpipe_ready"), 1)
+        assert.isAtLeast(sample(text, "funcpipe_http_requests_in_flight") ?? -1, 0)
+      }).pipe(Effect.provide(serverOver(file, { token: TOKEN })))
+    }).pipe(Effect.scoped)
+  )
+  it.live.skipIf(!checks)("passes promtool check metrics (Prometheus' own reading of the format)", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      yield* Effect.gen(function* () {
+        yield* send("POST", "/v1/query", { text: "Saturn rings" })
+        yield* send("POST", "/v1/query", { text: "" })
+        const text = (yield* send("GET", "/metrics")).body as string
+        const checked = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" })
+        assert.strictEqual(checked.status, 0, `${checked.stdout}${checked.stderr}`)
+        assert.strictEqual(`${checked.stdout}${checked.stderr}`.trim(), "")
+      }).pipe(Effect.provide(serverOver(file)))
+    }).pipe(Effect.scoped)
+  )
+})
