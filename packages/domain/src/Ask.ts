@@ -84,19 +84,24 @@ export const AskEvent = Schema.Union([
 ]).annotate({ identifier: "AskEvent" })
 export type AskEvent = typeof AskEvent.Type
 
+/** A numbered source of a prompt: a passage of one document (`@funcpipe/pipeline`'s `PromptSource`). */
+export interface SourcePassage {
+  readonly number: number
+  readonly docId: string
+  readonly title: string
+  /** The passage's span in its document's cleaned text, in code points. */
+  readonly start: number
+  readonly end: number
+  readonly text: string
+  /** Whether the passage was cut (at a word's end) to fit the budget. */
+  readonly cut: boolean
+}
+
 /** An answer as the programs give it (`@funcpipe/pipeline`'s `Answered` and `PromptSource`). */
 export interface AskView {
   readonly question: string
   readonly text: string
-  readonly sources: ReadonlyArray<{
-    readonly number: number
-    readonly docId: string
-    readonly title: string
-    readonly start: number
-    readonly end: number
-    readonly text: string
-    readonly cut: boolean
-  }>
+  readonly sources: ReadonlyArray<SourcePassage>
   readonly citations: ReadonlyArray<{
     readonly number: number
     readonly known: boolean

@@ -11,6 +11,7 @@
  */
 
 import { plainPassage } from "@funcpipe/domain/Answer"
+import type { SourcePassage } from "@funcpipe/domain/Ask"
 
 /** A ranked chunk as the prompt needs it: where it is, and its text. */
 export interface PromptChunk {
@@ -23,17 +24,8 @@ export interface PromptChunk {
   readonly text: string
 }
 
-/** A numbered source of a prompt: a passage of one document. */
-export interface PromptSource {
-  readonly number: number
-  readonly docId: string
-  readonly title: string
-  readonly start: number
-  readonly end: number
-  readonly text: string
-  /** Whether the passage was cut (at a word's end) to fit the budget. */
-  readonly cut: boolean
-}
+/** A numbered source of a prompt: a passage of one document (the shape the answers' JSON is made from). */
+export type PromptSource = SourcePassage
 
 /** The messages for the model, and the sources they number. */
 export interface PromptMessages {
