@@ -14,6 +14,7 @@ import {
   HttpServerResponse
 } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import { type AccessEntry, RequestDetails, requestIdOf } from "./AccessLog.ts"
 import { type ConcurrencyLimit, concurrencyLimiter, type RateLimit, type Refusal, rateLimiter } from "./Limits.ts"
 import { inFlight, recordAnswer, refused, routeOf } from "./Metrics.ts"
 
@@ -29,6 +30,10 @@ export interface GuardOptions {
   readonly rateLimit?: RateLimit | undefined
   /** Requests answered at once and waiting, if limited. */
   readonly concurrency?: ConcurrencyLimit | undefined
+  /** Where each answer's log line goes (`--log-format json`), if anywhere. */
+  readonly accessLog?: ((entry: AccessEntry) => Effect.Effect<void>) | undefined
+  /** Whether a query's text goes into its log line (`--log-queries`). */
+  readonly logQueries?: boolean
 }
 
 /** Paths open without the token: the search page (it holds no data, and asks for the token), and the liveness and
@@ -211,9 +216,29 @@ export const guard = (options: GuardOptions) => {
       return Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
+        const id = requestIdOf(request.headers)
+        const details: RequestDetails["Service"] = { mode: undefined, results: undefined, query: undefined }
         yield* Metric.modify(inFlight, 1)
-        const response = yield* limited.pipe(Effect.ensuring(Metric.modify(inFlight, -1)))
+        const answered = yield* limited.pipe(
+          Effect.provideService(RequestDetails, details),
+          Effect.ensuring(Metric.modify(inFlight, -1))
+        )
+        const response = HttpServerResponse.setHeader(answered, "x-request-id", id)
         const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+        if (options.accessLog !== undefined) {
+          const entry: AccessEntry = {
+            time: new Date(Number(started / 1_000_000n)).toISOString(),
+            request_id: id,
+            method: request.method,
+            route: routeOf(request.url.split("?")[0]!),
+            status: response.status,
+            duration_ms: Math.round(seconds * 1e6) / 1e3,
+            ...(details.mode === undefined ? {} : { mode: details.mode }),
+            ...(details.results === undefined ? {} : { results: details.results }),
+            ...(options.logQueries === true && details.query !== undefined ? { query: details.query } : {})
+          }
+          yield* options.accessLog(entry)
+        }
         if (response.status === 503 && overloaded.has(response))
           yield* Metric.modify(Metric.withAttributes(refused, { reason: "overloaded" }), 1)
         yield* recordAnswer(routeOf(request.url.split("?")[0]!), response.status, seconds)

@@ -19,10 +19,11 @@ import { deleteDocuments, putDocuments } from "@funcpipe/pipeline/programs/Docum
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { defaultExpansion } from "@funcpipe/pipeline/search/Expansion"
 import { IndexStore, readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
-import { Effect, Layer, Path, Result, Schema, Semaphore } from "effect"
+import { Effect, Layer, Option, Path, Result, Schema, Semaphore } from "effect"
 import type { LanguageModel } from "effect/ai"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { RequestDetails } from "./AccessLog.ts"
 import { AnswersHandlers } from "./AskHandlers.ts"
 import { apiError, isApiError, notFound, type PipelineError } from "./Failures.ts"
 import { LiveIndex, type Loaded } from "./LiveIndex.ts"
@@ -97,6 +98,15 @@ export const SearchHandlers = HttpApiBuilder.group(
           .use((loaded) => answer(loaded, live.location, payload))
           .pipe(
             Effect.mapError((e) => apiError(e)),
+            // What the access log says of the query (its text only with --log-queries).
+            Effect.tap((body) =>
+              Effect.map(Effect.serviceOption(RequestDetails), (details) => {
+                if (Option.isNone(details)) return
+                details.value.mode = body.mode
+                details.value.results = body.results.length
+                details.value.query = payload.text
+              })
+            ),
             // `answerJson` builds exactly the `QueryResponse` type, so it is written as it is rather than encoded again
             // through the schema (a measurable share of a query's time under load).
             Effect.map((body) => HttpServerResponse.jsonUnsafe(body)),

@@ -10,6 +10,7 @@ import { Cause, type Context, Duration, Effect, Layer, Redacted, Schema } from "
 import type { LanguageModel } from "effect/ai"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import type { AccessEntry } from "./AccessLog.ts"
 import { guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
 import type { ConcurrencyLimit, RateLimit } from "./Limits.ts"
@@ -44,6 +45,10 @@ export interface ServerOptions {
   readonly report: (line: string) => Effect.Effect<void>
   /** How long a client may take (default `DEFAULT_LIMITS`; tests shorten them). */
   readonly limits?: ServerLimits
+  /** Where each answer's log line goes (`--log-format json`), if anywhere. */
+  readonly accessLog?: ((entry: AccessEntry) => Effect.Effect<void>) | undefined
+  /** Whether a query's text goes into its log line (`--log-queries`). */
+  readonly logQueries?: boolean
   /** Requests a second per client, if limited (`--rate-limit`, `--burst`). */
   readonly rateLimit?: RateLimit | undefined
   /** Requests answered at once and waiting, if limited (`--max-in-flight`, `--queue`). */
@@ -137,6 +142,8 @@ export const routes = (options: ServerOptions) =>
       maxBodyBytes: options.maxBodyBytes,
       rateLimit: options.rateLimit,
       concurrency: options.concurrency,
+      accessLog: options.accessLog,
+      logQueries: options.logQueries === true,
       reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
     })
   ).pipe(

@@ -104,6 +104,18 @@ export const serve = Command.make(
       Flag.withDescription("The largest request body in bytes (default 1048576, 1 MiB); larger ones get 413"),
       Flag.withDefault(DEFAULT_MAX_BODY_BYTES)
     ),
+    logFormat: Flag.Literals("log-format", ["text", "json"] as const).pipe(
+      Flag.withMetavar("FORMAT"),
+      Flag.withDescription(
+        "json: also log each answer as one JSON object a line on stderr (request id, method, route, status, " +
+          "duration_ms, and for a query its mode and result count); text (the default): only the server's own lines"
+      ),
+      Flag.withDefault("text" as const)
+    ),
+    logQueries: Flag.Boolean("log-queries").pipe(
+      Flag.withDescription("With --log-format json: put each query's text into its line too (left out by default)"),
+      Flag.withDefault(false)
+    ),
     rateLimit: Flag.Int("rate-limit").pipe(
       Flag.withSchema(NonNegative),
       Flag.withMetavar("N"),
@@ -183,6 +195,9 @@ export const serve = Command.make(
       writable: input.writable,
       linkSources: input.linkSources,
       maxBodyBytes: input.maxBody,
+      ...(input.logFormat === "json"
+        ? { accessLog: (entry: object) => Console.error(JSON.stringify(entry)), logQueries: input.logQueries }
+        : {}),
       rateLimit:
         input.rateLimit === 0
           ? undefined

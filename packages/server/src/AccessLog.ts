@@ -1,0 +1,39 @@
+/**
+ * Request ids and access logs: each request gets an id (the client's `X-Request-Id` where it sends a usable one, else
+ * the trace id of its `traceparent`, else a new one), sent back as `X-Request-Id`; with `--log-format json`, each
+ * answer is logged as one JSON object a line. A query's text is left out unless `--log-queries` asks for it.
+ */
+
+import { randomBytes } from "node:crypto"
+import { Context } from "effect"
+
+/** What a handler adds to its request's log line: the query's mode and result count, and its text. */
+export class RequestDetails extends Context.Service<
+  RequestDetails,
+  { mode: string | undefined; results: number | undefined; query: string | undefined }
+>()("server/RequestDetails") {}
+
+/** One answer's log line, as `--log-format json` writes it. */
+export interface AccessEntry {
+  readonly time: string
+  readonly request_id: string
+  readonly method: string
+  readonly route: string
+  readonly status: number
+  readonly duration_ms: number
+  readonly mode?: string
+  readonly results?: number
+  readonly query?: string
+}
+
+const USABLE_ID = /^[\x21-\x7e]{1,128}$/
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/
+
+/** The request's id: the client's `X-Request-Id`, else its `traceparent`'s trace id, else a new random one. */
+export const requestIdOf = (headers: { readonly [name: string]: string | undefined }): string => {
+  const given = headers["x-request-id"]
+  if (given !== undefined && USABLE_ID.test(given)) return given
+  const trace = TRACEPARENT.exec(headers["traceparent"]?.trim().toLowerCase() ?? "")?.[1]
+  if (trace !== undefined && !/^0+$/.test(trace)) return trace
+  return randomBytes(16).toString("hex")
+}
