@@ -4,7 +4,8 @@
  */
 
 import { spawnSync } from "node:child_process"
-import { existsSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
@@ -69,6 +70,26 @@ describe("GET /metrics", () => {
         const checked = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" })
         assert.strictEqual(checked.status, 0, `${checked.stdout}${checked.stderr}`)
         assert.strictEqual(`${checked.stdout}${checked.stderr}`.trim(), "")
+      }).pipe(Effect.provide(serverOver(file)))
+    }).pipe(Effect.scoped)
+  )
+  it.live("names in its Grafana dashboard only metrics the server gives", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      const dashboard = readFileSync(
+        fileURLToPath(new URL("../../../docs/operations/grafana-dashboard.json", import.meta.url)),
+        "utf8"
+      )
+      const named = new Set(
+        [...dashboard.matchAll(/funcpipe_[a-z_]+/g)].map(([name]) => name.replace(/_(bucket|sum|count)$/, ""))
+      )
+      assert.isAtLeast(named.size, 6)
+      yield* Effect.gen(function* () {
+        yield* send("POST", "/v1/query", { text: "Saturn rings" })
+        // A refusal, so that the refusals' counter has a sample to show.
+        yield* send("POST", "/v1/query", '{"text":"x"}', { origin: "https://elsewhere.example" })
+        const text = (yield* send("GET", "/metrics")).body as string
+        for (const name of named) assert.include(text, `# TYPE ${name} `, `the dashboard's ${name}`)
       }).pipe(Effect.provide(serverOver(file)))
     }).pipe(Effect.scoped)
   )
