@@ -40,7 +40,18 @@ export * from "./search/Cosine.ts"
 export * from "./search/Engine.ts"
 export * from "./search/Expansion.ts"
 export { holdFloats } from "./search/FloatScan.ts"
-export * from "./search/Hnsw.ts"
+export {
+  buildGraph,
+  DEFAULT_EF_SEARCH,
+  DEFAULT_HNSW,
+  type Graph,
+  type GraphRows,
+  type HnswParams,
+  isGraphNode,
+  searchGraph,
+  searchGraphWithin
+} from "./search/Hnsw.ts"
+export * from "./search/HnswBytes.ts"
 export * from "./search/IndexView.ts"
 export * from "./search/Lexical.ts"
 export * from "./search/Pruned.ts"

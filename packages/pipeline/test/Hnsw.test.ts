@@ -1,6 +1,7 @@
 /** The HNSW graph: the same graph from the same rows, its bytes read back, its recall, and rows it must not return. */
 import { describe, expect, it } from "@effect/vitest"
-import { buildGraph, decodeGraph, encodeGraph, type Graph, type GraphRows, searchGraph } from "../src/search/Hnsw.ts"
+import { buildGraph, type Graph, type GraphRows, searchGraph } from "../src/search/Hnsw.ts"
+import { decodeGraph, encodeGraph } from "../src/search/HnswBytes.ts"
 
 /** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
 const seeded = (seed: number) => () => {

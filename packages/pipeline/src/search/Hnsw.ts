@@ -50,17 +50,18 @@ export interface Graph {
   readonly upper: ReadonlyArray<Int32Array | undefined>
 }
 
+/** The level of a row left out of the graph (no direction), and of a copy of an earlier row. */
 const LEFT_OUT = 255
-const COPY = 254
+export const COPY = 254
 
 /** Whether a level is a node's (not a row left out, nor a copy). */
-const isNode = (level: number) => level < COPY
+export const isNode = (level: number) => level < COPY
 
 /** Whether `row` is a node of the graph (not a row left out, nor a copy found with its original). */
 export const isGraphNode = (graph: Graph, row: number): boolean => isNode(graph.levels[row]!)
 
 /** Each original's copies, from the levels and the first layer-0 slot of each copy. */
-const copiesIn = (levels: Uint8Array, base: Int32Array, m0: number): Map<number, Array<number>> => {
+export const copiesIn = (levels: Uint8Array, base: Int32Array, m0: number): Map<number, Array<number>> => {
   const copies = new Map<number, Array<number>>()
   for (let row = 0; row < levels.length; row++) {
     if (levels[row] !== COPY) continue
@@ -79,7 +80,7 @@ const rowHash = (data: Float32Array, from: number, d: number): number => {
   for (let k = 0; k < d; k++) h = Math.imul(h ^ words[k]!, 0x01000193)
   return h >>> 0
 }
-const MAX_LEVEL = 16
+export const MAX_LEVEL = 16
 
 /** A row's level: from a hash of its number (splitmix32), so the same rows get the same levels. */
 const levelOf = (row: number, m: number): number => {
@@ -502,115 +503,4 @@ export const searchGraphWithin = (
     }
   }
   return { rows: Int32Array.from(rowsOut), dists: Float64Array.from(distsOut) }
-}
-
-const MAGIC = 0x4e485046 // "FPHN"
-const VERSION = 1
-
-/** The graph as bytes: a header, the levels, the layer-0 links, then each upper row's links, little-endian. */
-export const encodeGraph = (graph: Graph): Uint8Array => {
-  const m = graph.params.m
-  let upperInts = 0
-  for (let row = 0; row < graph.count; row++) upperInts += graph.upper[row]?.length ?? 0
-  const header = 32
-  const levelsBytes = (graph.count + 3) & ~3
-  const bytes = new Uint8Array(header + levelsBytes + graph.base.byteLength + upperInts * 4)
-  const view = new DataView(bytes.buffer)
-  view.setUint32(0, MAGIC, true)
-  view.setUint32(4, VERSION, true)
-  view.setUint32(8, graph.count, true)
-  view.setUint32(12, m, true)
-  view.setUint32(16, graph.params.efConstruction, true)
-  view.setInt32(20, graph.entry, true)
-  view.setUint32(24, graph.maxLevel, true)
-  view.setUint32(28, upperInts, true)
-  bytes.set(graph.levels, header)
-  let at = header + levelsBytes
-  bytes.set(new Uint8Array(graph.base.buffer, graph.base.byteOffset, graph.base.byteLength), at)
-  at += graph.base.byteLength
-  for (let row = 0; row < graph.count; row++) {
-    const links = graph.upper[row]
-    if (links === undefined) continue
-    bytes.set(new Uint8Array(links.buffer, links.byteOffset, links.byteLength), at)
-    at += links.byteLength
-  }
-  return bytes
-}
-
-/** A graph from `encodeGraph`'s bytes, or a reason they are not one. */
-export const decodeGraph = (bytes: Uint8Array): Graph | string => {
-  if (bytes.byteLength < 32) return "the graph is shorter than its header"
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  if (view.getUint32(0, true) !== MAGIC || view.getUint32(4, true) !== VERSION) return "the graph's header is not one"
-  const count = view.getUint32(8, true)
-  const m = view.getUint32(12, true)
-  const efConstruction = view.getUint32(16, true)
-  const entry = view.getInt32(20, true)
-  const maxLevel = view.getUint32(24, true)
-  const upperInts = view.getUint32(28, true)
-  const levelsBytes = (count + 3) & ~3
-  const expected = 32 + levelsBytes + count * 2 * m * 4 + upperInts * 4
-  if (m < 1 || bytes.byteLength !== expected) return `the graph holds ${bytes.byteLength} bytes, not ${expected}`
-  const copy = bytes.slice()
-  const levels = copy.subarray(32, 32 + count)
-  const base = new Int32Array(copy.buffer, 32 + levelsBytes, count * 2 * m)
-  const upper: Array<Int32Array | undefined> = new Array(count)
-  let at = 32 + levelsBytes + base.byteLength
-  let used = 0
-  for (let row = 0; row < count; row++) {
-    const level = levels[row]!
-    if (!isNode(level) || level === 0) continue
-    if (level > MAX_LEVEL || used + level * m > upperInts) return `row ${row} of the graph has a level it cannot have`
-    upper[row] = new Int32Array(copy.buffer, at, level * m)
-    at += level * m * 4
-    used += level * m
-  }
-  if (used !== upperInts) return "the graph's links do not add up"
-  // The entry: a row on the top layer, unless no row is in the graph at all.
-  const inGraph = levels.some(isNode)
-  if (inGraph ? entry < 0 || entry >= count || levels[entry] !== maxLevel || maxLevel > MAX_LEVEL : entry !== -1)
-    return "the graph's entry is not a row on its top layer"
-  // Every link leads to a row in the graph that has the layer it is on.
-  const linksTo = (link: number, layer: number) =>
-    link === -1 || (link >= 0 && link < count && isNode(levels[link]!) && levels[link]! >= layer)
-  for (let row = 0; row < count; row++) {
-    const slots = base.subarray(row * 2 * m, (row + 1) * 2 * m)
-    if (levels[row] === COPY) {
-      // A copy names an earlier node in its first slot, and nothing else.
-      const original = slots[0]!
-      if (!(original >= 0 && original < row && isNode(levels[original]!)) || slots.subarray(1).some((l) => l !== -1))
-        return "the graph has a copy of a row it does not have"
-      continue
-    }
-    for (const link of slots) if (!linksTo(link, 0)) return "the graph links to a row it does not have"
-  }
-  for (let row = 0; row < count; row++) {
-    const links = upper[row]
-    if (links === undefined) continue
-    for (let i = 0; i < links.length; i++)
-      if (!linksTo(links[i]!, 1 + Math.floor(i / m))) return "the graph links to a row it does not have"
-  }
-  return {
-    params: { m, efConstruction },
-    count,
-    entry,
-    maxLevel,
-    levels,
-    base,
-    upper,
-    copies: copiesIn(levels, base, 2 * m)
-  }
-}
-
-/** The rows as unit float32 vectors, from float64 rows (a row of magnitude 0 stays all zero). */
-export const unitRows = (vectors: Float64Array, count: number, dimensions: number): GraphRows => {
-  const data = new Float32Array(count * dimensions)
-  for (let row = 0; row < count; row++) {
-    let norm = 0
-    for (let k = 0; k < dimensions; k++) norm += vectors[row * dimensions + k]! ** 2
-    if (norm === 0) continue
-    const scale = 1 / Math.sqrt(norm)
-    for (let k = 0; k < dimensions; k++) data[row * dimensions + k] = vectors[row * dimensions + k]! * scale
-  }
-  return { count, dimensions, data }
 }

@@ -10,15 +10,8 @@ import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Result } from "effect"
 import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
-import {
-  buildGraph,
-  decodeGraph,
-  encodeGraph,
-  type Graph,
-  type GraphRows,
-  isGraphNode,
-  searchGraph
-} from "../../search/Hnsw.ts"
+import { buildGraph, type Graph, type GraphRows, isGraphNode, searchGraph } from "../../search/Hnsw.ts"
+import { decodeGraph, encodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { clamp } from "../../search/VectorScan.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
