@@ -2,8 +2,9 @@ import { defaultServerConditions } from "vite"
 import { defineConfig } from "vitest/config"
 
 /**
- * The multi-process sharding tests (`*.cluster.test.ts`: runner processes, a SIGKILL, lock expiry), about half a
- * minute: `npm run test:cluster`, which CI runs after `npm test`; `npm test` leaves them out to stay quick.
+ * The multi-process tests (`*.cluster.test.ts`: sharding's runner processes, a SIGKILL, lock expiry; a real Prometheus
+ * scraping a server), about half a minute: `npm run test:cluster`, which CI runs after `npm test`; `npm test` leaves
+ * them out to stay quick.
  */
 export default defineConfig({
   // The workspace packages resolve to their TypeScript sources, as in vitest.config.ts and the projects' configs.
