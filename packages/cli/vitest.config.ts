@@ -13,8 +13,9 @@ export default defineProject({
     // worker a project's files ran one after another.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     include: ["test/**/*.test.ts"],
-    // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts).
-    exclude: ["test/**/*.models.test.ts"],
+    // Tests that need installed model files run with `npm run test:models` (see vitest.models.config.ts), and the
+    // multi-process ones with `npm run test:cluster` (vitest.cluster.config.ts).
+    exclude: ["test/**/*.models.test.ts", "test/**/*.cluster.test.ts"],
     setupFiles: ["../../vitest.setup.ts"],
     // Builds the CLI bundle if a source file is newer: tests that run the command as users do start it from there.
     globalSetup: ["./test/support/FreshBundle.ts"],

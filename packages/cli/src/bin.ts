@@ -9,12 +9,13 @@ import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import { layerWorkers } from "@funcpipe/pipeline/index/prepare/Preparer"
 import { Models } from "@funcpipe/pipeline/models/Models"
+import { otlpRequested } from "@funcpipe/pipeline/platform/Telemetry"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Context, Effect, type FileSystem, Layer, type Path, Runtime, Scope, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
 import { HttpClient, type HttpClientRequest } from "effect/http"
 import { ChildProcessSpawner } from "effect/process"
-import { main } from "./Cli.ts"
+import { main, version } from "./Cli.ts"
 import { serveStopped } from "./commands/Serve.ts"
 import { Progress, terminalProgress } from "./output/Progress.ts"
 import { presenter, reportFailure } from "./output/Report.ts"
@@ -102,9 +103,21 @@ if (process.env["FUNCPIPE_SERVER_PROCESS"] === "1" && process.channel !== undefi
   process.channel.unref()
 }
 
+// OpenTelemetry export, when the environment names a collector (OTEL_EXPORTER_OTLP_ENDPOINT, …): loaded only then.
+// The exporters send what they hold as the command ends, before the process exits.
+const TelemetryLayer = otlpRequested(process.env)
+  ? Layer.unwrap(
+      Effect.map(
+        Effect.promise(() => import("@funcpipe/pipeline/platform/Otlp")),
+        (otlp) => otlp.layerOtlp(version, process.env).pipe(Layer.provide(HttpClientLayer))
+      )
+    )
+  : Layer.empty
+
 Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, main)).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(MainLayer),
+  Effect.provide(TelemetryLayer),
   NodeRuntime.runMain({
     disableErrorReporting: true,
     // A server stopped by a signal ends normally; any other interrupted command exits with 130.

@@ -5,12 +5,13 @@ import { inspect } from "node:util"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { listenOnLoopback } from "@funcpipe/test-kit/Loopback"
-import { Clock, ConfigProvider, Duration, Effect, Fiber, Layer, Queue, Redacted, Result } from "effect"
+import { Clock, ConfigProvider, Duration, Effect, Fiber, Layer, Metric, Queue, Redacted, Result } from "effect"
 import { EmbeddingModel } from "effect/ai"
 import { HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import { Models } from "../src/models/Models.ts"
 import * as OpenAi from "../src/models/openai/OpenAiEmbeddings.ts"
+import { embeddingRequests } from "../src/platform/Telemetry.ts"
 
 const KEY = "sk-test-3f9c2a-never-shown"
 
@@ -496,10 +497,22 @@ describe("OpenAiEmbeddings against a fake service", () => {
     Effect.gen(function* () {
       const fake = yield* fakeServer((seen, n) => (n <= 2 ? { status: 500, text: "upstream broke" } : ok(seen.input)))
       const embedder = yield* embedderAt(fake.baseUrl)
+      const requests = (outcome: string) =>
+        Effect.map(
+          Metric.value(Metric.withAttributes(embeddingRequests, { model: "openai:test-embed", outcome })),
+          (state) => Number(state.count)
+        )
+      const before = [yield* requests("ok"), yield* requests("retried"), yield* requests("failed")]
       const { result } = yield* withWaits(embedder.embedMany(["a"]), 2)
       assert.isTrue(Result.isSuccess(result))
       assert.strictEqual(fake.seen.length, 3)
       assert.deepStrictEqual(yield* embedder.usage, { requests: 1, inputTokens: 1 })
+      // The metrics count each try: two retried, one answered, none given up on.
+      const after = [yield* requests("ok"), yield* requests("retried"), yield* requests("failed")]
+      assert.deepStrictEqual(
+        after.map((n, i) => n - before[i]!),
+        [1, 2, 0]
+      )
     }).pipe(Effect.provide(HttpLayer))
   )
 

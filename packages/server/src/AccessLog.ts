@@ -29,10 +29,17 @@ export interface AccessEntry {
 const USABLE_ID = /^[\x21-\x7e]{1,128}$/
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/
 
-/** The request's id: the client's `X-Request-Id`, else its `traceparent`'s trace id, else a new random one. */
-export const requestIdOf = (headers: { readonly [name: string]: string | undefined }): string => {
+/**
+ * The request's id: the client's `X-Request-Id`, else the trace id of the request's span where traces are exported
+ * (the `traceparent`'s when the client sent one), else its `traceparent`'s trace id, else a new random one.
+ */
+export const requestIdOf = (
+  headers: { readonly [name: string]: string | undefined },
+  traceId?: string | undefined
+): string => {
   const given = headers["x-request-id"]
   if (given !== undefined && USABLE_ID.test(given)) return given
+  if (traceId !== undefined) return traceId
   const trace = TRACEPARENT.exec(headers["traceparent"]?.trim().toLowerCase() ?? "")?.[1]
   if (trace !== undefined && !/^0+$/.test(trace)) return trace
   return randomBytes(16).toString("hex")

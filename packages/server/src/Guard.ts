@@ -4,7 +4,7 @@
  */
 
 import { createHash, timingSafeEqual } from "node:crypto"
-import { ByteSize, Cause, Clock, Effect, Metric, Option, Redacted, Result, SchemaIssue } from "effect"
+import { ByteSize, Cause, Clock, Effect, Metric, Option, Redacted, Result, SchemaIssue, Tracer } from "effect"
 import {
   Headers,
   HttpIncomingMessage,
@@ -216,7 +216,11 @@ export const guard = (options: GuardOptions) => {
       return Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
-        const id = requestIdOf(request.headers)
+        // Where traces are exported, the request's span (the HTTP server's) names the trace its id joins.
+        const traced = (yield* Effect.tracer) !== Tracer.nativeTracer
+        const span = traced ? yield* Effect.option(Effect.currentParentSpan) : Option.none()
+        const id = requestIdOf(request.headers, Option.isSome(span) ? span.value.traceId : undefined)
+        if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.request.id", id)
         const details: RequestDetails["Service"] = { mode: undefined, results: undefined, query: undefined }
         yield* Metric.modify(inFlight, 1)
         const answered = yield* limited.pipe(

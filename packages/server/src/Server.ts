@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { FuncPipeApi } from "@funcpipe/domain/http/Api"
-import { Cause, type Context, Duration, Effect, Layer, Redacted, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Redacted, Schema, type Scope, Tracer } from "effect"
 import type { LanguageModel } from "effect/ai"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -114,41 +114,56 @@ export const checkBinding = (
  * Needs `LiveIndex`, `IndexStore` and `Embedder`.
  */
 export const routes = (options: ServerOptions) =>
-  Layer.mergeAll(
-    HttpApiBuilder.layer(FuncPipeApi, { openapiPath: "/openapi.json" }),
-    // Scalar's own fonts come from its servers: the page uses the system's, so that it works offline.
-    HttpApiScalar.layer(FuncPipeApi, { path: "/docs", scalar: { withDefaultFonts: false } }),
-    HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
-    // Prometheus' scrape, behind the guard's token as the API is.
-    Layer.unwrap(
-      Effect.map(Effect.service(LiveIndex), (live) =>
-        HttpRouter.add(
-          "GET",
-          "/metrics",
-          Effect.map(scrape(live), (text) =>
-            HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+  outsideSpans(
+    Layer.mergeAll(
+      HttpApiBuilder.layer(FuncPipeApi, { openapiPath: "/openapi.json" }),
+      // Scalar's own fonts come from its servers: the page uses the system's, so that it works offline.
+      HttpApiScalar.layer(FuncPipeApi, { path: "/docs", scalar: { withDefaultFonts: false } }),
+      HttpRouter.add("GET", "/", HttpServerResponse.text(searchPage, { contentType: "text/html; charset=utf-8" })),
+      // Prometheus' scrape, behind the guard's token as the API is.
+      Layer.unwrap(
+        Effect.map(Effect.service(LiveIndex), (live) =>
+          HttpRouter.add(
+            "GET",
+            "/metrics",
+            Effect.map(scrape(live), (text) =>
+              HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+            )
           )
         )
+      ),
+      // Agents' tools over MCP's streamable HTTP, behind the same guard (the token) as the API.
+      mcpLayerHttp({
+        version: options.version ?? "0.0.0",
+        chat: options.chat,
+        wholeDocuments: options.linkSources === true
+      }),
+      guard({
+        token: options.token,
+        maxBodyBytes: options.maxBodyBytes,
+        rateLimit: options.rateLimit,
+        concurrency: options.concurrency,
+        accessLog: options.accessLog,
+        logQueries: options.logQueries === true,
+        reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
+      })
+    ).pipe(
+      Layer.provide(
+        handlersLayer({ writable: options.writable, linkSources: options.linkSources === true, chat: options.chat })
       )
-    ),
-    // Agents' tools over MCP's streamable HTTP, behind the same guard (the token) as the API.
-    mcpLayerHttp({
-      version: options.version ?? "0.0.0",
-      chat: options.chat,
-      wholeDocuments: options.linkSources === true
-    }),
-    guard({
-      token: options.token,
-      maxBodyBytes: options.maxBodyBytes,
-      rateLimit: options.rateLimit,
-      concurrency: options.concurrency,
-      accessLog: options.accessLog,
-      logQueries: options.logQueries === true,
-      reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
-    })
-  ).pipe(
-    Layer.provide(
-      handlersLayer({ writable: options.writable, linkSources: options.linkSources === true, chat: options.chat })
+    )
+  )
+
+/**
+ * Builds `layer` without the span it is built in (`serve`'s, say): the API's handlers run in the context they were
+ * built in, and a parent span kept there would pull every request's spans out of the request's own trace.
+ */
+const outsideSpans = <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.effectContext(
+    Effect.updateContext(
+      Layer.build(layer),
+      (context: Context.Context<R | Scope.Scope>) =>
+        Context.omit(Tracer.ParentSpan)(context) as Context.Context<R | Scope.Scope>
     )
   )
 

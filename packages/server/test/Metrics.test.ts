@@ -32,6 +32,8 @@ describe("GET /metrics", () => {
       yield* Effect.gen(function* () {
         const before = (yield* send("GET", "/metrics", undefined, bearer)).body as string
         const answered = sample(before, "funcpipe_http_requests_total", { route: "/v1/query", status: "200" }) ?? 0
+        const lexical = sample(before, "funcpipe_query_stage_seconds_count", { stage: "postings" }) ?? 0
+        const fetched = sample(before, "funcpipe_query_stage_seconds_count", { stage: "fetch" }) ?? 0
         const unauthorized = sample(before, "funcpipe_http_requests_refused_total", { reason: "unauthorized" }) ?? 0
         for (let i = 0; i < 3; i++) yield* send("POST", "/v1/query", { text: "Saturn rings" }, bearer)
         assert.strictEqual((yield* send("POST", "/v1/query", { text: "moon" })).status, 401)
@@ -55,6 +57,10 @@ describe("GET /metrics", () => {
           answered + 3
         )
         assert.strictEqual(sample(text, "funcpipe_index_documents"), 4)
+        // The queries' stages: each lexical query scored its postings once and fetched its results once.
+        assert.strictEqual(sample(text, "funcpipe_query_stage_seconds_count", { stage: "postings" }), lexical + 3)
+        assert.strictEqual(sample(text, "funcpipe_query_stage_seconds_count", { stage: "fetch" }), fetched + 3)
+        assert.include(text, "# TYPE funcpipe_chunk_cache_lookups_total counter")
         assert.strictEqual(sample(text, "funcpipe_ready"), 1)
         assert.isAtLeast(sample(text, "funcpipe_http_requests_in_flight") ?? -1, 0)
       }).pipe(Effect.provide(serverOver(file, { token: TOKEN })))

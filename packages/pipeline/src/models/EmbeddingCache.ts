@@ -9,6 +9,7 @@ import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { Embedding } from "@funcpipe/domain/Embedding"
 import { Context, Effect, Layer, Schema } from "effect"
+import { countEmbeddingCache } from "../platform/Telemetry.ts"
 import { Embedder } from "./Embedder.ts"
 
 /** The cache file cannot be opened, read or written. */
@@ -126,6 +127,7 @@ export const cachedEmbedder = (embedder: Embedder["Service"], cache: EmbeddingCa
           Effect.orElseSucceed(() => texts.map(() => undefined)) // a broken cache costs requests, not the run
         )
         const missing = texts.filter((_, i) => cached[i] === undefined)
+        yield* countEmbeddingCache(texts.length, texts.length - missing.length)
         const made = missing.length === 0 ? [] : yield* embedder.embedMany(missing)
         if (made.length > 0) {
           yield* Effect.ignore(

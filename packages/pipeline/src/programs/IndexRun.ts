@@ -12,6 +12,7 @@ import { Preparer } from "../index/prepare/Preparer.ts"
 import { hashDoc, isUnchanged, pruneReason, type SyncPlan, samePaths } from "../index/Sync.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { cachedEmbedder, EmbeddingCache } from "../models/EmbeddingCache.ts"
+import { recordRun } from "../platform/Telemetry.ts"
 import { claimer, emptyAfterCleaning, type Skip } from "../read/Claim.ts"
 import { DocumentSource, type SourcedDoc, type SourceRecord } from "../read/DocumentSource.ts"
 import type { KnownFile } from "../read/FileStamp.ts"
@@ -545,5 +546,18 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
   if (cached && !run.dryRun) yield* embedAhead(run)
   const report = yield* run.store.transaction(runLocked(run, startedAt), { readOnly: run.dryRun, replace: run.rebuild })
   // The time until the run was committed: the store's last steps (merging segments, building vector graphs) too.
-  return { ...report, elapsedMillis: (yield* Clock.currentTimeMillis) - startedAt }
+  const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
+  const { plan } = report
+  yield* recordRun({
+    kind: report.dryRun ? "dry_run" : report.rebuilt ? "rebuild" : "update",
+    added: plan.added.length,
+    updated: plan.updated.length,
+    deleted: plan.deleted.length,
+    unchanged: plan.unchanged.length,
+    skipped: report.skipped.length,
+    chunksWritten: report.chunksWritten,
+    chunks: report.chunks,
+    seconds: elapsedMillis / 1000
+  })
+  return { ...report, elapsedMillis }
 })

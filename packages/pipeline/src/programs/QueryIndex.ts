@@ -11,6 +11,7 @@ import { Effect, Option, Path, Result, Schema } from "effect"
 import { analyze, analyzeWords } from "../analysis/Analyzer.ts"
 import { shownChunks } from "../analysis/Display.ts"
 import { Embedder } from "../models/Embedder.ts"
+import { countChunkCache, recordStages, stageTimes } from "../platform/Telemetry.ts"
 import { squaredNorm } from "../search/Cosine.ts"
 import {
   defaultMode,
@@ -276,49 +277,76 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
   topK: number,
   options: QueryOptions = {}
 ) {
+  const times = yield* stageTimes
   const where = yield* queryFilter(options.where)
   const { manifest } = snapshot
-  const prepared = yield* Effect.fromResult(prepareQuery(text, topK, manifest.cleaner))
-  const terms = analyze(prepared.text, manifest.analyzer)
-  const { mode, note, vector } = yield* queryVector(
-    prepared.text,
-    manifest,
-    options.mode ?? defaultMode(manifest.model)
+  const { prepared, terms } = yield* Effect.fromResult(
+    times.time("analyze", () =>
+      Result.map(prepareQuery(text, topK, manifest.cleaner), (prepared) => ({
+        prepared,
+        terms: analyze(prepared.text, manifest.analyzer)
+      }))
+    )
+  )
+  const { mode, note, vector } = yield* times.timeEffect(
+    "embed",
+    queryVector(prepared.text, manifest, options.mode ?? defaultMode(manifest.model)),
+    false // the embedding has a span of its own
   )
   const params = options.bm25 ?? Bm25Params.default
   const expand = options.expand
-  const filter = where === undefined ? undefined : yield* readSnapshot(location, () => snapshot.filter(where))
+  const filter =
+    where === undefined
+      ? undefined
+      : yield* readSnapshot(location, () => times.time("filter", () => snapshot.filter(where)))
   const scoredTerms =
     expand === undefined || mode === "vector"
       ? terms
       : yield* readSnapshot(location, () =>
-          expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
+          times.time("postings", () =>
+            expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
+          )
         )
   const query = {
     terms: scoredTerms,
     vector,
-    ef: manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH)
+    ef: manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH),
+    time: times.time
   }
+  // Lexical and vector rankings are one stage each (their scores are made as the top k is taken); a hybrid one times
+  // its parts inside the engine, and its top k as part of the fusion.
+  const ranking = mode === "lexical" ? "postings" : mode === "vector" ? "scan" : "fuse"
   const { more, scored, tops } = yield* readSnapshot(location, () => {
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
-    return options.group === "doc"
-      ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
-      : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
+    return times.time(ranking, () =>
+      options.group === "doc"
+        ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
+        : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
+    )
   })
   /** The titles of the results' documents, by doc id. */
   const titles = new Map<string, string>()
-  const results = yield* Effect.forEach(tops, (top, i) =>
-    Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
-      titles.set(chunk.docId, title)
-      return new RankedChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
-    })
+  const decoded = decodedChunksOf(snapshot)
+  const cached = tops.reduce((n, top) => (decoded.has(top.position) ? n + 1 : n), 0)
+  const results = yield* times.timeEffect(
+    "fetch",
+    Effect.forEach(tops, (top, i) =>
+      Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
+        titles.set(chunk.docId, title)
+        return new RankedChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
+      })
+    )
   )
   const explanations =
     options.explain === true
       ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
       : undefined
   const shown =
-    options.display === false ? undefined : yield* readSnapshot(location, () => shownOf(snapshot, tops, results))
+    options.display === false
+      ? undefined
+      : yield* readSnapshot(location, () => times.time("display", () => shownOf(snapshot, tops, results)))
+  yield* countChunkCache(cached, tops.length - cached)
+  yield* recordStages(times)
   const answered = {
     text: prepared.text,
     topK: prepared.topK,

@@ -35,6 +35,8 @@ export interface EngineQuery {
    * absent, every vector is scanned (exact).
    */
   readonly ef?: number | undefined
+  /** Times the stages the ranking runs (postings, scan, fuse) for telemetry, where given. */
+  readonly time?: (<A>(stage: EngineStage, f: () => A) => A) | undefined
 }
 
 /** Why a result scored what it did, as far as the mode used each part. */
@@ -142,14 +144,18 @@ export const scoreQuery = (
         filter
       }
     case "hybrid": {
-      const vectorTop = topVectors(view, vector!, depth, filter, query.ef)
-      const lexicalTop = prunes(terms$(), filter)
-        ? topLexicalPruned(view, terms$(), terms, params, depth, filter)
-        : topOf(lexical$(), depth, tiesOf(view))
-      const fused =
+      const time = query.time ?? untimed
+      const vectorTop = time("scan", () => topVectors(view, vector!, depth, filter, query.ef))
+      const lexicalTop = time("postings", () =>
+        prunes(terms$(), filter)
+          ? topLexicalPruned(view, terms$(), terms, params, depth, filter)
+          : topOf(lexical$(), depth, tiesOf(view))
+      )
+      const fused = time("fuse", () =>
         fusion.method === "linear"
           ? fuseLinear(lexicalTop, vectorTop, fusion.alpha)
           : fuseWeightedRanks(lexicalTop, vectorTop, fusion.alpha)
+      )
       return {
         mode,
         kind: fusion.method,
@@ -165,6 +171,12 @@ export const scoreQuery = (
     }
   }
 }
+
+/** The stages of a ranking that the engine times when a query asks it to. */
+export type EngineStage = "postings" | "scan" | "fuse"
+
+/** Runs a stage untimed. */
+const untimed = <A>(_stage: EngineStage, f: () => A): A => f()
 
 /** Whether a lexical top k is pruned: not when a filter's few positions are scored alone, nor for short lists. */
 const prunes = (loaded: Map<string, LoadedTerm>, filter: PositionFilter | undefined): boolean =>

@@ -2,6 +2,7 @@
 
 import { Clock, Effect, Random, Ref, Result } from "effect"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import { countEmbeddingRequest, countEmbeddingTokens } from "../../platform/Telemetry.ts"
 import type { EmbedUsage } from "../Embedder.ts"
 import { type Answer, decodeAnswer } from "./OpenAiBatches.ts"
 import { aiError, type Endpoint, type Failed, failedAnswer, noAnswer, timedOut, unusable } from "./OpenAiFailures.ts"
@@ -101,7 +102,9 @@ const tryOnce = (target: Target) => {
 export const sender = (target: Target) => {
   const once = tryOnce(target)
   const { settings } = target.endpoint
+  const model = `openai:${target.endpoint.model}`
   return Effect.fn("OpenAiEmbeddings.send")(function* (input: ReadonlyArray<string>) {
+    yield* Effect.annotateCurrentSpan({ "funcpipe.model": model, "funcpipe.texts": input.length })
     for (let tries = 1; ; tries++) {
       const result = yield* Effect.result(once(input))
       if (Result.isSuccess(result)) {
@@ -110,10 +113,14 @@ export const sender = (target: Target) => {
           requests: u.requests + 1,
           inputTokens: tokens === undefined ? u.inputTokens : (u.inputTokens ?? 0) + tokens
         }))
+        yield* countEmbeddingRequest(model, "ok")
+        if (tokens !== undefined) yield* countEmbeddingTokens(model, tokens)
         return result.success
       }
       const { askedMillis, reason, retry } = result.failure
-      if (!retry || tries > settings.retries) return yield* aiError(reason(tries))
+      const last = !retry || tries > settings.retries
+      yield* countEmbeddingRequest(model, last ? "failed" : "retried")
+      if (last) return yield* aiError(reason(tries))
       yield* Effect.sleep(retryDelayMillis(tries, askedMillis, yield* Random.next, settings))
     }
   })
