@@ -92,7 +92,9 @@ if (oldNode && !(args.length === 1 && args[0] === "--version")) {
       }
     }
   )
-  for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal))
+  // SIGHUP asks the server to read its configuration again (with stdin not a terminal; in one, it stops the server as
+  // a closed terminal stops any command); the others stop it.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => server.kill(signal))
   // Started by npx (npm exec, through `sh -c`), this process is not told when npx is stopped with SIGTERM: it is left
   // to init. Its parent changing then means npx was stopped, and the server is stopped as if sent SIGTERM. Only under
   // npm: a server left running on purpose (`nohup funcpipe serve &` from a shell that exits) is left running.

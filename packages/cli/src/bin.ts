@@ -11,12 +11,14 @@ import { layerWorkers } from "@funcpipe/pipeline/index/prepare/Preparer"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { otlpRequested } from "@funcpipe/pipeline/platform/Telemetry"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
-import { Context, Effect, type FileSystem, Layer, type Path, Runtime, Scope, Stdio } from "effect"
+import { Context, Effect, type FileSystem, Layer, type Path, Queue, Runtime, Scope, Stdio } from "effect"
 import { CliOutput } from "effect/cli"
 import { HttpClient, type HttpClientRequest } from "effect/http"
 import { ChildProcessSpawner } from "effect/process"
 import { main, version } from "./Cli.ts"
+import { watchStopped } from "./commands/IndexWatch.ts"
 import { serveStopped } from "./commands/Serve.ts"
+import { Hangups } from "./commands/ServeReload.ts"
 import { Progress, terminalProgress } from "./output/Progress.ts"
 import { presenter, reportFailure } from "./output/Report.ts"
 import { ResultTerminal, terminalStyleOf } from "./output/Terminal.ts"
@@ -114,14 +116,36 @@ const TelemetryLayer = otlpRequested(process.env)
     )
   : Layer.empty
 
-Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, main)).pipe(
+// SIGHUP, for `serve` to read its configuration again: while a command listens, a hangup no longer ends the process.
+// Only where stdin is not a terminal (a service, a container, nohup): in a terminal, SIGHUP says the terminal closed,
+// and ends the server as it ends any other command.
+const HangupsLayer =
+  process.stdin.isTTY === true
+    ? Layer.empty
+    : Layer.succeed(Hangups, {
+        subscribe: Effect.acquireRelease(
+          Effect.flatMap(Queue.sliding<void>(1), (queue) =>
+            Effect.sync(() => {
+              const offer = () => void Queue.offerUnsafe(queue, undefined)
+              process.on("SIGHUP", offer)
+              return { queue, offer }
+            })
+          ),
+          ({ offer }) => Effect.sync(() => void process.off("SIGHUP", offer))
+        ).pipe(Effect.map(({ queue }) => queue))
+      })
+
+Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, (args) => main(args, process.env))).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(MainLayer),
   Effect.provide(TelemetryLayer),
+  Effect.provide(HangupsLayer),
   NodeRuntime.runMain({
     disableErrorReporting: true,
     // A server stopped by a signal ends normally; any other interrupted command exits with 130.
     teardown: (exit, onExit) =>
-      Runtime.defaultTeardown(exit, (code) => onExit(code === 130 && serveStopped.value ? 0 : code))
+      Runtime.defaultTeardown(exit, (code) =>
+        onExit(code === 130 && (serveStopped.value || watchStopped.value) ? 0 : code)
+      )
   })
 )

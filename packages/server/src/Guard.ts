@@ -36,6 +36,69 @@ export interface GuardOptions {
   readonly logQueries?: boolean
 }
 
+/** The guard's settings that may change while the server runs (`serve` reloads them on SIGHUP). */
+export type GuardSettings = Pick<GuardOptions, "token" | "maxBodyBytes" | "rateLimit" | "concurrency" | "logQueries">
+
+/**
+ * The guard's changeable settings, read by every request as it arrives: `set` changes them for the requests after
+ * (those being answered finish under the settings they came in with).
+ */
+export class GuardCell {
+  private settings: GuardSettings
+  private derived: Derived
+  constructor(settings: GuardSettings) {
+    this.settings = settings
+    this.derived = derive(settings, undefined)
+  }
+  get current(): GuardSettings {
+    return this.settings
+  }
+  /** What requests arriving from now on are guarded with. */
+  get state(): Derived {
+    return this.derived
+  }
+  set(settings: GuardSettings): void {
+    this.derived = derive(settings, { settings: this.settings, derived: this.derived })
+    this.settings = settings
+  }
+}
+
+/** What the guard works with, made from its settings. */
+interface Derived {
+  readonly expected: Buffer | undefined
+  readonly limit: ByteSize.ByteSize
+  readonly maxBodyBytes: number
+  readonly logQueries: boolean
+  readonly rates: ReturnType<typeof rateLimiter> | undefined
+  readonly turns: ReturnType<typeof concurrencyLimiter> | undefined
+}
+
+/** The guard's working state for `settings`; a limit that has not changed keeps its state (buckets, turns). */
+const derive = (
+  settings: GuardSettings,
+  before: { readonly settings: GuardSettings; readonly derived: Derived } | undefined
+): Derived => {
+  const same = <A>(a: A | undefined, b: A | undefined) => JSON.stringify(a) === JSON.stringify(b)
+  return {
+    expected: settings.token === undefined ? undefined : digest(Redacted.value(settings.token)),
+    limit: ByteSize.bytes(settings.maxBodyBytes),
+    maxBodyBytes: settings.maxBodyBytes,
+    logQueries: settings.logQueries === true,
+    rates:
+      before !== undefined && same(before.settings.rateLimit, settings.rateLimit)
+        ? before.derived.rates
+        : settings.rateLimit === undefined
+          ? undefined
+          : rateLimiter(settings.rateLimit),
+    turns:
+      before !== undefined && same(before.settings.concurrency, settings.concurrency)
+        ? before.derived.turns
+        : settings.concurrency === undefined
+          ? undefined
+          : concurrencyLimiter(settings.concurrency)
+  }
+}
+
 /** Paths open without the token: the search page (it holds no data, and asks for the token), and the liveness and
  * readiness probes (load balancers send no token; they say only whether the process runs and has an index loaded). */
 const OPEN_PATHS: ReadonlySet<string> = new Set(["/", "/healthz", "/readyz"])
@@ -93,7 +156,8 @@ const tooLarge = (limit: number) =>
 
 /** Turns a failure no handler answered into a JSON answer; a bug is reported and answered without its details. */
 const answerFailure =
-  (options: GuardOptions, request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
+  (options: Pick<GuardOptions, "maxBodyBytes" | "reportDefect">, request: HttpServerRequest.HttpServerRequest) =>
+  (cause: Cause.Cause<unknown>) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
     const defect = Cause.findDefect(cause)
     const failure = Option.orElse(
@@ -141,12 +205,11 @@ const sameSite = (origin: string, headers: Headers.Headers): boolean => {
   return hosts.some((host) => origin === `http://${host}` || origin === `https://${host}`)
 }
 
-/** The guard as a global router middleware. */
-export const guard = (options: GuardOptions) => {
-  const expected = options.token === undefined ? undefined : digest(Redacted.value(options.token))
-  const limit = ByteSize.bytes(options.maxBodyBytes)
-  const rates = options.rateLimit === undefined ? undefined : rateLimiter(options.rateLimit)
-  const turns = options.concurrency === undefined ? undefined : concurrencyLimiter(options.concurrency)
+/**
+ * The guard as a global router middleware. With a `cell`, its token, body limit, rate and concurrency limits and
+ * `logQueries` are the cell's, read as each request arrives; without one, the options' own.
+ */
+export const guard = (options: GuardOptions, cell: GuardCell = new GuardCell(options)) => {
   /** Responses of load shedding, told apart from other 503s for the refusals' count. */
   const overloaded = new WeakSet<HttpServerResponse.HttpServerResponse>()
   const refusedWith = (refusal: Refusal) => {
@@ -159,59 +222,63 @@ export const guard = (options: GuardOptions) => {
     Effect.as(Metric.modify(Metric.withAttributes(refused, { reason }), 1), response)
   return HttpRouter.middleware<{ handles: unknown }>()(
     (httpEffect) => {
-      const checked = Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const open = OPEN_PATHS.has(request.url.split("?")[0]!)
-        if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
-          const message = "this server needs the header Authorization: Bearer <token>"
-          return yield* refusal(
-            "unauthorized",
-            json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+      const checked = (state: Derived) =>
+        Effect.gen(function* () {
+          const { expected, limit, maxBodyBytes } = state
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const open = OPEN_PATHS.has(request.url.split("?")[0]!)
+          if (expected !== undefined && !open && !bearsToken(request.headers["authorization"], expected)) {
+            const message = "this server needs the header Authorization: Bearer <token>"
+            return yield* refusal(
+              "unauthorized",
+              json(401, { _tag: "Unauthorized", message }, { "www-authenticate": "Bearer" })
+            )
+          }
+          // A web page of another site may send a simple POST here without asking first (its script cannot read the
+          // answer, but the request would run: a question costs the chat service's price). Browsers name the page's
+          // site in Origin; a request from another one is refused. Clients other than browsers send no Origin.
+          const origin = request.headers["origin"]
+          if (origin !== undefined && !SAFE_METHODS.has(request.method) && !sameSite(origin, request.headers)) {
+            const message = `this server does not take ${request.method} requests from web pages of other sites (Origin: ${origin})`
+            return yield* refusal("cross_origin", json(403, { _tag: "CrossOrigin", message }))
+          }
+          // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
+          const declared = request.headers["content-length"]
+          if (declared !== undefined && Number(declared) > maxBodyBytes)
+            return yield* refusal("too_large", tooLarge(maxBodyBytes))
+          // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
+          const type = request.headers["content-type"]
+          const asJson =
+            type === undefined || type.toLowerCase().startsWith("application/json")
+              ? request
+              : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
+          const path = request.url.split("?")[0]!
+          return yield* httpEffect.pipe(
+            Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
+            Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
+            Effect.catchCause(answerFailure({ maxBodyBytes, reportDefect: options.reportDefect }, request)),
+            // No response is to be read as another type than it says; a document's text (which anyone allowed to write
+            // may have filled with HTML) is shown as text, without scripts, whatever a browser makes of it.
+            Effect.map((response) =>
+              HttpServerResponse.setHeaders(response, {
+                "x-content-type-options": "nosniff",
+                ...(DOCUMENT_TEXT.test(path) ? { "content-security-policy": "sandbox" } : {})
+              })
+            )
           )
-        }
-        // A web page of another site may send a simple POST here without asking first (its script cannot read the
-        // answer, but the request would run: a question costs the chat service's price). Browsers name the page's
-        // site in Origin; a request from another one is refused. Clients other than browsers send no Origin.
-        const origin = request.headers["origin"]
-        if (origin !== undefined && !SAFE_METHODS.has(request.method) && !sameSite(origin, request.headers)) {
-          const message = `this server does not take ${request.method} requests from web pages of other sites (Origin: ${origin})`
-          return yield* refusal("cross_origin", json(403, { _tag: "CrossOrigin", message }))
-        }
-        // Refused before a byte of the body is read; a body without a length is cut off at the limit as it streams in.
-        const declared = request.headers["content-length"]
-        if (declared !== undefined && Number(declared) > options.maxBodyBytes)
-          return yield* refusal("too_large", tooLarge(options.maxBodyBytes))
-        // Every body of this API is JSON: one sent as another type (`curl -d` says form data) is read as JSON too.
-        const type = request.headers["content-type"]
-        const asJson =
-          type === undefined || type.toLowerCase().startsWith("application/json")
-            ? request
-            : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
-        const path = request.url.split("?")[0]!
-        return yield* httpEffect.pipe(
-          Effect.provideService(HttpServerRequest.HttpServerRequest, asJson),
-          Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
-          Effect.catchCause(answerFailure(options, request)),
-          // No response is to be read as another type than it says; a document's text (which anyone allowed to write
-          // may have filled with HTML) is shown as text, without scripts, whatever a browser makes of it.
-          Effect.map((response) =>
-            HttpServerResponse.setHeaders(response, {
-              "x-content-type-options": "nosniff",
-              ...(DOCUMENT_TEXT.test(path) ? { "content-security-policy": "sandbox" } : {})
-            })
-          )
-        )
-      })
-      const limited = Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        // The probes and the page are never limited: a busy server is still alive, and says whether it is ready.
-        if (OPEN_PATHS.has(request.url.split("?")[0]!)) return yield* checked
-        if (rates !== undefined) {
-          const refused = yield* rates.take(Option.getOrElse(request.remoteAddress, () => "unknown"))
-          if (refused !== undefined) return yield* refusal("rate_limited", refusedWith(refused))
-        }
-        return yield* turns === undefined ? checked : turns(checked, refusedWith)
-      })
+        })
+      const limited = (state: Derived) =>
+        Effect.gen(function* () {
+          const { rates, turns } = state
+          const request = yield* HttpServerRequest.HttpServerRequest
+          // The probes and the page are never limited: a busy server is still alive, and says whether it is ready.
+          if (OPEN_PATHS.has(request.url.split("?")[0]!)) return yield* checked(state)
+          if (rates !== undefined) {
+            const refused = yield* rates.take(Option.getOrElse(request.remoteAddress, () => "unknown"))
+            if (refused !== undefined) return yield* refusal("rate_limited", refusedWith(refused))
+          }
+          return yield* turns === undefined ? checked(state) : turns(checked(state), refusedWith)
+        })
       // Every answer counted by route and status, with its time; the requests being answered, as they come and go.
       return Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
@@ -223,7 +290,8 @@ export const guard = (options: GuardOptions) => {
         if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.request.id", id)
         const details: RequestDetails["Service"] = { mode: undefined, results: undefined, query: undefined }
         yield* Metric.modify(inFlight, 1)
-        const answered = yield* limited.pipe(
+        const state = cell.state
+        const answered = yield* limited(state).pipe(
           Effect.provideService(RequestDetails, details),
           Effect.ensuring(Metric.modify(inFlight, -1))
         )
@@ -239,13 +307,14 @@ export const guard = (options: GuardOptions) => {
             duration_ms: Math.round(seconds * 1e6) / 1e3,
             ...(details.mode === undefined ? {} : { mode: details.mode }),
             ...(details.results === undefined ? {} : { results: details.results }),
-            ...(options.logQueries === true && details.query !== undefined ? { query: details.query } : {})
+            ...(state.logQueries && details.query !== undefined ? { query: details.query } : {})
           }
           yield* options.accessLog(entry)
         }
-        if (response.status === 503 && overloaded.has(response))
+        // `answered` is the refusal itself; `response` is a copy (with the request id), which the set does not know.
+        if (response.status === 503 && overloaded.has(answered))
           yield* Metric.modify(Metric.withAttributes(refused, { reason: "overloaded" }), 1)
-        yield* recordAnswer(routeOf(request.url.split("?")[0]!), response.status, seconds)
+        yield* recordAnswer(routeOf(request.url.split("?")[0]!), response.status, seconds, details.mode)
         return response
       })
     },

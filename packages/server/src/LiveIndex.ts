@@ -9,7 +9,7 @@ import type { ModelMismatch } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexMissing } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexStore, readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
 import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
-import { Cause, Clock, Context, Effect, Exit, Layer, Option, Schedule, Scope, Semaphore } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option, Schedule, Scope, Semaphore } from "effect"
 
 /** One opened state of the index. */
 export interface Loaded {
@@ -19,6 +19,15 @@ export interface Loaded {
   /** When it was opened (Clock millis). */
   readonly loadedAt: number
 }
+
+/** How many states of the index this server has served: 1 for the first, one more at each swap. */
+export const snapshotGeneration = Metric.gauge("funcpipe_snapshot_generation", {
+  description: "How many states of the index this server has served (1 for the first, one more at each swap)"
+})
+/** Swaps to a newer state of the index. */
+export const snapshotSwaps = Metric.counter("funcpipe_snapshot_swaps_total", {
+  description: "Swaps to a newer state of the index since the server started"
+})
 
 /** Why no snapshot could be opened: nothing indexed yet, another model's index, or a store failure. */
 export type OpenError = IndexMissing | ModelMismatch | StoreError
@@ -116,6 +125,8 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
 
   // A failure is reported when it starts, or changes, not at every look: a store that stays down says so once.
   let reported: string | undefined
+  /** States served so far (the snapshot generation metric). */
+  let generations = 0
   const reportChange = (line: string) =>
     Effect.suspend(() => {
       if (line === reported) return Effect.void
@@ -185,6 +196,8 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
     const what = `${m.documents} documents, ${m.chunks} chunks`
     // A new state is news each time; and a failure after it is reported again, even one seen before.
     reported = undefined
+    yield* Metric.update(snapshotGeneration, ++generations)
+    if (previous !== undefined) yield* Metric.update(snapshotSwaps, 1)
     yield* report(`${previous === undefined ? "serving" : "now serving"} ${store.location}: ${what}`)
     return "swapped" as const
   })

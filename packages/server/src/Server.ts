@@ -11,7 +11,7 @@ import type { LanguageModel } from "effect/ai"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import type { AccessEntry } from "./AccessLog.ts"
-import { guard } from "./Guard.ts"
+import { type GuardCell, guard } from "./Guard.ts"
 import { handlersLayer } from "./Handlers.ts"
 import type { ConcurrencyLimit, RateLimit } from "./Limits.ts"
 import { type ListenFailed, listenFailed } from "./Listen.ts"
@@ -25,6 +25,7 @@ import { searchPage } from "./Page.ts"
  * `effect/http` barrel dynamically would keep every HTTP module in the CLI's start-up bundle.
  */
 export { HttpServer } from "effect/http"
+export { GuardCell, type GuardSettings } from "./Guard.ts"
 
 /** How a server is run. */
 export interface ServerOptions {
@@ -57,6 +58,11 @@ export interface ServerOptions {
   readonly version?: string
   /** The chat model `POST /v1/ask` answers with (`--llm`); without one, questions get 501. */
   readonly chat?: Layer.Layer<LanguageModel.LanguageModel> | undefined
+  /**
+   * Where the token, body limit, rate and concurrency limits and `logQueries` are read from at every request, so that
+   * they can change while the server runs (`GuardCell.set`); without one, they are these options' own, for good.
+   */
+  readonly guardCell?: GuardCell | undefined
 }
 
 /** How long a client may take, in milliseconds. */
@@ -138,15 +144,18 @@ export const routes = (options: ServerOptions) =>
         chat: options.chat,
         wholeDocuments: options.linkSources === true
       }),
-      guard({
-        token: options.token,
-        maxBodyBytes: options.maxBodyBytes,
-        rateLimit: options.rateLimit,
-        concurrency: options.concurrency,
-        accessLog: options.accessLog,
-        logQueries: options.logQueries === true,
-        reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
-      })
+      guard(
+        {
+          token: options.token,
+          maxBodyBytes: options.maxBodyBytes,
+          rateLimit: options.rateLimit,
+          concurrency: options.concurrency,
+          accessLog: options.accessLog,
+          logQueries: options.logQueries === true,
+          reportDefect: (cause) => options.report(`internal error while answering a request:\n${Cause.pretty(cause)}`)
+        },
+        options.guardCell
+      )
     ).pipe(
       Layer.provide(
         handlersLayer({ writable: options.writable, linkSources: options.linkSources === true, chat: options.chat })

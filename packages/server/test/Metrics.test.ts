@@ -20,6 +20,17 @@ const sample = (text: string, name: string, labels: Record<string, string> = {})
   return undefined
 }
 
+/** The sum of the samples of `name` whose labels include every one of `labels` (say, over every mode). */
+const total = (text: string, name: string, labels: Record<string, string> = {}): number =>
+  text
+    .split("\n")
+    .filter(
+      (line) =>
+        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
+        Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`))
+    )
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0)
+
 // CI installs Debian's prometheus package (.ci/run) and must run the promtool check; elsewhere it is skipped without it.
 const promtool = "/usr/bin/promtool"
 const checks = existsSync(promtool) || process.env["CI"] !== undefined
@@ -53,7 +64,7 @@ describe("GET /metrics", () => {
         )
         assert.include(text, "# TYPE funcpipe_http_request_duration_seconds histogram")
         assert.isAtLeast(
-          sample(text, "funcpipe_http_request_duration_seconds_count", { route: "/v1/query" }) ?? 0,
+          total(text, "funcpipe_http_request_duration_seconds_count", { route: "/v1/query" }),
           answered + 3
         )
         assert.strictEqual(sample(text, "funcpipe_index_documents"), 4)
@@ -61,6 +72,13 @@ describe("GET /metrics", () => {
         assert.strictEqual(sample(text, "funcpipe_query_stage_seconds_count", { stage: "postings" }), lexical + 3)
         assert.strictEqual(sample(text, "funcpipe_query_stage_seconds_count", { stage: "fetch" }), fetched + 3)
         assert.include(text, "# TYPE funcpipe_chunk_cache_lookups_total counter")
+        // Query latency by mode too; the index's size on disk and how many states were served.
+        assert.isAtLeast(
+          sample(text, "funcpipe_http_request_duration_seconds_count", { route: "/v1/query", mode: "lexical" }) ?? 0,
+          3
+        )
+        assert.isAbove(sample(text, "funcpipe_index_bytes") ?? 0, 4096)
+        assert.isAtLeast(sample(text, "funcpipe_snapshot_generation") ?? 0, 1)
         assert.strictEqual(sample(text, "funcpipe_ready"), 1)
         assert.isAtLeast(sample(text, "funcpipe_http_requests_in_flight") ?? -1, 0)
       }).pipe(Effect.provide(serverOver(file, { token: TOKEN })))

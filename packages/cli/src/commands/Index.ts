@@ -4,6 +4,7 @@ import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { PRUNE_FREE_DOCUMENTS, PRUNE_FREE_SHARE } from "@funcpipe/pipeline/index/Sync"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { EmbeddingCache } from "@funcpipe/pipeline/models/EmbeddingCache"
+import { writeFileAtomic } from "@funcpipe/pipeline/platform/AtomicFile"
 import { embeddingCacheFor, layerIndexStore, showIndex } from "@funcpipe/pipeline/programs/IndexLocation"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
@@ -26,6 +27,7 @@ import {
 import { keepHeapNearLiveData } from "../Heap.ts"
 import { embedUsageLine, indexReportJson, indexReportLines, skipLines } from "../output/Format.ts"
 import { Progress, silentProgress } from "../output/Progress.ts"
+import { WatchDryRun, watchPaths } from "./IndexWatch.ts"
 import { paths } from "./Search.ts"
 
 /** Prints on stderr what embedding `chunks` cost, for a model that calls a service. */
@@ -48,6 +50,16 @@ export class AnnNotInPostgres extends Schema.TaggedError<AnnNotInPostgres>()("An
     )
   }
 }
+
+/**
+ * Writes the process's metrics (the run's counts and time, its embedding requests and cache) to `file` in Prometheus'
+ * text format, atomically: a collector reading it meanwhile sees the last run's or this one's, never half.
+ */
+const writeMetrics = (file: string) =>
+  Effect.gen(function* () {
+    const { PrometheusMetrics } = yield* Effect.promise(() => import("effect/observability"))
+    yield* writeFileAtomic(file, yield* PrometheusMetrics.format())
+  })
 
 export const index = Command.make(
   "index",
@@ -100,6 +112,21 @@ export const index = Command.make(
       ),
       Flag.withDefault(false)
     ),
+    watch: Flag.Boolean("watch").pipe(
+      Flag.withDescription(
+        "After the run, watch the paths and index each change (debounced: once they have been quiet for 0.3 s, at " +
+          "most 5 s after the first), one line per run, until Ctrl-C"
+      ),
+      Flag.withDefault(false)
+    ),
+    metricsFile: Flag.String("metrics-file").pipe(
+      Flag.withMetavar("FILE"),
+      Flag.withDescription(
+        "After each run, write the run's metrics to FILE in Prometheus' text format (for node_exporter's textfile " +
+          "collector: a .prom file in its folder), replaced whole each time"
+      ),
+      Flag.optional
+    ),
     json
   },
   Effect.fn("index")(function* (input) {
@@ -111,35 +138,42 @@ export const index = Command.make(
     if (Option.isSome(input.ann) && input.ann.value === "hnsw" && isPostgresUrl(input.index)) {
       return yield* new AnnNotInPostgres({ index: input.index })
     }
+    if (input.watch && input.dryRun) return yield* new WatchDryRun()
     const chunker = yield* chunkerFrom(input)
     const progress = input.json ? silentProgress : yield* Progress
-    const report = yield* indexPaths(input.paths, {
+    const options = {
       chunker,
       ...analyzerFrom(input),
       ...ruleOption("keep", input.keep),
-      dryRun: input.dryRun,
       rebuild: input.rebuild,
       ...(Option.isSome(input.ann) ? { ann: input.ann.value === "hnsw" ? DEFAULT_ANN : ("exact" as const) } : {}),
       prune: input.prune,
-      progress: (done, total, stage) =>
+      progress: (done: number, total: number, stage: "embedding" | "indexing") =>
         progress.update(stage === "embedding" ? "embedding documents" : "indexing documents", done, total)
-    }).pipe(
+    }
+    const layer = Layer.mergeAll(
+      layerIndexStore(input.index),
+      modelLayer(input),
+      EmbeddingCache.layerSqlite(embeddingCacheFor(input.index)),
+      DocumentSource.layerWith({
+        maxConvertedFileBytes: input.maxFileMb * 2 ** 20,
+        convertSeconds: input.fileSeconds
+      })
+    )
+    const afterRun = Option.match(input.metricsFile, { onNone: () => Effect.void, onSome: writeMetrics })
+    if (input.watch) {
+      return yield* watchPaths(input.paths, options, showIndex(input.index), input.json, progress, afterRun).pipe(
+        Effect.provide(layer)
+      )
+    }
+    const report = yield* indexPaths(input.paths, { ...options, dryRun: input.dryRun }).pipe(
       Effect.ensuring(progress.finish),
       Effect.tap((report) => (report.dryRun ? Effect.void : printUsage(report.chunksWritten))),
-      Effect.provide(
-        Layer.mergeAll(
-          layerIndexStore(input.index),
-          modelLayer(input),
-          EmbeddingCache.layerSqlite(embeddingCacheFor(input.index)),
-          DocumentSource.layerWith({
-            maxConvertedFileBytes: input.maxFileMb * 2 ** 20,
-            convertSeconds: input.fileSeconds
-          })
-        )
-      ),
+      Effect.provide(layer),
       // Ctrl-C: the run's transaction was rolled back and the file closed by now, so the index is as it was.
       Effect.onInterrupt(() => Console.error("funcpipe: interrupted; the index is unchanged"))
     )
+    if (!report.dryRun) yield* afterRun
     for (const line of skipLines(report.skipped)) yield* Console.error(line)
     if (input.json) yield* Console.log(indexReportJson(report, showIndex(input.index)))
     else for (const line of indexReportLines(report, showIndex(input.index))) yield* Console.log(line)
@@ -152,6 +186,7 @@ export const index = Command.make(
   Command.withExamples([
     { command: "funcpipe index sample", description: "Index the sample corpus into .funcpipe/index.db" },
     { command: "funcpipe index notes/ --dry-run", description: "Show what a run would change" },
+    { command: "funcpipe index notes/ --watch", description: "Keep the index current as notes/ changes" },
     { command: "funcpipe index notes/ --prune", description: "Mirror notes/ even if that deletes much of the index" },
     { command: "funcpipe index notes/ --chunk-size 256 --rebuild", description: "Rebuild with new chunking settings" },
     {

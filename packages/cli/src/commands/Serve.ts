@@ -1,15 +1,18 @@
 /** `funcpipe serve`: answer queries over HTTP from the index, opened once and kept current. */
 
-import { DEFAULT_MAX_BODY_BYTES } from "@funcpipe/domain/Config"
-import { layerIndexStore } from "@funcpipe/pipeline/programs/IndexLocation"
+import { layerIndexStore, showIndex } from "@funcpipe/pipeline/programs/IndexLocation"
 import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
+import { watchIndex } from "@funcpipe/pipeline/programs/Watch"
+import { IndexStore } from "@funcpipe/pipeline/store/IndexStore"
 import { isPostgresUrl } from "@funcpipe/pipeline/store/postgres/PgUrl"
-import { Config, Console, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Console, Duration, Effect, Layer, Option, Queue, Schema, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { chatChoice, llmFlags } from "../flags/Chat.ts"
 import { indexPath, serviceFlags, withServiceFlags } from "../flags/Flags.ts"
 import { keepHeapNearLiveData } from "../Heap.ts"
+import { watchingLine, watchRunLine } from "../output/Format.ts"
 import { version } from "../Version.ts"
+import { guardFlags, guardSettingsOf, Hangups, reloadOnHangup } from "./ServeReload.ts"
 
 /**
  * Set once the server has stopped and closed the index, so the process entry exits with 0 rather than the 130 of an
@@ -67,6 +70,40 @@ export class ClusterNeedsPostgres extends Schema.TaggedError<ClusterNeedsPostgre
   }
 }
 
+/**
+ * `serve --watch`: keeps the served index mirroring `paths` (see `watchIndex`), a line per run; the server's look for a
+ * newer state (`--poll`) swaps to each. Each run uses the index's own settings (cleaning, chunking, analysis, keep
+ * rule; the defaults for a new index), as the server has no flags of its own for them. A failure the watch cannot go
+ * past is reported, and the server goes on serving the index as it is.
+ */
+const keepCurrent = (paths: ReadonlyArray<string>, location: string, report: (line: string) => Effect.Effect<void>) =>
+  Effect.gen(function* () {
+    const manifest = yield* IndexStore.use((store) => store.manifest)
+    const options = Option.match(manifest, {
+      onNone: () => ({}),
+      onSome: (m) => ({
+        cleaner: m.cleaner,
+        chunker: m.chunker,
+        analyzer: m.analyzer,
+        ...(m.keep === undefined ? {} : { keep: m.keep })
+      })
+    })
+    yield* watchIndex(paths, options).pipe(
+      Stream.runForEach((run) =>
+        Effect.andThen(
+          report(watchRunLine(run, location)),
+          run.first ? report(watchingLine(paths.length, run.folders)) : Effect.void
+        )
+      )
+    )
+  }).pipe(
+    Effect.catch((error) =>
+      report(
+        `watch: stopped: ${error._tag === "SettingsChanged" ? "the index's settings changed under the server (run funcpipe index --rebuild, then restart it)" : error.message}; still serving the index as the last run left it`
+      )
+    )
+  )
+
 export const serve = Command.make(
   "serve",
   {
@@ -80,14 +117,7 @@ export const serve = Command.make(
       Flag.withDescription("The port to listen on (default 7700; 0 picks a free one)"),
       Flag.withDefault(7700)
     ),
-    token: Flag.Redacted("token").pipe(
-      Flag.withDescription(
-        "Require Authorization: Bearer <token> on every request (but the search page and /healthz); " +
-          "also read from FUNCPIPE_TOKEN. Needed to listen beyond this machine"
-      ),
-      Flag.withFallbackConfig(Config.Redacted("FUNCPIPE_TOKEN")),
-      Flag.optional
-    ),
+    ...guardFlags,
     writable: Flag.Boolean("writable").pipe(
       Flag.withDescription("Allow PUT /v1/documents and DELETE /v1/documents/{id} to change the index"),
       Flag.withDefault(false)
@@ -99,11 +129,6 @@ export const serve = Command.make(
       ),
       Flag.withDefault(false)
     ),
-    maxBody: Flag.Int("max-body").pipe(
-      Flag.withSchema(Positive),
-      Flag.withDescription("The largest request body in bytes (default 1048576, 1 MiB); larger ones get 413"),
-      Flag.withDefault(DEFAULT_MAX_BODY_BYTES)
-    ),
     logFormat: Flag.Literals("log-format", ["text", "json"] as const).pipe(
       Flag.withMetavar("FORMAT"),
       Flag.withDescription(
@@ -112,39 +137,13 @@ export const serve = Command.make(
       ),
       Flag.withDefault("text" as const)
     ),
-    logQueries: Flag.Boolean("log-queries").pipe(
-      Flag.withDescription("With --log-format json: put each query's text into its line too (left out by default)"),
-      Flag.withDefault(false)
-    ),
-    rateLimit: Flag.Int("rate-limit").pipe(
-      Flag.withSchema(NonNegative),
-      Flag.withMetavar("N"),
+    watch: Flag.String("watch").pipe(
+      Flag.withMetavar("PATH"),
       Flag.withDescription(
-        "Answer each client (by address) at most N requests a second on average, 429 with Retry-After past it " +
-          "(default 0: no limit; the page, /healthz and /readyz are never limited)"
+        "Keep the index current with these files or folders (repeat for more): indexed at start, then again at each " +
+          "change (as index --watch does), each run a line on stderr; the server swaps to each new state"
       ),
-      Flag.withDefault(0)
-    ),
-    burst: Flag.Int("burst").pipe(
-      Flag.withSchema(Positive),
-      Flag.withMetavar("N"),
-      Flag.withDescription("With --rate-limit: how many requests a client may send at once (default: twice the rate)"),
-      Flag.optional
-    ),
-    maxInFlight: Flag.Int("max-in-flight").pipe(
-      Flag.withSchema(NonNegative),
-      Flag.withMetavar("N"),
-      Flag.withDescription(
-        "Answer at most N requests at once, the others waiting in a queue of --queue; past it, 503 at once rather " +
-          "than ever slower answers (default 0: no limit)"
-      ),
-      Flag.withDefault(0)
-    ),
-    queue: Flag.Int("queue").pipe(
-      Flag.withSchema(NonNegative),
-      Flag.withMetavar("N"),
-      Flag.withDescription("With --max-in-flight: how many requests may wait for a turn (default 64)"),
-      Flag.withDefault(64)
+      Flag.atLeast(0)
     ),
     poll: Flag.Int("poll").pipe(
       Flag.withSchema(NonNegative),
@@ -181,28 +180,36 @@ export const serve = Command.make(
     // grows 30-45 % in two minutes with 45 MB live. Growing by a fifth between full collections keeps it flat; they
     // come every few seconds and take 5-10 ms each (docs/decisions/0071-server-heap-kept-near-its-live-data.md).
     keepHeapNearLiveData(20)
-    if (input.cluster) return yield* runCluster(input)
+    // SIGHUP from the start to the very end (after the last request is answered): one that comes before the server is
+    // ready is applied once it is, and none ends the process meanwhile (see ServeReload.ts).
+    const hangups = yield* (yield* Hangups).subscribe
+    if (input.cluster) {
+      yield* Effect.forkScoped(
+        Effect.forever(
+          Effect.andThen(Queue.take(hangups), Console.error("SIGHUP: a runner has no configuration to read again"))
+        )
+      )
+      return yield* runCluster(input)
+    }
     // The server and its HTTP modules load only here, so every other command starts without them.
-    const { HttpServer, layer } = yield* Effect.promise(() => import("@funcpipe/server/Server"))
+    const { checkBinding, GuardCell, HttpServer, layer } = yield* Effect.promise(
+      () => import("@funcpipe/server/Server")
+    )
     const report = (line: string) => Console.error(line)
     const chat = yield* chatChoice(input)
+    const guarded = guardSettingsOf(input)
+    // What guards each request, which a SIGHUP may change (see ServeReload.ts).
+    const cell = new GuardCell(guarded)
     const server = layer({
       version,
       chat: chat?.layer,
       host: input.host,
       port: input.port,
-      token: Option.getOrUndefined(input.token),
+      ...guarded,
+      guardCell: cell,
       writable: input.writable,
       linkSources: input.linkSources,
-      maxBodyBytes: input.maxBody,
-      ...(input.logFormat === "json"
-        ? { accessLog: (entry: object) => Console.error(JSON.stringify(entry)), logQueries: input.logQueries }
-        : {}),
-      rateLimit:
-        input.rateLimit === 0
-          ? undefined
-          : { perSecond: input.rateLimit, burst: Option.getOrElse(input.burst, () => 2 * input.rateLimit) },
-      concurrency: input.maxInFlight === 0 ? undefined : { inFlight: input.maxInFlight, queue: input.queue },
+      ...(input.logFormat === "json" ? { accessLog: (entry: object) => Console.error(JSON.stringify(entry)) } : {}),
       pollMillis: input.poll,
       report
     })
@@ -216,6 +223,8 @@ export const serve = Command.make(
         )
         // Runs first when the server stops: requests in flight are answered, then the index is closed.
         yield* Effect.addFinalizer(() => report("stopping: answering the requests in flight, then closing the index"))
+        yield* reloadOnHangup(hangups, cell, input, report, (token) => checkBinding({ host: input.host, token }))
+        if (input.watch.length > 0) yield* Effect.forkScoped(keepCurrent(input.watch, showIndex(input.index), report))
       })
     )
     // Queries are embedded with the model the index was built with (read once, when the server starts).
@@ -228,7 +237,7 @@ export const serve = Command.make(
         )
       )
     )
-  })
+  }, Effect.scoped)
 ).pipe(
   Command.withDescription("Answer queries over HTTP (JSON API, OpenAPI, a search page) from the index, kept current"),
   Command.withExamples([

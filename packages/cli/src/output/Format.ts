@@ -13,6 +13,7 @@ import { cutPassage } from "@funcpipe/pipeline/analysis/Passage"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
 import type { FileChange } from "@funcpipe/pipeline/programs/IndexStatus"
 import type { RunSummary, Skip } from "@funcpipe/pipeline/programs/Ingest"
+import type { WatchRun } from "@funcpipe/pipeline/programs/Watch"
 import { Schema } from "effect"
 import type { ResultView } from "./Terminal.ts"
 
@@ -43,18 +44,20 @@ const keepLines = (report: IndexReport): ReadonlyArray<string> => {
   ]
 }
 
+const planCounts = ({ plan: { added, deleted, unchanged, updated } }: IndexReport): string =>
+  `added ${added.length}, updated ${updated.length}, unchanged ${unchanged.length}, deleted ${deleted.length}`
+
+/** What a run that wrote did: the plan counts, the chunks written, what the index holds now, and how long it took. */
+const runLine = (report: IndexReport, location: string): string =>
+  `${planCounts(report)}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
+  `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
+  `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
+
 /** The result of `funcpipe index`: the plan counts and what the index holds now; a dry run lists what would go. */
 export const indexReportLines = (report: IndexReport, location: string): ReadonlyArray<string> => {
-  const { added, deleted, unchanged, updated } = report.plan
-  const counts = `added ${added.length}, updated ${updated.length}, unchanged ${unchanged.length}, deleted ${deleted.length}`
-  if (!report.dryRun) {
-    return [
-      ...keepLines(report),
-      `${counts}; ${plural(report.chunksWritten, "chunk")} written; ${location} holds ` +
-        `${plural(report.documents, "document")} and ${plural(report.chunks, "chunk")}` +
-        `${report.rebuilt ? " (rebuilt)" : ""} (${seconds(report.elapsedMillis)})`
-    ]
-  }
+  const { deleted } = report.plan
+  const counts = planCounts(report)
+  if (!report.dryRun) return [...keepLines(report), runLine(report, location)]
   return [
     ...keepLines(report),
     `dry run, nothing written: would have ${counts}; ${location} holds ${plural(report.documents, "document")} and ` +
@@ -65,6 +68,21 @@ export const indexReportLines = (report: IndexReport, location: string): Readonl
       : [`the deletions need --prune (${report.pruneNeeded}); without it the run changes nothing`])
   ]
 }
+
+/**
+ * The line of one run of `funcpipe index --watch` for stderr: what it did, as `index` says it, or why it changed
+ * nothing and what the watch waits for.
+ */
+export const watchRunLine = (run: WatchRun, location: string): string =>
+  run._tag === "Indexed"
+    ? `watch: ${runLine(run.report, location)}`
+    : `watch: run failed, nothing changed: ${run.error.message}; ` +
+      (run.retryMillis === undefined ? "waiting for changes" : `trying again in ${seconds(run.retryMillis)}`)
+
+/** The line after the first run of `funcpipe index --watch`: what is watched, and how to stop. */
+export const watchingLine = (paths: number, folders: number): string =>
+  `watch: watching ${plural(paths, "path")}${folders > 0 ? ` (${plural(folders, "folder")})` : ""} for changes; ` +
+  "stop with Ctrl-C"
 
 const count = (n: number) => n.toLocaleString("en-US")
 

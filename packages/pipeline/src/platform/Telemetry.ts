@@ -8,20 +8,30 @@
  * effect and a span of its own would cost a server more than the stages of a short query.
  */
 
-import { type Clock, Context, Effect, Exit, Metric, Option, Tracer } from "effect"
+import { Clock, Context, Effect, Exit, Metric, Option, Tracer } from "effect"
 
 /** A query's stages, in the order they run. */
-export type QueryStage = "analyze" | "filter" | "embed" | "postings" | "scan" | "fuse" | "fetch" | "display"
+export type QueryStage = "analyze" | "filter" | "embed" | "expand" | "postings" | "scan" | "fuse" | "fetch" | "display"
 
 const queryStageSeconds = Metric.histogram("funcpipe_query_stage_seconds", {
   description:
     "Time of a query's stages: analyze (clean and analyze the text), filter (resolve --where), embed (the query's " +
-    "vector), postings (lexical scoring), scan (vector scoring), fuse (hybrid fusion and the top k), fetch (the " +
-    "results' chunks), display (their passages)",
+    "vector), expand (--expand's first pass and new terms), postings (lexical scoring), scan (vector scoring), fuse " +
+    "(hybrid fusion), fetch (the results' chunks), display (their passages)",
   boundaries: Metric.exponentialBoundaries({ start: 0.00005, factor: 2, count: 18 }) // 50 µs … 6.6 s
 })
 
-const STAGES: ReadonlyArray<QueryStage> = ["analyze", "filter", "embed", "postings", "scan", "fuse", "fetch", "display"]
+const STAGES: ReadonlyArray<QueryStage> = [
+  "analyze",
+  "filter",
+  "embed",
+  "expand",
+  "postings",
+  "scan",
+  "fuse",
+  "fetch",
+  "display"
+]
 /** Each stage's histogram, its attribute set once rather than on every query. */
 const stageHistograms = new Map(
   STAGES.map((stage) => [stage, Metric.withAttributes(queryStageSeconds, { stage })] as const)
@@ -150,6 +160,9 @@ const indexRunSeconds = Metric.histogram("funcpipe_index_run_duration_seconds", 
 const indexSize = Metric.gauge("funcpipe_index_run_index_chunks", {
   description: "Chunks in the index after the last index run"
 })
+const lastRun = Metric.gauge("funcpipe_index_run_last_completed_timestamp_seconds", {
+  description: "When the last index run was committed (Unix time), for alerts on an index left stale"
+})
 
 /** What an index run did, as its metrics count it. */
 export interface RunFigures {
@@ -174,6 +187,7 @@ export const recordRun = (run: RunFigures): Effect.Effect<void> =>
     yield* Metric.update(indexChunksWritten, run.chunksWritten)
     yield* Metric.update(indexRunSeconds, run.seconds)
     yield* Metric.update(indexSize, run.chunks)
+    if (run.kind !== "dry_run") yield* Metric.update(lastRun, (yield* Clock.currentTimeMillis) / 1000)
     yield* Effect.annotateCurrentSpan({
       "funcpipe.run.kind": run.kind,
       "funcpipe.run.added": run.added,

@@ -303,7 +303,7 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     expand === undefined || mode === "vector"
       ? terms
       : yield* readSnapshot(location, () =>
-          times.time("postings", () =>
+          times.time("expand", () =>
             expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
           )
         )
@@ -313,17 +313,17 @@ export const querySnapshot = Effect.fn("querySnapshot")(function* (
     ef: manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH),
     time: times.time
   }
-  // Lexical and vector rankings are one stage each (their scores are made as the top k is taken); a hybrid one times
-  // its parts inside the engine, and its top k as part of the fusion.
-  const ranking = mode === "lexical" ? "postings" : mode === "vector" ? "scan" : "fuse"
-  const { more, scored, tops } = yield* readSnapshot(location, () => {
+  // Lexical and vector rankings are one stage each (their scores are made as the top k is taken); a hybrid one is
+  // timed by the engine, part by part (its top k of the fused list is a sort of at most twice the fusion depth).
+  const rank = () => {
     const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
-    return times.time(ranking, () =>
-      options.group === "doc"
-        ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
-        : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
-    )
-  })
+    return options.group === "doc"
+      ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
+      : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
+  }
+  const { more, scored, tops } = yield* readSnapshot(location, () =>
+    mode === "hybrid" ? rank() : times.time(mode === "lexical" ? "postings" : "scan", rank)
+  )
   /** The titles of the results' documents, by doc id. */
   const titles = new Map<string, string>()
   const decoded = decodedChunksOf(snapshot)

@@ -54,7 +54,7 @@ export type ListFolder = (dir: string) => Array<Dirent>
 export const listFolder: ListFolder = (dir) => readdirSync(dir, { withFileTypes: true })
 
 /** Whether a name in a folder is read: hidden entries and `node_modules` are left out. */
-const isRead = (name: string): boolean => !name.startsWith(".") && name !== "node_modules"
+export const isRead = (name: string): boolean => !name.startsWith(".") && name !== "node_modules"
 
 /** Why a folder reached a second time is not walked again: a link back to a folder it is in, or another name. */
 const walkedReason = (ancestors: ReadonlyArray<string>, real: string, before: string): string =>
