@@ -127,6 +127,8 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
   let reported: string | undefined
   /** States served so far (the snapshot generation metric). */
   let generations = 0
+  // The swaps' counter shows from the start, at 0, rather than from the first swap.
+  yield* Metric.update(snapshotSwaps, 0)
   const reportChange = (line: string) =>
     Effect.suspend(() => {
       if (line === reported) return Effect.void

@@ -6,7 +6,7 @@
  * command's spans leave before the process exits (each waits at most its timeout for the collector).
  */
 
-import { ConfigProvider, Layer } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Tracer } from "effect"
 import type { HttpClient } from "effect/http"
 import { type OtlpExporter, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
 
@@ -29,7 +29,61 @@ export const layerOtlp = (
     OTEL_METRICS_EXPORTER: "otlp",
     ...env
   })
-  return Layer.mergeAll(OtlpTracer.layerFromConfig({ resource }), OtlpMetrics.layerFromConfig({ resource })).pipe(
+  const exporters = Layer.mergeAll(OtlpTracer.layerFromConfig({ resource }), OtlpMetrics.layerFromConfig({ resource }))
+  const sampler = samplerOf(env)
+  return (sampler === undefined ? exporters : Layer.provideMerge(layerSampling(sampler), exporters)).pipe(
     Layer.provide(Layer.mergeAll(OtlpSerialization.layerJson, ConfigProvider.layer(provider)))
   )
 }
+
+/** Which traces are kept: each new trace with this probability; with `parentBased`, a child as its parent is. */
+export interface Sampler {
+  readonly ratio: number
+  readonly parentBased: boolean
+}
+
+/**
+ * OpenTelemetry's sampler variables: `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio`,
+ * `parentbased_always_on`, the default, `parentbased_always_off`, `parentbased_traceidratio`) and
+ * `OTEL_TRACES_SAMPLER_ARG` (the ratio, 0 to 1, default 1). `undefined` for keeping every span, as without them.
+ */
+export const samplerOf = (env: Readonly<Record<string, string | undefined>>): Sampler | undefined => {
+  const name = (env["OTEL_TRACES_SAMPLER"] ?? "").trim().toLowerCase()
+  const arg = Number(env["OTEL_TRACES_SAMPLER_ARG"] ?? "1")
+  const ratio = Number.isFinite(arg) ? Math.min(1, Math.max(0, arg)) : 1
+  switch (name) {
+    case "always_off":
+      return { ratio: 0, parentBased: false }
+    case "parentbased_always_off":
+      return { ratio: 0, parentBased: true }
+    case "traceidratio":
+      return ratio >= 1 ? undefined : { ratio, parentBased: false }
+    case "parentbased_traceidratio":
+      return ratio >= 1 ? undefined : { ratio, parentBased: true }
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The tracer in place, sampling: a span with no parent (or, without `parentBased`, any span starting a trace of its
+ * own) is kept with the sampler's probability; one with a parent is kept as its parent is. A span not kept costs a
+ * little to make and nothing to export.
+ */
+export const layerSampling = (sampler: Sampler) =>
+  Layer.effect(
+    Tracer.Tracer,
+    Effect.map(Effect.tracer, (inner) =>
+      Tracer.make({
+        span(options) {
+          const parent = Option.getOrUndefined(options.parent)
+          const keep =
+            parent !== undefined && (sampler.parentBased || parent._tag === "Span")
+              ? parent.sampled
+              : Math.random() < sampler.ratio
+          return inner.span({ ...options, sampled: options.sampled && keep })
+        },
+        ...(inner.context === undefined ? {} : { context: inner.context })
+      })
+    )
+  )
