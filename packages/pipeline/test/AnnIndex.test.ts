@@ -95,7 +95,18 @@ describe("an index with an approximate vector index", () => {
       const fs = yield* FileSystem.FileSystem
       // Half the documents gone, new ones added: later runs keep the index's own setting.
       yield* fs.writeFileString(`${dir}/docs.jsonl`, `${jsonl(100, 100)}\n${jsonl(150, 1000)}`)
-      yield* indexPaths([`${dir}/docs.jsonl`], { prune: true }).pipe(on(file))
+      // The run says how far it is in building graphs: before each new one, and when all are built.
+      const told: Array<readonly [number, number]> = []
+      yield* indexPaths([`${dir}/docs.jsonl`], {
+        prune: true,
+        progress: (done, total, stage) => Effect.sync(() => void (stage === "graphs" && told.push([done, total])))
+      }).pipe(on(file))
+      assert.isAtLeast(told.length, 2)
+      const total = told[0]![1]
+      assert.deepStrictEqual(
+        told,
+        Array.from({ length: total + 1 }, (_, i) => [i, total] as const)
+      )
       const rows = graphRows(file)
       assert.deepStrictEqual(
         rows.graphs.map((g) => g.segment),

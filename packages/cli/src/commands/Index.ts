@@ -148,8 +148,16 @@ export const index = Command.make(
       rebuild: input.rebuild,
       ...(Option.isSome(input.ann) ? { ann: input.ann.value === "hnsw" ? DEFAULT_ANN : ("exact" as const) } : {}),
       prune: input.prune,
-      progress: (done: number, total: number, stage: "embedding" | "indexing") =>
-        progress.update(stage === "embedding" ? "embedding documents" : "indexing documents", done, total)
+      progress: (done: number, total: number, stage: "embedding" | "indexing" | "graphs") =>
+        progress.update(
+          stage === "embedding"
+            ? "embedding documents"
+            : stage === "graphs"
+              ? "building vector graphs"
+              : "indexing documents",
+          done,
+          total
+        )
     }
     const layer = Layer.mergeAll(
       layerIndexStore(input.index),

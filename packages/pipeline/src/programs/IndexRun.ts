@@ -52,7 +52,8 @@ export interface IndexOptions {
    * Called after each batch with the documents read so far; `total` is 0 until the run knows it (at the end).
    * `stage` is `embedding` while a costly model embeds ahead of the write, `indexing` after.
    */
-  readonly progress?: (done: number, total: number, stage: "embedding" | "indexing") => Effect.Effect<void>
+  /** How far the run is: documents embedded ahead, documents indexed, then vector graphs built (`--ann hnsw`). */
+  readonly progress?: (done: number, total: number, stage: "embedding" | "indexing" | "graphs") => Effect.Effect<void>
 }
 
 /**
@@ -544,7 +545,11 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
   const startedAt = yield* Clock.currentTimeMillis
   const { cached, run } = yield* startRun(paths, options)
   if (cached && !run.dryRun) yield* embedAhead(run)
-  const report = yield* run.store.transaction(runLocked(run, startedAt), { readOnly: run.dryRun, replace: run.rebuild })
+  const report = yield* run.store.transaction(runLocked(run, startedAt), {
+    readOnly: run.dryRun,
+    replace: run.rebuild,
+    graphs: (done, total) => run.progress(done, total, "graphs")
+  })
   // The time until the run was committed: the store's last steps (merging segments, building vector graphs) too.
   const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
   const { plan } = report

@@ -181,6 +181,11 @@ export interface TransactionOptions {
    * the transaction.
    */
   readonly replace?: boolean
+  /**
+   * Told how far the store is in building vector graphs before it commits (`index --ann hnsw`: a graph for each new
+   * segment), before each graph and once all are built; stores that build none never call it.
+   */
+  readonly graphs?: (done: number, total: number) => Effect.Effect<void>
 }
 
 export class IndexStore extends Context.Service<

@@ -51,42 +51,61 @@ const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow,
   return { count: segment.count, dimensions: d, data }
 }
 
+/** The graphs a write transaction must build before it commits: for which segments, and with what. */
+export interface GraphPlan {
+  readonly segments: ReadonlyArray<SegmentRow>
+  readonly ann: AnnConfig
+  readonly dimensions: number
+}
+
 /**
- * Brings the graphs in line with the manifest inside a write transaction: none when it names no approximate index;
- * otherwise one for every segment, built for each segment that has none or one built with other settings, and none
- * left for segments that are gone. Returns the damage it met (a stored vector block it cannot read), if any.
+ * Brings the graphs in line with the manifest inside a write transaction, but for the building: none when it names no
+ * approximate index; otherwise the graphs of segments that are gone, or built with other settings, are dropped, and
+ * the plan names the segments still without one (to build each with `buildSegmentGraph`). `undefined`: nothing to
+ * build.
  */
-export const syncGraphs = (db: DatabaseSync, corrupt: Corrupt): IndexCorrupt | undefined => {
+export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | undefined => {
   const json = readMetaIn(db, "manifest")
   if (json === undefined) return undefined
   const manifest = decodeManifestJson(json)
   // A manifest that does not decode is reported by whatever reads it; its graphs are left as they are.
   if (Result.isFailure(manifest)) return undefined
-  const { ann, dimensions: d } = manifest.success
+  const { ann, dimensions } = manifest.success
   if (ann === undefined) {
     if (hasTable(db)) db.exec("DROP TABLE ann")
     return undefined
   }
   db.exec(ANN_TABLE)
-  const config = configOf(ann)
-  db.prepare("DELETE FROM ann WHERE config <> ? OR segment NOT IN (SELECT id FROM segments)").run(config)
+  db.prepare("DELETE FROM ann WHERE config <> ? OR segment NOT IN (SELECT id FROM segments)").run(configOf(ann))
   const built = new Set(
     (db.prepare("SELECT segment FROM ann").all() as Array<{ segment: number }>).map((row) => row.segment)
   )
+  const segments = segmentRows(corrupt, db).filter((segment) => !built.has(segment.id))
+  return segments.length === 0 ? undefined : { segments, ann, dimensions }
+}
+
+/** Builds and stores the graph of one segment of a plan; a stored vector block it cannot read is `IndexCorrupt`. */
+export const buildSegmentGraph = (
+  db: DatabaseSync,
+  corrupt: Corrupt,
+  plan: GraphPlan,
+  segment: SegmentRow
+): IndexCorrupt | undefined => {
   try {
-    for (const segment of segmentRows(corrupt, db)) {
-      if (built.has(segment.id)) continue
-      const graph = buildGraph(storedUnitRows(corrupt, db, segment, d), {
-        m: ann.m,
-        efConstruction: ann.efConstruction
-      })
-      db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, config, encodeGraph(graph))
-    }
+    const graph = buildGraph(storedUnitRows(corrupt, db, segment, plan.dimensions), {
+      m: plan.ann.m,
+      efConstruction: plan.ann.efConstruction
+    })
+    db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(
+      segment.id,
+      configOf(plan.ann),
+      encodeGraph(graph)
+    )
+    return undefined
   } catch (error) {
     if (error instanceof IndexCorrupt) return error
     throw error
   }
-  return undefined
 }
 
 /** How many segments have no graph (the index names an approximate index, so each should have one). */

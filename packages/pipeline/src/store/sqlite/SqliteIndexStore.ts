@@ -208,7 +208,7 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
     options: TransactionOptions = {}
   ) {
     const readOnly = options.readOnly === true
-    if (options.replace === true && !readOnly && !isNewFile(file)) return yield* replaceFile(file, body)
+    if (options.replace === true && !readOnly && !isNewFile(file)) return yield* replaceFile(file, body, options)
     // Nothing but `body` may be interrupted: a commit, once started, finishes; the connection is always closed.
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
@@ -243,7 +243,8 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
                 location,
                 db,
                 version === 0 || version === LAYOUT,
-                creating ? background.sync : undefined
+                creating ? background.sync : undefined,
+                options.graphs
               )
               // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
               const value = yield* restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
@@ -311,7 +312,8 @@ const ownerOf = (file: string): "ours" | "foreign" | "newer" | "blank" => {
  */
 const replaceFile = <A, E, R>(
   file: string,
-  body: (writer: IndexWriter) => Effect.Effect<A, E, R>
+  body: (writer: IndexWriter) => Effect.Effect<A, E, R>,
+  options: TransactionOptions
 ): Effect.Effect<A, E | StoreError, R> =>
   Effect.gen(function* () {
     const owner = yield* sqlite(file, "opening", () => ownerOf(file))
@@ -327,7 +329,8 @@ const replaceFile = <A, E, R>(
             return yield* new NotAnIndex({ location: file })
           const built = yield* Effect.acquireUseRelease(
             Effect.sync(() => backgroundSync(fresh)),
-            (background): Effect.Effect<A, E | StoreError, R> => transactionOf(fresh, background)(body),
+            (background): Effect.Effect<A, E | StoreError, R> =>
+              transactionOf(fresh, background)(body, options.graphs === undefined ? {} : { graphs: options.graphs }),
             (background) => background.close
           )
           // The lock is let go just before the swap: closing the old connection may remove the old file's log, which

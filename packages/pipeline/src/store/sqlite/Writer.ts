@@ -17,7 +17,7 @@ import {
 } from "../IndexStore.ts"
 import { IndexCorrupt, IndexTooOld, type StoreError } from "../StoreErrors.ts"
 import { LAYOUT, sqlite } from "./Connection.ts"
-import { syncGraphs } from "./Graphs.ts"
+import { buildSegmentGraph, planGraphs } from "./Graphs.ts"
 import {
   BLOCKS_PER_SEGMENT,
   blockRowsFor,
@@ -512,7 +512,14 @@ const indexWriter = (w: WriteState): IndexWriter => ({
  * (see `backgroundSync`). The synchronous steps report damage they find by returning it (an `IndexCorrupt`, or
  * `undefined` when all is well); the effects around them fail with it.
  */
-export const sqliteWriter = (location: string, db: DatabaseSync, current: boolean, segmentWritten?: () => void) => {
+export const sqliteWriter = (
+  location: string,
+  db: DatabaseSync,
+  current: boolean,
+  segmentWritten?: () => void,
+  /** Told how many of the run's vector graphs are built, before each and at the end. */
+  graphsDone: (done: number, total: number) => Effect.Effect<void> = () => Effect.void
+) => {
   const w: WriteState = {
     location,
     db,
@@ -537,12 +544,21 @@ export const sqliteWriter = (location: string, db: DatabaseSync, current: boolea
       const damage = yield* sql(w, "writing the index", () => {
         flush(w)
         dropFreedPacks(w)
-        const damage = applyTombstones(w) ?? mergeSegments(w)
-        if (damage !== undefined) return damage
-        // The segments are final now: each new one gets its vector graph (for an index with one).
-        return syncGraphs(w.db, (detail) => corrupt(w, detail))
+        return applyTombstones(w) ?? mergeSegments(w)
       })
       if (damage !== undefined) return yield* damage
+      // The segments are final now: each new one gets its vector graph (for an index with one), a step each, so that
+      // the run can say how far it is (a graph of 10,000 rows takes a second or more).
+      const plan = yield* sql(w, "planning the vector graphs", () => planGraphs(w.db, (detail) => corrupt(w, detail)))
+      if (plan === undefined) return
+      for (const [i, segment] of plan.segments.entries()) {
+        yield* graphsDone(i, plan.segments.length)
+        const damaged = yield* sql(w, "building a vector graph", () =>
+          buildSegmentGraph(w.db, (detail) => corrupt(w, detail), plan, segment)
+        )
+        if (damaged !== undefined) return yield* damaged
+      }
+      yield* graphsDone(plan.segments.length, plan.segments.length)
     })
   }
 }
