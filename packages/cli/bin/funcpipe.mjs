@@ -55,7 +55,15 @@ import os from "node:os"
 module.enableCompileCache?.()
 const bundle = new URL("../dist/funcpipe.mjs", import.meta.url)
 const args = process.argv.slice(2)
-const command = args.find((arg) => !arg.startsWith("-"))
+/** The command's name: the first word that is not a flag or the value of a flag taken before it (`--config FILE`). */
+const command = (() => {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "--") return undefined
+    if (["--config", "--log-level", "--completions"].includes(args[i])) i++
+    else if (!args[i].startsWith("-")) return args[i]
+  }
+  return undefined
+})()
 // The oldest Node the CLI runs on: it needs node:sqlite, zstd and the rest of what Node 22.19 brought.
 const [major = 0, minor = 0] = process.versions.node.split(".").map(Number)
 const oldNode = major < 22 || (major === 22 && minor < 19)

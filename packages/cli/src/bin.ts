@@ -116,24 +116,17 @@ const TelemetryLayer = otlpRequested(process.env)
     )
   : Layer.empty
 
-// SIGHUP, for `serve` to read its configuration again: while a command listens, a hangup no longer ends the process.
-// Only where stdin is not a terminal (a service, a container, nohup): in a terminal, SIGHUP says the terminal closed,
-// and ends the server as it ends any other command.
+// SIGHUP, for `serve` to read its configuration again: taken from the start of a command line that serves (so that a
+// reload sent while it starts is applied once it listens, rather than ending it), and only where stdin is not a
+// terminal (a service, a container, nohup): in a terminal, SIGHUP says the terminal closed, and ends the server as it
+// ends any other command.
+const hangups =
+  process.stdin.isTTY !== true && process.argv.slice(2).includes("serve")
+    ? Effect.runSync(Queue.sliding<void>(1))
+    : undefined
+if (hangups !== undefined) process.on("SIGHUP", () => void Queue.offerUnsafe(hangups, undefined))
 const HangupsLayer =
-  process.stdin.isTTY === true
-    ? Layer.empty
-    : Layer.succeed(Hangups, {
-        subscribe: Effect.acquireRelease(
-          Effect.flatMap(Queue.sliding<void>(1), (queue) =>
-            Effect.sync(() => {
-              const offer = () => void Queue.offerUnsafe(queue, undefined)
-              process.on("SIGHUP", offer)
-              return { queue, offer }
-            })
-          ),
-          ({ offer }) => Effect.sync(() => void process.off("SIGHUP", offer))
-        ).pipe(Effect.map(({ queue }) => queue))
-      })
+  hangups === undefined ? Layer.empty : Layer.succeed(Hangups, { subscribe: Effect.succeed(hangups) })
 
 Effect.flatMap(Stdio.Stdio, (stdio) => Effect.flatMap(stdio.args, (args) => main(args, process.env))).pipe(
   Effect.tapCause(reportFailure),

@@ -15,7 +15,7 @@ import { TestConsole } from "effect/testing"
 import { parseDocument } from "yaml"
 import { cli, main } from "../src/Cli.ts"
 import { parseConfigFile } from "../src/config/ConfigFile.ts"
-import { checkFile } from "../src/config/Effective.ts"
+import { checkFile, withSettings } from "../src/config/Effective.ts"
 import { givenOn, settingsOf } from "../src/config/Settings.ts"
 import { run, SAMPLE } from "./support/Run.ts"
 
@@ -186,6 +186,13 @@ describe("the configuration file", () => {
       assert.include(error.message, "a port is 0 to 65535")
       const fromEnv = yield* Effect.flip(main(["status", "--index", "x.db"], { FUNCPIPE_STATUS_JSON: "maybe" }))
       assert.strictEqual(fromEnv.message, "FUNCPIPE_STATUS_JSON: must be true or false")
+      // A value that starts with a dash is a value, not a flag.
+      const serve = commands.find((c) => c.name === "serve")!
+      const line = yield* withSettings(serve, ["serve"], [], undefined, {
+        FUNCPIPE_TOKEN: "-abc",
+        FUNCPIPE_WRITABLE: "true"
+      })
+      assert.deepStrictEqual(line, ["serve", "--token=-abc", "--writable"])
       const missing = yield* Effect.flip(main(["status", "--config", `${file}.gone`]))
       assert.strictEqual(missing._tag, "ConfigMissing")
       assert.include(missing.message, "--config names the configuration file")
@@ -204,6 +211,15 @@ describe("the configuration file", () => {
       assert.notInclude(printed, "tok-from-the-file")
       assert.notInclude(printed, "tok-from-the-environment")
       assert.include(printed, "serve:\n")
+      // No token at all is shown as none, not as a hidden one; a rule is shown as written.
+      const none = yield* effective(["serve"])
+      assert.isUndefined(none.commands["serve"]["token"])
+      const { file: rules } = yield* configFile('funcpipe index:\n  keep: "not title ^= Draft"\n')
+      const kept = yield* effective(["index", "--config", rules])
+      assert.deepStrictEqual(kept.commands["index"]["keep"], {
+        value: "not title ^= Draft",
+        source: `${rules}, line 2`
+      })
       // Nor a password in a URL; and what it prints reads back as YAML.
       const url = yield* effective(["status"], { FUNCPIPE_INDEX: "postgres://fp:hunter2@db/fp" })
       assert.strictEqual(url.commands["status"]["index"].value, "postgres://fp@db/fp")

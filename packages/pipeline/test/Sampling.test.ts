@@ -8,7 +8,20 @@ describe("trace sampling", () => {
   it("reads OTEL_TRACES_SAMPLER and its argument, keeping everything by default", () => {
     assert.isUndefined(samplerOf({}))
     assert.isUndefined(samplerOf({ OTEL_TRACES_SAMPLER: "parentbased_always_on" }))
-    assert.isUndefined(samplerOf({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1" }))
+    assert.deepStrictEqual(samplerOf({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1" }), {
+      ratio: 1,
+      parentBased: false
+    })
+    // Empty, or out of range: 1, as OpenTelemetry's SDKs read it.
+    assert.deepStrictEqual(samplerOf({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: " " }), {
+      ratio: 1,
+      parentBased: false
+    })
+    assert.deepStrictEqual(samplerOf({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "-0.5" }), {
+      ratio: 1,
+      parentBased: false
+    })
+    assert.isUndefined(samplerOf({ OTEL_TRACES_SAMPLER: "jaeger_remote" }))
     assert.deepStrictEqual(
       samplerOf({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }),
       {
@@ -17,7 +30,7 @@ describe("trace sampling", () => {
       }
     )
     assert.deepStrictEqual(samplerOf({ OTEL_TRACES_SAMPLER: "always_off" }), { ratio: 0, parentBased: false })
-    assert.deepStrictEqual(samplerOf({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "7" }), undefined)
+    assert.deepStrictEqual(samplerOf({ OTEL_TRACES_SAMPLER: "always_on" }), { ratio: 1, parentBased: false })
   })
 
   it.effect("keeps about the ratio of new traces, and every span of a kept trace", () =>

@@ -30,7 +30,8 @@ const sourceText = (source: Source): string => {
 }
 
 /** A value as YAML writes it on one line (quoted where YAML would read it otherwise). */
-const yamlValue = (value: unknown): string => stringify(value, { collectionStyle: "flow", lineWidth: 0 }).trim()
+const yamlValue = (value: unknown): string =>
+  value === undefined ? '""' : stringify(value, { collectionStyle: "flow", lineWidth: 0 }).trim()
 
 export const config = Command.make(
   "config",

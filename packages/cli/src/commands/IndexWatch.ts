@@ -59,7 +59,8 @@ export const watchPaths = Effect.fn("index.watch")(function* (
           usage = now
           if (cost !== undefined) yield* Console.error(cost)
           if (json) yield* Console.log(indexReportJson(run.report, location))
-          yield* afterRun
+          // A metrics file that cannot be written is reported; the watch goes on.
+          yield* afterRun.pipe(Effect.catch((error) => Console.error(`watch: ${error.message}`)))
         }
         if (run.first) yield* Console.error(watchingLine(paths.length, run.folders))
       })

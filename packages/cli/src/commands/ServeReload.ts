@@ -156,7 +156,6 @@ export const reloadOnHangup = <E extends { readonly message: string }>(
   Effect.gen(function* () {
     const configuration = yield* Configuration
     const serve = configuration.commands.find((command) => command.name === "serve")
-    let file = configuration.file
     const once = Effect.gen(function* () {
       const next = yield* configuration.reload
       const input = yield* reloaded(given, next)
@@ -164,13 +163,12 @@ export const reloadOnHangup = <E extends { readonly message: string }>(
         serve === undefined
           ? []
           : needRestart(
-              resolve(serve, configuration.args, file, configuration.env),
+              resolve(serve, configuration.args, configuration.file, configuration.env),
               resolve(serve, configuration.args, next, configuration.env)
             )
       const settings = guardSettingsOf(input)
       yield* allowed(settings.token)
       cell.set(settings)
-      file = next
       yield* report(
         `reloaded the configuration${next === undefined ? " (no file: defaults and variables)" : ` from ${next.path}`}` +
           `; rate limit ${input.rateLimit === 0 ? "off" : `${input.rateLimit}/s`}, ` +

@@ -41,15 +41,14 @@ export const variablesOf = (command: string, setting: Setting): ReadonlyArray<st
   `FUNCPIPE_${envName(setting.name)}`
 ]
 
-/** The command line's words for a value of `setting`. */
+/**
+ * The command line's words for a value of `setting`, each as `--name=value`: a value may start with a dash (a
+ * token, a query) and would otherwise read as a flag.
+ */
 const argsOf = (setting: Setting, value: SettingValue): ReadonlyArray<string> => {
   const values = Array.isArray(value) ? value : [value]
-  return values.flatMap((one) =>
-    setting.boolean
-      ? one === true || one === "true"
-        ? [`--${setting.name}`]
-        : [`--${setting.name}`, "false"]
-      : [`--${setting.name}`, String(one)]
+  return values.map((one) =>
+    setting.boolean && (one === true || one === "true") ? `--${setting.name}` : `--${setting.name}=${String(one)}`
   )
 }
 
@@ -183,8 +182,9 @@ const CREDENTIALS = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i
  * else as JSON would.
  */
 export const shown = (setting: Setting, value: unknown): unknown => {
-  if (setting.secret && value !== undefined) return "<redacted>"
   if (Option.isOption(value)) return Option.isSome(value) ? shown(setting, value.value) : undefined
+  if (value === undefined) return undefined
+  if (setting.secret) return "<redacted>"
   if (Redacted.isRedacted(value)) return "<redacted>"
   if (typeof value === "string") return CREDENTIALS.test(value) ? scrubUrl(value) : value
   if (typeof value === "number" || typeof value === "boolean") return value
@@ -204,9 +204,11 @@ export const effectiveValue = (resolved: Resolved) => {
     check(resolved),
     setting.boolean
       ? Effect.succeed(shown(setting, setting.repeatable ? values.map((v) => v === "true") : values[0] === "true"))
-      : Effect.map(setting.flag.parse({ flags: { [setting.name]: values }, arguments: [] }), ([, parsed]) =>
-          shown(setting, parsed)
-        )
+      : Effect.map(setting.flag.parse({ flags: { [setting.name]: values }, arguments: [] }), ([, parsed]) => {
+          // A value read into something other than words and numbers (a rule) is shown as written.
+          const plain = shown(setting, parsed)
+          return plain === undefined ? shown(setting, Array.isArray(value) ? values : values[0]) : plain
+        })
   )
 }
 

@@ -45,19 +45,24 @@ export interface Sampler {
 /**
  * OpenTelemetry's sampler variables: `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio`,
  * `parentbased_always_on`, the default, `parentbased_always_off`, `parentbased_traceidratio`) and
- * `OTEL_TRACES_SAMPLER_ARG` (the ratio, 0 to 1, default 1). `undefined` for keeping every span, as without them.
+ * `OTEL_TRACES_SAMPLER_ARG` (the ratio, 0 to 1; empty, unset or out of range: 1). `undefined` for the default, which
+ * is effect's own behaviour: every new trace kept, and a request whose `traceparent` says unsampled left unsampled.
+ * An unknown sampler name is the default too.
  */
 export const samplerOf = (env: Readonly<Record<string, string | undefined>>): Sampler | undefined => {
   const name = (env["OTEL_TRACES_SAMPLER"] ?? "").trim().toLowerCase()
-  const arg = Number(env["OTEL_TRACES_SAMPLER_ARG"] ?? "1")
-  const ratio = Number.isFinite(arg) ? Math.min(1, Math.max(0, arg)) : 1
+  const text = (env["OTEL_TRACES_SAMPLER_ARG"] ?? "").trim()
+  const arg = text === "" ? 1 : Number(text)
+  const ratio = Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1
   switch (name) {
+    case "always_on":
+      return { ratio: 1, parentBased: false }
     case "always_off":
       return { ratio: 0, parentBased: false }
     case "parentbased_always_off":
       return { ratio: 0, parentBased: true }
     case "traceidratio":
-      return ratio >= 1 ? undefined : { ratio, parentBased: false }
+      return { ratio, parentBased: false }
     case "parentbased_traceidratio":
       return ratio >= 1 ? undefined : { ratio, parentBased: true }
     default:
@@ -66,9 +71,12 @@ export const samplerOf = (env: Readonly<Record<string, string | undefined>>): Sa
 }
 
 /**
- * The tracer in place, sampling: a span with no parent (or, without `parentBased`, any span starting a trace of its
- * own) is kept with the sampler's probability; one with a parent is kept as its parent is. A span not kept costs a
- * little to make and nothing to export.
+ * The tracer in place, sampling: a span whose parent is in this process is kept as its parent is; one whose parent is
+ * another process's (a request's `traceparent`) is kept as that parent is with `parentBased`, else as a new trace is;
+ * a new trace is kept with the sampler's probability. The decision is drawn at random for each new trace, not from
+ * its id as OpenTelemetry's SDKs do, so with `traceidratio` two processes decide a trace they share each on its own;
+ * use a `parentbased_` sampler where traces cross processes. A span not kept costs a little to make and nothing to
+ * export, and still passes its trace on (`traceparent`, flagged unsampled).
  */
 export const layerSampling = (sampler: Sampler) =>
   Layer.effect(
@@ -80,8 +88,8 @@ export const layerSampling = (sampler: Sampler) =>
           const keep =
             parent !== undefined && (sampler.parentBased || parent._tag === "Span")
               ? parent.sampled
-              : Math.random() < sampler.ratio
-          return inner.span({ ...options, sampled: options.sampled && keep })
+              : sampler.ratio >= 1 || (sampler.ratio > 0 && Math.random() < sampler.ratio)
+          return inner.span({ ...options, sampled: keep })
         },
         ...(inner.context === undefined ? {} : { context: inner.context })
       })

@@ -14,53 +14,29 @@
  * break the bound), not finite (a damaged or enormous vector) or whose cosine is not a number is always scored exactly.
  */
 
-import { compiled, get, i32, moduleOf, name, reserve, section, set, unsigned, type WasmMemory } from "./Wasm.ts"
+import {
+  ADD,
+  bump,
+  compiled,
+  f32,
+  get,
+  i32,
+  lanes,
+  load,
+  loop,
+  MUL,
+  moduleOf,
+  name,
+  reserve,
+  section,
+  set,
+  unsigned,
+  type WasmMemory,
+  ZERO
+} from "./Wasm.ts"
 
 /** The margin that covers the kernel's error at `d` dimensions (see above). */
 export const marginOf = (d: number): number => 4 * (d + 16) * 2 ** -24 + 2 ** -40
-
-const simd = (op: number): Array<number> => [0xfd, ...unsigned(op)]
-/** `v128.load` at the address on the stack plus `offset` (alignment hint: 4 bytes). */
-const load = (offset: number): Array<number> => [...simd(0x00), 2, ...unsigned(offset)]
-const ADD = simd(0xe4) // f32x4.add
-const MUL = simd(0xe6) // f32x4.mul
-const lane = (i: number): Array<number> => [...simd(0x1f), i] // f32x4.extract_lane
-const ZERO = [...simd(0x0c), ...new Array<number>(16).fill(0)] // v128.const 0
-const f32 = (value: number): Array<number> => {
-  const bytes = new Uint8Array(4)
-  new DataView(bytes.buffer).setFloat32(0, value, true)
-  return [0x43, ...bytes]
-}
-/** `local += step` for an i32 local (step below 128). */
-const bump = (local: number, step: number): Array<number> => [
-  ...get(local),
-  0x41,
-  ...(step < 64 ? [step] : [step | 0x80, 0]),
-  0x6a,
-  ...set(local)
-]
-/** `block loop; br_if 1 (local >= limit)` … `br 0 end end`. */
-const loop = (local: number, limit: number, body: ReadonlyArray<number>): Array<number> => [
-  ...[0x02, 0x40, 0x03, 0x40],
-  ...get(local),
-  ...get(limit),
-  ...[0x4f, 0x0d, 1],
-  ...body,
-  ...[0x0c, 0, 0x0b, 0x0b]
-]
-/** The lanes of a v128 local added as (0 + 1) + (2 + 3), in float32. */
-const lanes = (local: number): Array<number> => [
-  ...get(local),
-  ...lane(0),
-  ...get(local),
-  ...lane(1),
-  0x92,
-  ...get(local),
-  ...lane(2),
-  ...get(local),
-  ...lane(3),
-  ...[0x92, 0x92]
-]
 
 // cosines(values, count, d, q, out): params 0–4; locals 5 row, 6 at (a component's address), 7 j, 8 qAt, 9 d rounded
 // down to 16, 10 to 4; 11–14 the dot products' lanes, 15–18 the squares', 19 x; 20 s, 21 n, 22 a last component.

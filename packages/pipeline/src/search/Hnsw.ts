@@ -8,6 +8,8 @@
  * byte, on every run and machine. The graph is stored as bytes (`encodeGraph`) and read back without a rebuild.
  */
 
+import { dotFloat32, holdRows, kernelOf } from "./GraphKernel.ts"
+
 /** How a graph is built. */
 export interface HnswParams {
   /** Links per row on the upper layers (layer 0 has twice as many). */
@@ -92,21 +94,29 @@ const levelOf = (row: number, m: number): number => {
   return Math.min(MAX_LEVEL, Math.floor(-Math.log(u) / Math.log(m)))
 }
 
-/** The dot product of two rows, in four running sums (a walk's distances need not match any other sum bit for bit). */
-const dot = (a: Float32Array, ai: number, b: Float32Array, bi: number, d: number): number => {
-  let s0 = 0
-  let s1 = 0
-  let s2 = 0
-  let s3 = 0
-  let k = 0
-  for (; k + 4 <= d; k += 4) {
-    s0 += a[ai + k]! * b[bi + k]!
-    s1 += a[ai + k + 1]! * b[bi + k + 1]!
-    s2 += a[ai + k + 2]! * b[bi + k + 2]!
-    s3 += a[ai + k + 3]! * b[bi + k + 3]!
-  }
-  for (; k < d; k++) s0 += a[ai + k]! * b[bi + k]!
-  return s0 + s1 + (s2 + s3)
+/**
+ * The rows of a graph in a kernel's memory (see GraphKernel.ts), with room for one query after them: copied there
+ * unless they already are. Distances are then products in SIMD, with the same bits as without it.
+ */
+export const heldRows = (rows: GraphRows): GraphRows => {
+  const { count, data, dimensions: d } = rows
+  if (kernelOf(data) !== undefined && data.length >= (count + 1) * d) return rows
+  const known = heldCopies.get(data)
+  if (known !== undefined && known.count === count && known.dimensions === d) return known
+  const held = holdRows((count + 1) * d, d)
+  held.set(data.subarray(0, count * d))
+  const copy = { count, dimensions: d, data: held }
+  heldCopies.set(data, copy)
+  return copy
+}
+
+/** Rows copied into a kernel's memory, by the array they were copied from (searched again and again). */
+const heldCopies = new WeakMap<Float32Array, GraphRows>()
+
+/** The distance (1 - the dot product in float32) between the rows starting at components `a` and `b` of `data`. */
+const distanceIn = (data: Float32Array, d: number): ((a: number, b: number) => number) => {
+  const kernel = kernelOf(data)
+  return kernel === undefined ? (a, b) => 1 - dotFloat32(data, a, data, b, d) : (a, b) => 1 - kernel.dot(a, b)
 }
 
 /**
@@ -292,7 +302,7 @@ const searchLayer = (
  * chosen down to what it keeps.
  */
 export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): Graph => {
-  const { count, data, dimensions: d } = rows
+  const { count, data, dimensions: d } = heldRows(rows)
   const { efConstruction, m } = params
   const m0 = 2 * m
   // Room while building: 1.5 times the links kept.
@@ -309,7 +319,8 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
     layer === 0 ? base.subarray(row * r0, (row + 1) * r0) : upper[row]!.subarray((layer - 1) * ru, layer * ru)
   const linkDists = (row: number, layer: number): Float32Array =>
     layer === 0 ? baseDist.subarray(row * r0, (row + 1) * r0) : upperDist[row]!.subarray((layer - 1) * ru, layer * ru)
-  const between = (a: number, b: number) => 1 - dot(data, a * d, data, b * d, d)
+  const distance = distanceIn(data, d)
+  const between = (a: number, b: number) => distance(a * d, b * d)
   const shared = {
     base,
     m0: r0,
@@ -472,11 +483,15 @@ export const searchGraphWithin = (
   bound = Number.POSITIVE_INFINITY
 ): { readonly rows: Int32Array; readonly dists: Float64Array } => {
   if (graph.entry < 0) return { rows: new Int32Array(0), dists: new Float64Array(0) }
-  const d = rows.dimensions
+  // The query goes in the room after the rows, where the kernel reads it (a search runs to its end before another).
+  const { count, data, dimensions: d } = heldRows(rows)
+  data.set(query.subarray(0, d), count * d)
+  const distance = distanceIn(data, d)
+  const at = count * d
   const m = graph.params.m
   const m0 = 2 * m
   const walk: Walk = {
-    distance: (row) => 1 - dot(query, 0, rows.data, row * d, d),
+    distance: (row) => distance(at, row * d),
     base: graph.base,
     m0,
     upper: graph.upper,

@@ -10,6 +10,7 @@ import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Result } from "effect"
 import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
+import { holdRows } from "../../search/GraphKernel.ts"
 import { buildGraph, type Graph, type GraphRows, isGraphNode, searchGraph } from "../../search/Hnsw.ts"
 import { decodeGraph, encodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
@@ -35,7 +36,7 @@ const hasTable = (db: DatabaseSync) =>
 
 /** A segment's rows as unit float32 vectors, from its stored blocks decoded as a scan decodes them. */
 const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, d: number): GraphRows => {
-  const data = new Float32Array(segment.count * d)
+  const data = holdRows((segment.count + 1) * d, d)
   const vectors = new Float64Array(segment.blockRows * d)
   const magnitudes = new Float64Array(segment.blockRows)
   for (let b = 0; b * segment.blockRows < segment.count; b++) {
@@ -229,7 +230,7 @@ const keptUnitRows = (
   d: number,
   columns: SegmentColumns
 ): GraphRows => {
-  const data = new Float32Array(segment.count * d)
+  const data = holdRows((segment.count + 1) * d, d)
   keptBlocks(corrupt, db, segment, d, columns).forEach((block, b) => {
     const from = b * segment.blockRows
     const rows = Math.min(segment.blockRows, segment.count - from)
