@@ -68,13 +68,13 @@ const collector = Effect.acquireRelease(
 )
 
 /** Runs the CLI in its own process with telemetry sent to `endpoint`; its exit code and stderr. */
-const runCli = (args: ReadonlyArray<string>, endpoint: string) =>
+const runCli = (args: ReadonlyArray<string>, endpoint: string, extra: Record<string, string> = {}) =>
   Effect.promise(
     () =>
       new Promise<{ readonly code: number | null; readonly stderr: string }>((resolve) => {
         const child = spawn(process.execPath, [bin, ...args], {
           stdio: ["ignore", "ignore", "pipe"],
-          env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: "" }
+          env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: "", ...extra }
         })
         let stderr = ""
         child.stderr.on("data", (data: Buffer) => void (stderr += data.toString()))
@@ -137,7 +137,10 @@ describe("OpenTelemetry export (OTLP/HTTP)", () => {
         for (const name of ["funcpipe_index_runs_total", "funcpipe_index_run_duration_seconds"])
           assert.isTrue(received.metrics.has(name), name)
 
-        const queried = yield* runCli(["query", "interstellar", "--index", index], url)
+        // Every stage a span of its own (by default only those of a millisecond or more are).
+        const queried = yield* runCli(["query", "interstellar", "--index", index], url, {
+          FUNCPIPE_TRACE_STAGE_MS: "0"
+        })
         assert.strictEqual(queried.code, 0, queried.stderr)
         const query = received.spans.find((s) => s.name === "querySnapshot")
         assert.isDefined(query, "the query's span")
@@ -157,8 +160,14 @@ describe("OpenTelemetry export (OTLP/HTTP)", () => {
         assert.strictEqual(request!.service, "funcpipe-test")
         assert.strictEqual(request!.parentSpanId, parent)
         assert.strictEqual(attribute(request!, "http.request.id")?.stringValue, traceId)
-        const answered = received.spans.filter((s) => s.traceId === traceId).map((s) => s.name)
-        assert.include(answered, "querySnapshot")
+        const answered = received.spans.filter((s) => s.traceId === traceId)
+        const querySpan = answered.find((s) => s.name === "querySnapshot")
+        assert.isDefined(querySpan, "the served query's span")
+        // Every stage's time is an attribute of the query's span.
+        for (const stage of ["analyze", "postings", "fetch"]) {
+          const value = attribute(querySpan!, `funcpipe.stage.${stage}_ms`)
+          assert.isAtLeast(Number(value?.["doubleValue"] ?? value?.["intValue"] ?? -1), 0, stage)
+        }
         assert.isTrue(received.metrics.has("funcpipe_http_requests_total"))
 
         // Without a traceparent, the id a client gets is the trace id of the request's span.

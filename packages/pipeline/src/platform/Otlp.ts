@@ -9,6 +9,7 @@
 import { ConfigProvider, Effect, Layer, Option, Tracer } from "effect"
 import type { HttpClient } from "effect/http"
 import { type OtlpExporter, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { StageSpanMillis } from "./Telemetry.ts"
 
 /**
  * The tracer and the metrics exporter the environment describes. The service is `funcpipe` unless
@@ -29,7 +30,15 @@ export const layerOtlp = (
     OTEL_METRICS_EXPORTER: "otlp",
     ...env
   })
-  const exporters = Layer.mergeAll(OtlpTracer.layerFromConfig({ resource }), OtlpMetrics.layerFromConfig({ resource }))
+  const stageMillis = Number(env["FUNCPIPE_TRACE_STAGE_MS"] ?? "")
+  const exporters = Layer.mergeAll(
+    OtlpTracer.layerFromConfig({ resource }),
+    OtlpMetrics.layerFromConfig({ resource }),
+    // Which query stages get spans of their own (see StageSpanMillis): from FUNCPIPE_TRACE_STAGE_MS when it is a number.
+    (env["FUNCPIPE_TRACE_STAGE_MS"] ?? "").trim() !== "" && Number.isFinite(stageMillis) && stageMillis >= 0
+      ? Layer.succeed(StageSpanMillis, stageMillis)
+      : Layer.empty
+  )
   const sampler = samplerOf(env)
   return (sampler === undefined ? exporters : Layer.provideMerge(layerSampling(sampler), exporters)).pipe(
     Layer.provide(Layer.mergeAll(OtlpSerialization.layerJson, ConfigProvider.layer(provider)))
