@@ -49,6 +49,7 @@ export {
   type Graph,
   type GraphRows,
   type HnswParams,
+  heldRows,
   isGraphNode,
   searchGraph,
   searchGraphWithin

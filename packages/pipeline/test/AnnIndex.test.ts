@@ -130,6 +130,19 @@ describe("an index with an approximate vector index", () => {
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 
+  it.live("a damaged segment met while planning the graphs is reported as damage, and the run changes nothing", () =>
+    Effect.gen(function* () {
+      const { dir, file } = yield* built(jsonl(50), { ann: DEFAULT_ANN })
+      const db = new DatabaseSync(file)
+      db.exec("UPDATE segments SET live = count + 5")
+      db.close()
+      const fs = yield* FileSystem.FileSystem
+      yield* fs.writeFileString(`${dir}/docs.jsonl`, `${jsonl(50)}\n${jsonl(10, 500)}`)
+      const error = yield* Effect.flip(indexPaths([`${dir}/docs.jsonl`], {}).pipe(on(file)))
+      assert.strictEqual(error._tag, "IndexCorrupt")
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
   it.live("records its setting in the manifest, and a change of it asks for a rebuild", () =>
     Effect.gen(function* () {
       const { dir, file } = yield* built(jsonl(50), { ann: DEFAULT_ANN })

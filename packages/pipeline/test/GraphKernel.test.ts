@@ -1,7 +1,7 @@
 /** The graph's SIMD dot product: the same bits as its JavaScript twin, at every length, for rows held in its memory. */
 
 import { describe, expect, it } from "@effect/vitest"
-import { dotFloat32, holdRows, kernelOf } from "../src/search/GraphKernel.ts"
+import { dotFloat32, holdRows, kernelOf, MIN_HELD } from "../src/search/GraphKernel.ts"
 
 /** A generator of numbers in [-1, 1), seeded. */
 const random = (seed: number) => () => {
@@ -13,9 +13,10 @@ describe("the graph kernel", () => {
   it("gives the JavaScript loop's bits for every length, and the product within float32's rounding", () => {
     const next = random(7)
     for (const d of [1, 3, 4, 5, 15, 16, 17, 33, 100, 384]) {
+      // Enough rows for a kernel of their own; the first six are compared pair by pair.
       const rows = 6
-      const held = holdRows(rows * d, d)
-      for (let i = 0; i < held.length; i++) held[i] = next()
+      const held = holdRows(Math.max(rows * d, MIN_HELD), d)
+      for (let i = 0; i < rows * d; i++) held[i] = next()
       const kernel = kernelOf(held)
       expect(kernel).toBeDefined()
       for (let a = 0; a < rows; a++) {
@@ -28,7 +29,8 @@ describe("the graph kernel", () => {
         }
       }
     }
-    // A plain array has no kernel.
+    // A plain array has no kernel, and rows too few for one are a plain array.
     expect(kernelOf(new Float32Array(8))).toBeUndefined()
+    expect(kernelOf(holdRows(MIN_HELD - 1, 4))).toBeUndefined()
   })
 })

@@ -85,15 +85,20 @@ export interface RowKernel {
   readonly dot: (a: number, b: number) => number
 }
 
+/** The fewest components held in a kernel's memory (1 MiB): below it, the JavaScript twin costs little. */
+export const MIN_HELD = 262_144
+
 /** Kernels by the memory buffer their rows are held in (a buffer that never grows once made). */
 const kernels = new WeakMap<ArrayBuffer, RowKernel>()
 
 /**
  * Room for `length` float32 components in the memory of a kernel of their own, for the caller to fill: products of
- * rows held there run in SIMD (`kernelOf`). A plain array where WebAssembly cannot be used or the memory cannot be had.
+ * rows held there run in SIMD (`kernelOf`). A plain array for fewer than `MIN_HELD` components, or where WebAssembly
+ * cannot be used or the memory cannot be had.
  */
 export const holdRows = (length: number, d: number): Float32Array => {
-  if (instances === null || length * 4 > 2 ** 32 - 65_536) return new Float32Array(length)
+  // A WebAssembly memory reserves gigabytes of address space, however small: rows fewer than this walk in JavaScript.
+  if (instances === null || length < MIN_HELD || length * 4 > 2 ** 32 - 65_536) return new Float32Array(length)
   try {
     const exports = instances()
     const memory = exports["memory"] as WasmMemory

@@ -95,23 +95,18 @@ const levelOf = (row: number, m: number): number => {
 }
 
 /**
- * The rows of a graph in a kernel's memory (see GraphKernel.ts), with room for one query after them: copied there
- * unless they already are. Distances are then products in SIMD, with the same bits as without it.
+ * `rows` in a kernel's memory (see GraphKernel.ts), with room for one query after them, so that a graph's walks take
+ * their products in SIMD (with the same bits as without it): a copy, unless they are held already. A caller searching
+ * the same rows again and again holds them once with this and passes the result; the rows must not change after.
+ * Rows too few for a kernel of their own stay where they are (a copy is made all the same).
  */
 export const heldRows = (rows: GraphRows): GraphRows => {
   const { count, data, dimensions: d } = rows
   if (kernelOf(data) !== undefined && data.length >= (count + 1) * d) return rows
-  const known = heldCopies.get(data)
-  if (known !== undefined && known.count === count && known.dimensions === d) return known
   const held = holdRows((count + 1) * d, d)
   held.set(data.subarray(0, count * d))
-  const copy = { count, dimensions: d, data: held }
-  heldCopies.set(data, copy)
-  return copy
+  return { count, dimensions: d, data: held }
 }
-
-/** Rows copied into a kernel's memory, by the array they were copied from (searched again and again). */
-const heldCopies = new WeakMap<Float32Array, GraphRows>()
 
 /** The distance (1 - the dot product in float32) between the rows starting at components `a` and `b` of `data`. */
 const distanceIn = (data: Float32Array, d: number): ((a: number, b: number) => number) => {
@@ -483,15 +478,17 @@ export const searchGraphWithin = (
   bound = Number.POSITIVE_INFINITY
 ): { readonly rows: Int32Array; readonly dists: Float64Array } => {
   if (graph.entry < 0) return { rows: new Int32Array(0), dists: new Float64Array(0) }
-  // The query goes in the room after the rows, where the kernel reads it (a search runs to its end before another).
-  const { count, data, dimensions: d } = heldRows(rows)
-  data.set(query.subarray(0, d), count * d)
-  const distance = distanceIn(data, d)
+  // Rows held with room for a query (`heldRows`): the query goes there, where the kernel reads it (a search runs to
+  // its end before another starts). Other rows are walked by the kernel's JavaScript twin, with the same bits.
+  const { count, data, dimensions: d } = rows
+  const kernel = data.length >= (count + 1) * d ? kernelOf(data) : undefined
+  if (kernel !== undefined) data.set(query.subarray(0, d), count * d)
   const at = count * d
   const m = graph.params.m
   const m0 = 2 * m
   const walk: Walk = {
-    distance: (row) => distance(at, row * d),
+    distance:
+      kernel === undefined ? (row) => 1 - dotFloat32(query, 0, data, row * d, d) : (row) => 1 - kernel.dot(at, row * d),
     base: graph.base,
     m0,
     upper: graph.upper,

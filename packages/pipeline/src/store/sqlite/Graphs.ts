@@ -65,7 +65,7 @@ export interface GraphPlan {
  * the plan names the segments still without one (to build each with `buildSegmentGraph`). `undefined`: nothing to
  * build.
  */
-export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | undefined => {
+export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | IndexCorrupt | undefined => {
   const json = readMetaIn(db, "manifest")
   if (json === undefined) return undefined
   const manifest = decodeManifestJson(json)
@@ -81,8 +81,13 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | unde
   const built = new Set(
     (db.prepare("SELECT segment FROM ann").all() as Array<{ segment: number }>).map((row) => row.segment)
   )
-  const segments = segmentRows(corrupt, db).filter((segment) => !built.has(segment.id))
-  return segments.length === 0 ? undefined : { segments, ann, dimensions }
+  try {
+    const segments = segmentRows(corrupt, db).filter((segment) => !built.has(segment.id))
+    return segments.length === 0 ? undefined : { segments, ann, dimensions }
+  } catch (error) {
+    if (error instanceof IndexCorrupt) return error
+    throw error
+  }
 }
 
 /** Builds and stores the graph of one segment of a plan; a stored vector block it cannot read is `IndexCorrupt`. */

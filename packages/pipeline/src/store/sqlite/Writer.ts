@@ -551,14 +551,17 @@ export const sqliteWriter = (
       // the run can say how far it is (a graph of 10,000 rows takes a second or more).
       const plan = yield* sql(w, "planning the vector graphs", () => planGraphs(w.db, (detail) => corrupt(w, detail)))
       if (plan === undefined) return
+      if (plan instanceof IndexCorrupt) return yield* plan
+      // What is told of the progress never fails the run: it is only a line on a terminal.
+      const tell = (done: number) => Effect.ignoreCause(graphsDone(done, plan.segments.length))
       for (const [i, segment] of plan.segments.entries()) {
-        yield* graphsDone(i, plan.segments.length)
+        yield* tell(i)
         const damaged = yield* sql(w, "building a vector graph", () =>
           buildSegmentGraph(w.db, (detail) => corrupt(w, detail), plan, segment)
         )
         if (damaged !== undefined) return yield* damaged
       }
-      yield* graphsDone(plan.segments.length, plan.segments.length)
+      yield* tell(plan.segments.length)
     })
   }
 }
