@@ -1,26 +1,14 @@
 /** `funcpipe index --metrics-file`: the run's metrics in Prometheus' text format, for node_exporter's textfile collector. */
 
-import { spawnSync } from "node:child_process"
-import { existsSync } from "node:fs"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
+import { checkMetrics, promtoolChecks, sample } from "@funcpipe/test-kit/PrometheusText"
 import { Effect, FileSystem, Layer } from "effect"
 import { run, SAMPLE } from "./support/Run.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
-const promtool = "/usr/bin/promtool"
-
-/** The value of the first sample of `name` with every one of `labels`. */
-const sample = (text: string, name: string, labels: Record<string, string> = {}): number | undefined => {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
-      return Number(line.slice(line.lastIndexOf(" ") + 1))
-  }
-  return undefined
-}
 
 describe("funcpipe index --metrics-file", () => {
   it.live("writes each run's counts, time and completion in Prometheus' text format, replacing the file", () =>
@@ -39,9 +27,9 @@ describe("funcpipe index --metrics-file", () => {
       const second = yield* fs.readFileString(file)
       assert.strictEqual(added(second), added(first))
       assert.isAtLeast(sample(second, "funcpipe_index_run_documents_total", { change: "unchanged" }) ?? 0, 17)
-      if (existsSync(promtool) || process.env["CI"] !== undefined) {
-        const checked = spawnSync(promtool, ["check", "metrics"], { input: second, encoding: "utf8" })
-        assert.strictEqual(checked.status, 0, `${checked.stdout}${checked.stderr}`)
+      if (promtoolChecks) {
+        const checked = checkMetrics(second)
+        assert.strictEqual(checked.status, 0, checked.output)
       }
       // A folder that is not there: one clear error, after the run (which is committed).
       const error = yield* Effect.flip(

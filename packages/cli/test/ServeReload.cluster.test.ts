@@ -8,6 +8,7 @@ import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Effect, FileSystem, Layer, Path } from "effect"
 import { run, SAMPLE } from "./support/Run.ts"
+import { stderrOf } from "./support/Stderr.ts"
 
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
@@ -22,31 +23,6 @@ const configFile = Effect.gen(function* () {
   return { dir, file }
 })
 
-/** Lines a child process writes on stderr, as they come, with a way to wait for one. */
-const stderrOf = (child: ReturnType<typeof spawn>) => {
-  let text = ""
-  const waiting: Array<{ pattern: RegExp; resolve: (match: RegExpExecArray) => void }> = []
-  child.stderr!.on("data", (data: Buffer) => {
-    text += data.toString()
-    for (const w of [...waiting]) {
-      const match = w.pattern.exec(text)
-      if (match !== null) {
-        waiting.splice(waiting.indexOf(w), 1)
-        w.resolve(match)
-      }
-    }
-  })
-  return {
-    text: () => text,
-    waitFor: (pattern: RegExp) =>
-      new Promise<RegExpExecArray>((resolve) => {
-        const match = pattern.exec(text)
-        if (match !== null) resolve(match)
-        else waiting.push({ pattern, resolve })
-      })
-  }
-}
-
 describe("funcpipe serve on SIGHUP", () => {
   it.live(
     "reads its configuration again: new limits apply at once, a bad file changes nothing",
@@ -60,7 +36,7 @@ describe("funcpipe serve on SIGHUP", () => {
         const child = spawn(process.execPath, [bin, "serve"], { cwd: dir, stdio: ["ignore", "ignore", "pipe"] })
         yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
         const stderr = stderrOf(child)
-        const url = (yield* Effect.promise(() => stderr.waitFor(/listening on (http:\/\/\S+) /)))[1]!
+        const url = (yield* stderr.waitFor(/listening on (http:\/\/\S+) /))[1]!
         const statuses = (n: number) =>
           Effect.promise(async () => {
             const codes: Array<number> = []
@@ -78,7 +54,7 @@ describe("funcpipe serve on SIGHUP", () => {
           `index: ${index}\nserve:\n  port: 0\n  rate-limit: 1\n  burst: 1\n  host: localhost\n`
         )
         child.kill("SIGHUP")
-        const reloaded = yield* Effect.promise(() => stderr.waitFor(/reloaded the configuration.*\n/))
+        const reloaded = yield* stderr.waitFor(/reloaded the configuration.*\n/)
         assert.include(reloaded[0], "rate limit 1/s")
         assert.include(reloaded[0], "host changed, which takes a restart")
         const codes = yield* statuses(2)
@@ -86,7 +62,7 @@ describe("funcpipe serve on SIGHUP", () => {
         // A file that does not parse leaves the settings as they were, and the server serving.
         yield* fs.writeFileString(file, "serve:\n  port: [\n")
         child.kill("SIGHUP")
-        const refused = yield* Effect.promise(() => stderr.waitFor(/cannot reload the configuration: (.*)\n/))
+        const refused = yield* stderr.waitFor(/cannot reload the configuration: (.*)\n/)
         assert.include(refused[1]!, `${file}, line 3`)
         assert.include(refused[1]!, "still serving with the settings before")
         assert.strictEqual((yield* Effect.promise(() => fetch(`${url}/healthz`))).status, 200)

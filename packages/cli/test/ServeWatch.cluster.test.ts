@@ -8,6 +8,7 @@ import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Effect, FileSystem, Layer } from "effect"
 import { run } from "./support/Run.ts"
+import { stderrOf } from "./support/Stderr.ts"
 
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const TestLayer = Layer.mergeAll(DocumentSource.layer, Models.layerLocal).pipe(Layer.provideMerge(NodeServices.layer))
@@ -30,18 +31,7 @@ describe("funcpipe serve --watch", () => {
           { stdio: ["ignore", "ignore", "pipe"] }
         )
         yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
-        let stderr = ""
-        const waiters: Array<() => void> = []
-        child.stderr.on("data", (data: Buffer) => {
-          stderr += data.toString()
-          for (const wake of waiters.splice(0)) wake()
-        })
-        /** Waits until stderr from `from` on matches `pattern` (no deadline of its own: the test's applies). */
-        const waitFor = (pattern: RegExp, from = 0) =>
-          Effect.promise(async () => {
-            while (!pattern.test(stderr.slice(from))) await new Promise<void>((wake) => waiters.push(wake))
-            return pattern.exec(stderr.slice(from))!
-          })
+        const { text: written, waitFor } = stderrOf(child)
         const url = (yield* waitFor(/listening on (http:\/\/\S+) /))[1]!
         yield* waitFor(/serving \S+index\.db: 1 documents/)
         const ask = (text: string) =>
@@ -52,17 +42,17 @@ describe("funcpipe serve --watch", () => {
           })
         yield* waitFor(/watch: watching 1 path/)
         assert.deepStrictEqual(yield* ask("aurora"), ["a.md"])
-        let mark = stderr.length
+        let mark = written().length
         yield* fs.writeFileString(`${dir}/notes/b.md`, "# Comets\n\nComets have tails of dust.\n")
         yield* waitFor(/now serving \S+index\.db: 2 documents/, mark)
         assert.deepStrictEqual(yield* ask("comets tails"), ["b.md"])
-        mark = stderr.length
+        mark = written().length
         yield* fs.remove(`${dir}/notes/a.md`)
         yield* waitFor(/now serving \S+index\.db: 1 documents/, mark)
         assert.deepStrictEqual(yield* ask("aurora"), [])
         child.kill("SIGTERM")
         const code = yield* Effect.promise(() => new Promise<number | null>((resolve) => child.on("exit", resolve)))
-        assert.strictEqual(code, 0, stderr)
+        assert.strictEqual(code, 0, written())
       }).pipe(Effect.scoped, Effect.provide(TestLayer)),
     60_000
   )

@@ -2,6 +2,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { ChunkerConfig, ChunkSize, DEFAULT_MAX_BODY_BYTES, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/analysis/Embed"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { putDocuments } from "@funcpipe/pipeline/programs/DocumentWrites"
 import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
@@ -124,3 +125,17 @@ export const send = (
     }
     return { status: response.status, headers: response.headers, body: json }
   })
+
+/**
+ * The local model, but each embedding first runs `before` (say, waiting for a gate): a query as slow as a test wants.
+ */
+export const slowEmbedder = (before: Effect.Effect<void>) =>
+  Layer.succeed(
+    Embedder,
+    Embedder.of({
+      ...Embedder.localSha256,
+      model: LOCAL_SHA256,
+      dimensions: LOCAL_SHA256_DIMENSIONS,
+      embedMany: (texts) => Effect.as(before, texts.map(embedText))
+    })
+  )

@@ -8,14 +8,12 @@
 import { request as httpRequest } from "node:http"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/analysis/Embed"
-import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
 import autocannon from "autocannon"
 import { Clock, Deferred, Effect, Exit, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { layer } from "../src/Server.ts"
-import { baseUrl, fixtureIndex, serverOver, testOptions } from "./Fixture.ts"
+import { baseUrl, fixtureIndex, serverOver, slowEmbedder, testOptions } from "./Fixture.ts"
 
 /** An answer as autocannon saw it: its status, the one header that matters here, and its body's `_tag`. */
 interface Seen {
@@ -154,19 +152,11 @@ describe("load limits under load", () => {
         // Queries wait for the gate until a request has been shed: by then one has its turn and two wait in the queue,
         // however slowly autocannon's twenty connections come; afterwards the queries run at the machine's speed.
         const gate = Deferred.makeUnsafe<void>()
-        const slowEmbedder = Layer.succeed(
-          Embedder,
-          Embedder.of({
-            ...Embedder.localSha256,
-            model: LOCAL_SHA256,
-            dimensions: LOCAL_SHA256_DIMENSIONS,
-            embedMany: (texts) => Effect.as(Deferred.await(gate), texts.map(embedText))
-          })
-        )
+        const slow = slowEmbedder(Deferred.await(gate))
         const server = Layer.mergeAll(
           layer(testOptions({ concurrency: { inFlight: 1, queue: 2 } })),
           FetchHttpClient.layer
-        ).pipe(Layer.provide(Layer.mergeAll(layerSqlite(file), slowEmbedder, NodeServices.layer)))
+        ).pipe(Layer.provide(Layer.mergeAll(layerSqlite(file), slow, NodeServices.layer)))
         yield* Effect.gen(function* () {
           const url = yield* baseUrl
           const scraped = () => scrape(url, "127.0.0.1")

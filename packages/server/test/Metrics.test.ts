@@ -3,37 +3,12 @@
  * refusals by reason, and the served index's figures.
  */
 
-import { spawnSync } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
+import { checkMetrics, promtoolChecks, sample, total } from "@funcpipe/test-kit/PrometheusText"
 import { Effect, Redacted } from "effect"
 import { fixtureIndex, send, serverOver, TOKEN } from "./Fixture.ts"
-
-/** The value of the sample of `name` whose labels include every one of `labels`, or undefined. */
-const sample = (text: string, name: string, labels: Record<string, string> = {}): number | undefined => {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
-    if (!Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`))) continue
-    return Number(line.slice(line.lastIndexOf(" ") + 1))
-  }
-  return undefined
-}
-
-/** The sum of the samples of `name` whose labels include every one of `labels` (say, over every mode). */
-const total = (text: string, name: string, labels: Record<string, string> = {}): number =>
-  text
-    .split("\n")
-    .filter(
-      (line) =>
-        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
-        Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`))
-    )
-    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0)
-
-// CI installs Debian's prometheus package (.ci/run) and must run the promtool check; elsewhere it is skipped without it.
-const promtool = "/usr/bin/promtool"
-const checks = existsSync(promtool) || process.env["CI"] !== undefined
 
 describe("GET /metrics", () => {
   it.live("counts answers by route and status, refusals by reason, and gives the index's figures", () =>
@@ -84,16 +59,16 @@ describe("GET /metrics", () => {
       }).pipe(Effect.provide(serverOver(file, { token: TOKEN })))
     }).pipe(Effect.scoped)
   )
-  it.live.skipIf(!checks)("passes promtool check metrics (Prometheus' own reading of the format)", () =>
+  it.live.skipIf(!promtoolChecks)("passes promtool check metrics (Prometheus' own reading of the format)", () =>
     Effect.gen(function* () {
       const file = yield* fixtureIndex
       yield* Effect.gen(function* () {
         yield* send("POST", "/v1/query", { text: "Saturn rings" })
         yield* send("POST", "/v1/query", { text: "" })
         const text = (yield* send("GET", "/metrics")).body as string
-        const checked = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" })
-        assert.strictEqual(checked.status, 0, `${checked.stdout}${checked.stderr}`)
-        assert.strictEqual(`${checked.stdout}${checked.stderr}`.trim(), "")
+        const checked = checkMetrics(text)
+        assert.strictEqual(checked.status, 0, checked.output)
+        assert.strictEqual(checked.output.trim(), "")
       }).pipe(Effect.provide(serverOver(file)))
     }).pipe(Effect.scoped)
   )

@@ -3,7 +3,6 @@
 import { renameSync, statSync, writeFileSync } from "node:fs"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { embedText, LOCAL_SHA256, LOCAL_SHA256_DIMENSIONS } from "@funcpipe/pipeline/analysis/Embed"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
 import { querySnapshot } from "@funcpipe/pipeline/programs/QueryIndex"
 import { layerSqlite } from "@funcpipe/pipeline/store/sqlite/SqliteIndexStore"
@@ -11,7 +10,7 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { LiveIndex } from "../src/LiveIndex.ts"
 import { layer } from "../src/Server.ts"
-import { doc, fixtureIndex, send, serverOver, testOptions, writeDocs } from "./Fixture.ts"
+import { doc, fixtureIndex, send, serverOver, slowEmbedder, testOptions, writeDocs } from "./Fixture.ts"
 
 const COMET = doc("comet", "Comets", "A comet has an icy nucleus and a long tail.")
 
@@ -93,21 +92,9 @@ describe("shutting down", () => {
       const entered = yield* Deferred.make<void>()
       const gate = yield* Deferred.make<void>()
       // The local model, but a query's embedding waits for the gate: a slow request, as long as the test wants.
-      const slowEmbedder = Layer.succeed(
-        Embedder,
-        Embedder.of({
-          ...Embedder.localSha256,
-          model: LOCAL_SHA256,
-          dimensions: LOCAL_SHA256_DIMENSIONS,
-          embedMany: (texts) =>
-            Deferred.succeed(entered, undefined).pipe(
-              Effect.andThen(Deferred.await(gate)),
-              Effect.as(texts.map(embedText))
-            )
-        })
-      )
+      const slow = slowEmbedder(Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(gate)))
       const server = Layer.mergeAll(layer(testOptions()), FetchHttpClient.layer).pipe(
-        Layer.provide(Layer.mergeAll(layerSqlite(file), slowEmbedder, NodeServices.layer))
+        Layer.provide(Layer.mergeAll(layerSqlite(file), slow, NodeServices.layer))
       )
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(server, scope)

@@ -10,7 +10,7 @@ import type { GuardCell, GuardSettings } from "@funcpipe/server/Server"
 import { Config, Context, Effect, Option, Queue, type Redacted, Schema, type Scope } from "effect"
 import { Flag } from "effect/cli"
 import { Configuration } from "../config/Configuration.ts"
-import { check, type Resolved, resolve, resolveSettings } from "../config/Effective.ts"
+import { parsedValue, type Resolved, resolve, resolveSettings } from "../config/Effective.ts"
 import { settingOf } from "../config/Settings.ts"
 
 const Positive = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be at least 1" }))
@@ -98,16 +98,6 @@ export const Hangups = Context.Reference<{
   readonly subscribe: Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
 }>("@funcpipe/cli/Hangups", { defaultValue: () => ({ subscribe: Queue.sliding<void>(1) }) })
 
-/** A flag's value from a resolved setting: the environment's or the file's, parsed by the flag, else its default. */
-const parsed = <A>(flag: Flag.Flag<A>, resolved: Resolved) => {
-  const { setting, value } = resolved
-  const values = value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(String)
-  return Effect.map(
-    flag.parse({ flags: values.length === 0 ? {} : { [setting.name]: values }, arguments: [] }),
-    ([, a]) => a
-  )
-}
-
 /** The guard flags' values for a configuration file: the command line's stay; the others come from the file. */
 const reloaded = (given: GuardInput, file: Parameters<typeof resolve>[2]) =>
   Effect.gen(function* () {
@@ -127,8 +117,8 @@ const reloaded = (given: GuardInput, file: Parameters<typeof resolve>[2]) =>
         input[key] = given[key]
         continue
       }
-      yield* check(one) // a bad value is reported with its line in the file (or its variable)
-      input[key] = yield* parsed(guardFlags[key] as Flag.Flag<unknown>, one)
+      // A bad value is reported with its line in the file (or its variable).
+      input[key] = yield* parsedValue(one)
     }
     return input as unknown as GuardInput
   })

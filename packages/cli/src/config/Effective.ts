@@ -193,23 +193,33 @@ export const shown = (setting: Setting, value: unknown): unknown => {
 }
 
 /**
- * A resolved setting's value as its flag reads it, as shown: the environment's or the file's (checked first:
- * `ConfigInvalid` says where a bad one is), else the flag's default.
+ * A resolved setting's value as its flag reads it: the environment's or the file's (checked first: `ConfigInvalid`
+ * says where a bad one is), else the flag's default.
  */
+export const parsedValue = (resolved: Resolved) => {
+  const { setting, value } = resolved
+  const values = value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(String)
+  if (value !== undefined && setting.boolean) {
+    return Effect.as(check(resolved), setting.repeatable ? values.map((v) => v === "true") : values[0] === "true")
+  }
+  return Effect.andThen(
+    check(resolved),
+    Effect.map(
+      setting.flag.parse({ flags: values.length === 0 ? {} : { [setting.name]: values }, arguments: [] }),
+      ([, parsed]) => parsed
+    )
+  )
+}
+
+/** A resolved setting's value as `funcpipe config` shows it (see `parsedValue`, `shown`). */
 export const effectiveValue = (resolved: Resolved) => {
   const { setting, value } = resolved
   if (value === undefined) return defaultOf(setting)
-  const values = (Array.isArray(value) ? value : [value]).map(String)
-  return Effect.andThen(
-    check(resolved),
-    setting.boolean
-      ? Effect.succeed(shown(setting, setting.repeatable ? values.map((v) => v === "true") : values[0] === "true"))
-      : Effect.map(setting.flag.parse({ flags: { [setting.name]: values }, arguments: [] }), ([, parsed]) => {
-          // A value read into something other than words and numbers (a rule) is shown as written.
-          const plain = shown(setting, parsed)
-          return plain === undefined ? shown(setting, Array.isArray(value) ? values : values[0]) : plain
-        })
-  )
+  return Effect.map(parsedValue(resolved), (parsed) => {
+    // A value read into something other than words and numbers (a rule) is shown as written.
+    const plain = shown(setting, parsed)
+    return plain === undefined ? shown(setting, value) : plain
+  })
 }
 
 /** The default of a setting: its flag's value when the command line does not give it (undefined where it has none). */
