@@ -1,7 +1,9 @@
 /**
  * Slow clients over a real socket: a client dripping its headers, or stalling its body, is cut off at the limit (not
  * before), and stopping the server does not wait for a stalled upload. Short limits keep the test quick; the limits
- * are the server's options, the defaults (10 s, 30 s, 5 s) are what docs/cli.md states.
+ * are the server's options, the defaults (10 s, 30 s, 5 s) are what docs/cli.md states. It runs with the multi-process
+ * tests (`npm run test:cluster`), in a process of its own: sharing a process with the server tests before it, the
+ * full suite twice saw a dripping client cut at about 170 ms instead of 600 (not reproduced alone; see issue 35's note).
  */
 import { connect } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
