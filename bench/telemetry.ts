@@ -16,13 +16,13 @@ import { cliBundle } from "./Child.ts"
 const { values } = parseArgs({
   options: {
     index: { type: "string" },
-    rounds: { type: "string", default: "3" },
-    requests: { type: "string", default: "20000" },
+    rounds: { type: "string", default: "40" },
+    requests: { type: "string", default: "1000" },
     bundle: { type: "string" }
   }
 })
 if (values.index === undefined) {
-  console.error("usage: npm run bench:telemetry -- --index FILE [--rounds 3] [--requests 20000] [--bundle PATH]")
+  console.error("usage: npm run bench:telemetry -- --index FILE [--rounds 40] [--requests 1000] [--bundle PATH]")
   process.exit(2)
 }
 const index = values.index
@@ -60,18 +60,22 @@ const cpuMillis = (pid: number): number => {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
-/** Serves the index with `env`, sends `amount` queries after a warm-up; the server's CPU µs a query. */
-const measure = async (env: Record<string, string>): Promise<number> => {
-  // The caller's OpenTelemetry variables are left out: each setting is only its own. The server runs as the launcher
-  // starts it (16 MB semi-spaces).
-  const own = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("OTEL_")))
+/** A server of one setting, up for the whole run: its pid and its URL. */
+interface Served {
+  readonly name: string
+  readonly pid: number
+  readonly url: string
+  readonly stop: () => Promise<unknown>
+}
+
+/** Serves the index with `env` (the caller's OpenTelemetry variables left out: each setting is only its own). */
+const serve = async (name: string, env: Record<string, string>): Promise<Served> => {
+  const own = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("OTEL_")))
+  // As the launcher starts it (16 MB semi-spaces).
   const server = spawn(
     process.execPath,
     ["--max-semi-space-size=16", bundle, "serve", "--index", index, "--port", "0"],
-    {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: { ...own, ...env, FUNCPIPE_SERVER_PROCESS: "1" }
-    }
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...own, ...env, FUNCPIPE_SERVER_PROCESS: "1" } }
   )
   let stderr = ""
   const url = await new Promise<string>((resolve, reject) => {
@@ -82,54 +86,80 @@ const measure = async (env: Record<string, string>): Promise<number> => {
     })
     server.on("exit", () => reject(new Error(`the server exited: ${stderr}`)))
   })
-  let i = 0
-  const load = (amount: number) =>
-    autocannon({
-      url: `${url}/v1/query`,
-      connections: 16,
-      amount,
-      method: "POST",
-      requests: [
-        {
-          setupRequest: (request: Record<string, unknown>) => ({
-            ...request,
-            body: JSON.stringify({ text: WORDS[i++ % WORDS.length] })
-          })
-        }
-      ]
-    })
-  await load(Math.ceil(requests / 2))
-  const before = cpuMillis(server.pid!)
-  const result = await load(requests)
-  const after = cpuMillis(server.pid!)
-  // Stopped, and its last export sent, before the next setting starts.
   const exited = new Promise((resolve) => server.once("exit", resolve))
-  server.kill("SIGTERM")
-  await exited
-  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`)
-  return ((after - before) * 1000) / requests
-}
-
-const figures = new Map<string, Array<number>>()
-for (let round = 1; round <= rounds; round++) {
-  for (const [name, env] of Object.entries(SETTINGS)) {
-    const micros = await measure(env)
-    figures.set(name, [...(figures.get(name) ?? []), micros])
-    console.error(`round ${round}, ${name}: ${Math.round(micros)} µs a query`)
+  return {
+    name,
+    pid: server.pid!,
+    url,
+    stop: () => {
+      server.kill("SIGTERM")
+      return exited
+    }
   }
 }
+
+let sent = 0
+/** Sends `amount` queries to a server at 8 connections; its CPU µs a query. */
+const burst = async (server: Served, amount: number): Promise<number> => {
+  const before = cpuMillis(server.pid)
+  const result = await autocannon({
+    url: `${server.url}/v1/query`,
+    connections: 8,
+    amount,
+    method: "POST",
+    requests: [
+      {
+        setupRequest: (request: Record<string, unknown>) => ({
+          ...request,
+          body: JSON.stringify({ text: WORDS[sent++ % WORDS.length] })
+        })
+      }
+    ]
+  })
+  const after = cpuMillis(server.pid)
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`)
+  return ((after - before) * 1000) / amount
+}
+
+// Every setting's server is up for the whole run, warmed alike; then each round sends each the same burst at the same
+// time, so that what else the shared machine does (which moves a server's CPU a query by up to half from one minute
+// to the next) falls on all settings alike.
+const servers: Array<Served> = []
+for (const [name, env] of Object.entries(SETTINGS)) servers.push(await serve(name, env))
+for (const server of servers) await burst(server, 10_000)
+const figures = new Map<string, Array<number>>(servers.map((server) => [server.name, []]))
+// CPU time, in µs, and requests, each setting's, over all rounds.
+const spent = new Map<string, { cpu: number; requests: number }>(servers.map((s) => [s.name, { cpu: 0, requests: 0 }]))
+for (let round = 1; round <= rounds; round++) {
+  const micros = await Promise.all(servers.map((server) => burst(server, requests)))
+  servers.forEach((server, k) => {
+    figures.get(server.name)!.push(micros[k]!)
+    const total = spent.get(server.name)!
+    total.cpu += micros[k]! * requests
+    total.requests += requests
+  })
+  if (round % 10 === 0 || round === rounds)
+    console.error(
+      `round ${round}: ${servers.map((s) => `${s.name} ${Math.round(figures.get(s.name)!.at(-1)!)} µs`).join(", ")}`
+    )
+}
+// Stopped, and their last exports sent, before the collector closes.
+await Promise.all(servers.map((server) => server.stop()))
 collector.close()
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-// The least of the rounds too: on a shared machine, what other work adds only ever raises a round's figure.
 const off = figures.get("off")!
-const percent = (x: number, base: number) => `${x >= base ? "+" : ""}${Math.round((100 * (x - base)) / base)} %`
-console.log("| telemetry | server CPU a query (each round) | median | least | against off (median, least) |")
-console.log("| --- | --- | ---: | ---: | ---: |")
+const offTotal = spent.get("off")!
+const percent = (x: number) => `${x >= 1 ? "+" : "−"}${Math.abs(Math.round(100 * (x - 1)))} %`
+console.log(
+  `| telemetry | server CPU a query, all ${rounds} rounds | against off, all rounds | against off, median of the rounds' ratios |`
+)
+console.log("| --- | ---: | ---: | ---: |")
 for (const [name, xs] of figures) {
-  const m = median(xs)
-  const least = Math.min(...xs)
-  const change = name === "off" ? "" : `${percent(m, median(off))}, ${percent(least, Math.min(...off))}`
+  const total = spent.get(name)!
+  const mean = total.cpu / total.requests
+  const ratio = mean / (offTotal.cpu / offTotal.requests)
+  const medianRatio = median(xs.map((x, k) => x / off[k]!))
   console.log(
-    `| ${name} | ${xs.map((x) => `${Math.round(x)} µs`).join(" · ")} | ${Math.round(m)} µs | ${Math.round(least)} µs | ${change} |`
+    `| ${name} | ${Math.round(mean)} µs | ${name === "off" ? "" : percent(ratio)} | ${name === "off" ? "" : percent(medianRatio)} |`
   )
 }

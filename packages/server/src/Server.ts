@@ -8,7 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { FuncPipeApi } from "@funcpipe/domain/http/Api"
 import { Cause, Context, Duration, Effect, Layer, Redacted, Schema, type Scope, Tracer } from "effect"
 import type { LanguageModel } from "effect/ai"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import type { AccessEntry } from "./AccessLog.ts"
 import { type GuardCell, guard } from "./Guard.ts"
@@ -227,6 +227,8 @@ export const layer = (options: ServerOptions) => {
     Effect.as(
       checkBinding(options),
       Layer.merge(HttpRouter.serve(routes(options), { disableLogger: true, disableListenLog: true }), dropOnStop).pipe(
+        // The guard makes each request's span (a lighter one than effect's, which this turns off).
+        Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true)),
         Layer.provideMerge(LiveIndex.layer({ pollMillis: options.pollMillis, report: options.report })),
         Layer.provideMerge(
           NodeHttpServer.layer(nodeServer(options.limits ?? DEFAULT_LIMITS, arriving), {

@@ -4,12 +4,108 @@
  */
 
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer, Option, Tracer } from "effect"
 import { HttpClient } from "effect/http"
-import type { AccessEntry } from "../src/AccessLog.ts"
+import { type AccessEntry, requestIdOf } from "../src/AccessLog.ts"
+import { remoteParent } from "../src/Guard.ts"
 import { fixtureIndex, send, serverOver } from "./Fixture.ts"
 
 describe("request ids and access logs", () => {
+  it("reads the client's span from a W3C traceparent, and nothing from a malformed one", () => {
+    const parent = remoteParent(" 00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01")
+    assert.deepInclude(parent, {
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      spanId: "00f067aa0ba902b7",
+      sampled: true
+    })
+    assert.isFalse(remoteParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")?.sampled)
+    for (const bad of [
+      undefined,
+      "",
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", // no flags
+      "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", // a version that is no version
+      "00-00000000000000000000000000000000-00f067aa0ba902b7-01", // no trace
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", // no span
+      "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01" // a digit short
+    ])
+      assert.isUndefined(remoteParent(bad), bad)
+  })
+
+  it.live("where traces are exported, each request is a server span, the client's span its parent", () =>
+    Effect.gen(function* () {
+      const file = yield* fixtureIndex
+      const ended: Array<Tracer.Span> = []
+      const recording = Tracer.make({
+        span: (options) => {
+          const span = Tracer.nativeTracer.span(options)
+          const end = span.end.bind(span)
+          span.end = (time, exit) => {
+            end(time, exit)
+            ended.push(span)
+          }
+          return span
+        }
+      })
+      const [joined, alone, unsampled, bad] = yield* Effect.all([
+        send(
+          "POST",
+          "/v1/query",
+          { text: "Saturn rings", top_k: 2 },
+          {
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+          }
+        ),
+        send("GET", "/healthz"),
+        send(
+          "POST",
+          "/v1/query",
+          { text: "Saturn rings" },
+          {
+            traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+          }
+        ),
+        send("POST", "/v1/query", { text: "  " })
+      ]).pipe(
+        Effect.provideService(HttpClient.TracerPropagationEnabled, false),
+        Effect.provide(serverOver(file).pipe(Layer.provide(Layer.succeed(Tracer.Tracer, recording))))
+      )
+      const requests = ended.filter((span) => span.kind === "server")
+      assert.deepStrictEqual(
+        requests.map((span) => span.name),
+        ["POST /v1/query", "GET /healthz", "POST /v1/query", "POST /v1/query"]
+      )
+      const [first, second, third, fourth] = requests
+      // Joined to the client's trace, its id the request's id; the query's span its child.
+      assert.strictEqual(first!.traceId, "4bf92f3577b34da6a3ce929d0e0e4736")
+      assert.strictEqual(Option.getOrUndefined(first!.parent)?.spanId, "00f067aa0ba902b7")
+      assert.strictEqual(joined.headers["x-request-id"], first!.traceId)
+      assert.deepInclude(Object.fromEntries(first!.attributes), {
+        "http.request.method": "POST",
+        "http.route": "/v1/query",
+        "http.response.status_code": 200,
+        "http.request.id": first!.traceId
+      })
+      const query = ended.find((span) => span.name === "querySnapshot" && span.traceId === first!.traceId)
+      assert.strictEqual(Option.getOrUndefined(query!.parent)?.spanId, first!.spanId)
+      // Without a traceparent, a trace of its own; a client's unsampled trace stays unsampled.
+      assert.isTrue(Option.isNone(second!.parent))
+      assert.strictEqual(alone.headers["x-request-id"], second!.traceId)
+      assert.isFalse(third!.sampled)
+      assert.strictEqual(unsampled.headers["x-request-id"], "0af7651916cd43dd8448eb211c80319c")
+      // A client's mistake (400) is no failure of the server's span.
+      assert.strictEqual(bad.status, 400)
+      assert.strictEqual(fourth!.attributes.get("http.response.status_code"), 400)
+      assert.strictEqual(fourth!.status._tag === "Ended" && fourth!.status.exit._tag, "Success")
+    })
+  )
+
+  it("draws a new id for each request without one: 32 hexadecimal digits, never the same twice", () => {
+    // More than one pool of random bytes (256 ids) is drawn.
+    const ids = Array.from({ length: 1000 }, () => requestIdOf({}))
+    for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/)
+    assert.strictEqual(new Set(ids).size, ids.length)
+  })
+
   it.live(
     "every answer carries its request's id, and the log has one line per answer, the query's text only if asked",
     () =>

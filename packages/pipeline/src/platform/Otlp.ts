@@ -1,14 +1,20 @@
 /**
- * OpenTelemetry export over OTLP/HTTP (JSON), set up by OpenTelemetry's standard environment variables:
+ * OpenTelemetry export over OTLP/HTTP, set up by OpenTelemetry's standard environment variables:
  * `OTEL_EXPORTER_OTLP_ENDPOINT` (or the `_TRACES_` and `_METRICS_` ones), `OTEL_SERVICE_NAME`,
- * `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SDK_DISABLED`, … as effect's exporters read them.
- * Traces and metrics are sent; logs stay on stderr. The exporters send what they hold when their layer closes, so a
- * command's spans leave before the process exits (each waits at most its timeout for the collector).
+ * `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the
+ * default, or `http/json`), `OTEL_SDK_DISABLED`, … as effect's exporters read them. Traces and metrics are sent; logs
+ * stay on stderr. The exporters send what they hold when their layer closes, so a command's spans leave before the
+ * process exits (each waits at most its timeout for the collector).
+ *
+ * Metrics, and traces in JSON, are effect's exporters as they are. Traces in protobuf are effect's batching exporter
+ * fed by a tracer of ours that writes each span's bytes as it ends (`OtlpProtobuf`): on a server exporting every
+ * trace, building and serializing effect's OTLP/JSON objects cost more than a tenth of a short query.
  */
 
-import { ConfigProvider, Effect, Layer, Option, Tracer } from "effect"
-import type { HttpClient } from "effect/http"
-import { type OtlpExporter, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { Config, ConfigProvider, Duration, Effect, Layer, Option, Schema, Tracer, Version } from "effect"
+import { HttpBody, type HttpClient } from "effect/http"
+import { OtlpExporter, OtlpMetrics, OtlpResource, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { ProtoWriter, traceRequestFrame, writeSpan } from "./OtlpProtobuf.ts"
 import { StageSpanMillis } from "./Telemetry.ts"
 
 /**
@@ -25,15 +31,24 @@ export const layerOtlp = (
   const resource = { serviceVersion: version, ...(named ? {} : { serviceName: "funcpipe" }) }
   // OpenTelemetry's default exporter is OTLP; effect's exporters wait to be told (OTEL_TRACES_EXPORTER=otlp), so the
   // default is given here, and a variable set to `none` still turns its signal off.
+  // Metrics are sent once a minute unless OTEL_METRIC_EXPORT_INTERVAL says otherwise, OpenTelemetry's default
+  // (effect's exporter sends every 10 s).
   const provider = ConfigProvider.fromEnvRecord({
     OTEL_TRACES_EXPORTER: "otlp",
     OTEL_METRICS_EXPORTER: "otlp",
+    OTEL_METRIC_EXPORT_INTERVAL: "60000",
     ...env
   })
   const stageMillis = Number(env["FUNCPIPE_TRACE_STAGE_MS"] ?? "")
+  const json = (signal: "TRACES" | "METRICS") =>
+    (env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`] ?? env["OTEL_EXPORTER_OTLP_PROTOCOL"] ?? "").trim() === "http/json"
   const exporters = Layer.mergeAll(
-    OtlpTracer.layerFromConfig({ resource }),
-    OtlpMetrics.layerFromConfig({ resource }),
+    json("TRACES")
+      ? OtlpTracer.layerFromConfig({ resource }).pipe(Layer.provide(OtlpSerialization.layerJson))
+      : layerProtobufTracer(resource),
+    OtlpMetrics.layerFromConfig({ resource }).pipe(
+      Layer.provide(json("METRICS") ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf)
+    ),
     // Which query stages get spans of their own (see StageSpanMillis): from FUNCPIPE_TRACE_STAGE_MS when it is a number.
     (env["FUNCPIPE_TRACE_STAGE_MS"] ?? "").trim() !== "" && Number.isFinite(stageMillis) && stageMillis >= 0
       ? Layer.succeed(StageSpanMillis, stageMillis)
@@ -41,9 +56,100 @@ export const layerOtlp = (
   )
   const sampler = samplerOf(env)
   return (sampler === undefined ? exporters : Layer.provideMerge(layerSampling(sampler), exporters)).pipe(
-    Layer.provide(Layer.mergeAll(OtlpSerialization.layerJson, ConfigProvider.layer(provider)))
+    Layer.provide(ConfigProvider.layer(provider))
   )
 }
+
+/** How many bytes of spans may wait for the exporter (see `layerProtobufTracer`). */
+const PENDING_LIMIT = 16 * 1024 * 1024
+
+/** A signal's variable, then the one for every signal. */
+const eitherVariable = <A>(config: (name: string) => Config.Config<A>, signal: string, suffix: string) =>
+  config(`OTEL_EXPORTER_OTLP_${signal}_${suffix}`).pipe(Config.orElse(() => config(`OTEL_EXPORTER_OTLP_${suffix}`)))
+
+/**
+ * The tracer that sends spans as OTLP protobuf through effect's batching exporter, configured by the variables
+ * effect's OTLP tracer reads (endpoint, headers, compression, timeouts, `OTEL_BSP_*`); the default tracer when they
+ * turn traces off.
+ */
+const layerProtobufTracer = (resourceOptions: { readonly serviceName?: string; readonly serviceVersion: string }) =>
+  Layer.effect(
+    Tracer.Tracer,
+    Effect.gen(function* () {
+      const settings = yield* Config.all({
+        disabled: Config.Boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
+        endpoint: Config.URL("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
+          Config.map((url) => url.toString()),
+          Config.orElse(() =>
+            Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+              Config.map((url) => `${url.toString().replace(/\/$/, "")}/v1/traces`)
+            )
+          ),
+          Config.withDefault(undefined)
+        ),
+        exporters: Config.Array(Schema.String, "OTEL_TRACES_EXPORTER").pipe(Config.withDefault([])),
+        headers: eitherVariable(
+          (name) => Config.Record(Schema.String, Schema.StringFromUriComponent, name),
+          "TRACES",
+          "HEADERS"
+        ).pipe(Config.withDefault(undefined)),
+        compression: eitherVariable((name) => Config.Literals(["gzip", "none"], name), "TRACES", "COMPRESSION").pipe(
+          Config.withDefault("none" as const)
+        ),
+        timeout: eitherVariable(Config.Int, "TRACES", "TIMEOUT").pipe(
+          Config.orElse(() => Config.Int("OTEL_BSP_EXPORT_TIMEOUT")),
+          Config.withDefault(3000)
+        ),
+        delay: Config.Int("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000)),
+        batch: Config.Int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(1000))
+      }).pipe(Effect.orDie)
+      const { endpoint } = settings
+      if (settings.disabled || endpoint === undefined || !settings.exporters.some((e) => e.trim() === "otlp"))
+        return yield* Effect.tracer
+      const resource = yield* OtlpResource.fromConfig(resourceOptions)
+      const frame = traceRequestFrame(resource, { name: "effect", version: Version.getCurrentVersion() })
+      // The spans' bytes wait in one buffer; the exporter is handed their lengths and batches them as effect's tracer
+      // does, taking the bytes when it sends. Both happen in step (synchronously), so a batch is the bytes of the
+      // lengths it holds. A collector that has been failing (the exporter then drops what it is handed for a minute)
+      // leaves at most PENDING_LIMIT bytes waiting here; beyond that the oldest are dropped too.
+      const pending = new ProtoWriter()
+      const exporter = yield* OtlpExporter.make({
+        label: "OtlpTracer",
+        url: endpoint,
+        headers: settings.headers,
+        compression: settings.compression,
+        exportInterval: Duration.millis(settings.delay),
+        maxBatchSize: settings.batch,
+        body: () => {
+          const head = frame(pending.pos)
+          const body = new Uint8Array(head.length + pending.pos)
+          body.set(head)
+          body.set(pending.bytes.subarray(0, pending.pos), head.length)
+          pending.pos = 0
+          return [HttpBody.uint8Array(body, "application/x-protobuf"), Effect.void] as const
+        },
+        shutdownTimeout: Duration.millis(settings.timeout)
+      })
+      /** A span that, once ended, is written out and handed to the exporter if it is sampled. */
+      class ExportedSpan extends Tracer.NativeSpan {
+        override end(endTime: bigint, exit: Parameters<Tracer.Span["end"]>[1]): void {
+          if (this.status._tag === "Ended") return
+          super.end(endTime, exit)
+          if (!this.sampled) return
+          const start = pending.pos > PENDING_LIMIT ? 0 : pending.pos
+          pending.pos = start
+          try {
+            writeSpan(pending, this)
+            exporter.push(pending.pos - start)
+          } catch {
+            // A value the encoding cannot write costs its span, never the work the span was of.
+            pending.pos = start
+          }
+        }
+      }
+      return Tracer.make({ span: (options) => new ExportedSpan(options) })
+    })
+  ).pipe(Layer.provideMerge(OtlpExporter.layerFlusher))
 
 /** Which traces are kept: each new trace with this probability; with `parentBased`, a child as its parent is. */
 export interface Sampler {

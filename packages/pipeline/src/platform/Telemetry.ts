@@ -37,6 +37,9 @@ const stageHistograms = new Map(
   STAGES.map((stage) => [stage, Metric.withAttributes(queryStageSeconds, { stage })] as const)
 )
 
+/** Each stage's attribute on a query's span. */
+const STAGE_KEYS = new Map(STAGES.map((stage) => [stage, `funcpipe.stage.${stage}_ms`] as const))
+
 /** One timed stage: its start and end in the clock's nanoseconds, and whether it gets a span of its own. */
 interface Timed {
   readonly stage: QueryStage
@@ -82,8 +85,8 @@ export class StageTimes {
 export const stageTimes: Effect.Effect<StageTimes> = Effect.clockWith((clock) => Effect.succeed(new StageTimes(clock)))
 
 /**
- * From how long a query stage gets a span of its own (where traces are exported), in milliseconds. An exported span
- * costs a server about 15 µs; a stage of a few microseconds is better told by the query span's attributes, which
+ * From how long a query stage gets a span of its own (where traces are exported), in milliseconds. A span costs a
+ * server a few microseconds; a stage of a few microseconds is better told by the query span's attributes, which
  * carry every stage's time. 0: every stage a span (`FUNCPIPE_TRACE_STAGE_MS`).
  */
 export const StageSpanMillis = Context.Reference<number>("@funcpipe/pipeline/StageSpanMillis", {
@@ -96,25 +99,26 @@ export const StageSpanMillis = Context.Reference<number>("@funcpipe/pipeline/Sta
  * for each synchronous stage that took `StageSpanMillis` or more, a child span with the times it ran.
  */
 export const recordStages = (times: StageTimes): Effect.Effect<void> =>
-  Effect.gen(function* () {
+  // One step, read from the fiber: this runs on every query of a server.
+  Effect.withFiber((fiber) => {
     for (const { end, stage, start } of times.timed) {
-      yield* Metric.update(stageHistograms.get(stage)!, Number(end - start) / 1e9)
+      stageHistograms.get(stage)!.updateUnsafe(Number(end - start) / 1e9, fiber.context)
     }
-    const tracer = yield* Effect.tracer
-    if (tracer === Tracer.nativeTracer) return
-    const parent = yield* Effect.option(Effect.currentSpan)
-    if (Option.isNone(parent) || !parent.value.sampled) return
+    const tracer = fiber.getRef(Tracer.Tracer)
+    if (tracer === Tracer.nativeTracer) return Effect.void
+    const parent = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+    if (parent === undefined || parent._tag !== "Span" || !parent.sampled) return Effect.void
     const millis = new Map<QueryStage, number>()
     for (const { end, stage, start } of times.timed) {
       millis.set(stage, (millis.get(stage) ?? 0) + Number(end - start) / 1e6)
     }
-    for (const [stage, ms] of millis) parent.value.attribute(`funcpipe.stage.${stage}_ms`, Math.round(ms * 1e3) / 1e3)
-    const least = BigInt(Math.round((yield* StageSpanMillis) * 1e6))
+    for (const [stage, ms] of millis) parent.attribute(STAGE_KEYS.get(stage)!, Math.round(ms * 1e3) / 1e3)
+    const least = BigInt(Math.round(fiber.getRef(StageSpanMillis) * 1e6))
     for (const { end, span: spanned, stage, start } of times.timed) {
       if (!spanned || end - start < least) continue
       const span = tracer.span({
         name: `query.${stage}`,
-        parent,
+        parent: Option.some(parent),
         annotations: Context.empty(),
         links: [],
         startTime: start,
@@ -124,6 +128,7 @@ export const recordStages = (times: StageTimes): Effect.Effect<void> =>
       })
       span.end(end, Exit.void)
     }
+    return Effect.void
   })
 
 export const embeddingRequests = Metric.counter("funcpipe_embedding_requests_total", {

@@ -270,91 +270,90 @@ export const queryIndex = Effect.fn("queryIndex")(function* (text: string, topK:
  * every result comes from that one state of the index. `location` names the index in errors. The snapshot's model
  * must be the `Embedder`'s (as `openSnapshot` checks).
  */
-export const querySnapshot = Effect.fn("querySnapshot")(function* (
-  snapshot: Snapshot,
-  location: string,
-  text: string,
-  topK: number,
-  options: QueryOptions = {}
-) {
-  const times = yield* stageTimes
-  const where = yield* queryFilter(options.where)
-  const { manifest } = snapshot
-  const { prepared, terms } = yield* Effect.fromResult(
-    times.time("analyze", () =>
-      Result.map(prepareQuery(text, topK, manifest.cleaner), (prepared) => ({
-        prepared,
-        terms: analyze(prepared.text, manifest.analyzer)
-      }))
+export const querySnapshot = Effect.fnUntraced(
+  function* (snapshot: Snapshot, location: string, text: string, topK: number, options: QueryOptions = {}) {
+    const times = yield* stageTimes
+    const where = yield* queryFilter(options.where)
+    const { manifest } = snapshot
+    const { prepared, terms } = yield* Effect.fromResult(
+      times.time("analyze", () =>
+        Result.map(prepareQuery(text, topK, manifest.cleaner), (prepared) => ({
+          prepared,
+          terms: analyze(prepared.text, manifest.analyzer)
+        }))
+      )
     )
-  )
-  const { mode, note, vector } = yield* times.timeEffect(
-    "embed",
-    queryVector(prepared.text, manifest, options.mode ?? defaultMode(manifest.model)),
-    false // the embedding has a span of its own
-  )
-  const params = options.bm25 ?? Bm25Params.default
-  const expand = options.expand
-  const filter =
-    where === undefined
-      ? undefined
-      : yield* readSnapshot(location, () => times.time("filter", () => snapshot.filter(where)))
-  const scoredTerms =
-    expand === undefined || mode === "vector"
-      ? terms
-      : yield* readSnapshot(location, () =>
-          times.time("expand", () =>
-            expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
+    const { mode, note, vector } = yield* times.timeEffect(
+      "embed",
+      queryVector(prepared.text, manifest, options.mode ?? defaultMode(manifest.model)),
+      false // the embedding has a span of its own
+    )
+    const params = options.bm25 ?? Bm25Params.default
+    const expand = options.expand
+    const filter =
+      where === undefined
+        ? undefined
+        : yield* readSnapshot(location, () => times.time("filter", () => snapshot.filter(where)))
+    const scoredTerms =
+      expand === undefined || mode === "vector"
+        ? terms
+        : yield* readSnapshot(location, () =>
+            times.time("expand", () =>
+              expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
+            )
           )
-        )
-  const query = {
-    terms: scoredTerms,
-    vector,
-    ef: manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH),
-    time: times.time
-  }
-  // Lexical and vector rankings are one stage each (their scores are made as the top k is taken); a hybrid one is
-  // timed by the engine, part by part (its top k of the fused list is a sort of at most twice the fusion depth).
-  const rank = () => {
-    const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
-    return options.group === "doc"
-      ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
-      : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
-  }
-  const { more, scored, tops } = yield* readSnapshot(location, () =>
-    mode === "hybrid" ? rank() : times.time(mode === "lexical" ? "postings" : "scan", rank)
-  )
-  /** The titles of the results' documents, by doc id. */
-  const titles = new Map<string, string>()
-  const decoded = decodedChunksOf(snapshot)
-  const cached = tops.reduce((n, top) => (decoded.has(top.position) ? n + 1 : n), 0)
-  const results = yield* times.timeEffect(
-    "fetch",
-    Effect.forEach(tops, (top, i) =>
-      Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
-        titles.set(chunk.docId, title)
-        return new RankedChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
-      })
+    const query = {
+      terms: scoredTerms,
+      vector,
+      ef:
+        manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH),
+      time: times.time
+    }
+    // Lexical and vector rankings are one stage each (their scores are made as the top k is taken); a hybrid one is
+    // timed by the engine, part by part (its top k of the fused list is a sort of at most twice the fusion depth).
+    const rank = () => {
+      const scored = scoreQuery(snapshot, query, mode, params, FUSION_DEPTH, options.fusion, filter)
+      return options.group === "doc"
+        ? { scored, ...topDocumentsWithMore(snapshot, scored, prepared.topK) }
+        : { scored, tops: topChunksOf(snapshot, scored, prepared.topK, query), more: undefined }
+    }
+    const { more, scored, tops } = yield* readSnapshot(location, () =>
+      mode === "hybrid" ? rank() : times.time(mode === "lexical" ? "postings" : "scan", rank)
     )
-  )
-  const explanations =
-    options.explain === true
-      ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
-      : undefined
-  const shown =
-    options.display === false
-      ? undefined
-      : yield* readSnapshot(location, () => times.time("display", () => shownOf(snapshot, tops, results)))
-  yield* countChunkCache(cached, tops.length - cached)
-  yield* recordStages(times)
-  const answered = {
-    text: prepared.text,
-    topK: prepared.topK,
-    mode,
-    terms,
-    stopWordsOnly: stopWordsOnly(prepared.text, terms),
-    ...(options.group === "doc" ? { group: options.group } : {}),
-    ...(note === undefined ? {} : { note })
-  }
-  return { manifest, query: answered, results, titles, explanations, more, shown } as const
-})
+    /** The titles of the results' documents, by doc id. */
+    const titles = new Map<string, string>()
+    const decoded = decodedChunksOf(snapshot)
+    const cached = tops.reduce((n, top) => (decoded.has(top.position) ? n + 1 : n), 0)
+    const results = yield* times.timeEffect(
+      "fetch",
+      Effect.forEach(tops, (top, i) =>
+        Effect.map(chunkAt(snapshot, location, top.position), ({ chunk, title }) => {
+          titles.set(chunk.docId, title)
+          return new RankedChunk({ chunk, score: top.score, rank: Rank.make(i + 1), kind: scored.kind })
+        })
+      )
+    )
+    const explanations =
+      options.explain === true
+        ? yield* readSnapshot(location, () => tops.map((top) => scored.explain(top.position)))
+        : undefined
+    const shown =
+      options.display === false
+        ? undefined
+        : yield* readSnapshot(location, () => times.time("display", () => shownOf(snapshot, tops, results)))
+    yield* countChunkCache(cached, tops.length - cached)
+    yield* recordStages(times)
+    const answered = {
+      text: prepared.text,
+      topK: prepared.topK,
+      mode,
+      terms,
+      stopWordsOnly: stopWordsOnly(prepared.text, terms),
+      ...(options.group === "doc" ? { group: options.group } : {}),
+      ...(note === undefined ? {} : { note })
+    }
+    return { manifest, query: answered, results, titles, explanations, more, shown } as const
+  },
+  // A span without the call site's stack, which effect would capture with an `Error` on every query (a server's hot path).
+  (self) => Effect.withSpan(self, "querySnapshot", { captureStackTrace: false })
+)
