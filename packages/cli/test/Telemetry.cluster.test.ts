@@ -148,6 +148,8 @@ describe("OpenTelemetry export (OTLP/HTTP)", () => {
         const answered = received.spans.filter((s) => s.traceId === traceId)
         const querySpan = answered.find((s) => s.name === "querySnapshot")
         assert.isDefined(querySpan, "the served query's span")
+        assert.strictEqual(querySpan!.parentSpanId, request!.spanId)
+        assert.strictEqual(request!.name, "POST /v1/query")
         // Every stage's time is an attribute of the query's span.
         for (const stage of ["analyze", "postings", "fetch"]) {
           const value = attribute(querySpan!, `funcpipe.stage.${stage}_ms`)

@@ -9,9 +9,9 @@ import type { AddressInfo } from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { decodeTraces, type KeyValue, type Span } from "@funcpipe/test-kit/OtlpTraces"
-import { Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Tracer } from "effect"
 import { layerOtlp } from "../src/platform/Otlp.ts"
-import { ProtoWriter } from "../src/platform/OtlpProtobuf.ts"
+import { PendingSpans, ProtoWriter, traceRequestFrame } from "../src/platform/OtlpProtobuf.ts"
 
 /** A collector that keeps each traces request's body and content type. */
 const collector = Effect.acquireRelease(
@@ -133,5 +133,38 @@ describe("OTLP protobuf traces", () => {
     assert.strictEqual(bytes.length, 1 + 2 + 1 + 2 + 10_000)
     assert.deepStrictEqual([...bytes.subarray(0, 3)], [0x0a, (10_003 % 128) | 0x80, Math.floor(10_003 / 128)])
     assert.strictEqual(new TextDecoder().decode(bytes.subarray(6)), "é".repeat(5000))
+  })
+
+  it("sends only the spans the exporter took: those written while it refused them stay out of the next batch", () => {
+    const ended = (name: string) => {
+      const span = new Tracer.NativeSpan({
+        name,
+        parent: Option.none(),
+        annotations: Context.empty(),
+        links: [],
+        startTime: 1n,
+        kind: "internal",
+        sampled: true
+      })
+      span.end(2n, Exit.void)
+      return span
+    }
+    const frame = traceRequestFrame({ attributes: [] }, { name: "test", version: "1" })
+    const names = (body: Uint8Array) => decodeTraces(body, "application/x-protobuf").map((span) => span.name)
+    const pending = new PendingSpans(1 << 20)
+    // The first two were written while the exporter refused them; it took the last two.
+    pending.write(ended("refused-1"))
+    pending.write(ended("refused-2"))
+    const taken = [pending.write(ended("taken-1"))!, pending.write(ended("taken-2"))!]
+    assert.deepStrictEqual(names(pending.take(frame, taken)), ["taken-1", "taken-2"])
+    // Emptied by the batch; nothing taken gives an empty batch.
+    assert.deepStrictEqual(names(pending.take(frame, [])), [])
+    // Past its limit, the buffer starts again: a batch never holds a span cut in two.
+    const small = new PendingSpans(100)
+    const lengths = Array.from({ length: 5 }, (_, k) => small.write(ended(`span-${k}`))!)
+    const kept = names(small.take(frame, lengths))
+    assert.isAbove(kept.length, 0)
+    assert.isBelow(kept.length, 5)
+    assert.deepStrictEqual(kept, ["span-0", "span-1", "span-2", "span-3", "span-4"].slice(5 - kept.length))
   })
 })

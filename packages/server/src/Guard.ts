@@ -14,6 +14,7 @@ import {
   Metric,
   Option,
   Redacted,
+  References,
   Result,
   SchemaIssue,
   Tracer
@@ -354,18 +355,20 @@ const traced = <E, R>(
   request: HttpServerRequest.HttpServerRequest,
   answer: (
     request: HttpServerRequest.HttpServerRequest,
-    span: Tracer.Span
+    span: Tracer.Span | undefined
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ) =>
   // Made from the fiber directly, with as few steps as a span can take: this runs on every request of a server that
   // exports traces, sampled or not.
   Effect.withFiber((fiber) => {
+    if (!fiber.getRef(References.TracerEnabled)) return answer(request, undefined)
     const path = request.url.split("?")[0]!
     const route = routeOf(path)
     const parent = remoteParent(request.headers["traceparent"])
     const clock = fiber.getRef(Clock.Clock)
     const span = fiber.getRef(Tracer.Tracer).span({
-      name: `${request.method} ${route}`,
+      // OpenTelemetry's name for a server span: the method and the route, or the method alone off the routes.
+      name: route === "other" ? request.method : `${request.method} ${route}`,
       // Without the client's span, a request starts a trace of its own, whatever span the server runs in.
       parent: parent === undefined ? Option.none() : Option.some(parent),
       annotations: Context.empty(),
@@ -377,22 +380,43 @@ const traced = <E, R>(
     })
     if (span.sampled) {
       span.attribute("http.request.method", request.method)
-      span.attribute("http.route", route)
+      if (route !== "other") span.attribute("http.route", route)
       span.attribute("url.path", path)
+      span.attribute("url.scheme", "http")
       if (Option.isSome(request.remoteAddress)) span.attribute("client.address", request.remoteAddress.value)
     }
     // (Not `withParentSpan`, which captures the call site's stack with an `Error` on every request.)
     return answer(request, span).pipe(
       Effect.provideService(Tracer.ParentSpan, span),
       Effect.onExit((exit) => {
-        const status = exit._tag === "Success" ? exit.value.status : 500
-        if (span.sampled) span.attribute("http.response.status_code", status)
-        const failed = exit._tag === "Failure" ? exit : status >= 500 ? Exit.fail(`HTTP ${status}`) : Exit.void
-        span.end(clock.currentTimeNanosUnsafe(), failed)
+        const outcome = spanOutcome(exit)
+        if (span.sampled) {
+          span.attribute("http.response.status_code", outcome.status)
+          if (outcome.errorType !== undefined) span.attribute("error.type", outcome.errorType)
+        }
+        span.end(clock.currentTimeNanosUnsafe(), outcome.exit)
         return Effect.void
       })
     )
   })
+
+/**
+ * How a request's span ends, as OpenTelemetry asks of a server span: with the answer's status, failed for a 5xx (with
+ * `error.type` the status) or when the request did not end in an answer; a request interrupted (its client gone)
+ * has the status 499, as effect gives it.
+ */
+export const spanOutcome = (
+  exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown>
+): { readonly status: number; readonly exit: Exit.Exit<unknown, unknown>; readonly errorType: string | undefined } => {
+  if (exit._tag === "Success") {
+    const status = exit.value.status
+    return status >= 500 && status < 600
+      ? { status, exit: Exit.fail(`HTTP ${status}`), errorType: String(status) }
+      : { status, exit: Exit.void, errorType: undefined }
+  }
+  const status = Cause.hasInterruptsOnly(exit.cause) ? 499 : 500
+  return { status, exit, errorType: String(status) }
+}
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 

@@ -4,10 +4,10 @@
  */
 
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, Tracer } from "effect"
-import { HttpClient } from "effect/http"
+import { Cause, Effect, Exit, Layer, Option, Tracer } from "effect"
+import { HttpClient, HttpServerResponse } from "effect/http"
 import { type AccessEntry, requestIdOf } from "../src/AccessLog.ts"
-import { remoteParent } from "../src/Guard.ts"
+import { remoteParent, spanOutcome } from "../src/Guard.ts"
 import { fixtureIndex, send, serverOver } from "./Fixture.ts"
 
 describe("request ids and access logs", () => {
@@ -29,6 +29,18 @@ describe("request ids and access logs", () => {
       "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01" // a digit short
     ])
       assert.isUndefined(remoteParent(bad), bad)
+  })
+
+  it("ends a request's span failed for a 5xx, an interruption (499) or a defect, and not for a client's mistake", () => {
+    const ended = (status: number) => spanOutcome(Exit.succeed(HttpServerResponse.empty({ status })))
+    assert.deepInclude(ended(200), { status: 200, errorType: undefined })
+    assert.strictEqual(ended(404).exit._tag, "Success")
+    assert.deepInclude(ended(503), { status: 503, errorType: "503" })
+    assert.strictEqual(ended(503).exit._tag, "Failure")
+    const interrupted = spanOutcome(Exit.failCause(Cause.interrupt()))
+    assert.deepInclude(interrupted, { status: 499, errorType: "499" })
+    assert.strictEqual(interrupted.exit._tag, "Failure")
+    assert.deepInclude(spanOutcome(Exit.die(new Error("bug"))), { status: 500, errorType: "500" })
   })
 
   it.live("where traces are exported, each request is a server span, the client's span its parent", () =>

@@ -14,7 +14,7 @@
 import { Config, ConfigProvider, Duration, Effect, Layer, Option, Schema, Tracer, Version } from "effect"
 import { HttpBody, type HttpClient } from "effect/http"
 import { OtlpExporter, OtlpMetrics, OtlpResource, OtlpSerialization, OtlpTracer } from "effect/observability"
-import { ProtoWriter, traceRequestFrame, writeSpan } from "./OtlpProtobuf.ts"
+import { PendingSpans, traceRequestFrame } from "./OtlpProtobuf.ts"
 import { StageSpanMillis } from "./Telemetry.ts"
 
 /**
@@ -41,7 +41,8 @@ export const layerOtlp = (
   })
   const stageMillis = Number(env["FUNCPIPE_TRACE_STAGE_MS"] ?? "")
   const json = (signal: "TRACES" | "METRICS") =>
-    (env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`] ?? env["OTEL_EXPORTER_OTLP_PROTOCOL"] ?? "").trim() === "http/json"
+    (env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`] ?? env["OTEL_EXPORTER_OTLP_PROTOCOL"] ?? "").trim().toLowerCase() ===
+    "http/json"
   const exporters = Layer.mergeAll(
     json("TRACES")
       ? OtlpTracer.layerFromConfig({ resource }).pipe(Layer.provide(OtlpSerialization.layerJson))
@@ -60,7 +61,7 @@ export const layerOtlp = (
   )
 }
 
-/** How many bytes of spans may wait for the exporter (see `layerProtobufTracer`). */
+/** How many bytes of spans may wait for the exporter (see `PendingSpans`). */
 const PENDING_LIMIT = 16 * 1024 * 1024
 
 /** A signal's variable, then the one for every signal. */
@@ -82,7 +83,11 @@ const layerProtobufTracer = (resourceOptions: { readonly serviceName?: string; r
           Config.map((url) => url.toString()),
           Config.orElse(() =>
             Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
-              Config.map((url) => `${url.toString().replace(/\/$/, "")}/v1/traces`)
+              Config.map((url) => {
+                // The signal's path goes after the base's path, before any query.
+                url.pathname = `${url.pathname.replace(/\/$/, "")}/v1/traces`
+                return url.toString()
+              })
             )
           ),
           Config.withDefault(undefined)
@@ -104,15 +109,15 @@ const layerProtobufTracer = (resourceOptions: { readonly serviceName?: string; r
         batch: Config.Int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(1000))
       }).pipe(Effect.orDie)
       const { endpoint } = settings
-      if (settings.disabled || endpoint === undefined || !settings.exporters.some((e) => e.trim() === "otlp"))
+      if (
+        settings.disabled ||
+        endpoint === undefined ||
+        !settings.exporters.some((e) => e.trim().toLowerCase() === "otlp")
+      )
         return yield* Effect.tracer
       const resource = yield* OtlpResource.fromConfig(resourceOptions)
       const frame = traceRequestFrame(resource, { name: "effect", version: Version.getCurrentVersion() })
-      // The spans' bytes wait in one buffer; the exporter is handed their lengths and batches them as effect's tracer
-      // does, taking the bytes when it sends. Both happen in step (synchronously), so a batch is the bytes of the
-      // lengths it holds. A collector that has been failing (the exporter then drops what it is handed for a minute)
-      // leaves at most PENDING_LIMIT bytes waiting here; beyond that the oldest are dropped too.
-      const pending = new ProtoWriter()
+      const pending = new PendingSpans(PENDING_LIMIT)
       const exporter = yield* OtlpExporter.make({
         label: "OtlpTracer",
         url: endpoint,
@@ -120,14 +125,8 @@ const layerProtobufTracer = (resourceOptions: { readonly serviceName?: string; r
         compression: settings.compression,
         exportInterval: Duration.millis(settings.delay),
         maxBatchSize: settings.batch,
-        body: () => {
-          const head = frame(pending.pos)
-          const body = new Uint8Array(head.length + pending.pos)
-          body.set(head)
-          body.set(pending.bytes.subarray(0, pending.pos), head.length)
-          pending.pos = 0
-          return [HttpBody.uint8Array(body, "application/x-protobuf"), Effect.void] as const
-        },
+        body: (lengths: Array<number>) =>
+          [HttpBody.uint8Array(pending.take(frame, lengths), "application/x-protobuf"), Effect.void] as const,
         shutdownTimeout: Duration.millis(settings.timeout)
       })
       /** A span that, once ended, is written out and handed to the exporter if it is sampled. */
@@ -136,15 +135,8 @@ const layerProtobufTracer = (resourceOptions: { readonly serviceName?: string; r
           if (this.status._tag === "Ended") return
           super.end(endTime, exit)
           if (!this.sampled) return
-          const start = pending.pos > PENDING_LIMIT ? 0 : pending.pos
-          pending.pos = start
-          try {
-            writeSpan(pending, this)
-            exporter.push(pending.pos - start)
-          } catch {
-            // A value the encoding cannot write costs its span, never the work the span was of.
-            pending.pos = start
-          }
+          const length = pending.write(this)
+          if (length !== undefined) exporter.push(length)
         }
       }
       return Tracer.make({ span: (options) => new ExportedSpan(options) })

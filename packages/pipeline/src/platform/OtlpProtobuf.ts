@@ -124,6 +124,15 @@ export class ProtoWriter {
     this.pos += bytes.length
   }
 
+  /** Empties the writer, and lets go of a buffer a burst grew past 1 MiB. */
+  reset(): void {
+    this.pos = 0
+    if (this.bytes.length > 1024 * 1024) {
+      this.bytes = new Uint8Array(4096)
+      this.view = new DataView(this.bytes.buffer)
+    }
+  }
+
   /** What was written, copied out, and the writer emptied for the next message. */
   take(): Uint8Array {
     const out = this.bytes.slice(0, this.pos)
@@ -264,6 +273,48 @@ const writeEvent = (w: ProtoWriter, name: string, time: bigint, attributes: Reco
   w.string(2, name)
   for (const [key, value] of Object.entries(attributes)) keyValue(w, 3, key, value)
   w.end(mark)
+}
+
+/**
+ * Ended spans' bytes waiting to be sent, one after another, while effect's batching exporter is handed their lengths.
+ * Both happen synchronously, so the spans of the lengths the exporter holds are always the last ones written: when it
+ * sends, exactly their bytes go (`take`). The exporter refuses what it is handed for a minute after a failed export;
+ * the spans written meanwhile are left out of the next batch, and past `limit` bytes the buffer starts again.
+ */
+export class PendingSpans {
+  private readonly writer = new ProtoWriter()
+  private readonly limit: number
+  constructor(limit: number) {
+    this.limit = limit
+  }
+
+  /** Writes an ended span; its length in bytes, or undefined for one the encoding could not write (it is dropped). */
+  write(span: Tracer.NativeSpan): number | undefined {
+    const w = this.writer
+    if (w.pos > this.limit) w.reset()
+    const start = w.pos
+    try {
+      writeSpan(w, span)
+      return w.pos - start
+    } catch {
+      w.pos = start
+      return undefined
+    }
+  }
+
+  /** The bytes of the last spans, of these `lengths`, after `head`, in a new array; the buffer is emptied. */
+  take(head: (spanBytes: number) => Uint8Array, lengths: ReadonlyArray<number>): Uint8Array {
+    let total = 0
+    for (const length of lengths) total += length
+    const w = this.writer
+    const spans = w.bytes.subarray(Math.max(0, w.pos - total), w.pos)
+    const first = head(spans.length)
+    const body = new Uint8Array(first.length + spans.length)
+    body.set(first)
+    body.set(spans, first.length)
+    w.reset()
+    return body
+  }
 }
 
 /** OTLP's resource as effect's `OtlpResource` gives it: attributes of `{ key, value: AnyValue }` in OTLP/JSON's form. */
