@@ -12,7 +12,7 @@ import { Models } from "@funcpipe/pipeline/models/Models"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
 import { Effect, FileSystem, Layer, Path, Result, Stdio } from "effect"
 import { TestConsole } from "effect/testing"
-import { parseDocument } from "yaml"
+import * as yaml from "yaml"
 import { cli, main } from "../src/Cli.ts"
 import { parseConfigFile } from "../src/config/ConfigFile.ts"
 import { checkFile, withSettings } from "../src/config/Effective.ts"
@@ -27,7 +27,7 @@ const names = new Set(commands.map((command) => command.name))
 
 /** The failure of parsing `text` as a configuration file, as its message. */
 const failureOf = (text: string): string => {
-  const parsed = parseConfigFile("funcpipe.yaml", text, names)
+  const parsed = parseConfigFile(yaml, "funcpipe.yaml", text, names)
   if (Result.isFailure(parsed)) return parsed.failure.message
   const checked = checkFile(parsed.success, commands)
   assert.isTrue(Result.isFailure(checked), `expected ${JSON.stringify(text)} to be refused`)
@@ -71,6 +71,7 @@ describe("the configuration file", () => {
 
   it("takes `funcpipe <command>:` sections, numbers as written, and one kind of value for a shared setting", () => {
     const parsed = parseConfigFile(
+      yaml,
       "funcpipe.yaml",
       "index: a.db\nfuncpipe index:\n  chunk-size: 0256\nserve:\n  token: 12345678901234567890123\n",
       names
@@ -91,7 +92,7 @@ describe("the configuration file", () => {
     const examples = [...page.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!)
     assert.isAtLeast(examples.length, 1)
     for (const example of examples) {
-      const parsed = parseConfigFile("example.yaml", example, names)
+      const parsed = parseConfigFile(yaml, "example.yaml", example, names)
       assert.isTrue(Result.isSuccess(parsed), Result.isFailure(parsed) ? parsed.failure.message : "")
       if (Result.isSuccess(parsed)) assert.isTrue(Result.isSuccess(checkFile(parsed.success, commands)))
     }
@@ -118,7 +119,7 @@ describe("the configuration file", () => {
 
   it("the example in docs/operations is a valid configuration", () => {
     const example = fileURLToPath(new URL("../../../docs/operations/funcpipe.yaml", import.meta.url))
-    const parsed = parseConfigFile(example, readFileSync(example, "utf8"), names)
+    const parsed = parseConfigFile(yaml, example, readFileSync(example, "utf8"), names)
     assert.isTrue(Result.isSuccess(parsed))
     if (Result.isSuccess(parsed)) {
       assert.isTrue(Result.isSuccess(checkFile(parsed.success, commands)))
@@ -225,8 +226,8 @@ describe("the configuration file", () => {
       assert.strictEqual(url.commands["status"]["index"].value, "postgres://fp@db/fp")
       const lines = (yield* TestConsole.logLines).length
       yield* main(["config", "ask"], { FUNCPIPE_LLM: "@x/y", FUNCPIPE_ASK_TOP_K: "4" })
-      const yaml = String((yield* TestConsole.logLines).slice(lines).join("\n"))
-      const back = parseDocument(yaml)
+      const written = String((yield* TestConsole.logLines).slice(lines).join("\n"))
+      const back = yaml.parseDocument(written)
       assert.deepStrictEqual(back.errors, [])
       assert.strictEqual(back.getIn(["ask", "llm"]), "@x/y")
       assert.strictEqual(back.getIn(["ask", "top-k"]), 4)

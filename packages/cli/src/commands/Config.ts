@@ -2,7 +2,6 @@
 
 import { Console, Effect, Option, Schema } from "effect"
 import { Argument, Command } from "effect/cli"
-import { stringify } from "yaml"
 import { Configuration } from "../config/Configuration.ts"
 import { effectiveValue, resolve, type Source } from "../config/Effective.ts"
 import { json } from "../flags/Flags.ts"
@@ -30,8 +29,8 @@ const sourceText = (source: Source): string => {
 }
 
 /** A value as YAML writes it on one line (quoted where YAML would read it otherwise). */
-const yamlValue = (value: unknown): string =>
-  value === undefined ? '""' : stringify(value, { collectionStyle: "flow", lineWidth: 0 }).trim()
+const yamlValue = (yaml: typeof import("yaml"), value: unknown): string =>
+  value === undefined ? '""' : yaml.stringify(value, { collectionStyle: "flow", lineWidth: 0 }).trim()
 
 export const config = Command.make(
   "config",
@@ -66,6 +65,8 @@ export const config = Command.make(
       yield* Console.log(JSON.stringify({ file: file?.path ?? null, commands: report }, null, 2))
       return
     }
+    // YAML's writer, loaded only here (start-up does not pay for it).
+    const yaml = yield* Effect.promise(() => import("yaml"))
     const lines = [
       file === undefined
         ? `# no configuration file (${configuration.path} does not exist); defaults and FUNCPIPE_* variables`
@@ -74,7 +75,7 @@ export const config = Command.make(
     for (const [name, settings] of Object.entries(report)) {
       lines.push(`${name}:`)
       for (const [setting, { source, value }] of Object.entries(settings)) {
-        lines.push(`${`  ${setting}: ${yamlValue(value)}`.padEnd(40)}  # ${source}`)
+        lines.push(`${`  ${setting}: ${yamlValue(yaml, value)}`.padEnd(40)}  # ${source}`)
       }
     }
     yield* Console.log(lines.join("\n"))

@@ -16,7 +16,10 @@
  */
 
 import { Result, Schema } from "effect"
-import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument } from "yaml"
+import type { Node, Pair } from "yaml"
+
+/** The YAML parser, loaded by the caller only when there is a file to read (start-up does not pay for it). */
+export type Yaml = typeof import("yaml")
 
 /** A setting's value as the file gives it: a word, a number, a switch, or a list of them. */
 export type SettingValue = string | number | boolean | ReadonlyArray<string | number | boolean>
@@ -60,12 +63,14 @@ const firstLine = (message: string) => message.split("\n")[0]!.replace(/ at line
  * value that is not a word, a number, a switch or a list of them.
  */
 export const parseConfigFile = (
+  yaml: Yaml,
   path: string,
   text: string,
   commands: ReadonlySet<string>
 ): Result.Result<ConfigFile, ConfigInvalid> => {
-  const lines = new LineCounter()
-  const document = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
+  const { isMap, isScalar, isSeq } = yaml
+  const lines = new yaml.LineCounter()
+  const document = yaml.parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
   const lineOf = (node: Node | null | undefined): number | null =>
     node?.range === undefined || node.range === null ? null : lines.linePos(node.range[0]).line
   const invalid = (line: number | null, setting: string | null, problem: string) =>

@@ -95,7 +95,9 @@ export const loadConfig = (
         return yield* new ConfigMissing({ path, namedBy: explicit !== undefined ? "--config" : CONFIG_ENV })
       }
       const names = new Set(commands.map((command) => command.name))
-      const file = yield* Effect.fromResult(parseConfigFile(path, text.value, names))
+      // YAML's parser, loaded only when there is a file to read.
+      const yaml = yield* Effect.promise(() => import("yaml"))
+      const file = yield* Effect.fromResult(parseConfigFile(yaml, path, text.value, names))
       yield* Effect.fromResult(checkFile(file, commands))
       return file
     })
