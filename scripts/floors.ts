@@ -38,7 +38,7 @@ export const ROOMS: ReadonlyArray<Room> = [
   pure("domain", "packages/domain/src/", []),
   pure("base", `${P}base/`, ["domain"]),
   pure("analysis", `${P}analysis/`, ["domain", "base"]),
-  boundary("index/prepare", `${P}index/prepare/`, ["domain", "base", "analysis", "index"]),
+  boundary("index/prepare", `${P}index/prepare/`, ["domain", "base", "analysis", "index", "search"]),
   pure("index", `${P}index/`, ["domain", "base", "analysis"]),
   pure("search", `${P}search/`, ["domain", "base", "analysis", "index"]),
   pure("eval", `${P}eval/`, ["domain", "base", "read"]),

@@ -9,11 +9,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { parseRule } from "@funcpipe/domain/RuleParser"
 import { Effect, FileSystem, Layer, Option, Result } from "effect"
+import { layerWorkers, Preparer } from "../src/index/prepare/Preparer.ts"
 import { Embedder } from "../src/models/Embedder.ts"
 import { checkIndex, isSound } from "../src/programs/CheckIndex.ts"
 import { type IndexOptions, indexPaths } from "../src/programs/IndexRun.ts"
 import { type QueryOptions, queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/read/DocumentSource.ts"
+import type { GraphJob } from "../src/search/GraphBuild.ts"
 import { topVectors } from "../src/search/VectorScan.ts"
 import { IndexStore } from "../src/store/IndexStore.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
@@ -86,6 +88,45 @@ describe("an index with an approximate vector index", () => {
       }
       const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
       assert.isTrue(isSound(report), JSON.stringify(report.checks))
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
+  it.live("builds on worker threads, beside the writing thread, the very graphs one thread builds", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      /** Three runs, each adding documents (a segment each), into a new index; its graphs. */
+      const grown = Effect.gen(function* () {
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-threads-" })
+        const file = `${dir}/index.db`
+        for (const n of [150, 300, 450]) {
+          yield* fs.writeFileString(`${dir}/docs.jsonl`, jsonl(n))
+          yield* indexPaths([`${dir}/docs.jsonl`], { ann: DEFAULT_ANN }).pipe(on(file))
+        }
+        return graphRows(file)
+      })
+      const alone = yield* grown
+      // The pool's thread, with each graph it builds counted.
+      let built = 0
+      const counted = Layer.effect(
+        Preparer,
+        Effect.gen(function* () {
+          const pool = yield* Preparer
+          const threads = pool.graphs!
+          return {
+            ...pool,
+            graphs: {
+              threads: threads.threads,
+              build: (job: GraphJob) =>
+                Effect.tap(threads.build(job), (bytes) => Effect.sync(() => void (bytes !== undefined && built++)))
+            }
+          }
+        })
+      ).pipe(Layer.provide(layerWorkers(new URL("../src/index/prepare/PrepareWorker.ts", import.meta.url), 1)))
+      const threaded = yield* grown.pipe(Effect.provide(counted))
+      assert.isAtLeast(alone.graphs.length, 3)
+      assert.isAtLeast(built, 1)
+      assert.deepStrictEqual(threaded.graphs, alone.graphs)
+      assert.deepStrictEqual(threaded.segments, alone.segments)
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 

@@ -548,7 +548,9 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
   const report = yield* run.store.transaction(runLocked(run, startedAt), {
     readOnly: run.dryRun,
     replace: run.rebuild,
-    graphs: (done, total) => run.progress(done, total, "graphs")
+    graphs: (done, total) => run.progress(done, total, "graphs"),
+    // The preparing threads, idle by then, build graphs too.
+    ...(run.preparer.graphs === undefined ? {} : { graphBuilder: run.preparer.graphs })
   })
   // The time until the run was committed: the store's last steps (merging segments, building vector graphs) too.
   const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt

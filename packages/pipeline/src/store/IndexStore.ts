@@ -9,6 +9,7 @@ import { type Rule, ruleJson } from "@funcpipe/domain/Rule"
 import { Context, Effect, type Option, Schema, type Scope } from "effect"
 import type { DocumentText } from "../analysis/Display.ts"
 import type { RecordedStamp } from "../base/Stamps.ts"
+import type { GraphJob } from "../search/GraphBuild.ts"
 
 export type { DocumentText }
 
@@ -186,6 +187,17 @@ export interface TransactionOptions {
    * segment), before each graph and once all are built; stores that build none never call it.
    */
   readonly graphs?: (done: number, total: number) => Effect.Effect<void>
+  /**
+   * Other threads that build vector graphs while the store builds others itself (the `Preparer`'s): `threads` at once,
+   * each graph's bytes, or `undefined` for one the store must build itself. Without it, the store builds every graph.
+   */
+  readonly graphBuilder?: GraphBuilder
+}
+
+/** Threads that build vector graphs (see `TransactionOptions.graphBuilder`). */
+export interface GraphBuilder {
+  readonly threads: number
+  readonly build: (job: GraphJob) => Effect.Effect<Uint8Array | undefined>
 }
 
 export class IndexStore extends Context.Service<

@@ -3,6 +3,7 @@
 import { availableParallelism } from "node:os"
 import type { Worker } from "node:worker_threads"
 import { Context, Effect, Layer } from "effect"
+import type { GraphJob } from "../../search/GraphBuild.ts"
 import { PackWriter } from "../BodyPack.ts"
 import {
   type DocText,
@@ -20,6 +21,14 @@ export interface Preparer {
   readonly concurrency: number
   /** Runs `prepareBatch`; a failure of the stage itself is a defect (a bug), never a user's error. */
   readonly prepare: (docs: ReadonlyArray<DocText>, settings: PrepareSettings) => Effect.Effect<PreparedBatch>
+  /**
+   * Builds vector graphs on the pool's threads, `threads` at once, while the caller builds others itself: a graph's
+   * bytes, or `undefined` when the thread failed (the caller then builds that graph itself). None without threads.
+   */
+  readonly graphs?: {
+    readonly threads: number
+    readonly build: (job: GraphJob) => Effect.Effect<Uint8Array | undefined>
+  }
 }
 
 /** A batch prepared by a thread, or why it could not be. */
@@ -30,6 +39,7 @@ interface Result {
 
 interface Reply {
   readonly delta?: PreparedDelta
+  readonly graph?: Uint8Array
   readonly error?: string
 }
 
@@ -125,6 +135,10 @@ export const layerWorkers = (
         const packs = new PackWriter()
         const busy: Array<number> = []
         const pending = new Map<number, { readonly thread: number; readonly done: (result: Result) => void }>()
+        const graphsPending = new Map<
+          number,
+          { readonly thread: number; readonly done: (graph: Uint8Array | undefined) => void }
+        >()
         /** Fails every batch held by thread `t` and takes the thread out, so the next batch starts a new one. */
         const lose = (t: number, worker: Worker, reason: string) => {
           if (pool.threads[t] !== worker) return
@@ -133,6 +147,9 @@ export const layerWorkers = (
           const held = [...pending].filter(([, request]) => request.thread === t)
           for (const [id] of held) pending.delete(id)
           for (const [, request] of held) request.done({ error: reason })
+          const building = [...graphsPending].filter(([, request]) => request.thread === t)
+          for (const [id] of building) graphsPending.delete(id)
+          for (const [, request] of building) request.done(undefined)
         }
         const spawn = (t: number): Worker => {
           const early = t === 0 ? takeEarlyWorker(script) : undefined
@@ -147,6 +164,11 @@ export const layerWorkers = (
           // Every delta is received, even one whose batch was forgotten, so the thread's vocabulary stays whole.
           const receive = deltaReceiver()
           worker.on("message", (reply: Reply & { readonly id: number }) => {
+            const building = graphsPending.get(reply.id)
+            if (building !== undefined) {
+              graphsPending.delete(reply.id)
+              return building.done(reply.graph)
+            }
             const batch = reply.delta === undefined ? undefined : receive(compressed(packs, reply.delta))
             const request = pending.get(reply.id)
             if (request === undefined) return
@@ -164,11 +186,27 @@ export const layerWorkers = (
           busy[t] = 0
           return worker
         }
+        /** How many graphs thread `t` is building. */
+        const graphsOn = (t: number) => [...graphsPending.values()].filter((request) => request.thread === t).length
         return {
           // Enough batches in flight that a thread keeps working while the caller writes (synchronously): writing a
           // full segment holds the caller for a few tenths of a second, and 64 batches of 64 documents let the thread
           // work through it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
           concurrency: 64 * workers,
+          graphs: {
+            threads: workers,
+            build: (job) =>
+              Effect.callback<Uint8Array | undefined>((resume) => {
+                let t = 0
+                for (let i = 1; i < workers; i++) if (graphsOn(i) < graphsOn(t)) t = i
+                const worker = pool.threads[t] ?? spawn(t)
+                const id = next++
+                graphsPending.set(id, { thread: t, done: (graph) => resume(Effect.succeed(graph)) })
+                // The rows are the thread's once sent: the caller made them for this build alone.
+                worker.postMessage({ id, graph: job }, [job.rows.buffer as ArrayBuffer])
+                return Effect.sync(() => void graphsPending.delete(id))
+              })
+          },
           prepare: (given, settings) => {
             // Handed over once posted (the thread has a copy), so a batch waiting for its reply holds no bodies.
             const box: { docs: ReadonlyArray<DocText> | undefined } = { docs: given }

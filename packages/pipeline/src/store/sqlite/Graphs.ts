@@ -8,14 +8,16 @@
 
 import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
+import type { GraphJob } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import { buildGraph, type Graph, type GraphRows, isGraphNode, searchGraph } from "../../search/Hnsw.ts"
 import { decodeGraph, encodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { clamp } from "../../search/VectorScan.ts"
-import { IndexCorrupt } from "../StoreErrors.ts"
+import type { GraphBuilder } from "../IndexStore.ts"
+import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
 import { type Corrupt, columnsOf, decodeRows, keptBlocks, segmentRows, storedBlock } from "./Segments.ts"
@@ -34,9 +36,11 @@ const hasTable = (db: DatabaseSync) =>
     }
   ).n > 0
 
-/** A segment's rows as unit float32 vectors, from its stored blocks decoded as a scan decodes them. */
-const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, d: number): GraphRows => {
-  const data = holdRows((segment.count + 1) * d, d)
+/**
+ * A segment's rows as unit float32 vectors, from its stored blocks decoded as a scan decodes them, in `data` (room for
+ * `count + 1` rows).
+ */
+const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, d: number, data: Float32Array) => {
   const vectors = new Float64Array(segment.blockRows * d)
   const magnitudes = new Float64Array(segment.blockRows)
   for (let b = 0; b * segment.blockRows < segment.count; b++) {
@@ -49,7 +53,7 @@ const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow,
       for (let k = 0; k < d; k++) data[to + k] = vectors[r * d + k]! / magnitude
     }
   }
-  return { count: segment.count, dimensions: d, data }
+  return data
 }
 
 /** The graphs a write transaction must build before it commits: for which segments, and with what. */
@@ -90,28 +94,114 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
   }
 }
 
-/** Builds and stores the graph of one segment of a plan; a stored vector block it cannot read is `IndexCorrupt`. */
+/**
+ * The build of one segment's graph as a job (for a worker thread), its rows read from the segment's stored blocks in
+ * a plain array; `IndexCorrupt` for a block it cannot read.
+ */
+export const segmentGraphJob = (
+  db: DatabaseSync,
+  corrupt: Corrupt,
+  plan: GraphPlan,
+  segment: SegmentRow
+): GraphJob | IndexCorrupt => {
+  const d = plan.dimensions
+  try {
+    const rows = storedUnitRows(corrupt, db, segment, d, new Float32Array((segment.count + 1) * d))
+    return { rows, count: segment.count, dimensions: d, m: plan.ann.m, efConstruction: plan.ann.efConstruction }
+  } catch (error) {
+    if (error instanceof IndexCorrupt) return error
+    throw error
+  }
+}
+
+/** Stores a segment's built graph (its bytes, as `buildGraphBytes` gives them). */
+export const storeSegmentGraph = (db: DatabaseSync, plan: GraphPlan, segment: SegmentRow, bytes: Uint8Array): void =>
+  void db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, configOf(plan.ann), bytes)
+
+/**
+ * Builds and stores the graph of one segment of a plan, on this thread (its rows held in a kernel's memory from the
+ * start); a stored vector block it cannot read is `IndexCorrupt`.
+ */
 export const buildSegmentGraph = (
   db: DatabaseSync,
   corrupt: Corrupt,
   plan: GraphPlan,
   segment: SegmentRow
 ): IndexCorrupt | undefined => {
+  const d = plan.dimensions
   try {
-    const graph = buildGraph(storedUnitRows(corrupt, db, segment, plan.dimensions), {
-      m: plan.ann.m,
-      efConstruction: plan.ann.efConstruction
-    })
-    db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(
-      segment.id,
-      configOf(plan.ann),
-      encodeGraph(graph)
+    const rows = storedUnitRows(corrupt, db, segment, d, holdRows((segment.count + 1) * d, d))
+    const graph = buildGraph(
+      { count: segment.count, dimensions: d, data: rows },
+      {
+        m: plan.ann.m,
+        efConstruction: plan.ann.efConstruction
+      }
     )
+    storeSegmentGraph(db, plan, segment, encodeGraph(graph))
     return undefined
   } catch (error) {
     if (error instanceof IndexCorrupt) return error
     throw error
   }
+}
+
+/**
+ * Builds and stores the graphs a plan names: on this thread and, where there are others (`builder`), on them at the
+ * same time, each taking the next segment when it is free (a graph is the same whichever thread builds it). Each is
+ * stored as it comes, in the order they are finished: what a graph says does not depend on it. `run` runs a step
+ * against the file (turning its failures into the store's errors); `progress` is told how many are built, before the
+ * first and after each, and never fails the build (it is only a line on a terminal).
+ */
+export const buildPlannedGraphs = (
+  db: DatabaseSync,
+  corrupt: Corrupt,
+  plan: GraphPlan,
+  run: <A>(what: string, f: () => A) => Effect.Effect<A, StoreError>,
+  progress: (done: number, total: number) => Effect.Effect<void>,
+  builder: GraphBuilder | undefined
+): Effect.Effect<void, StoreError> => {
+  let done = 0
+  const tell = Effect.suspend(() => Effect.ignoreCause(progress(done, plan.segments.length)))
+  const queue = [...plan.segments]
+  const here = Effect.gen(function* () {
+    // The other threads are sent their first graphs before this one starts on its own.
+    yield* Effect.yieldNow
+    for (let segment = queue.shift(); segment !== undefined; segment = queue.shift()) {
+      const taken = segment
+      const damaged = yield* run("building a vector graph", () => buildSegmentGraph(db, corrupt, plan, taken))
+      if (damaged !== undefined) return yield* damaged
+      done++
+      yield* tell
+      // Lets the other threads' finished graphs in before the next build holds this thread.
+      yield* Effect.yieldNow
+    }
+  })
+  const elsewhere = (threads: GraphBuilder) =>
+    Effect.gen(function* () {
+      for (let segment = queue.shift(); segment !== undefined; segment = queue.shift()) {
+        const taken = segment
+        const job = yield* run("reading a segment's vectors for its graph", () =>
+          segmentGraphJob(db, corrupt, plan, taken)
+        )
+        if (job instanceof IndexCorrupt) return yield* job
+        const bytes = yield* threads.build(job)
+        // A thread that failed leaves its graph to this one.
+        const damaged = yield* run("building a vector graph", () =>
+          bytes === undefined ? buildSegmentGraph(db, corrupt, plan, taken) : storeSegmentGraph(db, plan, taken, bytes)
+        )
+        if (damaged !== undefined) return yield* damaged
+        done++
+        yield* tell
+      }
+    })
+  return Effect.andThen(
+    tell,
+    Effect.all([...Array.from({ length: builder?.threads ?? 0 }, () => elsewhere(builder!)), here], {
+      concurrency: "unbounded",
+      discard: true
+    })
+  )
 }
 
 /** How many segments have no graph (the index names an approximate index, so each should have one). */

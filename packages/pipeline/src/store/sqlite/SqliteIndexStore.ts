@@ -244,7 +244,8 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
                 db,
                 version === 0 || version === LAYOUT,
                 creating ? background.sync : undefined,
-                options.graphs
+                options.graphs,
+                options.graphBuilder
               )
               // A dry run over a file with no tables yet (say, left by a failed first run) sees an empty index.
               const value = yield* restore(body(readOnly && version === 0 ? emptyWriter(location) : writer.writer))
@@ -330,7 +331,10 @@ const replaceFile = <A, E, R>(
           const built = yield* Effect.acquireUseRelease(
             Effect.sync(() => backgroundSync(fresh)),
             (background): Effect.Effect<A, E | StoreError, R> =>
-              transactionOf(fresh, background)(body, options.graphs === undefined ? {} : { graphs: options.graphs }),
+              transactionOf(fresh, background)(body, {
+                ...(options.graphs === undefined ? {} : { graphs: options.graphs }),
+                ...(options.graphBuilder === undefined ? {} : { graphBuilder: options.graphBuilder })
+              }),
             (background) => background.close
           )
           // The lock is let go just before the swap: closing the old connection may remove the old file's log, which

@@ -10,6 +10,7 @@ import { decodeVectors, encodeVectors, encodingFor } from "../../index/VectorCod
 import {
   type ChunkRecord,
   type DocRecord,
+  type GraphBuilder,
   type IndexWriter,
   type StoredEntry,
   type TermTable,
@@ -17,7 +18,7 @@ import {
 } from "../IndexStore.ts"
 import { IndexCorrupt, IndexTooOld, type StoreError } from "../StoreErrors.ts"
 import { LAYOUT, sqlite } from "./Connection.ts"
-import { buildSegmentGraph, planGraphs } from "./Graphs.ts"
+import { buildPlannedGraphs, planGraphs } from "./Graphs.ts"
 import {
   BLOCKS_PER_SEGMENT,
   blockRowsFor,
@@ -518,7 +519,9 @@ export const sqliteWriter = (
   current: boolean,
   segmentWritten?: () => void,
   /** Told how many of the run's vector graphs are built, before each and at the end. */
-  graphsDone: (done: number, total: number) => Effect.Effect<void> = () => Effect.void
+  graphsDone: (done: number, total: number) => Effect.Effect<void> = () => Effect.void,
+  /** Other threads that build graphs alongside this one, if any. */
+  graphBuilder?: GraphBuilder
 ) => {
   const w: WriteState = {
     location,
@@ -552,16 +555,14 @@ export const sqliteWriter = (
       const plan = yield* sql(w, "planning the vector graphs", () => planGraphs(w.db, (detail) => corrupt(w, detail)))
       if (plan === undefined) return
       if (plan instanceof IndexCorrupt) return yield* plan
-      // What is told of the progress never fails the run: it is only a line on a terminal.
-      const tell = (done: number) => Effect.ignoreCause(graphsDone(done, plan.segments.length))
-      for (const [i, segment] of plan.segments.entries()) {
-        yield* tell(i)
-        const damaged = yield* sql(w, "building a vector graph", () =>
-          buildSegmentGraph(w.db, (detail) => corrupt(w, detail), plan, segment)
-        )
-        if (damaged !== undefined) return yield* damaged
-      }
-      yield* tell(plan.segments.length)
+      yield* buildPlannedGraphs(
+        w.db,
+        (detail) => corrupt(w, detail),
+        plan,
+        (what, f) => sql(w, what, f),
+        graphsDone,
+        graphBuilder
+      )
     })
   }
 }
