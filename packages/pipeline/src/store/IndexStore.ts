@@ -184,7 +184,7 @@ export interface TransactionOptions {
   readonly replace?: boolean
   /**
    * Told how far the store is in building vector graphs before it commits (`index --ann hnsw`: a graph for each new
-   * segment), before each graph and once all are built; stores that build none never call it.
+   * segment), before the first and after each; stores that build none never call it.
    */
   readonly graphs?: (done: number, total: number) => Effect.Effect<void>
   /**
@@ -197,6 +197,10 @@ export interface TransactionOptions {
 /** Threads that build vector graphs (see `TransactionOptions.graphBuilder`). */
 export interface GraphBuilder {
   readonly threads: number
+  /**
+   * Builds a job's graph on another thread; its bytes, or `undefined` when that thread could not. The job's rows are
+   * handed over (their buffer is the thread's once sent): they must be an array made for this build alone.
+   */
   readonly build: (job: GraphJob) => Effect.Effect<Uint8Array | undefined>
 }
 

@@ -186,18 +186,22 @@ export const buildPlannedGraphs = (
         )
         if (job instanceof IndexCorrupt) return yield* job
         const bytes = yield* threads.build(job)
-        // A thread that failed leaves its graph to this one.
+        // A thread that failed leaves its graph, and the rest, to this one.
         const damaged = yield* run("building a vector graph", () =>
           bytes === undefined ? buildSegmentGraph(db, corrupt, plan, taken) : storeSegmentGraph(db, plan, taken, bytes)
         )
         if (damaged !== undefined) return yield* damaged
         done++
         yield* tell
+        if (bytes === undefined) return
       }
     })
+  // Never more threads than segments past the one this thread takes: a run that adds one segment builds its graph
+  // here, without copying its rows to another thread (or starting one).
+  const others = Math.min(builder?.threads ?? 0, plan.segments.length - 1)
   return Effect.andThen(
     tell,
-    Effect.all([...Array.from({ length: builder?.threads ?? 0 }, () => elsewhere(builder!)), here], {
+    Effect.all([...Array.from({ length: others }, () => elsewhere(builder!)), here], {
       concurrency: "unbounded",
       discard: true
     })

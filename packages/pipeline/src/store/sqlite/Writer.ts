@@ -518,7 +518,7 @@ export const sqliteWriter = (
   db: DatabaseSync,
   current: boolean,
   segmentWritten?: () => void,
-  /** Told how many of the run's vector graphs are built, before each and at the end. */
+  /** Told how many of the run's vector graphs are built, before the first and after each. */
   graphsDone: (done: number, total: number) => Effect.Effect<void> = () => Effect.void,
   /** Other threads that build graphs alongside this one, if any. */
   graphBuilder?: GraphBuilder
