@@ -10,10 +10,10 @@ import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Effect, Result } from "effect"
 import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
-import type { GraphJob } from "../../search/GraphBuild.ts"
+import { buildGraphBytes, type GraphJob } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
-import { buildGraph, type Graph, type GraphRows, isGraphNode, searchGraph } from "../../search/Hnsw.ts"
-import { decodeGraph, encodeGraph } from "../../search/HnswBytes.ts"
+import { type Graph, type GraphRows, isGraphNode, searchGraph } from "../../search/Hnsw.ts"
+import { decodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { clamp } from "../../search/VectorScan.ts"
 import type { GraphBuilder } from "../IndexStore.ts"
@@ -94,33 +94,35 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
   }
 }
 
-/**
- * The build of one segment's graph as a job (for a worker thread), its rows read from the segment's stored blocks in
- * a plain array; `IndexCorrupt` for a block it cannot read.
- */
-export const segmentGraphJob = (
+/** The build of one segment's graph as a job, its rows read into `data`; `IndexCorrupt` for a block it cannot read. */
+const jobIn = (
   db: DatabaseSync,
   corrupt: Corrupt,
   plan: GraphPlan,
-  segment: SegmentRow
+  segment: SegmentRow,
+  data: Float32Array
 ): GraphJob | IndexCorrupt => {
-  const d = plan.dimensions
   try {
-    const rows = storedUnitRows(corrupt, db, segment, d, new Float32Array((segment.count + 1) * d))
-    return { rows, count: segment.count, dimensions: d, m: plan.ann.m, efConstruction: plan.ann.efConstruction }
+    const rows = storedUnitRows(corrupt, db, segment, plan.dimensions, data)
+    const { efConstruction, m } = plan.ann
+    return { rows, count: segment.count, dimensions: plan.dimensions, m, efConstruction }
   } catch (error) {
     if (error instanceof IndexCorrupt) return error
     throw error
   }
 }
 
+/** The build of one segment's graph as a job for another thread: its rows in an array of their own. */
+export const segmentGraphJob = (db: DatabaseSync, corrupt: Corrupt, plan: GraphPlan, segment: SegmentRow) =>
+  jobIn(db, corrupt, plan, segment, new Float32Array((segment.count + 1) * plan.dimensions))
+
 /** Stores a segment's built graph (its bytes, as `buildGraphBytes` gives them). */
 export const storeSegmentGraph = (db: DatabaseSync, plan: GraphPlan, segment: SegmentRow, bytes: Uint8Array): void =>
   void db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, configOf(plan.ann), bytes)
 
 /**
- * Builds and stores the graph of one segment of a plan, on this thread (its rows held in a kernel's memory from the
- * start); a stored vector block it cannot read is `IndexCorrupt`.
+ * Builds and stores the graph of one segment of a plan on this thread (its rows read straight into a kernel's
+ * memory); a stored vector block it cannot read is `IndexCorrupt`.
  */
 export const buildSegmentGraph = (
   db: DatabaseSync,
@@ -128,22 +130,10 @@ export const buildSegmentGraph = (
   plan: GraphPlan,
   segment: SegmentRow
 ): IndexCorrupt | undefined => {
-  const d = plan.dimensions
-  try {
-    const rows = storedUnitRows(corrupt, db, segment, d, holdRows((segment.count + 1) * d, d))
-    const graph = buildGraph(
-      { count: segment.count, dimensions: d, data: rows },
-      {
-        m: plan.ann.m,
-        efConstruction: plan.ann.efConstruction
-      }
-    )
-    storeSegmentGraph(db, plan, segment, encodeGraph(graph))
-    return undefined
-  } catch (error) {
-    if (error instanceof IndexCorrupt) return error
-    throw error
-  }
+  const job = jobIn(db, corrupt, plan, segment, holdRows((segment.count + 1) * plan.dimensions, plan.dimensions))
+  if (job instanceof IndexCorrupt) return job
+  storeSegmentGraph(db, plan, segment, buildGraphBytes(job))
+  return undefined
 }
 
 /**
