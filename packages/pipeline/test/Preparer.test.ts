@@ -31,6 +31,7 @@ import { Embedder } from "../src/models/Embedder.ts"
 import { indexPaths } from "../src/programs/IndexRun.ts"
 import { queryIndex } from "../src/programs/QueryIndex.ts"
 import { DocumentSource } from "../src/read/DocumentSource.ts"
+import { buildGraphBytes, type GraphJob } from "../src/search/GraphBuild.ts"
 import { layerTemporary } from "../src/store/sqlite/TempIndexStore.ts"
 
 const script = new URL("../src/index/prepare/PrepareWorker.ts", import.meta.url)
@@ -249,6 +250,37 @@ describe("the worker pool", () => {
         const later = yield* pool.prepare(docs.slice(0, 3), settings)
         assert.deepStrictEqual(later, prepareBatch(docs.slice(0, 3), settings))
       }).pipe(Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))),
+    60_000
+  )
+})
+
+describe("graphs built on the pool's threads", () => {
+  /** A job of `count` rows of 8 components, each a unit vector from a fixed formula (a new array each time). */
+  const job = (count: number): GraphJob => {
+    const rows = new Float32Array((count + 1) * 8)
+    for (let r = 0; r < count; r++) {
+      let norm = 0
+      for (let k = 0; k < 8; k++) norm += Math.sin(r * 1.7 + k) ** 2
+      for (let k = 0; k < 8; k++) rows[r * 8 + k] = Math.sin(r * 1.7 + k) / Math.sqrt(norm)
+    }
+    return { rows, count, dimensions: 8, m: 8, efConstruction: 40 }
+  }
+
+  it.live(
+    "gives the bytes this thread builds, and nothing (for the caller to build) from a thread that dies",
+    () =>
+      Effect.gen(function* () {
+        const expected = buildGraphBytes(job(500))
+        const built = yield* Effect.flatMap(Preparer, (pool) => pool.graphs!.build(job(500))).pipe(
+          Effect.provide(layerWorkers(new URL("../src/index/prepare/PrepareWorker.ts", import.meta.url), 1))
+        )
+        assert.deepStrictEqual(built, expected)
+        // A thread that cannot build (this one throws on any message that is not a batch, and dies).
+        const lost = yield* Effect.flatMap(Preparer, (pool) => pool.graphs!.build(job(50))).pipe(
+          Effect.provide(layerWorkers(new URL("./children/DyingWorker.ts", import.meta.url), 1))
+        )
+        assert.isUndefined(lost)
+      }),
     60_000
   )
 })
