@@ -27,7 +27,17 @@ export interface AccessEntry {
 }
 
 const USABLE_ID = /^[\x21-\x7e]{1,128}$/
-const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+/** A W3C `traceparent`'s fields, lower-cased, when it has their form (what they say is the caller's to check). */
+export const traceparentOf = (
+  header: string | undefined
+):
+  | { readonly version: string; readonly traceId: string; readonly spanId: string; readonly flags: string }
+  | undefined => {
+  const found = TRACEPARENT.exec(header?.trim().toLowerCase() ?? "")
+  return found === null ? undefined : { version: found[1]!, traceId: found[2]!, spanId: found[3]!, flags: found[4]! }
+}
 
 /**
  * The request's id: the client's `X-Request-Id`, else the trace id of the request's span where traces are exported
@@ -40,7 +50,7 @@ export const requestIdOf = (
   const given = headers["x-request-id"]
   if (given !== undefined && USABLE_ID.test(given)) return given
   if (traceId !== undefined) return traceId
-  const trace = TRACEPARENT.exec(headers["traceparent"]?.trim().toLowerCase() ?? "")?.[1]
+  const trace = traceparentOf(headers["traceparent"])?.traceId
   if (trace !== undefined && !/^0+$/.test(trace)) return trace
   return freshId()
 }

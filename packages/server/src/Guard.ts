@@ -28,7 +28,7 @@ import {
   HttpServerResponse
 } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { type AccessEntry, RequestDetails, requestIdOf } from "./AccessLog.ts"
+import { type AccessEntry, RequestDetails, requestIdOf, traceparentOf } from "./AccessLog.ts"
 import { type ConcurrencyLimit, concurrencyLimiter, type RateLimit, type Refusal, rateLimiter } from "./Limits.ts"
 import { inFlight, recordAnswer, refused, routeOf } from "./Metrics.ts"
 
@@ -418,15 +418,14 @@ export const spanOutcome = (
   return { status, exit, errorType: String(status) }
 }
 
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
-
 /** The client's span a W3C `traceparent` names (version 00 or a later one; all-zero ids are no span), if any. */
 export const remoteParent = (header: string | undefined): Tracer.ExternalSpan | undefined => {
-  const found = TRACEPARENT.exec(header?.trim().toLowerCase() ?? "")
-  if (found === null || found[1] === "ff" || /^0+$/.test(found[2]!) || /^0+$/.test(found[3]!)) return undefined
+  const found = traceparentOf(header)
+  if (found === undefined || found.version === "ff" || /^0+$/.test(found.traceId) || /^0+$/.test(found.spanId))
+    return undefined
   return Tracer.externalSpan({
-    traceId: found[2]!,
-    spanId: found[3]!,
-    sampled: (Number.parseInt(found[4]!, 16) & 1) === 1
+    traceId: found.traceId,
+    spanId: found.spanId,
+    sampled: (Number.parseInt(found.flags, 16) & 1) === 1
   })
 }
