@@ -55,7 +55,9 @@ const recall = (graph: Graph, rows: GraphRows, queries: GraphRows, ef: number) =
   return hits / (queries.count * 10)
 }
 
-describe("the HNSW graph", () => {
+// Building graphs takes a few hundred milliseconds alone, and seconds on a machine busy with other work: the
+// timeout is set far from either, so that only a build that hangs fails it.
+describe("the HNSW graph", { timeout: 60_000 }, () => {
   const rows = clustered(2000, 32, 40, 1)
   const queries = clustered(50, 32, 40, 2)
   const graph = buildGraph(rows)

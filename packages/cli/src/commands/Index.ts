@@ -81,7 +81,7 @@ export const index = Command.make(
     ann: Flag.Literals("ann", ["hnsw", "exact"] as const).pipe(
       Flag.withMetavar("KIND"),
       Flag.withDescription(
-        "hnsw: also build an approximate vector index (a graph per segment) that vector and hybrid queries use, " +
+        "hnsw: also build an approximate vector index (graphs over groups of segments) that vector and hybrid queries use, " +
           "scoring its candidates exactly; exact: none, every vector scanned. Default: the index's own (exact for a " +
           "new one); changing it needs --rebuild (see docs/vectors.md)"
       ),

@@ -259,7 +259,7 @@ export const annFlags = {
     Flag.withSchema(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))),
     Flag.withMetavar("N"),
     Flag.withDescription(
-      `With an approximate vector index: walk its graphs for N candidates per segment, all scored exactly (efSearch; ` +
+      `With an approximate vector index: walk its graphs for N candidates per graph, all scored exactly (efSearch; ` +
         `${DEFAULT_EF_SEARCH} in serve and mcp). Without it a single query scans every vector, which is quicker in a ` +
         "process that asks once"
     ),

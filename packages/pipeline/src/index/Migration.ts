@@ -12,7 +12,7 @@ import {
  * The kinds of change, from harmless to fatal: `Compatible` (the index answers as is), `Rechunk` (the clean rules or
  * chunker settings changed, so every document must be cut again), `Reembed` (the model or vector length changed, so
  * every stored vector is useless), `Regraph` (the approximate vector index was added, removed or set otherwise, so
- * every segment's graph must be built again), `IncompatibleFormat` (the file's layout is not this build's).
+ * every graph must be built again), `IncompatibleFormat` (the file's layout is not this build's).
  */
 export type Migration =
   | { readonly _tag: "Compatible" }

@@ -8,7 +8,7 @@
  * - postings: for a sample of chunks, their terms analyzed again from title and text against the postings (every term
  *   listed with its count, nothing listed that the chunk does not hold) and against the stored lengths;
  * - vectors: every block decodable and finite, rows one per position, and the sampled chunks' vectors as stored;
- * - ann (an index with an approximate vector index): each segment's graph readable, and its recall@10 against the exact
+ * - ann (an index with an approximate vector index): each graph readable, and its recall@10 against the exact
  *   scan, with sampled chunks' own vectors as queries;
  * - ordering: sampled queries in every mode, each list in the one ranking order, without repeats or deleted chunks.
  *

@@ -1,9 +1,14 @@
 /**
- * The approximate vector index of a SQLite index (`funcpipe index --ann hnsw`): one HNSW graph per segment, in the
- * `ann` table. Segments never change once written (deletions aside), so a graph is built once, when its segment is
- * new (written by a run, or made by a merge), in the run's own transaction, and dropped with its segment. A query
- * walks each segment's graph for candidates, then scores them exactly: the same float64 operations as the exact scan,
- * so a returned score is the exact score.
+ * The approximate vector index of a SQLite index (`funcpipe index --ann hnsw`): HNSW graphs in the `ann` table, each
+ * over a group of segments (their rows one after another, in position order). Segments never change once written
+ * (deletions aside), so a group's graph is built once, in the run's own transaction, and dropped when one of its
+ * segments goes (merged away). A query walks each group's graph for candidates, then scores them exactly: the same
+ * float64 operations as the exact scan, so a returned score is the exact score.
+ *
+ * Groups are as large as `GROUP_BYTES` allows: a query walks every graph, so the fewer graphs, the less it costs
+ * (decision 0088). A small segment (under an eighth of a full one, which a later run may merge away) gets a graph of
+ * its own, so that merging it never rebuilds a large graph; the other new segments join the groups still under half
+ * full when there are more than `MAX_OPEN_GROUPS` of those, and otherwise form groups of their own.
  */
 
 import type { DatabaseSync } from "node:sqlite"
@@ -21,10 +26,45 @@ import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
 import { type Corrupt, columnsOf, decodeRows, keptBlocks, segmentRows, storedBlock } from "./Segments.ts"
-import { readMetaIn, type SegmentColumns, type SegmentRow } from "./Tables.ts"
+import { maxChunksOf, readMetaIn, type SegmentColumns, type SegmentRow } from "./Tables.ts"
 
+// `segment`: the group's first segment; `segments`: its segments' ids in position order, NULL for the one segment
+// (how graphs of one segment each were stored before groups).
 const ANN_TABLE =
-  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL)"
+  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL, segments TEXT)"
+
+/** A graph's rows, as float32 unit vectors, are at most this many bytes: 174k rows at 384 dimensions, 671k at 100. */
+export const GROUP_BYTES = 256 * 1024 * 1024
+
+/** The most rows a group's graph holds at `dimensions` components (never fewer than one full segment's). */
+export const groupRowsOf = (dimensions: number): number =>
+  Math.max(maxChunksOf(dimensions), Math.floor(GROUP_BYTES / (4 * dimensions)))
+
+/** More groups under half full than this, and the new segments are grouped with them, their graphs built again. */
+export const MAX_OPEN_GROUPS = 2
+
+/** A stored graph's row (without its bytes): its first segment, its segments' ids in position order, its settings. */
+interface GroupRow {
+  readonly segment: number
+  readonly members: ReadonlyArray<number>
+  readonly config: string
+}
+
+const hasGroups = (db: DatabaseSync) =>
+  (statement(db, "PRAGMA table_info(ann)").all() as Array<{ name: string }>).some((c) => c.name === "segments")
+
+const groupRows = (db: DatabaseSync): Array<GroupRow> =>
+  (
+    statement(
+      db,
+      `SELECT segment, config, ${hasGroups(db) ? "segments" : "NULL AS segments"} FROM ann ORDER BY segment`
+    ).all() as Array<{ segment: number; config: string; segments: unknown }>
+  ).map((row) => ({
+    segment: row.segment,
+    config: row.config,
+    members:
+      typeof row.segments === "string" && row.segments !== "" ? row.segments.split(" ").map(Number) : [row.segment]
+  }))
 
 /** What a graph was built with, as its row records it: a graph built otherwise is built again. */
 const configOf = (ann: AnnConfig) => `hnsw m=${ann.m} efConstruction=${ann.efConstruction}`
@@ -37,10 +77,17 @@ const hasTable = (db: DatabaseSync) =>
   ).n > 0
 
 /**
- * A segment's rows as unit float32 vectors, from its stored blocks decoded as a scan decodes them, in `data` (room for
- * `count + 1` rows).
+ * A segment's rows as unit float32 vectors, from its stored blocks decoded as a scan decodes them, into `data` from
+ * row `at` on.
  */
-const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, d: number, data: Float32Array) => {
+const storedUnitRows = (
+  corrupt: Corrupt,
+  db: DatabaseSync,
+  segment: SegmentRow,
+  d: number,
+  data: Float32Array,
+  at: number
+) => {
   const vectors = new Float64Array(segment.blockRows * d)
   const magnitudes = new Float64Array(segment.blockRows)
   for (let b = 0; b * segment.blockRows < segment.count; b++) {
@@ -49,25 +96,78 @@ const storedUnitRows = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow,
     for (let r = 0; r < stored.rows; r++) {
       const magnitude = magnitudes[r]!
       if (magnitude === 0) continue
-      const to = (b * segment.blockRows + r) * d
+      const to = (at + b * segment.blockRows + r) * d
       for (let k = 0; k < d; k++) data[to + k] = vectors[r * d + k]! / magnitude
     }
   }
-  return data
 }
 
-/** The graphs a write transaction must build before it commits: for which segments, and with what. */
+/** The graphs a write transaction must build before it commits: for which groups of segments, and with what. */
 export interface GraphPlan {
-  readonly segments: ReadonlyArray<SegmentRow>
+  /** Each graph's segments, in position order. */
+  readonly groups: ReadonlyArray<ReadonlyArray<SegmentRow>>
   readonly ann: AnnConfig
   readonly dimensions: number
 }
 
+const rowsIn = (group: ReadonlyArray<SegmentRow>) => group.reduce((sum, segment) => sum + segment.count, 0)
+
+/**
+ * Segments in groups of at most `limit` rows, in order, each group as full as the next segment allows (a segment
+ * larger than `limit` alone).
+ */
+export const packGroups = (segments: ReadonlyArray<SegmentRow>, limit: number): Array<Array<SegmentRow>> => {
+  const groups: Array<Array<SegmentRow>> = []
+  let rows = 0
+  for (const segment of segments) {
+    const last = groups.at(-1)
+    if (last === undefined || rows + segment.count > limit) {
+      groups.push([segment])
+      rows = segment.count
+    } else {
+      last.push(segment)
+      rows += segment.count
+    }
+  }
+  return groups
+}
+
+/**
+ * Which graphs to build, given the segments (in position order), those already in a group's graph (`grouped`, each
+ * group's segments by id) and the dimensions: a small segment alone; the other new segments packed together, with the
+ * segments of the groups under half full when, counting the new groups, there would be more than `MAX_OPEN_GROUPS` of
+ * those. `regrouped`: the groups (by first segment) whose graphs the new ones replace.
+ */
+export const groupsToBuild = (
+  segments: ReadonlyArray<SegmentRow>,
+  grouped: ReadonlyArray<GroupRow>,
+  dimensions: number
+): { readonly groups: Array<Array<SegmentRow>>; readonly regrouped: Array<number> } => {
+  const limit = groupRowsOf(dimensions)
+  const byId = new Map(segments.map((segment) => [segment.id, segment]))
+  const covered = new Set(grouped.flatMap((group) => group.members))
+  const fresh = segments.filter((segment) => !covered.has(segment.id))
+  const small = (segment: SegmentRow) => segment.count * 8 < maxChunksOf(dimensions)
+  const groups: Array<Array<SegmentRow>> = fresh.filter(small).map((segment) => [segment])
+  const rest = fresh.filter((segment) => !small(segment))
+  if (rest.length === 0) return { groups, regrouped: [] }
+  const open = grouped.filter((group) => {
+    const members = group.members.map((id) => byId.get(id)!)
+    return !(members.length === 1 && small(members[0]!)) && rowsIn(members) * 2 < limit
+  })
+  const packed = packGroups(rest, limit)
+  const opened = packed.filter((group) => rowsIn(group) * 2 < limit).length
+  if (open.length + opened <= MAX_OPEN_GROUPS) return { groups: [...groups, ...packed], regrouped: [] }
+  const pooled = new Set([...rest.map((segment) => segment.id), ...open.flatMap((group) => group.members)])
+  const pool = segments.filter((segment) => pooled.has(segment.id))
+  return { groups: [...groups, ...packGroups(pool, limit)], regrouped: open.map((group) => group.segment) }
+}
+
 /**
  * Brings the graphs in line with the manifest inside a write transaction, but for the building: none when it names no
- * approximate index; otherwise the graphs of segments that are gone, or built with other settings, are dropped, and
- * the plan names the segments still without one (to build each with `buildSegmentGraph`). `undefined`: nothing to
- * build.
+ * approximate index; otherwise the graphs of groups with a segment that is gone, or built with other settings, are
+ * dropped, and the plan names the groups to build (`groupsToBuild`; the graphs they replace are dropped too), each to
+ * be built with `buildGroupGraph`. `undefined`: nothing to build.
  */
 export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | IndexCorrupt | undefined => {
   const json = readMetaIn(db, "manifest")
@@ -81,64 +181,82 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
     return undefined
   }
   db.exec(ANN_TABLE)
-  db.prepare("DELETE FROM ann WHERE config <> ? OR segment NOT IN (SELECT id FROM segments)").run(configOf(ann))
-  const built = new Set(
-    (db.prepare("SELECT segment FROM ann").all() as Array<{ segment: number }>).map((row) => row.segment)
-  )
+  // A table from before groups gains their column; its graphs are groups of one segment.
+  if (!hasGroups(db)) db.exec("ALTER TABLE ann ADD COLUMN segments TEXT")
+  db.prepare("DELETE FROM ann WHERE config <> ?").run(configOf(ann))
   try {
-    const segments = segmentRows(corrupt, db).filter((segment) => !built.has(segment.id))
-    return segments.length === 0 ? undefined : { segments, ann, dimensions }
+    const segments = segmentRows(corrupt, db)
+    const present = new Set(segments.map((segment) => segment.id))
+    const drop = db.prepare("DELETE FROM ann WHERE segment = ?")
+    const grouped: Array<GroupRow> = []
+    for (const group of groupRows(db))
+      if (group.members.every((id) => present.has(id))) grouped.push(group)
+      else drop.run(group.segment)
+    const { groups, regrouped } = groupsToBuild(segments, grouped, dimensions)
+    for (const first of regrouped) drop.run(first)
+    return groups.length === 0 ? undefined : { groups, ann, dimensions }
   } catch (error) {
     if (error instanceof IndexCorrupt) return error
     throw error
   }
 }
 
-/** The build of one segment's graph as a job, its rows read into `data`; `IndexCorrupt` for a block it cannot read. */
+/** The build of one group's graph as a job, its rows read into `data`; `IndexCorrupt` for a block it cannot read. */
 const jobIn = (
   db: DatabaseSync,
   corrupt: Corrupt,
   plan: GraphPlan,
-  segment: SegmentRow,
+  group: ReadonlyArray<SegmentRow>,
   data: Float32Array
 ): GraphJob | IndexCorrupt => {
   try {
-    const rows = storedUnitRows(corrupt, db, segment, plan.dimensions, data)
+    let at = 0
+    for (const segment of group) {
+      storedUnitRows(corrupt, db, segment, plan.dimensions, data, at)
+      at += segment.count
+    }
     const { efConstruction, m } = plan.ann
-    return { rows, count: segment.count, dimensions: plan.dimensions, m, efConstruction }
+    return { rows: data, count: at, dimensions: plan.dimensions, m, efConstruction }
   } catch (error) {
     if (error instanceof IndexCorrupt) return error
     throw error
   }
 }
 
-/** The build of one segment's graph as a job for another thread: its rows in an array of their own. */
-export const segmentGraphJob = (db: DatabaseSync, corrupt: Corrupt, plan: GraphPlan, segment: SegmentRow) =>
-  jobIn(db, corrupt, plan, segment, new Float32Array((segment.count + 1) * plan.dimensions))
+/** The build of one group's graph as a job for another thread: its rows in an array of their own. */
+export const groupGraphJob = (db: DatabaseSync, corrupt: Corrupt, plan: GraphPlan, group: ReadonlyArray<SegmentRow>) =>
+  jobIn(db, corrupt, plan, group, new Float32Array((rowsIn(group) + 1) * plan.dimensions))
 
-/** Stores a segment's built graph (its bytes, as `buildGraphBytes` gives them). */
-export const storeSegmentGraph = (db: DatabaseSync, plan: GraphPlan, segment: SegmentRow, bytes: Uint8Array): void =>
-  void db.prepare("INSERT INTO ann (segment, config, data) VALUES (?, ?, ?)").run(segment.id, configOf(plan.ann), bytes)
+/** Stores a group's built graph (its bytes, as `buildGraphBytes` gives them). */
+export const storeGroupGraph = (
+  db: DatabaseSync,
+  plan: GraphPlan,
+  group: ReadonlyArray<SegmentRow>,
+  bytes: Uint8Array
+): void =>
+  void db
+    .prepare("INSERT INTO ann (segment, config, data, segments) VALUES (?, ?, ?, ?)")
+    .run(group[0]!.id, configOf(plan.ann), bytes, group.length === 1 ? null : group.map((g) => g.id).join(" "))
 
 /**
- * Builds and stores the graph of one segment of a plan on this thread (its rows read straight into a kernel's
- * memory); a stored vector block it cannot read is `IndexCorrupt`.
+ * Builds and stores the graph of one group of a plan on this thread (its rows read straight into a kernel's memory);
+ * a stored vector block it cannot read is `IndexCorrupt`.
  */
-export const buildSegmentGraph = (
+export const buildGroupGraph = (
   db: DatabaseSync,
   corrupt: Corrupt,
   plan: GraphPlan,
-  segment: SegmentRow
+  group: ReadonlyArray<SegmentRow>
 ): IndexCorrupt | undefined => {
-  const job = jobIn(db, corrupt, plan, segment, holdRows((segment.count + 1) * plan.dimensions, plan.dimensions))
+  const job = jobIn(db, corrupt, plan, group, holdRows((rowsIn(group) + 1) * plan.dimensions, plan.dimensions))
   if (job instanceof IndexCorrupt) return job
-  storeSegmentGraph(db, plan, segment, buildGraphBytes(job))
+  storeGroupGraph(db, plan, group, buildGraphBytes(job))
   return undefined
 }
 
 /**
  * Builds and stores the graphs a plan names: on this thread and, where there are others (`builder`), on them at the
- * same time, each taking the next segment when it is free (a graph is the same whichever thread builds it). Each is
+ * same time, each taking the next group when it is free (a graph is the same whichever thread builds it). Each is
  * stored as it comes, in the order they are finished: what a graph says does not depend on it. `run` runs a step
  * against the file (turning its failures into the store's errors); `progress` is told how many are built, before the
  * first and after each, and never fails the build (it is only a line on a terminal).
@@ -152,14 +270,15 @@ export const buildPlannedGraphs = (
   builder: GraphBuilder | undefined
 ): Effect.Effect<void, StoreError> => {
   let done = 0
-  const tell = Effect.suspend(() => Effect.ignoreCause(progress(done, plan.segments.length)))
-  const queue = [...plan.segments]
+  const tell = Effect.suspend(() => Effect.ignoreCause(progress(done, plan.groups.length)))
+  // The largest first, so that the last to finish is a small one.
+  const queue = [...plan.groups].sort((a, b) => rowsIn(b) - rowsIn(a))
   const here = Effect.gen(function* () {
     // The other threads are sent their first graphs before this one starts on its own.
     yield* Effect.yieldNow
-    for (let segment = queue.shift(); segment !== undefined; segment = queue.shift()) {
-      const taken = segment
-      const damaged = yield* run("building a vector graph", () => buildSegmentGraph(db, corrupt, plan, taken))
+    for (let group = queue.shift(); group !== undefined; group = queue.shift()) {
+      const taken = group
+      const damaged = yield* run("building a vector graph", () => buildGroupGraph(db, corrupt, plan, taken))
       if (damaged !== undefined) return yield* damaged
       done++
       yield* tell
@@ -169,16 +288,16 @@ export const buildPlannedGraphs = (
   })
   const elsewhere = (threads: GraphBuilder) =>
     Effect.gen(function* () {
-      for (let segment = queue.shift(); segment !== undefined; segment = queue.shift()) {
-        const taken = segment
-        const job = yield* run("reading a segment's vectors for its graph", () =>
-          segmentGraphJob(db, corrupt, plan, taken)
+      for (let group = queue.shift(); group !== undefined; group = queue.shift()) {
+        const taken = group
+        const job = yield* run("reading the vectors of a graph's segments", () =>
+          groupGraphJob(db, corrupt, plan, taken)
         )
         if (job instanceof IndexCorrupt) return yield* job
         const bytes = yield* threads.build(job)
         // A thread that failed leaves its graph, and the rest, to this one.
         const damaged = yield* run("building a vector graph", () =>
-          bytes === undefined ? buildSegmentGraph(db, corrupt, plan, taken) : storeSegmentGraph(db, plan, taken, bytes)
+          bytes === undefined ? buildGroupGraph(db, corrupt, plan, taken) : storeGroupGraph(db, plan, taken, bytes)
         )
         if (damaged !== undefined) return yield* damaged
         done++
@@ -186,9 +305,9 @@ export const buildPlannedGraphs = (
         if (bytes === undefined) return
       }
     })
-  // Never more threads than segments past the one this thread takes: a run that adds one segment builds its graph
+  // Never more threads than groups past the one this thread takes: a run that builds one graph builds it
   // here, without copying its rows to another thread (or starting one).
-  const others = Math.min(builder?.threads ?? 0, plan.segments.length - 1)
+  const others = Math.min(builder?.threads ?? 0, plan.groups.length - 1)
   return Effect.andThen(
     tell,
     Effect.all([...Array.from({ length: others }, () => elsewhere(builder!)), here], {
@@ -198,24 +317,23 @@ export const buildPlannedGraphs = (
   )
 }
 
-/** How many segments have no graph (the index names an approximate index, so each should have one). */
-export const missingGraphs = (db: DatabaseSync): number =>
-  (
-    statement(
-      db,
-      hasTable(db)
-        ? "SELECT count(*) AS n FROM segments WHERE id NOT IN (SELECT segment FROM ann)"
-        : "SELECT count(*) AS n FROM segments"
-    ).get() as { n: number }
-  ).n
+/** How many segments are in no graph (the index names an approximate index, so each should be in one). */
+export const missingGraphs = (db: DatabaseSync): number => {
+  const ids = (statement(db, "SELECT id FROM segments").all() as Array<{ id: number }>).map((row) => row.id)
+  if (!hasTable(db)) return ids.length
+  const covered = new Set(groupRows(db).flatMap((group) => group.members))
+  return ids.filter((id) => !covered.has(id)).length
+}
 
-/** A segment's graph with the rows it walks, kept with the segment's decoded columns. */
-interface SegmentGraph {
+/** A group's graph with the rows it walks, kept with its first segment's decoded columns. */
+interface GroupGraph {
+  /** The group's segments' ids, with the graph's settings: a graph kept for other ones is read again. */
+  readonly key: string
   readonly graph: Graph
   readonly rows: GraphRows
 }
 
-const graphs = new WeakMap<SegmentColumns, SegmentGraph | null>()
+const graphs = new WeakMap<SegmentColumns, GroupGraph>()
 
 /** What the graph reader needs of a snapshot's reading. */
 export interface GraphReading {
@@ -228,27 +346,69 @@ export interface GraphReading {
   readonly deleted: Uint8Array | undefined
 }
 
+/** One walk of a snapshot's search: a group's graph, or a segment in none (every live row a candidate). */
+interface Walk {
+  /** The snapshot's indexes of the walk's segments, in order, and the walk's row where each starts. */
+  readonly members: ReadonlyArray<number>
+  readonly starts: Int32Array
+  readonly state: GroupGraph | undefined
+  readonly count: number
+}
+
 /**
- * A snapshot's approximate search over the segments' graphs, or `undefined` when the index has none: the `ef` rows
- * each segment's graph finds nearest the query among live rows the filter allows, scored exactly. A segment without
- * a graph (one written by an older FuncPipe) has every live row scored.
+ * A snapshot's approximate search over the groups' graphs, or `undefined` when the index has none: the `ef` rows
+ * each graph finds nearest the query among live rows the filter allows, scored exactly. A segment in no graph (while
+ * a run that would build it has not committed, or one that an older FuncPipe left) has every live row scored.
  */
 export const graphSearch = (r: GraphReading) => {
   if (!hasTable(r.db)) return undefined
   const { caches, corrupt, db, deleted, dimensions: d, offsets, segments } = r
-  const stateOf = (segment: SegmentRow, columns: SegmentColumns): SegmentGraph | null => {
-    const known = graphs.get(columns)
-    if (known !== undefined) return known
-    const row = statement(db, "SELECT data FROM ann WHERE segment = ?").get(segment.id) as { data: unknown } | undefined
-    let state: SegmentGraph | null = null
-    if (row !== undefined) {
-      const graph = row.data instanceof Uint8Array ? decodeGraph(row.data) : "the graph is not a blob"
-      if (typeof graph === "string") throw corrupt(`segment ${segment.id}'s vector graph is damaged: ${graph}`)
-      if (graph.count !== segment.count) throw corrupt(`segment ${segment.id}'s vector graph has another row count`)
-      state = { graph, rows: keptUnitRows(corrupt, db, segment, d, columns) }
+  const indexOf = new Map(segments.map((segment, s) => [segment.id, s]))
+  let walks: Array<Walk> | undefined
+  // The snapshot's groups, read on its first query: each group's graph, and a walk of its own for each other segment.
+  const walksOf = (): Array<Walk> => {
+    if (walks !== undefined) return walks
+    const found: Array<Walk> = []
+    const covered = new Set<number>()
+    const read = statement(db, "SELECT data FROM ann WHERE segment = ?")
+    for (const group of groupRows(db)) {
+      const members = group.members.map((id) => indexOf.get(id))
+      // A group whose segments this snapshot does not hold (the file changed under it) is not this snapshot's.
+      if (members.some((s) => s === undefined)) continue
+      const indexes = members as Array<number>
+      const starts = new Int32Array(indexes.length)
+      let count = 0
+      indexes.forEach((s, k) => {
+        starts[k] = count
+        count += segments[s]!.count
+      })
+      const first = segments[indexes[0]!]!
+      const firstColumns = columnsOf(caches, first)
+      const key = `${group.members.join(" ")} ${group.config}`
+      let state = graphs.get(firstColumns)
+      if (state?.key !== key) {
+        const row = read.get(group.segment) as { data: unknown }
+        const graph = row.data instanceof Uint8Array ? decodeGraph(row.data) : "the graph is not a blob"
+        const named = `the vector graph of segment${indexes.length === 1 ? "" : "s"} ${group.members.join(", ")}`
+        if (typeof graph === "string") throw corrupt(`${named} is damaged: ${graph}`)
+        if (graph.count !== count) throw corrupt(`${named} has another row count`)
+        const data = holdRows((count + 1) * d, d)
+        indexes.forEach((s, k) => {
+          const segment = segments[s]!
+          keptUnitRows(corrupt, db, segment, d, columnsOf(caches, segment), data, starts[k]!)
+        })
+        state = { key, graph, rows: { count, dimensions: d, data } }
+        graphs.set(firstColumns, state)
+      }
+      for (const s of indexes) covered.add(s)
+      found.push({ members: indexes, starts, state, count })
     }
-    graphs.set(columns, state)
-    return state
+    segments.forEach((segment, s) => {
+      if (!covered.has(s))
+        found.push({ members: [s], starts: new Int32Array(1), state: undefined, count: segment.count })
+    })
+    walks = found
+    return found
   }
   return (query: ArrayLike<number>, ef: number, filter?: PositionFilter): AnnFound => {
     const q = Float64Array.from(query)
@@ -265,28 +425,43 @@ export const graphSearch = (r: GraphReading) => {
     let cutAt = Number.NEGATIVE_INFINITY
     const row64 = new Float64Array(d)
     const magnitude = new Float64Array(1)
-    for (let s = 0; s < segments.length; s++) {
-      const segment = segments[s]!
-      const offset = offsets[s]!
-      const columns = columnsOf(caches, segment)
-      const state = stateOf(segment, columns)
-      const allowed = (row: number) =>
-        deleted?.[offset + row] !== 1 && (filter === undefined || filter.allowed[offset + row] === 1)
-      // Each segment's graph is walked on its own: a walk told to stop where it cannot beat the segments before
-      // stops before it has left its entry's region, and finds half as much (bench:ann --segments).
+    for (const walk of walksOf()) {
+      const { members, starts, state } = walk
+      // The walk's row as the snapshot's segment index and the row within it.
+      const memberOf = (row: number) => {
+        let k = members.length - 1
+        while (starts[k]! > row) k--
+        return k
+      }
+      const positionOf = (row: number) => {
+        const k = memberOf(row)
+        return offsets[members[k]!]! + row - starts[k]!
+      }
+      const allowed = (row: number) => {
+        const position = positionOf(row)
+        return deleted?.[position] !== 1 && (filter === undefined || filter.allowed[position] === 1)
+      }
+      // Each graph is walked on its own: a walk told to stop where it cannot beat the graphs before stops before it
+      // has left its entry's region, and finds half as much (bench:ann --segments).
       const rows: Iterable<number> =
-        state === null
-          ? Array.from({ length: segment.count }, (_, row) => row).filter(allowed)
+        state === undefined
+          ? Array.from({ length: walk.count }, (_, row) => row).filter(allowed)
           : searchGraph(state.graph, state.rows, unit, ef, allowed)
       let nodes = 0
-      if (state !== null) for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
-      const blocks = keptBlocks(corrupt, db, segment, d, columns)
+      if (state !== undefined) for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
+      const blocks = members.map((s) => {
+        const segment = segments[s]!
+        return keptBlocks(corrupt, db, segment, d, columnsOf(caches, segment))
+      })
       // Full: the walk kept as many nodes as asked for (copies found with them not counted).
-      const full = state !== null && nodes >= ef
+      const full = state !== undefined && nodes >= ef
       let lowest = Number.POSITIVE_INFINITY
       for (const row of rows) {
-        const block = blocks[Math.floor(row / segment.blockRows)]!
-        const at = row % segment.blockRows
+        const k = memberOf(row)
+        const segment = segments[members[k]!]!
+        const local = row - starts[k]!
+        const block = blocks[k]![Math.floor(local / segment.blockRows)]!
+        const at = local % segment.blockRows
         // The row in float64 with its magnitude, by the very operations the exact scan uses.
         let vector: Float64Array
         if (block.floats !== undefined) {
@@ -301,7 +476,7 @@ export const graphSearch = (r: GraphReading) => {
         let dot = 0
         for (let j = 0; j < d; j++) dot += q[j]! * vector[j]!
         const score = magnitude[0] === 0 ? Number.NaN : clamp(dot / (qLength * magnitude[0]!))
-        positions.push(offset + row)
+        positions.push(offsets[members[k]!]! + local)
         scores.push(score)
         if (score < lowest) lowest = score
       }
@@ -311,18 +486,19 @@ export const graphSearch = (r: GraphReading) => {
   }
 }
 
-/** A segment's rows as unit float32 vectors, from its kept blocks. */
+/** A segment's rows as unit float32 vectors, from its kept blocks, into `data` from row `at` on. */
 const keptUnitRows = (
   corrupt: Corrupt,
   db: DatabaseSync,
   segment: SegmentRow,
   d: number,
-  columns: SegmentColumns
-): GraphRows => {
-  const data = holdRows((segment.count + 1) * d, d)
+  columns: SegmentColumns,
+  data: Float32Array,
+  at: number
+): void => {
   keptBlocks(corrupt, db, segment, d, columns).forEach((block, b) => {
-    const from = b * segment.blockRows
-    const rows = Math.min(segment.blockRows, segment.count - from)
+    const from = at + b * segment.blockRows
+    const rows = Math.min(segment.blockRows, segment.count - b * segment.blockRows)
     for (let r = 0; r < rows; r++) {
       let norm = 0
       if (block.floats !== undefined) {
@@ -339,5 +515,4 @@ const keptUnitRows = (
       }
     }
   })
-  return { count: segment.count, dimensions: d, data }
 }

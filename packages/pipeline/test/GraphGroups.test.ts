@@ -1,0 +1,116 @@
+/**
+ * Which segments share a vector graph: as few graphs as `GROUP_BYTES` allows for what a run writes at once, a graph
+ * of its own for a small segment (which a later run may merge away), and the groups under half full gathered again
+ * once there are more than `MAX_OPEN_GROUPS` of them, so that many small runs do not leave a query many graphs to walk.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { groupRowsOf, groupsToBuild, MAX_OPEN_GROUPS, packGroups } from "../src/store/sqlite/Graphs.ts"
+import { maxChunksOf, type SegmentRow } from "../src/store/sqlite/Tables.ts"
+
+const D = 384
+const FULL = maxChunksOf(D)
+const LIMIT = groupRowsOf(D)
+
+/** Segments of these row counts, numbered from 1 in position order. */
+const segmentsOf = (counts: ReadonlyArray<number>): Array<SegmentRow> => {
+  let base = 0
+  return counts.map((count, k) => {
+    const segment = { id: k + 1, base, count, live: count, liveLength: count, version: 1, blockRows: 4096 }
+    base += count
+    return segment
+  })
+}
+
+const ids = (groups: ReadonlyArray<ReadonlyArray<SegmentRow>>) => groups.map((group) => group.map((s) => s.id))
+
+describe("the groups of segments that share a vector graph", () => {
+  it("holds many full segments' rows at 384 dimensions, and fewer rows as vectors grow", () => {
+    assert.strictEqual(LIMIT, Math.floor((256 * 1024 * 1024) / (4 * D)))
+    assert.isAbove(LIMIT / FULL, 15)
+    assert.isAbove(groupRowsOf(100), groupRowsOf(1536))
+    // Never fewer rows than a full segment, however long the vectors.
+    assert.strictEqual(groupRowsOf(100_000), maxChunksOf(100_000))
+  })
+
+  it("packs segments in position order, each group as full as the next segment allows", () => {
+    const segments = segmentsOf([FULL, FULL, FULL])
+    assert.deepStrictEqual(ids(packGroups(segments, 2 * FULL)), [[1, 2], [3]])
+    assert.deepStrictEqual(ids(packGroups(segments, FULL - 1)), [[1], [2], [3]])
+    assert.deepStrictEqual(ids(packGroups([], FULL)), [])
+  })
+
+  it("gives a run that writes a million rows six graphs, not one per segment", () => {
+    const counts = Array.from({ length: Math.ceil(1_000_000 / FULL) }, (_, k) => Math.min(FULL, 1_000_000 - k * FULL))
+    const { groups, regrouped } = groupsToBuild(segmentsOf(counts), [], D)
+    assert.strictEqual(counts.length, 92)
+    assert.strictEqual(groups.length, Math.ceil(1_000_000 / (Math.floor(LIMIT / FULL) * FULL)))
+    assert.strictEqual(groups.length, 6)
+    assert.deepStrictEqual(regrouped, [])
+    // Every segment in exactly one group, in position order, none over the limit.
+    assert.deepStrictEqual(
+      groups.flat().map((s) => s.id),
+      counts.map((_, k) => k + 1)
+    )
+    for (const group of groups)
+      assert.isAtMost(
+        group.reduce((sum, s) => sum + s.count, 0),
+        LIMIT
+      )
+  })
+
+  it("gives a small segment a graph of its own, so that merging it never rebuilds a large graph", () => {
+    const small = Math.floor(FULL / 8) - 1
+    const { groups } = groupsToBuild(segmentsOf([FULL, FULL, small]), [], D)
+    assert.deepStrictEqual(ids(groups), [[3], [1, 2]])
+  })
+
+  it("builds only the new segments' graphs while few groups are under half full", () => {
+    const segments = segmentsOf([FULL, FULL, FULL])
+    const grouped = [{ segment: 1, members: [1, 2], config: "hnsw" }]
+    const { groups, regrouped } = groupsToBuild(segments, grouped, D)
+    assert.deepStrictEqual(ids(groups), [[3]])
+    assert.deepStrictEqual(regrouped, [])
+  })
+
+  it("gathers the groups under half full with the new segments once there are too many of them", () => {
+    const segments = segmentsOf([FULL, FULL, FULL, FULL, 100])
+    // Three groups, each under half full; the small segment 5 keeps its own graph and is not counted.
+    const grouped = [
+      { segment: 1, members: [1], config: "hnsw" },
+      { segment: 2, members: [2, 3], config: "hnsw" },
+      { segment: 5, members: [5], config: "hnsw" }
+    ]
+    assert.strictEqual(MAX_OPEN_GROUPS, 2)
+    const { groups, regrouped } = groupsToBuild(segments, grouped, D)
+    assert.deepStrictEqual(ids(groups), [[1, 2, 3, 4]])
+    assert.deepStrictEqual(regrouped, [1, 2])
+  })
+
+  it("does not gather the groups under half full for new segments that fill a group of their own", () => {
+    const perGroup = Math.ceil(LIMIT / 2 / FULL)
+    const segments = segmentsOf([FULL, FULL, ...Array.from({ length: perGroup }, () => FULL)])
+    const grouped = [
+      { segment: 1, members: [1], config: "hnsw" },
+      { segment: 2, members: [2], config: "hnsw" }
+    ]
+    const { groups, regrouped } = groupsToBuild(segments, grouped, D)
+    assert.deepStrictEqual(ids(groups), [Array.from({ length: perGroup }, (_, k) => k + 3)])
+    assert.deepStrictEqual(regrouped, [])
+  })
+
+  it("leaves a group at least half full alone", () => {
+    const perGroup = Math.ceil(LIMIT / 2 / FULL)
+    const full = Array.from({ length: perGroup }, () => FULL)
+    const segments = segmentsOf([...full, ...full, FULL, FULL])
+    const first = Array.from({ length: perGroup }, (_, k) => k + 1)
+    const grouped = [
+      { segment: 1, members: first, config: "hnsw" },
+      { segment: perGroup + 1, members: first.map((k) => k + perGroup), config: "hnsw" },
+      { segment: 2 * perGroup + 1, members: [2 * perGroup + 1], config: "hnsw" }
+    ]
+    const { groups, regrouped } = groupsToBuild(segments, grouped, D)
+    // One open group and the new segment: not more than MAX_OPEN_GROUPS, so only the new segment is built.
+    assert.deepStrictEqual(ids(groups), [[2 * perGroup + 2]])
+    assert.deepStrictEqual(regrouped, [])
+  })
+})
