@@ -23,8 +23,8 @@ const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
- * An approximate vector index (`funcpipe index --ann hnsw`): a graph per segment that proposes candidates for vector
- * queries, which are then scored exactly. `m` links a row on the upper layers (twice as many on layer 0),
+ * An approximate vector index (`funcpipe index --ann hnsw`): graphs, each over a group of segments, that propose
+ * candidates for vector queries, which are then scored exactly. `m` links a row on the upper layers (twice as many on layer 0),
  * `efConstruction` candidates looked at per insertion.
  */
 export const AnnConfig = Schema.Struct({

@@ -189,6 +189,38 @@ describe("an index with an approximate vector index", () => {
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 
+  it.live("reads and keeps the graphs an index had before groups, and later runs add groups beside them", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-legacy-" })
+      const file = `${dir}/index.db`
+      const parts = [`${dir}/a.jsonl`, `${dir}/b.jsonl`]
+      yield* fs.writeFileString(parts[0]!, jsonl(150))
+      yield* fs.writeFileString(parts[1]!, jsonl(150, 500))
+      yield* indexPaths([parts[0]!], { ann: DEFAULT_ANN }).pipe(on(file))
+      yield* indexPaths(parts, {}).pipe(on(file))
+      // The table as FuncPipe wrote it before groups: no segments column, a graph per segment.
+      const db = new DatabaseSync(file)
+      db.exec("ALTER TABLE ann DROP COLUMN segments")
+      db.close()
+      const before = graphRows(file)
+      assert.strictEqual(before.graphs.length, 2)
+      for (const text of ["moon tide", "ring probe dust"])
+        assert.deepStrictEqual(yield* ask(file, text, { annCandidates: 2000 }), yield* ask(file, text, { exact: true }))
+      assert.isTrue(isSound(yield* checkIndex({ queries: 4 }).pipe(on(file))))
+      // A run that adds documents keeps the old graphs as they were and builds one for its segment.
+      yield* fs.writeFileString(`${dir}/c.jsonl`, jsonl(150, 900))
+      yield* indexPaths([...parts, `${dir}/c.jsonl`], {}).pipe(on(file))
+      const after = graphRows(file)
+      assert.deepStrictEqual(after.graphs.slice(0, 2), before.graphs)
+      assert.strictEqual(after.graphs.length, 3)
+      assert.deepStrictEqual(
+        yield* ask(file, "night sky", { annCandidates: 2000 }),
+        yield* ask(file, "night sky", { exact: true })
+      )
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
   it.live("keeps its graphs in step as documents come and go, and never returns a deleted or filtered-out chunk", () =>
     Effect.gen(function* () {
       const { dir, file } = yield* built(jsonl(200), { ann: DEFAULT_ANN })

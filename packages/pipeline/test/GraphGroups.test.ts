@@ -4,7 +4,7 @@
  * once there are more than `MAX_OPEN_GROUPS` of them, so that many small runs do not leave a query many graphs to walk.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { groupRowsOf, groupsToBuild, MAX_OPEN_GROUPS, packGroups } from "../src/store/sqlite/Graphs.ts"
+import { groupRowsOf, groupsToBuild, liveGroups, MAX_OPEN_GROUPS, packGroups } from "../src/store/sqlite/Graphs.ts"
 import { maxChunksOf, type SegmentRow } from "../src/store/sqlite/Tables.ts"
 
 const D = 384
@@ -112,5 +112,36 @@ describe("the groups of segments that share a vector graph", () => {
     // One open group and the new segment: not more than MAX_OPEN_GROUPS, so only the new segment is built.
     assert.deepStrictEqual(ids(groups), [[2 * perGroup + 2]])
     assert.deepStrictEqual(regrouped, [])
+  })
+
+  it("does not gather the graphs an index had of one segment each before groups", () => {
+    const segments = segmentsOf([FULL, FULL, FULL, FULL])
+    const grouped = [1, 2, 3].map((id) => ({ segment: id, members: [id], config: "hnsw", legacy: true }))
+    const { groups, regrouped } = groupsToBuild(segments, grouped, D)
+    assert.deepStrictEqual(ids(groups), [[4]])
+    assert.deepStrictEqual(regrouped, [])
+  })
+
+  it("keeps only the stored graphs whose segments are all there, each segment in one graph", () => {
+    const present = new Set([1, 2, 3, 4, 6])
+    const { kept, dropped } = liveGroups(
+      [
+        { segment: 1, members: [1, 2], config: "hnsw" },
+        // Segment 2 is in the graph before: written by an older FuncPipe over a group's segment.
+        { segment: 2, members: [2], config: "hnsw", legacy: true },
+        { segment: 3, members: [3, 5], config: "hnsw" },
+        { segment: 4, members: [Number.NaN], config: "hnsw" },
+        { segment: 6, members: [6], config: "hnsw" }
+      ],
+      present
+    )
+    assert.deepStrictEqual(
+      kept.map((g) => g.segment),
+      [1, 6]
+    )
+    assert.deepStrictEqual(
+      dropped.map((g) => g.segment),
+      [2, 3, 4]
+    )
   })
 })

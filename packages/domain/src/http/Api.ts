@@ -98,7 +98,7 @@ export const QueryRequest = Schema.Struct({
       )
     ).annotate({
       description:
-        "How many candidates the approximate vector index proposes per segment, all scored exactly (efSearch; " +
+        "How many candidates the approximate vector index proposes per graph, all scored exactly (efSearch; " +
         "default 64): more finds more of the exact top k, slower"
     })
   ),

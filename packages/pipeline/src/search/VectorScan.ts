@@ -306,7 +306,7 @@ export const scansFiltered = (filter: PositionFilter, ef: number, rows: number):
 
 /**
  * The best `k` chunks by cosine, scanning with the heap's threshold so most rows cost one comparison. With `ef` and
- * a view that has an approximate index, the index proposes the candidates (at least `k` a segment) and only they are
+ * a view that has an approximate index, the index proposes the candidates (at least `k` a graph) and only they are
  * scored, exactly, by the same operations as the scan, and ranked in the same order.
  */
 export const topVectors = (
@@ -337,7 +337,7 @@ export const topVectors = (
     if (!Number.isNaN(score) && score >= heap.threshold) heap.offer(found.positions[i]!, score)
   }
   const top = heap.take()
-  // Many rows of one score (a template's chunks, say) may fill a segment's list: the rows of that score it cut off
+  // Many rows of one score (a template's chunks, say) may fill a graph's list: the rows of that score it cut off
   // could rank before those it kept (ties go by doc id, not by what the graph reached), so that top k is made by the
   // exact scan. The graph ordered rows by float32 distances, so "at the cut" allows for their error.
   if (k === 0 || found.cutAt === Number.NEGATIVE_INFINITY) return top

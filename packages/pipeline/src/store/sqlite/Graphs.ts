@@ -43,11 +43,15 @@ export const groupRowsOf = (dimensions: number): number =>
 /** More groups under half full than this, and the new segments are grouped with them, their graphs built again. */
 export const MAX_OPEN_GROUPS = 2
 
-/** A stored graph's row (without its bytes): its first segment, its segments' ids in position order, its settings. */
-interface GroupRow {
+/**
+ * A stored graph's row (without its bytes): its first segment, its segments' ids in position order, its settings, and
+ * whether it is a graph of one segment stored before groups (no `segments`).
+ */
+export interface GroupRow {
   readonly segment: number
   readonly members: ReadonlyArray<number>
   readonly config: string
+  readonly legacy?: boolean
 }
 
 const hasGroups = (db: DatabaseSync) =>
@@ -59,12 +63,39 @@ const groupRows = (db: DatabaseSync): Array<GroupRow> =>
       db,
       `SELECT segment, config, ${hasGroups(db) ? "segments" : "NULL AS segments"} FROM ann ORDER BY segment`
     ).all() as Array<{ segment: number; config: string; segments: unknown }>
-  ).map((row) => ({
-    segment: row.segment,
-    config: row.config,
-    members:
-      typeof row.segments === "string" && row.segments !== "" ? row.segments.split(" ").map(Number) : [row.segment]
-  }))
+  ).map((row) =>
+    typeof row.segments === "string"
+      ? { segment: row.segment, config: row.config, members: row.segments.split(" ").map(Number) }
+      : { segment: row.segment, config: row.config, members: [row.segment], legacy: true }
+  )
+
+/**
+ * The stored graphs that stand for segments of `present`: each listing only segments there, none of them in a graph
+ * before it (graphs in first-segment order). Those that do not (a segment merged away, a list that does not read, or a
+ * graph an older FuncPipe wrote over segments a group holds) are `dropped`, their segments left to the groups kept or
+ * to none.
+ */
+export const liveGroups = (
+  rows: ReadonlyArray<GroupRow>,
+  present: ReadonlySet<number>
+): { readonly kept: Array<GroupRow>; readonly dropped: Array<GroupRow> } => {
+  const kept: Array<GroupRow> = []
+  const dropped: Array<GroupRow> = []
+  const covered = new Set<number>()
+  for (const group of rows) {
+    const sound =
+      group.members.length > 0 &&
+      group.members[0] === group.segment &&
+      group.members.every((id) => present.has(id) && !covered.has(id)) &&
+      new Set(group.members).size === group.members.length
+    if (!sound) dropped.push(group)
+    else {
+      kept.push(group)
+      for (const id of group.members) covered.add(id)
+    }
+  }
+  return { kept, dropped }
+}
 
 /** What a graph was built with, as its row records it: a graph built otherwise is built again. */
 const configOf = (ann: AnnConfig) => `hnsw m=${ann.m} efConstruction=${ann.efConstruction}`
@@ -151,9 +182,11 @@ export const groupsToBuild = (
   const groups: Array<Array<SegmentRow>> = fresh.filter(small).map((segment) => [segment])
   const rest = fresh.filter((segment) => !small(segment))
   if (rest.length === 0) return { groups, regrouped: [] }
+  // A graph stored before groups is not gathered: an index that had one graph per segment would otherwise have them
+  // all built again by its next run that writes a segment of any size.
   const open = grouped.filter((group) => {
     const members = group.members.map((id) => byId.get(id)!)
-    return !(members.length === 1 && small(members[0]!)) && rowsIn(members) * 2 < limit
+    return group.legacy !== true && !(members.length === 1 && small(members[0]!)) && rowsIn(members) * 2 < limit
   })
   const packed = packGroups(rest, limit)
   const opened = packed.filter((group) => rowsIn(group) * 2 < limit).length
@@ -186,13 +219,10 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
   db.prepare("DELETE FROM ann WHERE config <> ?").run(configOf(ann))
   try {
     const segments = segmentRows(corrupt, db)
-    const present = new Set(segments.map((segment) => segment.id))
     const drop = db.prepare("DELETE FROM ann WHERE segment = ?")
-    const grouped: Array<GroupRow> = []
-    for (const group of groupRows(db))
-      if (group.members.every((id) => present.has(id))) grouped.push(group)
-      else drop.run(group.segment)
-    const { groups, regrouped } = groupsToBuild(segments, grouped, dimensions)
+    const { kept, dropped } = liveGroups(groupRows(db), new Set(segments.map((segment) => segment.id)))
+    for (const group of dropped) drop.run(group.segment)
+    const { groups, regrouped } = groupsToBuild(segments, kept, dimensions)
     for (const first of regrouped) drop.run(first)
     return groups.length === 0 ? undefined : { groups, ann, dimensions }
   } catch (error) {
@@ -236,7 +266,7 @@ export const storeGroupGraph = (
 ): void =>
   void db
     .prepare("INSERT INTO ann (segment, config, data, segments) VALUES (?, ?, ?, ?)")
-    .run(group[0]!.id, configOf(plan.ann), bytes, group.length === 1 ? null : group.map((g) => g.id).join(" "))
+    .run(group[0]!.id, configOf(plan.ann), bytes, group.map((g) => g.id).join(" "))
 
 /**
  * Builds and stores the graph of one group of a plan on this thread (its rows read straight into a kernel's memory);
@@ -321,7 +351,7 @@ export const buildPlannedGraphs = (
 export const missingGraphs = (db: DatabaseSync): number => {
   const ids = (statement(db, "SELECT id FROM segments").all() as Array<{ id: number }>).map((row) => row.id)
   if (!hasTable(db)) return ids.length
-  const covered = new Set(groupRows(db).flatMap((group) => group.members))
+  const covered = new Set(liveGroups(groupRows(db), new Set(ids)).kept.flatMap((group) => group.members))
   return ids.filter((id) => !covered.has(id)).length
 }
 
@@ -371,11 +401,8 @@ export const graphSearch = (r: GraphReading) => {
     const found: Array<Walk> = []
     const covered = new Set<number>()
     const read = statement(db, "SELECT data FROM ann WHERE segment = ?")
-    for (const group of groupRows(db)) {
-      const members = group.members.map((id) => indexOf.get(id))
-      // A group whose segments this snapshot does not hold (the file changed under it) is not this snapshot's.
-      if (members.some((s) => s === undefined)) continue
-      const indexes = members as Array<number>
+    for (const group of liveGroups(groupRows(db), new Set(indexOf.keys())).kept) {
+      const indexes = group.members.map((id) => indexOf.get(id)!)
       const starts = new Int32Array(indexes.length)
       let count = 0
       indexes.forEach((s, k) => {
@@ -399,6 +426,8 @@ export const graphSearch = (r: GraphReading) => {
         })
         state = { key, graph, rows: { count, dimensions: d, data } }
         graphs.set(firstColumns, state)
+        // A graph its other segments were first in (before they were grouped with this one) is not used again.
+        for (const s of indexes.slice(1)) graphs.delete(columnsOf(caches, segments[s]!))
       }
       for (const s of indexes) covered.add(s)
       found.push({ members: indexes, starts, state, count })
@@ -427,25 +456,34 @@ export const graphSearch = (r: GraphReading) => {
     const magnitude = new Float64Array(1)
     for (const walk of walksOf()) {
       const { members, starts, state } = walk
-      // The walk's row as the snapshot's segment index and the row within it.
+      // Which of the walk's segments a row is in (the last whose start is not past it).
       const memberOf = (row: number) => {
-        let k = members.length - 1
-        while (starts[k]! > row) k--
-        return k
+        let lo = 0
+        let hi = members.length - 1
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >> 1
+          if (starts[mid]! <= row) lo = mid
+          else hi = mid - 1
+        }
+        return lo
       }
       const positionOf = (row: number) => {
         const k = memberOf(row)
         return offsets[members[k]!]! + row - starts[k]!
       }
-      const allowed = (row: number) => {
-        const position = positionOf(row)
-        return deleted?.[position] !== 1 && (filter === undefined || filter.allowed[position] === 1)
-      }
+      // Every row allowed where nothing is deleted or filtered: no position to find on every step of the walk.
+      const allowed =
+        deleted === undefined && filter === undefined
+          ? undefined
+          : (row: number) => {
+              const position = positionOf(row)
+              return deleted?.[position] !== 1 && (filter === undefined || filter.allowed[position] === 1)
+            }
       // Each graph is walked on its own: a walk told to stop where it cannot beat the graphs before stops before it
       // has left its entry's region, and finds half as much (bench:ann --segments).
       const rows: Iterable<number> =
         state === undefined
-          ? Array.from({ length: walk.count }, (_, row) => row).filter(allowed)
+          ? Array.from({ length: walk.count }, (_, row) => row).filter((row) => allowed?.(row) ?? true)
           : searchGraph(state.graph, state.rows, unit, ef, allowed)
       let nodes = 0
       if (state !== undefined) for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
