@@ -41,7 +41,7 @@ export * from "./search/Bm25.ts"
 export * from "./search/Cosine.ts"
 export * from "./search/Engine.ts"
 export * from "./search/Expansion.ts"
-export { holdFloats } from "./search/FloatScan.ts"
+export { FloatScanner, holdFloats } from "./search/FloatScan.ts"
 export {
   buildGraph,
   DEFAULT_EF_SEARCH,
