@@ -1,6 +1,6 @@
 /**
  * A worker thread of the `Preparer` pool: one message in, one reply out. It prepares batches (a prepared delta out)
- * and, at the end of a run of an index with an approximate vector index, builds segments' graphs (their bytes out).
+ * and, at the end of a run of an index with an approximate vector index, builds vector graphs (their bytes out).
  */
 import { parentPort } from "node:worker_threads"
 import type { GraphJob } from "../../search/GraphBuild.ts"

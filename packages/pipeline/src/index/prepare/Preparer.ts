@@ -194,7 +194,7 @@ export const layerWorkers = (
           // work through it (a 210 MB run: 0.4-1.0 s faster than with 16, for 14-21 MB more peak memory).
           concurrency: 64 * workers,
           graphs: {
-            // At most three: each graph a thread builds holds two copies of its segment's rows (up to 16 MB each).
+            // At most three: each graph a thread builds holds two copies of its rows (up to 256 MB each, a full group's).
             threads: Math.min(workers, 3),
             build: (job) =>
               Effect.callback<Uint8Array | undefined>((resume) => {
