@@ -25,7 +25,15 @@ import type { GraphBuilder } from "../IndexStore.ts"
 import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
-import { type Corrupt, columnsOf, decodeRows, keptBlocks, segmentRows, storedBlock } from "./Segments.ts"
+import {
+  type Corrupt,
+  columnsOf,
+  decodeRows,
+  keptBlocks,
+  segmentRows,
+  startAtOrBefore,
+  storedBlock
+} from "./Segments.ts"
 import { maxChunksOf, readMetaIn, type SegmentColumns, type SegmentRow } from "./Tables.ts"
 
 // `segment`: the group's first segment; `segments`: its segments' ids in position order, NULL for the one segment
@@ -456,17 +464,8 @@ export const graphSearch = (r: GraphReading) => {
     const magnitude = new Float64Array(1)
     for (const walk of walksOf()) {
       const { members, starts, state } = walk
-      // Which of the walk's segments a row is in (the last whose start is not past it).
-      const memberOf = (row: number) => {
-        let lo = 0
-        let hi = members.length - 1
-        while (lo < hi) {
-          const mid = (lo + hi + 1) >> 1
-          if (starts[mid]! <= row) lo = mid
-          else hi = mid - 1
-        }
-        return lo
-      }
+      // Which of the walk's segments a row is in.
+      const memberOf = (row: number) => startAtOrBefore(starts, members.length, row)
       const positionOf = (row: number) => {
         const k = memberOf(row)
         return offsets[members[k]!]! + row - starts[k]!

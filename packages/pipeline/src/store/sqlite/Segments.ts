@@ -50,6 +50,18 @@ export const segmentRows = (corrupt: Corrupt, db: DatabaseSync): Array<SegmentRo
       return { id, base, count, live, liveLength, version, blockRows }
     })
 
+/** Which of `count` ascending starts (the first of them 0 or less) the last not past `at` is, by bisection. */
+export const startAtOrBefore = (starts: ArrayLike<number>, count: number, at: number): number => {
+  let lo = 0
+  let hi = count - 1
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1
+    if (starts[mid]! <= at) lo = mid
+    else hi = mid - 1
+  }
+  return lo
+}
+
 /** A segment's cached columns, made empty on first use. */
 export const columnsOf = (caches: Caches, segment: SegmentRow): SegmentColumns => {
   let columns = caches.columns.get(segment.id)

@@ -25,7 +25,15 @@ import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
 import { graphSearch, missingGraphs } from "./Graphs.ts"
-import { type Corrupt, columnsOf, deletedOf, lengthsInto, segmentRows, storedBlock } from "./Segments.ts"
+import {
+  type Corrupt,
+  columnsOf,
+  deletedOf,
+  lengthsInto,
+  segmentRows,
+  startAtOrBefore,
+  storedBlock
+} from "./Segments.ts"
 import {
   BLOCKS_PER_SEGMENT,
   isDeleted,
@@ -92,16 +100,9 @@ const layoutOf = (r: Reading) => {
   })
 
   const segmentAt = (position: number): number => {
-    let lo = 0
-    let hi = segments.length - 1
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1
-      if (offsets[mid]! <= position) lo = mid
-      else hi = mid - 1
-    }
     if (segments.length === 0 || position < 0 || position >= positions)
       throw corrupt(`no chunk at position ${position}`)
-    return lo
+    return startAtOrBefore(offsets, segments.length, position)
   }
   return { signature, layout, deleted, lengths, segmentAt }
 }
