@@ -13,6 +13,7 @@ import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import {
   buildGraph,
+  DEFAULT_HNSW,
   FloatScanner,
   type GraphRows,
   heldRows,
@@ -39,6 +40,9 @@ const { values: flags } = parseArgs({
     queries: { type: "string", default: "1000" },
     ef: { type: "string", default: "16,32,64,128,256" },
     "glove-rows": { type: "string", default: "0" },
+    // The graphs' build settings (an index's defaults unless given).
+    m: { type: "string", default: String(DEFAULT_HNSW.m) },
+    "ef-construction": { type: "string", default: String(DEFAULT_HNSW.efConstruction) },
     index: { type: "string" },
     model: { type: "string", default: "glove-100d" },
     "skip-sets": { type: "boolean", default: false },
@@ -49,6 +53,7 @@ const { values: flags } = parseArgs({
 })
 const K = 10
 const EFS = flags.ef.split(",").map(Number)
+const PARAMS = { m: Number(flags.m), efConstruction: Number(flags["ef-construction"]) }
 
 /** Rows scaled to unit length (all-zero rows stay zero). */
 const normalize = (data: Float32Array, d: number) => {
@@ -144,7 +149,7 @@ const measureSegments = (
     const part: GraphRows = { count, dimensions: d, data: rows.data.subarray(s * size * d, (s * size + count) * d) }
     // Held once in the kernel's memory, as the store holds a segment's rows, so searches take their products in SIMD.
     const held = heldRows(part)
-    return { part: held, graph: buildGraph(held), offset: s * size }
+    return { part: held, graph: buildGraph(held, PARAMS), offset: s * size }
   })
   const buildSeconds = (performance.now() - built) / 1000
   const table: Array<Array<string>> = []
@@ -195,7 +200,7 @@ const measure = (name: string, rows: GraphRows, queries: Float32Array) => {
   }
   const built = performance.now()
   const held = heldRows(rows)
-  const graph = buildGraph(held)
+  const graph = buildGraph(held, PARAMS)
   const buildSeconds = (performance.now() - built) / 1000
   console.error(`  built in ${fixed(buildSeconds, 1)} s`)
   const exact = exactTop(rows, queries)
