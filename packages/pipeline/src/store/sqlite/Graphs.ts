@@ -34,10 +34,17 @@ import {
   startAtOrBefore,
   storedBlock
 } from "./Segments.ts"
-import { maxChunksOf, readMetaIn, type SegmentColumns, type SegmentRow } from "./Tables.ts"
+import {
+  isSmallSegment,
+  type KeptBlock,
+  maxChunksOf,
+  readMetaIn,
+  type SegmentColumns,
+  type SegmentRow
+} from "./Tables.ts"
 
-// `segment`: the group's first segment; `segments`: its segments' ids in position order, NULL for the one segment
-// (how graphs of one segment each were stored before groups).
+// `segment`: the group's first segment; `segments`: its segments' ids in position order (NULL in a graph stored before
+// groups, which covers its one segment).
 const ANN_TABLE =
   "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL, segments TEXT)"
 
@@ -186,7 +193,7 @@ export const groupsToBuild = (
   const byId = new Map(segments.map((segment) => [segment.id, segment]))
   const covered = new Set(grouped.flatMap((group) => group.members))
   const fresh = segments.filter((segment) => !covered.has(segment.id))
-  const small = (segment: SegmentRow) => segment.count * 8 < maxChunksOf(dimensions)
+  const small = (segment: SegmentRow) => isSmallSegment(segment.count, dimensions)
   const groups: Array<Array<SegmentRow>> = fresh.filter(small).map((segment) => [segment])
   const rest = fresh.filter((segment) => !small(segment))
   if (rest.length === 0) return { groups, regrouped: [] }
@@ -389,6 +396,8 @@ interface Walk {
   /** The snapshot's indexes of the walk's segments, in order, and the walk's row where each starts. */
   readonly members: ReadonlyArray<number>
   readonly starts: Int32Array
+  /** Each of the walk's segments' kept vector blocks, for scoring what the walk finds. */
+  readonly blocks: ReadonlyArray<ReadonlyArray<KeptBlock>>
   readonly state: GroupGraph | undefined
   readonly count: number
 }
@@ -403,6 +412,7 @@ export const graphSearch = (r: GraphReading) => {
   const { caches, corrupt, db, deleted, dimensions: d, offsets, segments } = r
   const indexOf = new Map(segments.map((segment, s) => [segment.id, s]))
   let walks: Array<Walk> | undefined
+  const blocksOf = (s: number) => keptBlocks(corrupt, db, segments[s]!, d, columnsOf(caches, segments[s]!))
   // The snapshot's groups, read on its first query: each group's graph, and a walk of its own for each other segment.
   const walksOf = (): Array<Walk> => {
     if (walks !== undefined) return walks
@@ -411,6 +421,7 @@ export const graphSearch = (r: GraphReading) => {
     const read = statement(db, "SELECT data FROM ann WHERE segment = ?")
     for (const group of liveGroups(groupRows(db), new Set(indexOf.keys())).kept) {
       const indexes = group.members.map((id) => indexOf.get(id)!)
+      const blocks = indexes.map((s) => blocksOf(s))
       const starts = new Int32Array(indexes.length)
       let count = 0
       indexes.forEach((s, k) => {
@@ -429,8 +440,7 @@ export const graphSearch = (r: GraphReading) => {
         if (graph.count !== count) throw corrupt(`${named} has another row count`)
         const data = holdRows((count + 1) * d, d)
         indexes.forEach((s, k) => {
-          const segment = segments[s]!
-          keptUnitRows(corrupt, db, segment, d, columnsOf(caches, segment), data, starts[k]!)
+          unitRowsInto(segments[s]!, d, blocks[k]!, data, starts[k]!)
         })
         state = { key, graph, rows: { count, dimensions: d, data } }
         graphs.set(firstColumns, state)
@@ -438,11 +448,17 @@ export const graphSearch = (r: GraphReading) => {
         for (const s of indexes.slice(1)) graphs.delete(columnsOf(caches, segments[s]!))
       }
       for (const s of indexes) covered.add(s)
-      found.push({ members: indexes, starts, state, count })
+      found.push({ members: indexes, starts, blocks, state, count })
     }
     segments.forEach((segment, s) => {
       if (!covered.has(s))
-        found.push({ members: [s], starts: new Int32Array(1), state: undefined, count: segment.count })
+        found.push({
+          members: [s],
+          starts: new Int32Array(1),
+          blocks: [blocksOf(s)],
+          state: undefined,
+          count: segment.count
+        })
     })
     walks = found
     return found
@@ -463,7 +479,7 @@ export const graphSearch = (r: GraphReading) => {
     const row64 = new Float64Array(d)
     const magnitude = new Float64Array(1)
     for (const walk of walksOf()) {
-      const { members, starts, state } = walk
+      const { blocks, members, starts, state } = walk
       // Which of the walk's segments a row is in.
       const memberOf = (row: number) => startAtOrBefore(starts, members.length, row)
       const positionOf = (row: number) => {
@@ -486,10 +502,6 @@ export const graphSearch = (r: GraphReading) => {
           : searchGraph(state.graph, state.rows, unit, ef, allowed)
       let nodes = 0
       if (state !== undefined) for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
-      const blocks = members.map((s) => {
-        const segment = segments[s]!
-        return keptBlocks(corrupt, db, segment, d, columnsOf(caches, segment))
-      })
       // Full: the walk kept as many nodes as asked for (copies found with them not counted).
       const full = state !== undefined && nodes >= ef
       let lowest = Number.POSITIVE_INFINITY
@@ -524,16 +536,14 @@ export const graphSearch = (r: GraphReading) => {
 }
 
 /** A segment's rows as unit float32 vectors, from its kept blocks, into `data` from row `at` on. */
-const keptUnitRows = (
-  corrupt: Corrupt,
-  db: DatabaseSync,
+const unitRowsInto = (
   segment: SegmentRow,
   d: number,
-  columns: SegmentColumns,
+  blocks: ReadonlyArray<KeptBlock>,
   data: Float32Array,
   at: number
 ): void => {
-  keptBlocks(corrupt, db, segment, d, columns).forEach((block, b) => {
+  blocks.forEach((block, b) => {
     const from = at + b * segment.blockRows
     const rows = Math.min(segment.blockRows, segment.count - b * segment.blockRows)
     for (let r = 0; r < rows; r++) {

@@ -20,6 +20,8 @@ export const maxChunksOf = (dimensions: number): number =>
 export const POSTINGS_CACHE_BYTES = 64 * 1024 * 1024
 /** More small segments than this (each under 1/8 of a full one) are merged at the end of a run. */
 export const MAX_SMALL_SEGMENTS = 4
+/** Whether a segment of `count` chunks is small (under 1/8 of a full one): the kind a run's end may merge. */
+export const isSmallSegment = (count: number, dimensions: number): boolean => count * 8 < maxChunksOf(dimensions)
 /**
  * How many bytes of decompressed body packs a generation's caches keep (a pack is about 64 KB unless one document is
  * more). A query's results fall in packs all over the index, and each pack holds about thirty documents: with only the

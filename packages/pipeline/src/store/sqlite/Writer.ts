@@ -27,6 +27,7 @@ import {
   encodeManifest,
   fileStampsIn,
   isDeleted,
+  isSmallSegment,
   MAX_SMALL_SEGMENTS,
   manifestIn,
   maxChunksOf,
@@ -276,7 +277,7 @@ const mergeSegments = (w: WriteState): IndexCorrupt | undefined => {
     block_rows: number
   }>
   const sparse = (g: (typeof all)[number]) => g.live * 2 < g.count
-  const small = (g: (typeof all)[number]) => g.count * 8 < maxChunks
+  const small = (g: (typeof all)[number]) => isSmallSegment(g.count, dimensions)
   if (!all.some(sparse) && all.filter(small).length <= MAX_SMALL_SEGMENTS) return undefined
   const picked: typeof all = []
   let live = 0
@@ -433,7 +434,7 @@ const writeDoc = (
   })
   const maxChunks = maxChunksOf(d)
   const full = segment.count >= maxChunks || segment.byteLength >= SEGMENT_LIMIT_BYTES
-  if (full || (segment.byteLength >= SEGMENT_BUDGET_BYTES && segment.count * 8 >= maxChunks)) flush(w)
+  if (full || (segment.byteLength >= SEGMENT_BUDGET_BYTES && !isSmallSegment(segment.count, d))) flush(w)
   return undefined
 }
 
