@@ -6,7 +6,7 @@
 
 import { Schema } from "effect"
 import { FusionMethod, ResultGroup, RetrievalMode } from "./Config.ts"
-import type { IndexManifest } from "./Manifest.ts"
+import { type IndexManifest, vectorStorageOf } from "./Manifest.ts"
 import { isKeepAll, printRule } from "./Rule.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -155,6 +155,9 @@ export const ManifestInfo = Schema.Struct({
   ann: Schema.NullOr(
     Schema.Struct({ kind: Schema.Literal("hnsw"), m: Schema.Int, ef_construction: Schema.Int })
   ).annotate({ description: "The approximate vector index (index --ann hnsw); null: every vector query is exact" }),
+  vector_storage: Schema.Literals(["float32", "exact"]).annotate({
+    description: "How vectors finer than float32 are stored (index --vector-storage): rounded to float32, or exact"
+  }),
   created_at: Schema.String,
   updated_at: Schema.String,
   documents: Count,
@@ -330,6 +333,7 @@ export const manifestJson = (m: IndexManifest): ManifestInfo => ({
   analyzer_version: m.analyzer.version ?? 1,
   keep: m.keep === undefined || isKeepAll(m.keep) ? null : printRule(m.keep),
   ann: m.ann === undefined ? null : { kind: m.ann.kind, m: m.ann.m, ef_construction: m.ann.efConstruction },
+  vector_storage: vectorStorageOf(m),
   created_at: iso(m.createdAt),
   updated_at: iso(m.updatedAt),
   documents: m.documents,

@@ -38,6 +38,18 @@ export type AnnConfig = typeof AnnConfig.Type
 export const DEFAULT_ANN: AnnConfig = { kind: "hnsw", m: 16, efConstruction: 100 }
 
 /**
+ * How an index stores vectors that its model gives more finely than float32 (`funcpipe index --vector-storage`):
+ * `float32` rounds each such component to the nearest float32 (4 bytes; a vector's cosines move by about 1e-7), `exact`
+ * keeps every bit (8 bytes). Either way a vector that is exactly float32, or exactly 16-bit fractions (`local-sha256`),
+ * is stored as it is, and the exact scan and the graphs score the very values stored.
+ */
+export const VectorStorage = Schema.Literals(["float32", "exact"])
+export type VectorStorage = typeof VectorStorage.Type
+
+/** How a new index stores vectors unless asked otherwise. */
+export const DEFAULT_VECTOR_STORAGE: VectorStorage = "float32"
+
+/**
  * Everything needed to decide whether a stored index can answer a query or must be rebuilt: its format version, the
  * embedding model and vector length, the clean rules (queries are cleaned with them too), the chunker settings, and
  * the lexical analyzer (queries are analyzed with it too), and the keep rule that chose its documents.
@@ -63,6 +75,8 @@ export class IndexManifest extends Schema.Class<IndexManifest>("domain/IndexMani
   rootLabels: Schema.optional(Schema.Record(Schema.String, Schema.String)),
   /** The approximate vector index, if the index has one (absent: every vector query scans every vector). */
   ann: Schema.optional(AnnConfig),
+  /** How vectors finer than float32 are stored (absent in indexes made before it was a setting: `exact`). */
+  vectorStorage: Schema.optional(VectorStorage),
   createdAt: Millis,
   updatedAt: Millis,
   documents: Count,
@@ -94,4 +108,10 @@ export interface IndexSettings {
   readonly analyzer: AnalyzerConfig
   /** The approximate vector index asked for: a graph's settings, "exact" for none, `undefined` to keep the index's. */
   readonly ann?: AnnConfig | "exact" | undefined
+  /** How vectors finer than float32 are stored; `undefined` to keep the index's (`float32` for a new one). */
+  readonly vectorStorage?: VectorStorage | undefined
 }
+
+/** How an index stores vectors finer than float32: its manifest's setting, `exact` for one made before it existed. */
+export const vectorStorageOf = (manifest: { readonly vectorStorage?: VectorStorage | undefined }): VectorStorage =>
+  manifest.vectorStorage ?? "exact"

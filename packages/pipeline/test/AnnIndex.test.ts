@@ -275,9 +275,15 @@ describe("an index with an approximate vector index", () => {
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 
-  it.live("records its setting in the manifest, and a change of it asks for a rebuild", () =>
+  it.live("records its setting in the manifest, keeps it on a rebuild, and a change of it asks for a rebuild", () =>
     Effect.gen(function* () {
       const { dir, file } = yield* built(jsonl(50), { ann: DEFAULT_ANN })
+      // A rebuild that names no setting keeps the index's: it still has its graphs.
+      yield* indexPaths([`${dir}/docs.jsonl`], { rebuild: true }).pipe(on(file))
+      const kept = new DatabaseSync(file, { readOnly: true })
+      const graphs = (kept.prepare("SELECT count(*) AS n FROM ann").get() as { n: number }).n
+      kept.close()
+      assert.isAbove(graphs, 0)
       const changed = yield* Effect.flip(indexPaths([`${dir}/docs.jsonl`], { ann: "exact" }).pipe(on(file)))
       assert.strictEqual(changed._tag, "SettingsChanged")
       assert.include(changed.message, "vector index hnsw (m 16, efConstruction 100) → exact")

@@ -335,19 +335,25 @@ describe("stored vectors", () => {
     })
 
   it.effect.each([
-    ["local-sha256", undefined, 2],
-    ["a float32 model", model(true), 4],
-    ["a float64 model", model(false), 8]
+    ["local-sha256", "float32", 2, undefined, undefined],
+    ["a float32 model", "float32", 4, model(true), undefined],
+    ["a float64 model", "exact", 8, model(false), "exact"],
+    ["a float64 model", "float32", 4, model(false), undefined]
   ] as const)(
-    "keep %s's vectors exactly in the narrowest encoding, and answer the same from a first and a later scan",
-    ([, embedder, bytes]) =>
+    "store %s's vectors (storage %s) in %i bytes a component, and answer the same from a first and a later scan",
+    ([, , bytes, embedder, storage]) =>
       Effect.gen(function* () {
         const fs = yield* FileSystem.FileSystem
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-vectors-" })
         const file = `${dir}/index.db`
         const modelLayer = embedder === undefined ? Layer.empty : Layer.succeed(Embedder, embedder)
         const texts = ["alpha beta", "gamma", "delta epsilon zeta", "eta"]
-        yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs(...texts), modelLayer)))
+        // Vectors finer than float32 are rounded to it unless the index keeps them exactly.
+        const rounded = storage === undefined && bytes === 4 && embedder !== undefined && embedder.model === "test-f64"
+        const asStored = (vector: ReadonlyArray<number>) => (rounded ? vector.map(Math.fround) : vector)
+        yield* indexPaths(["x"], storage === undefined ? {} : { vectorStorage: storage }).pipe(
+          Effect.provide(Layer.mergeAll(layerSqlite(file), docs(...texts), modelLayer))
+        )
         const db = new DatabaseSync(file, { readOnly: true })
         const dimensions = embedder?.dimensions ?? 16
         const stored = (db.prepare("SELECT sum(length(data)) AS n FROM vectors").get() as { n: number }).n
@@ -367,7 +373,7 @@ describe("stored vectors", () => {
           const expected = yield* (
             embedder ?? Embedder.of({ ...model(false), embedMany: (t) => Effect.succeed(t.map(embedText)) })
           ).embedMany(["gamma"])
-          assert.deepStrictEqual(once[0], expected[0]!.vector)
+          assert.deepStrictEqual(once[0], asStored(expected[0]!.vector))
           return [yield* ask, yield* ask]
         }).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), modelLayer)))
         assert.deepStrictEqual(later, first)
@@ -376,11 +382,54 @@ describe("stored vectors", () => {
         const [query] = yield* embed.embedMany(["gamma"])
         for (const [score, , text, vector] of first!) {
           const [stored] = yield* embed.embedMany([text])
-          // The vector comes back with the model's very bits, and the score is the reference cosine of it.
-          assert.deepStrictEqual(vector, stored!.vector)
-          assert.strictEqual(score, Result.getOrThrow(cosineSimilarity(query!.vector, stored!.vector)))
+          // The vector comes back with the bits stored (the model's, or the nearest float32), and the score is the
+          // reference cosine of the query with it.
+          assert.deepStrictEqual(vector, asStored(stored!.vector))
+          if (rounded) assert.notDeepEqual(vector, stored!.vector)
+          assert.strictEqual(score, Result.getOrThrow(cosineSimilarity(query!.vector, asStored(stored!.vector))))
         }
       }).pipe(Effect.provide(Base))
+  )
+  it.effect("keep an index's vector storage across runs and rebuilds, and refuse another without --rebuild", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-vectors-" })
+      const file = `${dir}/index.db`
+      const layers = (...texts: Array<string>) =>
+        Layer.mergeAll(layerSqlite(file), docs(...texts), Layer.succeed(Embedder, model(false)))
+      const storage = Effect.map(
+        IndexStore.use((store) => store.manifest),
+        (manifest) => Option.getOrThrow(manifest).vectorStorage
+      ).pipe(Effect.provide(layerSqlite(file)))
+      const bytes = Effect.sync(() => {
+        const db = new DatabaseSync(file, { readOnly: true })
+        const n = (db.prepare("SELECT sum(length(data)) AS n FROM vectors").get() as { n: number }).n
+        db.close()
+        return n
+      })
+      yield* indexPaths(["x"], { vectorStorage: "exact" }).pipe(Effect.provide(layers("alpha", "beta")))
+      assert.strictEqual(yield* storage, "exact")
+      // A later run and a rebuild that name no storage keep the index's.
+      yield* indexPaths(["x"]).pipe(Effect.provide(layers("alpha", "beta", "gamma")))
+      yield* indexPaths(["x"], { rebuild: true }).pipe(Effect.provide(layers("alpha", "beta", "gamma")))
+      assert.strictEqual(yield* storage, "exact")
+      assert.strictEqual(yield* bytes, 3 * 3 * 8)
+      // Another storage is refused, and the index is left as it was.
+      const ask = queryFile(file).pipe(Effect.provideService(Embedder, model(false)))
+      const before = yield* ask
+      const error = yield* Effect.flip(
+        indexPaths(["x"], { vectorStorage: "float32" }).pipe(Effect.provide(layers("alpha", "beta", "gamma", "delta")))
+      )
+      assert.strictEqual(error._tag, "SettingsChanged")
+      assert.include(error.message, "vector storage exact → float32")
+      assert.deepStrictEqual(yield* ask, before)
+      // With --rebuild it is stored again, in half the bytes.
+      yield* indexPaths(["x"], { vectorStorage: "float32", rebuild: true }).pipe(
+        Effect.provide(layers("alpha", "beta", "gamma"))
+      )
+      assert.strictEqual(yield* storage, "float32")
+      assert.strictEqual(yield* bytes, 3 * 3 * 4)
+    }).pipe(Effect.provide(Base))
   )
 })
 

@@ -32,6 +32,24 @@ describe("planMigration", () => {
   it("finds nothing to do for the same settings", () => {
     assert.deepStrictEqual(planMigration(stored, same), { _tag: "Compatible" })
   })
+  it("asks to build again when the vector storage changes; an index made before the setting stores exactly", () => {
+    // The stored manifest has no setting: it was made storing every bit.
+    assert.deepStrictEqual(planMigration(stored, { ...same, vectorStorage: "exact" }), { _tag: "Compatible" })
+    const plan = planMigration(stored, { ...same, vectorStorage: "float32" })
+    assert.strictEqual(plan._tag, "Regraph")
+    assert.include(describeMigration(plan), "vector storage exact → float32 changed")
+    const float32 = new IndexManifest({ ...stored, vectorStorage: "float32" })
+    assert.deepStrictEqual(planMigration(float32, same), { _tag: "Compatible" })
+    const both = planMigration(float32, {
+      ...same,
+      vectorStorage: "exact",
+      ann: { kind: "hnsw", m: 16, efConstruction: 100 }
+    })
+    assert.include(
+      describeMigration(both),
+      "vector index exact → hnsw (m 16, efConstruction 100) and the vector storage"
+    )
+  })
   it("asks to re-chunk when the clean rules or chunker change", () => {
     const chunker = new ChunkerConfig({ chunkSize: ChunkSize.make(100), overlap: Overlap.make(10), tailPolicy: "drop" })
     const plan = planMigration(stored, { ...same, chunker, cleaner: new CleanerConfig({ rules: ["strip"] }) })

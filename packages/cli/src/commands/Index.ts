@@ -87,6 +87,16 @@ export const index = Command.make(
       ),
       Flag.optional
     ),
+    vectorStorage: Flag.Literals("vector-storage", ["float32", "exact"] as const).pipe(
+      Flag.withMetavar("HOW"),
+      Flag.withDescription(
+        "float32: store each vector component the model gives more finely than float32 rounded to it (4 bytes, where " +
+          "exact takes 8; a cosine moves by about 1e-7); exact: keep every bit. Vectors that are float32 already, or " +
+          "16-bit fractions (local-sha256), are stored as they are either way. Default: the index's own (float32 " +
+          "for a new one); changing it needs --rebuild"
+      ),
+      Flag.optional
+    ),
     maxFileMb: Flag.Int("max-file-mb").pipe(
       Flag.withMetavar("MIB"),
       Flag.withSchema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(4096))),
@@ -147,6 +157,7 @@ export const index = Command.make(
       ...ruleOption("keep", input.keep),
       rebuild: input.rebuild,
       ...(Option.isSome(input.ann) ? { ann: input.ann.value === "hnsw" ? DEFAULT_ANN : ("exact" as const) } : {}),
+      ...(Option.isSome(input.vectorStorage) ? { vectorStorage: input.vectorStorage.value } : {}),
       prune: input.prune,
       progress: (done: number, total: number, stage: "embedding" | "indexing" | "graphs") =>
         progress.update(

@@ -7,7 +7,7 @@ import {
   type ShownChunk
 } from "@funcpipe/domain/Answer"
 import type { Chunk } from "@funcpipe/domain/Chunk"
-import { type IndexManifest, keepsOriginals } from "@funcpipe/domain/Manifest"
+import { type IndexManifest, keepsOriginals, vectorStorageOf } from "@funcpipe/domain/Manifest"
 import { isKeepAll, printRule } from "@funcpipe/domain/Rule"
 import { cutPassage } from "@funcpipe/pipeline/analysis/Passage"
 import type { IndexReport } from "@funcpipe/pipeline/programs/IndexRun"
@@ -169,11 +169,16 @@ const changeLine = (c: FileChange) =>
     .filter(Boolean)
     .join(", ")}`
 
+/** How the index stores and searches vectors, for people. */
+const vectorLine = (m: IndexManifest): string =>
+  `${vectorStorageOf(m) === "float32" ? "stored as float32" : "stored exactly"}, ${m.ann === undefined ? "every one scanned" : `approximate (hnsw, m ${m.ann.m}, efConstruction ${m.ann.efConstruction})`}`
+
 /** `funcpipe status` for people. */
 export const statusLines = (s: StatusView): ReadonlyArray<string> => [
   `index      ${s.location}`,
   `format     ${s.manifest.formatVersion}${keepsOriginals(s.manifest.formatVersion) ? "" : " (keeps only the cleaned text, so results show it; funcpipe index --rebuild keeps the text as written)"}`,
   `model      ${s.manifest.model} (${s.manifest.dimensions} dimensions)`,
+  `vectors    ${vectorLine(s.manifest)}`,
   `cleaning   ${s.manifest.cleaner.rules.join(", ") || "(none)"}`,
   `chunking   ${s.manifest.chunker.strategy ?? "fixed"}, size ${s.manifest.chunker.chunkSize}, overlap ${s.manifest.chunker.overlap}, tail ${s.manifest.chunker.tailPolicy}`,
   `analyzer   stop words ${s.manifest.analyzer.stopWords}, stemmer ${s.manifest.analyzer.stemmer}, version ${s.manifest.analyzer.version ?? 1}`,

@@ -5,14 +5,15 @@ import {
   FORMAT_VERSION,
   type IndexManifest,
   type IndexSettings,
-  OLDEST_FORMAT_VERSION
+  OLDEST_FORMAT_VERSION,
+  vectorStorageOf
 } from "@funcpipe/domain/Manifest"
 
 /**
  * The kinds of change, from harmless to fatal: `Compatible` (the index answers as is), `Rechunk` (the clean rules or
  * chunker settings changed, so every document must be cut again), `Reembed` (the model or vector length changed, so
- * every stored vector is useless), `Regraph` (the approximate vector index was added, removed or set otherwise, so
- * every graph must be built again), `IncompatibleFormat` (the file's layout is not this build's).
+ * every stored vector is useless), `Regraph` (the approximate vector index was added, removed or set otherwise, or the
+ * vectors are to be stored otherwise, so every graph and vector must be written again), `IncompatibleFormat` (the file's layout is not this build's).
  */
 export type Migration =
   | { readonly _tag: "Compatible" }
@@ -63,7 +64,12 @@ export const planMigration = (stored: IndexManifest, requested: IndexSettings): 
   if (chunks.length > 0) return { _tag: "Rechunk", changes: chunks }
   const storedAnn = annText(stored.ann)
   const requestedAnn = requested.ann === undefined ? storedAnn : annText(requested.ann)
-  if (storedAnn !== requestedAnn) return { _tag: "Regraph", changes: [`vector index ${storedAnn} → ${requestedAnn}`] }
+  const vectors: Array<string> = []
+  if (storedAnn !== requestedAnn) vectors.push(`vector index ${storedAnn} → ${requestedAnn}`)
+  const storedStorage = vectorStorageOf(stored)
+  const requestedStorage = requested.vectorStorage ?? storedStorage
+  if (storedStorage !== requestedStorage) vectors.push(`vector storage ${storedStorage} → ${requestedStorage}`)
+  if (vectors.length > 0) return { _tag: "Regraph", changes: vectors }
   return { _tag: "Compatible" }
 }
 
@@ -77,7 +83,7 @@ export const describeMigration = (migration: Migration): string => {
     case "Reembed":
       return `the embedding changed (${migration.changes.join("; ")}), so every chunk must be embedded again`
     case "Regraph":
-      return `the ${migration.changes.join("; ")} changed, so the index must be built again`
+      return `the ${migration.changes.join(" and the ")} changed, so the index must be built again`
     case "IncompatibleFormat":
       return migration.found > migration.supported
         ? `the index has format version ${migration.found}, newer than this FuncPipe (${migration.supported}); upgrade FuncPipe`

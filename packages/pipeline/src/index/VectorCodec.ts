@@ -32,6 +32,24 @@ export const encodingOf = (values: Float64Array): VectorEncoding => {
   return "f32"
 }
 
+/** The largest finite float32. */
+const FLOAT32_MAX = 3.4028234663852886e38
+
+/**
+ * Rounds in place, to the nearest float32, each `d`-component vector of `values` that no exact encoding narrower than
+ * float64 holds (`--vector-storage float32`); the others (16-bit fractions, float32 already) are left as they are.
+ * A vector with a component beyond float32's range is left too, rather than stored as infinite.
+ */
+export const roundToFloat32 = (values: Float64Array, d: number): void => {
+  for (let at = 0; at + d <= values.length; at += d) {
+    const vector = values.subarray(at, at + d)
+    if (encodingOf(vector) !== "f64") continue
+    let inRange = true
+    for (let j = 0; j < d; j++) if (!(Math.abs(vector[j]!) <= FLOAT32_MAX)) inRange = false
+    if (inRange) for (let j = 0; j < d; j++) vector[j] = Math.fround(vector[j]!)
+  }
+}
+
 /** `values` in their narrowest exact encoding, as little-endian bytes of a buffer of their own. */
 export const encodeVectors = (values: Float64Array): Uint8Array => {
   const encoding = encodingOf(values)

@@ -2,11 +2,18 @@
 
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import type { RawDoc } from "@funcpipe/domain/Document"
-import { FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
+import {
+  DEFAULT_VECTOR_STORAGE,
+  FORMAT_VERSION,
+  IndexManifest,
+  type IndexSettings,
+  type VectorStorage
+} from "@funcpipe/domain/Manifest"
 import { Clock, Effect, Option } from "effect"
 import type { PreparedBatch } from "../index/prepare/Prepare.ts"
 import { Preparer } from "../index/prepare/Preparer.ts"
 import { hashDoc, isUnchanged } from "../index/Sync.ts"
+import { roundToFloat32 } from "../index/VectorCodec.ts"
 import { Embedder } from "../models/Embedder.ts"
 import { DimensionMismatch, ModelMismatch } from "../search/QueryErrors.ts"
 import { type ChunkRecord, type DocWrite, IndexStore, type IndexWriter } from "../store/IndexStore.ts"
@@ -21,11 +28,13 @@ export interface DocToWrite {
 /**
  * Embeds a prepared batch (`prepared.docs[i]` is `docs[i]` cleaned, chunked and analyzed) and writes each document
  * with chunks through `writer`, replacing any earlier version. Returns each document's chunk count; a document with
- * none (nothing left after cleaning) is not written, and what to do about it is the caller's decision.
+ * none (nothing left after cleaning) is not written, and what to do about it is the caller's decision. Vectors
+ * finer than float32 are rounded to it when the index stores them so (`storage`).
  */
 export const writePrepared = Effect.fnUntraced(function* (
   writer: IndexWriter,
   dimensions: number,
+  storage: VectorStorage,
   docs: ReadonlyArray<DocToWrite>,
   prepared: PreparedBatch
 ) {
@@ -59,6 +68,7 @@ export const writePrepared = Effect.fnUntraced(function* (
     }
     counts.push(chunks.length)
     if (chunks.length === 0) continue
+    if (storage === "float32") roundToFloat32(vectors, d)
     writes.push({
       doc: { docId: doc.docId, source, title: doc.title, categories: doc.categories, hash, body },
       chunks,
@@ -89,7 +99,8 @@ const settingsOf = Effect.fnUntraced(function* (existing: Option.Option<IndexMan
       modelFingerprint: embedder.fingerprint,
       cleaner: CleanerConfig.default,
       chunker: ChunkerConfig.default,
-      analyzer: AnalyzerConfig.default
+      analyzer: AnalyzerConfig.default,
+      vectorStorage: DEFAULT_VECTOR_STORAGE
     } satisfies IndexSettings
   }
   const m = existing.value
@@ -151,7 +162,13 @@ export const putDocuments = Effect.fn("putDocuments")(function* (
           batch.map((p) => p.doc),
           { ...settings, localVectors: preparesVectors(yield* Embedder) }
         )
-        const counts = yield* writePrepared(writer, settings.dimensions, batch, prepared)
+        const counts = yield* writePrepared(
+          writer,
+          settings.dimensions,
+          settings.vectorStorage ?? "exact",
+          batch,
+          prepared
+        )
         for (let i = 0; i < batch.length; i++) {
           const { docId } = batch[i]!.doc
           const was = stored.has(docId)

@@ -2,7 +2,15 @@
 
 import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/Config"
 import type { RawDoc } from "@funcpipe/domain/Document"
-import { type AnnConfig, FORMAT_VERSION, IndexManifest, type IndexSettings } from "@funcpipe/domain/Manifest"
+import {
+  type AnnConfig,
+  DEFAULT_VECTOR_STORAGE,
+  FORMAT_VERSION,
+  IndexManifest,
+  type IndexSettings,
+  type VectorStorage,
+  vectorStorageOf
+} from "@funcpipe/domain/Manifest"
 import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Option, Path, Result, Stream } from "effect"
 import type { RecordedStamp } from "../base/Stamps.ts"
@@ -35,6 +43,8 @@ export interface IndexOptions {
   readonly analyzer?: AnalyzerConfig
   /** The approximate vector index: a graph's settings, "exact" for none; absent, the index keeps its own. */
   readonly ann?: AnnConfig | "exact"
+  /** How vectors finer than float32 are stored; absent, the index keeps its own (`float32` for a new index). */
+  readonly vectorStorage?: VectorStorage
   /**
    * The caller named no analyzer version: an existing index keeps its own, and `analyzer.version` applies to a new
    * index (or a rebuilt one) only.
@@ -204,7 +214,8 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
       cleaner: options.cleaner ?? CleanerConfig.default,
       chunker: options.chunker ?? ChunkerConfig.default,
       analyzer: options.analyzer ?? AnalyzerConfig.default,
-      ann: options.ann
+      ann: options.ann,
+      vectorStorage: options.vectorStorage
     },
     roots,
     labels: options.rebuild === true ? rootLabelsOf(path, roots) : yield* keptLabels(store, path, roots),
@@ -342,9 +353,13 @@ const batchWriter =
         docs.push({ ...sourced, hash: made })
       }
       // Through the cache, when the model is costly: the pass before the lock has put every vector there.
-      const counts = yield* writePrepared(writer, run.settings.dimensions, docs, prepared).pipe(
-        Effect.provideService(Embedder, run.embedder)
-      )
+      const counts = yield* writePrepared(
+        writer,
+        run.settings.dimensions,
+        run.settings.vectorStorage ?? "exact",
+        docs,
+        prepared
+      ).pipe(Effect.provideService(Embedder, run.embedder))
       for (let i = 0; i < batch.length; i++) {
         if (counts[i]! > 0) {
           tally.written += counts[i]!
@@ -463,7 +478,7 @@ const finishRun = Effect.fnUntraced(function* (
 })
 
 /** The run under the write lock: check the settings, plan and write every record, then finish. */
-const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
+const runLocked = (asked: Run, startedAt: number, replaced: Option.Option<IndexManifest>) => (writer: IndexWriter) =>
   Effect.gen(function* () {
     // A rebuild reads nothing of the old index it needs: a damaged one is planned (--dry-run) and replaced alike.
     const existing = asked.rebuild
@@ -479,9 +494,19 @@ const runLocked = (asked: Run, startedAt: number) => (writer: IndexWriter) =>
       })
       run = { ...run, settings: { ...run.settings, analyzer } }
     }
+    // The index's own settings: a rebuild writes a new file, so they are those of the file it replaces.
+    const own = Option.orElse(existing, () => replaced)
     // The vector index is the index's own unless the run names one (`--ann`).
     if (run.settings.ann === undefined) {
-      run = { ...run, settings: { ...run.settings, ann: Option.isSome(existing) ? existing.value.ann : undefined } }
+      run = { ...run, settings: { ...run.settings, ann: Option.isSome(own) ? own.value.ann : undefined } }
+    }
+    // So is the vector storage: `float32` for a new index, `exact` for one made before it was a setting (which a
+    // rebuild moves to the default).
+    if (run.settings.vectorStorage === undefined) {
+      const named = Option.isSome(own) ? own.value.vectorStorage : undefined
+      const vectorStorage =
+        named ?? (Option.isSome(existing) && !run.rebuild ? vectorStorageOf(existing.value) : DEFAULT_VECTOR_STORAGE)
+      run = { ...run, settings: { ...run.settings, vectorStorage } }
     }
     if (Option.isSome(existing) && !run.rebuild) {
       const migration = planMigration(existing.value, run.settings)
@@ -545,7 +570,11 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
   const startedAt = yield* Clock.currentTimeMillis
   const { cached, run } = yield* startRun(paths, options)
   if (cached && !run.dryRun) yield* embedAhead(run)
-  const report = yield* run.store.transaction(runLocked(run, startedAt), {
+  // A rebuild keeps the settings of the index it replaces that the run does not name (a damaged one has none).
+  const replaced = run.rebuild
+    ? yield* Effect.orElseSucceed(run.store.manifest, () => Option.none<IndexManifest>())
+    : Option.none<IndexManifest>()
+  const report = yield* run.store.transaction(runLocked(run, startedAt, replaced), {
     readOnly: run.dryRun,
     replace: run.rebuild,
     graphs: (done, total) => run.progress(done, total, "graphs"),
