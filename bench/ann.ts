@@ -1,5 +1,5 @@
 /**
- * `npm run bench:ann -- [--glove-rows N] [--rows N] [--dims D] [--queries Q] [--ef 16,32,64,128,256]`: the HNSW graph
+ * `npm run bench:ann -- [--glove-rows N] [--rows N] [--dims D] [--queries Q] [--ef 16,32,64,128,256] [--codes]`: the HNSW graph
  * (packages/pipeline/src/search/Hnsw.ts) against the exact scan of the same rows, as ann-benchmarks measures it:
  * build time, recall@10 against exact search, and queries per second on one thread, over a range of `efSearch`.
  *
@@ -13,10 +13,13 @@ import { parseArgs } from "node:util"
 import { NodeServices } from "@effect/platform-node"
 import {
   buildGraph,
+  codeDistance,
+  codeRow,
   DEFAULT_HNSW,
   FloatScanner,
   type GraphRows,
   heldRows,
+  holdCodes,
   holdFloats,
   IndexStore,
   layerModel,
@@ -26,6 +29,7 @@ import {
   querySnapshot,
   readGlove,
   searchGraph,
+  searchGraphBy,
   searchGraphWithin
 } from "@funcpipe/pipeline"
 import { Effect, Layer, Option } from "effect"
@@ -48,6 +52,8 @@ const { values: flags } = parseArgs({
     "skip-sets": { type: "boolean", default: false },
     // With --segments: only the graphs of the parts, not also one over all the rows (which takes as long again).
     "parts-only": { type: "boolean", default: false },
+    // Also walk each graph over i8 scan codes of its rows (`--vector-codes i8`).
+    codes: { type: "boolean", default: false },
     segments: { type: "string", default: "1" }
   }
 })
@@ -231,6 +237,51 @@ const measure = (name: string, rows: GraphRows, queries: Float32Array) => {
     `\n### ${name}: ${count(rows.count)} × ${d}, build ${fixed(buildSeconds, 1)} s, exact scan ${fixed(exact.msPerQuery, 2)} ms a query\n`
   )
   console.log(markdownTable(["efSearch", "recall@10", "queries/s", "ms a query", "vs exact scan"], table))
+  if (flags.codes) measureCodes(name, graph, held, queries, exact.truth, table)
+}
+
+/**
+ * The same graph walked over i8 scan codes of its rows (`--vector-codes i8`), its candidates then ordered by their
+ * float32 products with the query (as the engine scores what a walk finds), beside the float32 rows' walk above.
+ */
+const measureCodes = (
+  name: string,
+  graph: ReturnType<typeof buildGraph>,
+  rows: GraphRows,
+  queries: Float32Array,
+  truth: ReadonlyArray<Int32Array>,
+  floats: ReadonlyArray<ReadonlyArray<string>>
+) => {
+  const d = rows.dimensions
+  const q = queries.length / d
+  const coded = holdCodes(rows.count, d)
+  for (let r = 0; r < rows.count; r++) coded.scales[r] = codeRow(rows.data, r * d, d, coded.codes, r * d)
+  const search = (query: Float32Array, ef: number) => {
+    const found = searchGraphBy(graph, codeDistance(coded, query), Math.max(ef, K)).rows
+    const scored = Array.from(found, (row): [number, number] => {
+      let s = 0
+      for (let k = 0; k < d; k++) s += query[k]! * rows.data[row * d + k]!
+      return [s, row]
+    })
+    return scored.sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, K)
+  }
+  for (let i = 0; i < q; i++) search(queries.subarray(i * d, (i + 1) * d), 64)
+  const table: Array<Array<string>> = []
+  for (const [e, ef] of EFS.entries()) {
+    let hits = 0
+    const start = performance.now()
+    for (let i = 0; i < q; i++) {
+      const expected = new Set(truth[i])
+      for (const [, row] of search(queries.subarray(i * d, (i + 1) * d), ef)) if (expected.has(row)) hits++
+    }
+    const msPerQuery = (performance.now() - start) / q
+    const float = floats[e]!
+    table.push([String(ef), `${float[1]} → ${fixed(hits / (q * K), 3)}`, `${float[3]} → ${fixed(msPerQuery, 3)}`])
+  }
+  console.log(
+    `\n### ${name}, walked over i8 codes: ${count(d + 8)} bytes a row in memory against float32's ${count(4 * d)}\n`
+  )
+  console.log(markdownTable(["efSearch", "recall@10, float32 → i8", "ms a query, float32 → i8"], table))
 }
 
 // An index built with --ann hnsw (`--index PATH`): whole queries through the engine, warm, exact against approximate.

@@ -25,12 +25,14 @@ const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /**
  * An approximate vector index (`funcpipe index --ann hnsw`): graphs, each over a group of segments, that propose
  * candidates for vector queries, which are then scored exactly. `m` links a row on the upper layers (twice as many on layer 0),
- * `efConstruction` candidates looked at per insertion.
+ * `efConstruction` candidates looked at per insertion. `codes` is the form of the rows a query walks the graphs over
+ * (`--vector-codes i8`: a byte a component; absent: float32): how the graphs are read, not how they are built.
  */
 export const AnnConfig = Schema.Struct({
   kind: Schema.Literal("hnsw"),
   m: Schema.Int.check(Schema.isBetween({ minimum: 2, maximum: 64 })),
-  efConstruction: Schema.Int.check(Schema.isBetween({ minimum: 8, maximum: 2000 }))
+  efConstruction: Schema.Int.check(Schema.isBetween({ minimum: 8, maximum: 2000 })),
+  codes: Schema.optional(Schema.Literals(["i8"]))
 })
 export type AnnConfig = typeof AnnConfig.Type
 

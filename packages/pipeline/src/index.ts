@@ -38,6 +38,7 @@ export * from "./read/Keep.ts"
 export * from "./read/SourceErrors.ts"
 export { WatchFailed } from "./read/Watcher.ts"
 export * from "./search/Bm25.ts"
+export { type CodeRows, codeDistance, codeRow, holdCodes } from "./search/CodeKernel.ts"
 export * from "./search/Cosine.ts"
 export * from "./search/Engine.ts"
 export * from "./search/Expansion.ts"
@@ -52,6 +53,7 @@ export {
   heldRows,
   isGraphNode,
   searchGraph,
+  searchGraphBy,
   searchGraphWithin
 } from "./search/Hnsw.ts"
 export * from "./search/HnswBytes.ts"

@@ -94,6 +94,61 @@ describe("an index with an approximate vector index", () => {
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 
+  it.live(
+    "walks its graphs over i8 codes when asked, scoring what they find exactly, without building them again",
+    () =>
+      Effect.gen(function* () {
+        // 600 documents of distinct words, so that their vectors are distinct and a walk must choose where it goes.
+        const lines = Array.from({ length: 600 }, (_, id) => {
+          const text = Array.from({ length: 6 }, (_, j) => `w${(id * 7919 + j * 104_729) % 997}`).join(" ")
+          return JSON.stringify({ doc_id: `d${id}`, title: "", text })
+        }).join("\n")
+        const { dir, file } = yield* built(lines, { ann: DEFAULT_ANN })
+        const before = graphRows(file).graphs
+        const texts = ["w1 w2 w3", "w10 w500", "w77 w78 w79 w80", "w900 w3 w41", "w5", "w600 w601"]
+        // The candidates the graphs propose for each text, as chunk keys.
+        const proposed = (text: string) =>
+          Effect.scoped(
+            Effect.gen(function* () {
+              const snapshot = Option.getOrThrow(yield* IndexStore.use((store) => store.snapshot))
+              const [query] = yield* Embedder.use((e) => e.embedMany([text]))
+              const found = snapshot.annSearch!(query!.vector, 16)
+              return Array.from(found.positions, (p) => `${snapshot.chunkAt(p).docId}`).sort()
+            })
+          ).pipe(on(file))
+        const floats: Array<ReadonlyArray<string>> = []
+        for (const text of texts) floats.push(yield* proposed(text))
+        // Asking for codes changes how the graphs are walked, not the graphs: none is built again.
+        yield* indexPaths([`${dir}/docs.jsonl`], { ann: { ...DEFAULT_ANN, codes: "i8" } }).pipe(on(file))
+        assert.deepStrictEqual(graphRows(file).graphs, before)
+        const manifest = yield* IndexStore.use((store) => store.manifest).pipe(on(file))
+        assert.strictEqual(Option.getOrThrow(manifest).ann?.codes, "i8")
+        let shared = 0
+        let all = 0
+        for (const [i, text] of texts.entries()) {
+          const exact = yield* ask(file, text, { exact: true })
+          assert.deepStrictEqual(yield* ask(file, text, { annCandidates: 1000 }), exact)
+          const coded = yield* ask(file, text, { annCandidates: 16 })
+          // The same answer from another snapshot, every score the exact one, in the ranking order.
+          assert.deepStrictEqual(yield* ask(file, text, { annCandidates: 16 }), coded)
+          const everyScore = new Map(yield* ask(file, text, { exact: true }, 600))
+          for (const [docId, score] of coded) assert.strictEqual(score, everyScore.get(docId))
+          for (let j = 1; j < coded.length; j++) assert.isAtLeast(coded[j - 1]![1], coded[j]![1])
+          // The codes' walk proposes nearly the candidates the float32 rows' walk does.
+          const walked = new Set(yield* proposed(text))
+          shared += floats[i]!.filter((key) => walked.has(key)).length
+          all += floats[i]!.length
+        }
+        assert.isAtLeast(shared, 0.8 * all)
+        const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
+        assert.isTrue(isSound(report), JSON.stringify(report.checks))
+        // `--ann hnsw` alone names float32 rows again.
+        yield* indexPaths([`${dir}/docs.jsonl`], { ann: DEFAULT_ANN }).pipe(on(file))
+        const plain = yield* IndexStore.use((store) => store.manifest).pipe(on(file))
+        assert.isUndefined(Option.getOrThrow(plain).ann?.codes)
+      }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
   it.live("builds on worker threads, beside the writing thread, the very graphs one thread builds", () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem

@@ -497,11 +497,29 @@ export const searchGraphWithin = (
   const kernel = data.length >= (count + 1) * d ? kernelOf(data) : undefined
   if (kernel !== undefined) data.set(query.subarray(0, d), count * d)
   const at = count * d
+  const distance =
+    kernel === undefined
+      ? (row: number) => 1 - dotFloat32(query, 0, data, row * d, d)
+      : (row: number) => 1 - kernel.dot(at, row * d)
+  return searchGraphBy(graph, distance, ef, keep, bound)
+}
+
+/**
+ * `searchGraphWithin` with the query's distance to each row given (`distance`), for rows held in another form than
+ * float32 (scan codes, CodeKernel.ts).
+ */
+export const searchGraphBy = (
+  graph: Graph,
+  distance: (row: number) => number,
+  ef: number,
+  keep?: (row: number) => boolean,
+  bound = Number.POSITIVE_INFINITY
+): { readonly rows: Int32Array; readonly dists: Float64Array } => {
+  if (graph.entry < 0) return { rows: new Int32Array(0), dists: new Float64Array(0) }
   const m = graph.params.m
   const m0 = 2 * m
   const walk: Walk = {
-    distance:
-      kernel === undefined ? (row) => 1 - dotFloat32(query, 0, data, row * d, d) : (row) => 1 - kernel.dot(at, row * d),
+    distance,
     base: graph.base,
     m0,
     upper: graph.upper,

@@ -17,7 +17,7 @@ import { Effect, Result } from "effect"
 import { decodeRows as decodeBlock } from "../../index/VectorCodec.ts"
 import { buildGraphBytes, type GraphJob } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
-import { type Graph, type GraphRows, isGraphNode, searchGraph } from "../../search/Hnsw.ts"
+import { type Graph, isGraphNode } from "../../search/Hnsw.ts"
 import { decodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { clamp } from "../../search/VectorScan.ts"
@@ -42,6 +42,7 @@ import {
   type SegmentColumns,
   type SegmentRow
 } from "./Tables.ts"
+import { type WalkRows, walkRowsOf } from "./WalkRows.ts"
 
 // `segment`: the group's first segment; `segments`: its segments' ids in position order (NULL in a graph stored before
 // groups, which covers its one segment).
@@ -372,10 +373,10 @@ export const missingGraphs = (db: DatabaseSync): number => {
 
 /** A group's graph with the rows it walks, kept with its first segment's decoded columns. */
 interface GroupGraph {
-  /** The group's segments' ids, with the graph's settings: a graph kept for other ones is read again. */
+  /** The group's segments' ids, with the graph's settings and codes: a graph kept for other ones is read again. */
   readonly key: string
   readonly graph: Graph
-  readonly rows: GraphRows
+  readonly rows: WalkRows
 }
 
 const graphs = new WeakMap<SegmentColumns, GroupGraph>()
@@ -389,6 +390,8 @@ export interface GraphReading {
   readonly segments: ReadonlyArray<SegmentRow>
   readonly offsets: ReadonlyArray<number>
   readonly deleted: Uint8Array | undefined
+  /** The rows' form for walking (`--vector-codes`): `undefined` for unit float32 rows. */
+  readonly codes: AnnConfig["codes"]
 }
 
 /** One walk of a snapshot's search: a group's graph, or a segment in none (every live row a candidate). */
@@ -409,7 +412,7 @@ interface Walk {
  */
 export const graphSearch = (r: GraphReading) => {
   if (!hasTable(r.db)) return undefined
-  const { caches, corrupt, db, deleted, dimensions: d, offsets, segments } = r
+  const { caches, codes, corrupt, db, deleted, dimensions: d, offsets, segments } = r
   const indexOf = new Map(segments.map((segment, s) => [segment.id, s]))
   let walks: Array<Walk> | undefined
   const blocksOf = (s: number) => keptBlocks(corrupt, db, segments[s]!, d, columnsOf(caches, segments[s]!))
@@ -430,7 +433,7 @@ export const graphSearch = (r: GraphReading) => {
       })
       const first = segments[indexes[0]!]!
       const firstColumns = columnsOf(caches, first)
-      const key = `${group.members.join(" ")} ${group.config}`
+      const key = `${group.members.join(" ")} ${group.config} ${codes ?? "float32"}`
       let state = graphs.get(firstColumns)
       if (state?.key !== key) {
         const row = read.get(group.segment) as { data: unknown }
@@ -438,11 +441,8 @@ export const graphSearch = (r: GraphReading) => {
         const named = `the vector graph of segment${indexes.length === 1 ? "" : "s"} ${group.members.join(", ")}`
         if (typeof graph === "string") throw corrupt(`${named} is damaged: ${graph}`)
         if (graph.count !== count) throw corrupt(`${named} has another row count`)
-        const data = holdRows((count + 1) * d, d)
-        indexes.forEach((s, k) => {
-          unitRowsInto(segments[s]!, d, blocks[k]!, data, starts[k]!)
-        })
-        state = { key, graph, rows: { count, dimensions: d, data } }
+        const parts = indexes.map((s, k) => ({ segment: segments[s]!, blocks: blocks[k]!, at: starts[k]! }))
+        state = { key, graph, rows: walkRowsOf(parts, count, d, codes) }
         graphs.set(firstColumns, state)
         // A graph its other segments were first in (before they were grouped with this one) is not used again.
         for (const s of indexes.slice(1)) graphs.delete(columnsOf(caches, segments[s]!))
@@ -499,7 +499,7 @@ export const graphSearch = (r: GraphReading) => {
       const rows: Iterable<number> =
         state === undefined
           ? Array.from({ length: walk.count }, (_, row) => row).filter((row) => allowed?.(row) ?? true)
-          : searchGraph(state.graph, state.rows, unit, ef, allowed)
+          : state.rows.search(state.graph, unit, ef, allowed)
       let nodes = 0
       if (state !== undefined) for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
       // Full: the walk kept as many nodes as asked for (copies found with them not counted).
@@ -533,33 +533,4 @@ export const graphSearch = (r: GraphReading) => {
     }
     return { positions: Int32Array.from(positions), scores: Float64Array.from(scores), cutAt }
   }
-}
-
-/** A segment's rows as unit float32 vectors, from its kept blocks, into `data` from row `at` on. */
-const unitRowsInto = (
-  segment: SegmentRow,
-  d: number,
-  blocks: ReadonlyArray<KeptBlock>,
-  data: Float32Array,
-  at: number
-): void => {
-  blocks.forEach((block, b) => {
-    const from = at + b * segment.blockRows
-    const rows = Math.min(segment.blockRows, segment.count - b * segment.blockRows)
-    for (let r = 0; r < rows; r++) {
-      let norm = 0
-      if (block.floats !== undefined) {
-        // The magnitude as a decoded block has it (the sum of squares left to right), and each component divided by
-        // it, as the graph was built from.
-        for (let k = 0; k < d; k++) norm += block.floats[r * d + k]! * block.floats[r * d + k]!
-        const magnitude = Math.sqrt(norm)
-        if (magnitude === 0) continue
-        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.floats[r * d + k]! / magnitude
-      } else {
-        const magnitude = block.magnitudes[r]!
-        if (magnitude === 0) continue
-        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.vectors[r * d + k]! / magnitude
-      }
-    }
-  })
 }

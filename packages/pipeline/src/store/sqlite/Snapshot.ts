@@ -476,7 +476,9 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
     const { document, documentText, documentsOf, tieOrder } = documentReader(r, rows)
     const filter = filterReader(r, signature)
     const annSearch =
-      manifestValue.ann === undefined ? undefined : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined })
+      manifestValue.ann === undefined
+        ? undefined
+        : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined, codes: manifestValue.ann.codes })
     const readMissing = sqliteReads((_: undefined) => missingGraphs(db))
     const readAnn = sqliteReads(
       (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined }): AnnFound =>

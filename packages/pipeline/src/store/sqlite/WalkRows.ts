@@ -1,0 +1,82 @@
+/**
+ * The rows a snapshot walks a group's graph over, made once per graph from the segments' kept vector blocks: unit
+ * float32 rows, as the graph was built from (4 bytes a component), or their scan codes (`--vector-codes i8`: 1 byte a
+ * component and a scale a row). Either only chooses where a walk goes; what it finds is scored from the blocks.
+ */
+
+import { codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
+import { holdRows } from "../../search/GraphKernel.ts"
+import { type Graph, searchGraph, searchGraphBy } from "../../search/Hnsw.ts"
+import type { KeptBlock, SegmentRow } from "./Tables.ts"
+
+/** A group's rows held for walking its graph. */
+export interface WalkRows {
+  /** The rows nearest the unit `query` that `keep` allows (`searchGraph`), found through these rows. */
+  readonly search: (
+    graph: Graph,
+    query: Float32Array,
+    ef: number,
+    keep: ((row: number) => boolean) | undefined
+  ) => Int32Array
+}
+
+/** One of a group's segments, with its kept blocks and the group's row where it starts. */
+export interface WalkPart {
+  readonly segment: SegmentRow
+  readonly blocks: ReadonlyArray<KeptBlock>
+  readonly at: number
+}
+
+/**
+ * The rows of a group of `count` rows held for its walks: unit float32 rows in a kernel's memory, or (`codes` "i8")
+ * their codes, made segment by segment so that no float32 copy of the whole group is made.
+ */
+export const walkRowsOf = (
+  parts: ReadonlyArray<WalkPart>,
+  count: number,
+  d: number,
+  codes: "i8" | undefined
+): WalkRows => {
+  if (codes === undefined) {
+    const data = holdRows((count + 1) * d, d)
+    for (const { at, blocks, segment } of parts) unitRowsInto(segment, d, blocks, data, at)
+    const rows = { count, dimensions: d, data }
+    return { search: (graph, query, ef, keep) => searchGraph(graph, rows, query, ef, keep) }
+  }
+  const coded = holdCodes(count, d)
+  for (const { at, blocks, segment } of parts) {
+    const unit = new Float32Array(segment.count * d)
+    unitRowsInto(segment, d, blocks, unit, 0)
+    for (let r = 0; r < segment.count; r++) coded.scales[at + r] = codeRow(unit, r * d, d, coded.codes, (at + r) * d)
+  }
+  return { search: (graph, query, ef, keep) => searchGraphBy(graph, codeDistance(coded, query), ef, keep).rows }
+}
+
+/** A segment's rows as unit float32 vectors, from its kept blocks, into `data` from row `at` on. */
+export const unitRowsInto = (
+  segment: SegmentRow,
+  d: number,
+  blocks: ReadonlyArray<KeptBlock>,
+  data: Float32Array,
+  at: number
+): void => {
+  blocks.forEach((block, b) => {
+    const from = at + b * segment.blockRows
+    const rows = Math.min(segment.blockRows, segment.count - b * segment.blockRows)
+    for (let r = 0; r < rows; r++) {
+      let norm = 0
+      if (block.floats !== undefined) {
+        // The magnitude as a decoded block has it (the sum of squares left to right), and each component divided by
+        // it, as the graph was built from.
+        for (let k = 0; k < d; k++) norm += block.floats[r * d + k]! * block.floats[r * d + k]!
+        const magnitude = Math.sqrt(norm)
+        if (magnitude === 0) continue
+        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.floats[r * d + k]! / magnitude
+      } else {
+        const magnitude = block.magnitudes[r]!
+        if (magnitude === 0) continue
+        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.vectors[r * d + k]! / magnitude
+      }
+    }
+  })
+}
