@@ -14,7 +14,7 @@ describe("funcpipe index --ann hnsw", () => {
       const index = yield* sampleIndex(["--ann", "hnsw"])
       yield* run(["index", SAMPLE, "--index", index])
       const status = JSON.parse(yield* printed(["status", "--index", index, "--json"]))
-      assert.deepStrictEqual(status.ann, { kind: "hnsw", m: 16, ef_construction: 100 })
+      assert.deepStrictEqual(status.ann, { kind: "hnsw", m: 16, ef_construction: 100, codes: "float32" })
       const query = ["query", "Which probe reached interstellar space?", "--index", index, "--mode", "vector", "--json"]
       const exact = JSON.parse(yield* printed([...query, "--exact"]))
       const approximate = JSON.parse(yield* printed([...query, "--ann-candidates", "100"]))
@@ -33,5 +33,32 @@ describe("funcpipe index --ann hnsw", () => {
       const changed = yield* Effect.flip(run(["index", SAMPLE, "--index", index, "--ann", "exact"]))
       assert.strictEqual(changed._tag, "SettingsChanged")
     }).pipe(Effect.scoped, Effect.provide(TestLayer))
+  )
+
+  it.effect(
+    "walks over i8 codes with --vector-codes i8, set without a rebuild, and refuses it without --ann hnsw",
+    () =>
+      Effect.gen(function* () {
+        const index = yield* sampleIndex(["--ann", "hnsw"])
+        const alone = yield* Effect.flip(run(["index", SAMPLE, "--index", index, "--vector-codes", "i8"]))
+        assert.strictEqual(alone._tag, "CodesNeedGraphs")
+        assert.include(alone.message, "goes with --ann hnsw")
+        yield* run(["index", SAMPLE, "--index", index, "--ann", "hnsw", "--vector-codes", "i8"])
+        const status = JSON.parse(yield* printed(["status", "--index", index, "--json"]))
+        assert.deepStrictEqual(status.ann, { kind: "hnsw", m: 16, ef_construction: 100, codes: "i8" })
+        assert.include(yield* printed(["status", "--index", index]), "walked over i8 rows")
+        const query = [
+          "query",
+          "Which probe reached interstellar space?",
+          "--index",
+          index,
+          "--mode",
+          "vector",
+          "--json"
+        ]
+        const exact = JSON.parse(yield* printed([...query, "--exact"]))
+        const approximate = JSON.parse(yield* printed([...query, "--ann-candidates", "100"]))
+        assert.deepStrictEqual(approximate.results, exact.results)
+      }).pipe(Effect.scoped, Effect.provide(TestLayer))
   )
 })

@@ -153,7 +153,14 @@ export const ManifestInfo = Schema.Struct({
     description: "The keep rule the index was built with; null keeps all"
   }),
   ann: Schema.NullOr(
-    Schema.Struct({ kind: Schema.Literal("hnsw"), m: Schema.Int, ef_construction: Schema.Int })
+    Schema.Struct({
+      kind: Schema.Literal("hnsw"),
+      m: Schema.Int,
+      ef_construction: Schema.Int,
+      codes: Schema.Literals(["float32", "i8"]).annotate({
+        description: "The rows the graphs are walked over (index --vector-codes)"
+      })
+    })
   ).annotate({ description: "The approximate vector index (index --ann hnsw); null: every vector query is exact" }),
   vector_storage: Schema.Literals(["float32", "exact"]).annotate({
     description: "How vectors finer than float32 are stored (index --vector-storage): rounded to float32, or exact"
@@ -332,7 +339,10 @@ export const manifestJson = (m: IndexManifest): ManifestInfo => ({
   stemmer: m.analyzer.stemmer,
   analyzer_version: m.analyzer.version ?? 1,
   keep: m.keep === undefined || isKeepAll(m.keep) ? null : printRule(m.keep),
-  ann: m.ann === undefined ? null : { kind: m.ann.kind, m: m.ann.m, ef_construction: m.ann.efConstruction },
+  ann:
+    m.ann === undefined
+      ? null
+      : { kind: m.ann.kind, m: m.ann.m, ef_construction: m.ann.efConstruction, codes: m.ann.codes ?? "float32" },
   vector_storage: vectorStorageOf(m),
   created_at: iso(m.createdAt),
   updated_at: iso(m.updatedAt),

@@ -171,7 +171,7 @@ const changeLine = (c: FileChange) =>
 
 /** How the index stores and searches vectors, for people. */
 const vectorLine = (m: IndexManifest): string =>
-  `${vectorStorageOf(m) === "float32" ? "stored as float32" : "stored exactly"}, ${m.ann === undefined ? "every one scanned" : `approximate (hnsw, m ${m.ann.m}, efConstruction ${m.ann.efConstruction})`}`
+  `${vectorStorageOf(m) === "float32" ? "stored as float32" : "stored exactly"}, ${m.ann === undefined ? "every one scanned" : `approximate (hnsw, m ${m.ann.m}, efConstruction ${m.ann.efConstruction}, walked over ${m.ann.codes ?? "float32"} rows)`}`
 
 /** `funcpipe status` for people. */
 export const statusLines = (s: StatusView): ReadonlyArray<string> => [
