@@ -107,7 +107,7 @@ describe("an index with an approximate vector index", () => {
         const before = graphRows(file).graphs
         const texts = ["w1 w2 w3", "w10 w500", "w77 w78 w79 w80", "w900 w3 w41", "w5", "w600 w601"]
         // The candidates the graphs propose for each text, as chunk keys.
-        const proposed = (text: string) =>
+        const proposed = (text: string, at = file) =>
           Effect.scoped(
             Effect.gen(function* () {
               const snapshot = Option.getOrThrow(yield* IndexStore.use((store) => store.snapshot))
@@ -115,7 +115,7 @@ describe("an index with an approximate vector index", () => {
               const found = snapshot.annSearch!(query!.vector, 16)
               return Array.from(found.positions, (p) => `${snapshot.chunkAt(p).docId}`).sort()
             })
-          ).pipe(on(file))
+          ).pipe(on(at))
         const floats: Array<ReadonlyArray<string>> = []
         for (const text of texts) floats.push(yield* proposed(text))
         // Asking for codes changes how the graphs are walked, not the graphs: none is built again.
@@ -140,6 +140,29 @@ describe("an index with an approximate vector index", () => {
           all += floats[i]!.length
         }
         assert.isAtLeast(shared, 0.8 * all)
+        // Built with codes from the start, an index stores them beside its graphs, and a walk reads them: the very
+        // candidates the codes made from the vectors when the graphs are loaded.
+        const coded = yield* built(lines, { ann: { ...DEFAULT_ANN, codes: "i8" } })
+        const kinds = (() => {
+          const db = new DatabaseSync(coded.file, { readOnly: true })
+          const rows = db.prepare("SELECT typeof(codes) AS kind FROM ann").all() as Array<{ kind: string }>
+          db.close()
+          return rows.map((row) => row.kind)
+        })()
+        assert.isAbove(kinds.length, 0)
+        assert.isTrue(kinds.every((kind) => kind === "blob"))
+        for (const text of texts) assert.deepStrictEqual(yield* proposed(text, coded.file), yield* proposed(text))
+        // Damaged codes: approximate queries fail as damage, exact ones still answer.
+        const db = new DatabaseSync(coded.file)
+        db.exec("UPDATE ann SET codes = substr(codes, 1, 10)")
+        db.close()
+        const damaged = yield* Effect.flip(ask(coded.file, "w1 w2", { annCandidates: 16 }))
+        assert.instanceOf(damaged, IndexCorrupt)
+        assert.include(damaged.message, "scan codes")
+        assert.strictEqual((yield* ask(coded.file, "w1 w2", { exact: true })).length, 10)
+        const checked = yield* checkIndex({ queries: 2 }).pipe(on(coded.file))
+        assert.isFalse(isSound(checked))
+        assert.include(JSON.stringify(checked.checks), "scan codes")
         const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
         assert.isTrue(isSound(report), JSON.stringify(report.checks))
         // `--ann hnsw` alone names float32 rows again.

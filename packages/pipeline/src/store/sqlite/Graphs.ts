@@ -29,6 +29,7 @@ import {
   type Corrupt,
   columnsOf,
   decodeRows,
+  keptBlockAt,
   keptBlocks,
   segmentRows,
   startAtOrBefore,
@@ -42,12 +43,12 @@ import {
   type SegmentColumns,
   type SegmentRow
 } from "./Tables.ts"
-import { type WalkRows, walkRowsOf } from "./WalkRows.ts"
+import { decodeCodes, encodeCodes, type WalkRows, walkRowsOf } from "./WalkRows.ts"
 
 // `segment`: the group's first segment; `segments`: its segments' ids in position order (NULL in a graph stored before
-// groups, which covers its one segment).
+// groups, which covers its one segment); `codes`: its rows' i8 scan codes (`--vector-codes i8`; NULL without).
 const ANN_TABLE =
-  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL, segments TEXT)"
+  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL, segments TEXT, codes BLOB)"
 
 /** A graph's rows, as float32 unit vectors, are at most this many bytes: 174k rows at 384 dimensions, 671k at 100. */
 export const GROUP_BYTES = 256 * 1024 * 1024
@@ -70,8 +71,9 @@ export interface GroupRow {
   readonly legacy?: boolean
 }
 
-const hasGroups = (db: DatabaseSync) =>
-  (statement(db, "PRAGMA table_info(ann)").all() as Array<{ name: string }>).some((c) => c.name === "segments")
+const hasColumn = (db: DatabaseSync, name: "segments" | "codes") =>
+  (statement(db, "PRAGMA table_info(ann)").all() as Array<{ name: string }>).some((c) => c.name === name)
+const hasGroups = (db: DatabaseSync) => hasColumn(db, "segments")
 
 const groupRows = (db: DatabaseSync): Array<GroupRow> =>
   (
@@ -232,6 +234,7 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
   db.exec(ANN_TABLE)
   // A table from before groups gains their column; its graphs are groups of one segment.
   if (!hasGroups(db)) db.exec("ALTER TABLE ann ADD COLUMN segments TEXT")
+  if (!hasColumn(db, "codes")) db.exec("ALTER TABLE ann ADD COLUMN codes BLOB")
   db.prepare("DELETE FROM ann WHERE config <> ?").run(configOf(ann))
   try {
     const segments = segmentRows(corrupt, db)
@@ -273,16 +276,40 @@ const jobIn = (
 export const groupGraphJob = (db: DatabaseSync, corrupt: Corrupt, plan: GraphPlan, group: ReadonlyArray<SegmentRow>) =>
   jobIn(db, corrupt, plan, group, new Float32Array((rowsIn(group) + 1) * plan.dimensions))
 
-/** Stores a group's built graph (its bytes, as `buildGraphBytes` gives them). */
+/**
+ * Stores a group's built graph (its bytes, as `buildGraphBytes` gives them), with its rows' scan codes when the index
+ * walks over them (made from the stored vectors a segment at a time); `IndexCorrupt` for a block it cannot read.
+ */
 export const storeGroupGraph = (
   db: DatabaseSync,
+  corrupt: Corrupt,
   plan: GraphPlan,
   group: ReadonlyArray<SegmentRow>,
   bytes: Uint8Array
-): void =>
-  void db
-    .prepare("INSERT INTO ann (segment, config, data, segments) VALUES (?, ?, ?, ?)")
-    .run(group[0]!.id, configOf(plan.ann), bytes, group.map((g) => g.id).join(" "))
+): IndexCorrupt | undefined => {
+  const d = plan.dimensions
+  function* units() {
+    for (const segment of group) {
+      const unit = new Float32Array(segment.count * d)
+      storedUnitRows(corrupt, db, segment, d, unit, 0)
+      yield unit
+    }
+  }
+  try {
+    const codes = plan.ann.codes === "i8" ? encodeCodes(rowsIn(group), d, units()) : null
+    db.prepare("INSERT INTO ann (segment, config, data, segments, codes) VALUES (?, ?, ?, ?, ?)").run(
+      group[0]!.id,
+      configOf(plan.ann),
+      bytes,
+      group.map((g) => g.id).join(" "),
+      codes
+    )
+    return undefined
+  } catch (error) {
+    if (error instanceof IndexCorrupt) return error
+    throw error
+  }
+}
 
 /**
  * Builds and stores the graph of one group of a plan on this thread (its rows read straight into a kernel's memory);
@@ -296,8 +323,7 @@ export const buildGroupGraph = (
 ): IndexCorrupt | undefined => {
   const job = jobIn(db, corrupt, plan, group, holdRows((rowsIn(group) + 1) * plan.dimensions, plan.dimensions))
   if (job instanceof IndexCorrupt) return job
-  storeGroupGraph(db, plan, group, buildGraphBytes(job))
-  return undefined
+  return storeGroupGraph(db, corrupt, plan, group, buildGraphBytes(job))
 }
 
 /**
@@ -343,7 +369,9 @@ export const buildPlannedGraphs = (
         const bytes = yield* threads.build(job)
         // A thread that failed leaves its graph, and the rest, to this one.
         const damaged = yield* run("building a vector graph", () =>
-          bytes === undefined ? buildGroupGraph(db, corrupt, plan, taken) : storeGroupGraph(db, plan, taken, bytes)
+          bytes === undefined
+            ? buildGroupGraph(db, corrupt, plan, taken)
+            : storeGroupGraph(db, corrupt, plan, taken, bytes)
         )
         if (damaged !== undefined) return yield* damaged
         done++
@@ -399,8 +427,8 @@ interface Walk {
   /** The snapshot's indexes of the walk's segments, in order, and the walk's row where each starts. */
   readonly members: ReadonlyArray<number>
   readonly starts: Int32Array
-  /** Each of the walk's segments' kept vector blocks, for scoring what the walk finds. */
-  readonly blocks: ReadonlyArray<ReadonlyArray<KeptBlock>>
+  /** Each of the walk's segments' kept vector blocks, for scoring what the walk finds: read as they are needed. */
+  readonly blocks: ReadonlyArray<Array<KeptBlock | undefined>>
   readonly state: GroupGraph | undefined
   readonly count: number
 }
@@ -421,10 +449,13 @@ export const graphSearch = (r: GraphReading) => {
     if (walks !== undefined) return walks
     const found: Array<Walk> = []
     const covered = new Set<number>()
-    const read = statement(db, "SELECT data FROM ann WHERE segment = ?")
+    const read = statement(
+      db,
+      `SELECT data, ${codes !== undefined && hasColumn(db, "codes") ? "codes" : "NULL AS codes"} FROM ann WHERE segment = ?`
+    )
     for (const group of liveGroups(groupRows(db), new Set(indexOf.keys())).kept) {
       const indexes = group.members.map((id) => indexOf.get(id)!)
-      const blocks = indexes.map((s) => blocksOf(s))
+      const blocks = indexes.map((): Array<KeptBlock | undefined> => [])
       const starts = new Int32Array(indexes.length)
       let count = 0
       indexes.forEach((s, k) => {
@@ -436,13 +467,21 @@ export const graphSearch = (r: GraphReading) => {
       const key = `${group.members.join(" ")} ${group.config} ${codes ?? "float32"}`
       let state = graphs.get(firstColumns)
       if (state?.key !== key) {
-        const row = read.get(group.segment) as { data: unknown }
+        const row = read.get(group.segment) as { data: unknown; codes: unknown }
         const graph = row.data instanceof Uint8Array ? decodeGraph(row.data) : "the graph is not a blob"
         const named = `the vector graph of segment${indexes.length === 1 ? "" : "s"} ${group.members.join(", ")}`
         if (typeof graph === "string") throw corrupt(`${named} is damaged: ${graph}`)
         if (graph.count !== count) throw corrupt(`${named} has another row count`)
-        const parts = indexes.map((s, k) => ({ segment: segments[s]!, blocks: blocks[k]!, at: starts[k]! }))
-        state = { key, graph, rows: walkRowsOf(parts, count, d, codes) }
+        // Codes stored with the graph are walked as they are; otherwise the rows are made from every block.
+        const stored = row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, d) : undefined
+        if (typeof stored === "string") throw corrupt(`${named} is damaged: ${stored}`)
+        const parts = () =>
+          indexes.map((s, k) => {
+            const all = blocksOf(s)
+            blocks[k]!.splice(0, all.length, ...all)
+            return { segment: segments[s]!, blocks: all, at: starts[k]! }
+          })
+        state = { key, graph, rows: walkRowsOf(parts, count, d, codes, stored) }
         graphs.set(firstColumns, state)
         // A graph its other segments were first in (before they were grouped with this one) is not used again.
         for (const s of indexes.slice(1)) graphs.delete(columnsOf(caches, segments[s]!))
@@ -509,7 +548,8 @@ export const graphSearch = (r: GraphReading) => {
         const k = memberOf(row)
         const segment = segments[members[k]!]!
         const local = row - starts[k]!
-        const block = blocks[k]![Math.floor(local / segment.blockRows)]!
+        const b = Math.floor(local / segment.blockRows)
+        const block = (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columnsOf(caches, segment), b))
         const at = local % segment.blockRows
         // The row in float64 with its magnitude, by the very operations the exact scan uses.
         let vector: Float64Array

@@ -160,24 +160,59 @@ export const keptBlocks = (
   for (let b = 0; b * segment.blockRows < segment.count; b++) {
     let block: KeptBlock | undefined = columns.blocks.get(b)
     if (block === undefined) {
-      const stored = storedBlock(corrupt, db, segment, dimensions, b)
-      if (stored.encoding === "f32") {
+      block = readKept(corrupt, db, segment, dimensions, b, (stored) => {
         if (held === null) held = holdFloats(segment.count * dimensions, dimensions, segment.count)
         const from = b * segment.blockRows * dimensions
-        const n = stored.rows * dimensions
-        const floats = held?.subarray(from, from + n) ?? new Float32Array(n)
-        floats.set(floatsOf(stored, dimensions))
-        block = { floats }
-      } else {
-        const rows = stored.rows * dimensions
-        block = decodeRows(corrupt, segment, stored, dimensions, new Float64Array(rows), new Float64Array(stored.rows))
-      }
-      release(stored.data)
+        return held?.subarray(from, from + stored.rows * dimensions)
+      })
       columns.blocks.set(b, block)
     }
     kept.push(block)
   }
   return kept
+}
+
+/**
+ * Block `b` of a segment as kept (see `keptBlocks`), read alone when no scan has kept it yet: a walk of the graphs
+ * scores its candidates from the blocks that hold them, and reads no other.
+ */
+export const keptBlockAt = (
+  corrupt: Corrupt,
+  db: DatabaseSync,
+  segment: SegmentRow,
+  dimensions: number,
+  columns: SegmentColumns,
+  b: number
+): KeptBlock => {
+  let block = columns.blocks.get(b)
+  if (block === undefined) {
+    block = readKept(corrupt, db, segment, dimensions, b, () => undefined)
+    columns.blocks.set(b, block)
+  }
+  return block
+}
+
+/** Block `b` read and decoded to be kept; its float32 components (if so stored) copied into `room`'s array or anew. */
+const readKept = (
+  corrupt: Corrupt,
+  db: DatabaseSync,
+  segment: SegmentRow,
+  dimensions: number,
+  b: number,
+  room: (stored: ReturnType<typeof storedBlock>) => Float32Array | undefined
+): KeptBlock => {
+  const stored = storedBlock(corrupt, db, segment, dimensions, b)
+  let block: KeptBlock
+  if (stored.encoding === "f32") {
+    const floats = room(stored) ?? new Float32Array(stored.rows * dimensions)
+    floats.set(floatsOf(stored, dimensions))
+    block = { floats }
+  } else {
+    const rows = stored.rows * dimensions
+    block = decodeRows(corrupt, segment, stored, dimensions, new Float64Array(rows), new Float64Array(stored.rows))
+  }
+  release(stored.data)
+  return block
 }
 
 /** A segment's bitmap of deleted chunks (checked against its live count), or `undefined` when none is deleted. */

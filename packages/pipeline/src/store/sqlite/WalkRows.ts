@@ -4,7 +4,7 @@
  * component and a scale a row). Either only chooses where a walk goes; what it finds is scored from the blocks.
  */
 
-import { codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
+import { type CodeRows, codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import { type Graph, searchGraph, searchGraphBy } from "../../search/Hnsw.ts"
 import type { KeptBlock, SegmentRow } from "./Tables.ts"
@@ -29,22 +29,26 @@ export interface WalkPart {
 
 /**
  * The rows of a group of `count` rows held for its walks: unit float32 rows in a kernel's memory, or (`codes` "i8")
- * their codes, made segment by segment so that no float32 copy of the whole group is made.
+ * their codes: as stored with the graph (`stored`), or made segment by segment, so that no float32 copy of the whole
+ * group is made. `parts` is asked for only when the rows are made here.
  */
 export const walkRowsOf = (
-  parts: ReadonlyArray<WalkPart>,
+  parts: () => ReadonlyArray<WalkPart>,
   count: number,
   d: number,
-  codes: "i8" | undefined
+  codes: "i8" | undefined,
+  stored: CodeRows | undefined
 ): WalkRows => {
+  if (codes !== undefined && stored !== undefined)
+    return { search: (graph, query, ef, keep) => searchGraphBy(graph, codeDistance(stored, query), ef, keep).rows }
   if (codes === undefined) {
     const data = holdRows((count + 1) * d, d)
-    for (const { at, blocks, segment } of parts) unitRowsInto(segment, d, blocks, data, at)
+    for (const { at, blocks, segment } of parts()) unitRowsInto(segment, d, blocks, data, at)
     const rows = { count, dimensions: d, data }
     return { search: (graph, query, ef, keep) => searchGraph(graph, rows, query, ef, keep) }
   }
   const coded = holdCodes(count, d)
-  for (const { at, blocks, segment } of parts) {
+  for (const { at, blocks, segment } of parts()) {
     const unit = new Float32Array(segment.count * d)
     unitRowsInto(segment, d, blocks, unit, 0)
     for (let r = 0; r < segment.count; r++) coded.scales[at + r] = codeRow(unit, r * d, d, coded.codes, (at + r) * d)
@@ -79,4 +83,39 @@ export const unitRowsInto = (
       }
     }
   })
+}
+
+/** Where a stored codes blob's scales start: after its `count · d` codes, at a multiple of 8 bytes. */
+const scalesAt = (count: number, d: number) => Math.ceil((count * d) / 8) * 8
+
+/**
+ * A group's i8 codes as stored beside its graph (`--vector-codes i8`), from its unit float32 rows given a segment at a
+ * time: the codes, then each row's scale as a little-endian float64. A walk that reads them makes no float32 copy.
+ */
+export const encodeCodes = (count: number, d: number, segments: Iterable<Float32Array>): Uint8Array => {
+  const at = scalesAt(count, d)
+  const bytes = new Uint8Array(at + 8 * count)
+  const codes = new Int8Array(bytes.buffer, 0, count * d)
+  const scales = new DataView(bytes.buffer, at)
+  let row = 0
+  for (const unit of segments) {
+    for (let r = 0; r * d < unit.length; r++, row++)
+      scales.setFloat64(8 * row, codeRow(unit, r * d, d, codes, row * d), true)
+  }
+  return bytes
+}
+
+/** Stored codes (`encodeCodes`) held for walking, or why they cannot be (their size, a scale that is not a number). */
+export const decodeCodes = (bytes: Uint8Array, count: number, d: number): CodeRows | string => {
+  const at = scalesAt(count, d)
+  if (bytes.byteLength !== at + 8 * count) return "its scan codes have another size than its rows"
+  const rows = holdCodes(count, d)
+  rows.codes.set(new Int8Array(bytes.buffer, bytes.byteOffset, count * d))
+  const scales = new DataView(bytes.buffer, bytes.byteOffset + at, 8 * count)
+  for (let r = 0; r < count; r++) {
+    const scale = scales.getFloat64(8 * r, true)
+    if (!(scale >= 0 && scale <= 1)) return "its scan codes have a scale out of range"
+    rows.scales[r] = scale
+  }
+  return rows
 }
