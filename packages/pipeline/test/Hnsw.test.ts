@@ -72,6 +72,14 @@ describe("the HNSW graph", { timeout: 60_000 }, () => {
     if (typeof read === "string") throw new Error(read)
     const query = queries.data.subarray(0, 32)
     expect(searchGraph(read, rows, query, 32)).toEqual(searchGraph(graph, rows, query, 32))
+    // Read in place from bytes that start part-way into their buffer, and from a copy where they are not aligned.
+    for (const shift of [4, 1]) {
+      const framed = new Uint8Array(bytes.length + shift)
+      framed.set(bytes, shift)
+      const again = decodeGraph(framed.subarray(shift))
+      if (typeof again === "string") throw new Error(again)
+      expect(searchGraph(again, rows, query, 32)).toEqual(searchGraph(graph, rows, query, 32))
+    }
     expect(decodeGraph(bytes.subarray(0, bytes.length - 4))).toMatch(/^the graph holds \d+ bytes, not \d+$/)
     const garbled = bytes.slice()
     new DataView(garbled.buffer).setInt32(32 + 2000 + 8, 99_999, true)

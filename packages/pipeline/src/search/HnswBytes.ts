@@ -52,11 +52,12 @@ export const decodeGraph = (bytes: Uint8Array): Graph | string => {
   const levelsBytes = (count + 3) & ~3
   const expected = 32 + levelsBytes + count * 2 * m * 4 + upperInts * 4
   if (m < 1 || bytes.byteLength !== expected) return `the graph holds ${bytes.byteLength} bytes, not ${expected}`
-  const copy = bytes.slice()
+  // Read in place where the links fall on 4-byte boundaries (a blob as SQLite hands it over), copied otherwise.
+  const copy = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice()
   const levels = copy.subarray(32, 32 + count)
-  const base = new Int32Array(copy.buffer, 32 + levelsBytes, count * 2 * m)
+  const base = new Int32Array(copy.buffer, copy.byteOffset + 32 + levelsBytes, count * 2 * m)
   const upper: Array<Int32Array | undefined> = new Array(count)
-  let at = 32 + levelsBytes + base.byteLength
+  let at = copy.byteOffset + 32 + levelsBytes + base.byteLength
   let used = 0
   for (let row = 0; row < count; row++) {
     const level = levels[row]!
@@ -71,25 +72,34 @@ export const decodeGraph = (bytes: Uint8Array): Graph | string => {
   const inGraph = levels.some(isNode)
   if (inGraph ? entry < 0 || entry >= count || levels[entry] !== maxLevel || maxLevel > MAX_LEVEL : entry !== -1)
     return "the graph's entry is not a row on its top layer"
-  // Every link leads to a row in the graph that has the layer it is on.
-  const linksTo = (link: number, layer: number) =>
-    link === -1 || (link >= 0 && link < count && isNode(levels[link]!) && levels[link]! >= layer)
+  // Every link leads to a row in the graph that has the layer it is on (a node's level is below COPY).
+  const m0 = 2 * m
   for (let row = 0; row < count; row++) {
-    const slots = base.subarray(row * 2 * m, (row + 1) * 2 * m)
+    const from = row * m0
     if (levels[row] === COPY) {
       // A copy names an earlier node in its first slot, and nothing else.
-      const original = slots[0]!
-      if (!(original >= 0 && original < row && isNode(levels[original]!)) || slots.subarray(1).some((l) => l !== -1))
+      const original = base[from]!
+      if (!(original >= 0 && original < row && isNode(levels[original]!)))
         return "the graph has a copy of a row it does not have"
+      for (let i = from + 1; i < from + m0; i++)
+        if (base[i] !== -1) return "the graph has a copy of a row it does not have"
       continue
     }
-    for (const link of slots) if (!linksTo(link, 0)) return "the graph links to a row it does not have"
+    for (let i = from; i < from + m0; i++) {
+      const link = base[i]!
+      if (link !== -1 && !(link >= 0 && link < count && levels[link]! < COPY))
+        return "the graph links to a row it does not have"
+    }
   }
   for (let row = 0; row < count; row++) {
     const links = upper[row]
     if (links === undefined) continue
-    for (let i = 0; i < links.length; i++)
-      if (!linksTo(links[i]!, 1 + Math.floor(i / m))) return "the graph links to a row it does not have"
+    for (let i = 0; i < links.length; i++) {
+      const link = links[i]!
+      const layer = 1 + Math.floor(i / m)
+      if (link !== -1 && !(link >= 0 && link < count && levels[link]! < COPY && levels[link]! >= layer))
+        return "the graph links to a row it does not have"
+    }
   }
   return {
     params: { m, efConstruction },
