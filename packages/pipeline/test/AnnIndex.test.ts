@@ -152,6 +152,26 @@ describe("an index with an approximate vector index", () => {
         assert.isAbove(kinds.length, 0)
         assert.isTrue(kinds.every((kind) => kind === "blob"))
         for (const text of texts) assert.deepStrictEqual(yield* proposed(text, coded.file), yield* proposed(text))
+        // A snapshot's first walk scores rows read alone, its later ones rows from kept blocks: the same bits.
+        const twice = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const snapshot = Option.getOrThrow(yield* IndexStore.use((store) => store.snapshot))
+            const [query] = yield* Embedder.use((e) => e.embedMany(["w1 w2 w3"]))
+            return [snapshot.annSearch!(query!.vector, 32), snapshot.annSearch!(query!.vector, 32)] as const
+          })
+        ).pipe(on(coded.file))
+        assert.deepStrictEqual(twice[1], twice[0])
+        assert.isAbove(twice[0].positions.length, 0)
+        // A first walk reads its candidates' rows alone, and a damaged block is damage, as when it is read whole.
+        const copy = `${coded.file}.cut`
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.copyFile(coded.file, copy)
+        const broken = new DatabaseSync(copy)
+        broken.exec("UPDATE vectors SET data = substr(data, 1, 10)")
+        broken.close()
+        const cut = yield* Effect.flip(ask(copy, "w1 w2 w3", { annCandidates: 16 }))
+        assert.instanceOf(cut, IndexCorrupt)
+        assert.include(cut.message, "vector block of the wrong size")
         // Damaged codes: approximate queries fail as damage, exact ones still answer.
         const db = new DatabaseSync(coded.file)
         db.exec("UPDATE ann SET codes = substr(codes, 1, 10)")

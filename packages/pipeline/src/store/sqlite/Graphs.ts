@@ -33,9 +33,11 @@ import {
   keptBlocks,
   segmentRows,
   startAtOrBefore,
-  storedBlock
+  storedBlock,
+  storedRowInto
 } from "./Segments.ts"
 import {
+  BLOCKS_PER_SEGMENT,
   isSmallSegment,
   type KeptBlock,
   maxChunksOf,
@@ -409,6 +411,9 @@ interface GroupGraph {
 
 const graphs = new WeakMap<SegmentColumns, GroupGraph>()
 
+/** How many rows of one block a first walk reads alone before it reads the block (a row costs about a third). */
+const ROWS_READ_ALONE = 2
+
 /** What the graph reader needs of a snapshot's reading. */
 export interface GraphReading {
   readonly corrupt: Corrupt
@@ -443,6 +448,7 @@ export const graphSearch = (r: GraphReading) => {
   const { caches, codes, corrupt, db, deleted, dimensions: d, offsets, segments } = r
   const indexOf = new Map(segments.map((segment, s) => [segment.id, s]))
   let walks: Array<Walk> | undefined
+  let walked = false
   const blocksOf = (s: number) => keptBlocks(corrupt, db, segments[s]!, d, columnsOf(caches, segments[s]!))
   // The snapshot's groups, read on its first query: each group's graph, and a walk of its own for each other segment.
   const walksOf = (): Array<Walk> => {
@@ -517,6 +523,9 @@ export const graphSearch = (r: GraphReading) => {
     let cutAt = Number.NEGATIVE_INFINITY
     const row64 = new Float64Array(d)
     const magnitude = new Float64Array(1)
+    const first = !walked
+    walked = true
+    const rowsRead = new Map<number, number>()
     for (const walk of walksOf()) {
       const { blocks, members, starts, state } = walk
       // Which of the walk's segments a row is in.
@@ -549,11 +558,22 @@ export const graphSearch = (r: GraphReading) => {
         const segment = segments[members[k]!]!
         const local = row - starts[k]!
         const b = Math.floor(local / segment.blockRows)
-        const block = (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columnsOf(caches, segment), b))
         const at = local % segment.blockRows
+        // A snapshot's first walk reads a candidate's row alone (a command that asks once keeps nothing), unless its
+        // block had rows read already (many rows of one vector, say): then the block, once. Later walks keep the
+        // blocks they read, as a server asks again.
+        const id = segment.id * BLOCKS_PER_SEGMENT + b
+        const alone = first && (rowsRead.get(id) ?? 0) < ROWS_READ_ALONE
+        if (alone) rowsRead.set(id, (rowsRead.get(id) ?? 0) + 1)
+        const block = alone
+          ? (blocks[k]![b] ?? columnsOf(caches, segment).blocks.get(b))
+          : (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columnsOf(caches, segment), b))
         // The row in float64 with its magnitude, by the very operations the exact scan uses.
         let vector: Float64Array
-        if (block.floats !== undefined) {
+        if (block === undefined) {
+          storedRowInto(corrupt, db, segment, d, b, at, row64, magnitude)
+          vector = row64
+        } else if (block.floats !== undefined) {
           const bytes = new Uint8Array(block.floats.buffer, block.floats.byteOffset + at * d * 4, d * 4)
           if (decodeBlock(bytes, "f32", 1, d, row64, magnitude) !== "ok")
             throw corrupt(`segment ${segment.id} has a vector that is not finite`)

@@ -118,6 +118,41 @@ export const storedBlock = (
 }
 
 /**
+ * Row `at` of block `block` of a segment, read alone (SQLite reads the block's pages up to it, and hands over only
+ * its bytes), decoded into `vector` with its magnitude into `magnitude[0]`, as decoding its whole block would.
+ */
+export const storedRowInto = (
+  corrupt: Corrupt,
+  db: DatabaseSync,
+  segment: SegmentRow,
+  dimensions: number,
+  block: number,
+  at: number,
+  vector: Float64Array,
+  magnitude: Float64Array
+): void => {
+  const rows = rowsInBlock(segment.blockRows, segment.count, block)
+  const found = statement(db, "SELECT length(data) AS n, typeof(data) AS kind FROM vectors WHERE id = ?").get(
+    segment.id * BLOCKS_PER_SEGMENT + block
+  ) as { n: number; kind: string } | undefined
+  const encoding = found?.kind === "blob" ? encodingFor(found.n, rows * dimensions) : undefined
+  if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+  const size = found!.n / (rows * dimensions)
+  const data = (
+    statement(db, "SELECT substr(data, ?, ?) AS data FROM vectors WHERE id = ?").get(
+      1 + at * dimensions * size,
+      dimensions * size,
+      segment.id * BLOCKS_PER_SEGMENT + block
+    ) as { data: unknown }
+  ).data
+  if (!(data instanceof Uint8Array) || data.byteLength !== dimensions * size)
+    throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+  const decoded = decodeBlock(data, encoding, 1, dimensions, vector, magnitude)
+  if (decoded === "not finite") throw corrupt(`segment ${segment.id} has a vector that is not finite`)
+  if (decoded === "too long") throw corrupt(`segment ${segment.id} has a vector too long to score`)
+}
+
+/**
  * A stored block decoded into `vectors`, with each row's magnitude (`sqrt(Σ x·x)`, summed left to right, as the
  * segment was built and as the engine's reference computes it) into `magnitudes`: the same bits as storing them.
  */
