@@ -36,14 +36,17 @@ describe("funcpipe index --ann hnsw", () => {
   )
 
   it.effect(
-    "walks over i8 codes with --vector-codes i8, set without a rebuild, and refuses it without --ann hnsw",
+    "walks over i8 codes with --vector-codes i8, kept by later runs, and refuses it for an index without graphs",
     () =>
       Effect.gen(function* () {
-        const index = yield* sampleIndex(["--ann", "hnsw"])
-        const alone = yield* Effect.flip(run(["index", SAMPLE, "--index", index, "--vector-codes", "i8"]))
+        const exact = yield* sampleIndex([])
+        const alone = yield* Effect.flip(run(["index", SAMPLE, "--index", exact, "--vector-codes", "i8"]))
         assert.strictEqual(alone._tag, "CodesNeedGraphs")
-        assert.include(alone.message, "goes with --ann hnsw")
-        yield* run(["index", SAMPLE, "--index", index, "--ann", "hnsw", "--vector-codes", "i8"])
+        assert.include(alone.message, "add --ann hnsw")
+        const index = yield* sampleIndex(["--ann", "hnsw"])
+        yield* run(["index", SAMPLE, "--index", index, "--vector-codes", "i8"])
+        // A later run that names the graphs but not their rows keeps the codes.
+        yield* run(["index", SAMPLE, "--index", index, "--ann", "hnsw"])
         const status = JSON.parse(yield* printed(["status", "--index", index, "--json"]))
         assert.deepStrictEqual(status.ann, { kind: "hnsw", m: 16, ef_construction: 100, codes: "i8" })
         assert.include(yield* printed(["status", "--index", index]), "walked over i8 rows")
@@ -56,9 +59,12 @@ describe("funcpipe index --ann hnsw", () => {
           "vector",
           "--json"
         ]
-        const exact = JSON.parse(yield* printed([...query, "--exact"]))
+        const exactAnswer = JSON.parse(yield* printed([...query, "--exact"]))
         const approximate = JSON.parse(yield* printed([...query, "--ann-candidates", "100"]))
-        assert.deepStrictEqual(approximate.results, exact.results)
+        assert.deepStrictEqual(approximate.results, exactAnswer.results)
+        yield* run(["index", SAMPLE, "--index", index, "--vector-codes", "float32"])
+        const plain = JSON.parse(yield* printed(["status", "--index", index, "--json"]))
+        assert.strictEqual(plain.ann.codes, "float32")
       }).pipe(Effect.scoped, Effect.provide(TestLayer))
   )
 })

@@ -185,8 +185,11 @@ describe("an index with an approximate vector index", () => {
         assert.include(JSON.stringify(checked.checks), "scan codes")
         const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
         assert.isTrue(isSound(report), JSON.stringify(report.checks))
-        // `--ann hnsw` alone names float32 rows again.
+        // A run that names the graphs but not their rows keeps the codes; naming float32 rows turns them off.
         yield* indexPaths([`${dir}/docs.jsonl`], { ann: DEFAULT_ANN }).pipe(on(file))
+        const kept = yield* IndexStore.use((store) => store.manifest).pipe(on(file))
+        assert.strictEqual(Option.getOrThrow(kept).ann?.codes, "i8")
+        yield* indexPaths([`${dir}/docs.jsonl`], { vectorCodes: "float32" }).pipe(on(file))
         const plain = yield* IndexStore.use((store) => store.manifest).pipe(on(file))
         assert.isUndefined(Option.getOrThrow(plain).ann?.codes)
       }).pipe(Effect.scoped, Effect.provide(Base))

@@ -1,7 +1,7 @@
 /** Scan codes for walking graphs: the SIMD product is the JavaScript twin's integer, and codes keep products close. */
 
 import { describe, expect, it } from "@effect/vitest"
-import { codeDistance, codeRow, dotCodes, holdCodes } from "../src/search/CodeKernel.ts"
+import { codeDistance, codeRow, dotCodes, holdCodes, MIN_CODES } from "../src/search/CodeKernel.ts"
 
 /** A generator of numbers in [-1, 1), seeded. */
 const random = (seed: number) => () => {
@@ -27,13 +27,14 @@ describe("scan codes", () => {
   it("take the same integer product in SIMD as in JavaScript, at every length", () => {
     const next = random(11)
     for (const d of [1, 3, 15, 16, 17, 31, 33, 100, 384, 1536]) {
-      const n = 8
+      // Enough rows for a kernel of their own.
+      const n = Math.ceil(MIN_CODES / d)
       const held = holdCodes(n, d)
       expect(held.simd).toBe(true)
-      const rows = unitRows(next, n + 1, d)
-      for (let r = 0; r <= n; r++) codeRow(rows, r * d, d, held.codes, r * d)
-      for (let a = 0; a <= n; a++)
-        for (let b = 0; b <= n; b++)
+      const rows = unitRows(next, 9, d)
+      for (let r = 0; r <= 8; r++) codeRow(rows, r * d, d, held.codes, (n - 8 + r) * d)
+      for (let a = n - 8; a <= n; a++)
+        for (let b = n - 8; b <= n; b++)
           expect(held.dot(a * d, b * d)).toBe(dotCodes(held.codes, a * d, held.codes, b * d, d))
     }
   })
@@ -53,6 +54,12 @@ describe("scan codes", () => {
         expect(Math.abs(1 - distance(r) - cosine)).toBeLessThan(0.006)
       }
     }
+    // Few rows, or products too long for the kernel's 32-bit sum, are taken in JavaScript.
+    expect(holdCodes(10, 16).simd).toBe(false)
+    const long = holdCodes(2, 140_000)
+    expect(long.simd).toBe(false)
+    long.codes.fill(127)
+    expect(long.dot(0, 140_000)).toBe(127 * 127 * 140_000)
     const zero = new Int8Array(4)
     expect(codeRow([0, 0, 0, 0], 0, 4, zero, 0)).toBe(0)
     expect(Array.from(zero)).toEqual([0, 0, 0, 0])

@@ -429,6 +429,22 @@ describe("stored vectors", () => {
       )
       assert.strictEqual(yield* storage, "float32")
       assert.strictEqual(yield* bytes, 3 * 3 * 4)
+      // An index made before the setting (its manifest names none) stores exactly, goes on naming none through
+      // ordinary runs, and is moved to float32 by a rebuild.
+      yield* indexPaths(["x"], { vectorStorage: "exact", rebuild: true }).pipe(Effect.provide(layers("alpha", "beta")))
+      const db = new DatabaseSync(file)
+      const manifest = JSON.parse(
+        (db.prepare("SELECT value FROM meta WHERE key = 'manifest'").get() as { value: string }).value
+      )
+      delete manifest.vectorStorage
+      db.prepare("UPDATE meta SET value = ? WHERE key = 'manifest'").run(JSON.stringify(manifest))
+      db.close()
+      yield* indexPaths(["x"]).pipe(Effect.provide(layers("alpha", "beta", "gamma")))
+      assert.isUndefined(yield* storage)
+      assert.strictEqual(yield* bytes, 3 * 3 * 8)
+      yield* indexPaths(["x"], { rebuild: true }).pipe(Effect.provide(layers("alpha", "beta", "gamma")))
+      assert.strictEqual(yield* storage, "float32")
+      assert.strictEqual(yield* bytes, 3 * 3 * 4)
     }).pipe(Effect.provide(Base))
   )
 })

@@ -51,16 +51,6 @@ export class AnnNotInPostgres extends Schema.TaggedError<AnnNotInPostgres>()("An
   }
 }
 
-/** `--vector-codes` without `--ann hnsw`: codes are a setting of the graphs. */
-export class CodesNeedGraphs extends Schema.TaggedError<CodesNeedGraphs>()("CodesNeedGraphs", {}) {
-  override get message(): string {
-    return (
-      "--vector-codes sets how the approximate vector index's graphs are walked, so it goes with --ann hnsw " +
-      "(for example: funcpipe index notes/ --ann hnsw --vector-codes i8)"
-    )
-  }
-}
-
 /**
  * Writes the process's metrics (the run's counts and time, its embedding requests and cache) to `file` in Prometheus'
  * text format, atomically: a collector reading it meanwhile sees the last run's or this one's, never half.
@@ -70,14 +60,6 @@ const writeMetrics = (file: string) =>
     const { PrometheusMetrics } = yield* Effect.promise(() => import("effect/observability"))
     yield* writeFileAtomic(file, yield* PrometheusMetrics.format())
   })
-
-/** The graphs' settings `--ann` and `--vector-codes` ask for. */
-const annFrom = (kind: "hnsw" | "exact", codes: Option.Option<"i8" | "float32">) =>
-  kind === "exact"
-    ? ("exact" as const)
-    : Option.isSome(codes) && codes.value === "i8"
-      ? { ...DEFAULT_ANN, codes: "i8" as const }
-      : DEFAULT_ANN
 
 export const index = Command.make(
   "index",
@@ -108,9 +90,10 @@ export const index = Command.make(
     vectorCodes: Flag.Literals("vector-codes", ["i8", "float32"] as const).pipe(
       Flag.withMetavar("FORM"),
       Flag.withDescription(
-        "With --ann hnsw: the form of the rows a query walks the graphs over. i8: a byte a component (a quarter of " +
-          "float32's memory in a server); float32: as the graphs were built (the default). Either way the candidates " +
-          "found are scored exactly; changing it needs no --rebuild (see docs/vectors.md)"
+        "For an index with --ann hnsw: the form of the rows a query walks the graphs over. i8: a byte a component (a " +
+          "quarter of float32's memory in a server); float32: as the graphs were built. Either way the candidates " +
+          "found are scored exactly. Default: the index's own (float32 for new graphs); changing it needs no " +
+          "--rebuild, and graphs built from then on store their codes (see docs/vectors.md)"
       ),
       Flag.optional
     ),
@@ -175,8 +158,6 @@ export const index = Command.make(
     if (Option.isSome(input.ann) && input.ann.value === "hnsw" && isPostgresUrl(input.index)) {
       return yield* new AnnNotInPostgres({ index: input.index })
     }
-    if (Option.isSome(input.vectorCodes) && !(Option.isSome(input.ann) && input.ann.value === "hnsw"))
-      return yield* new CodesNeedGraphs()
     if (input.watch && input.dryRun) return yield* new WatchDryRun()
     const chunker = yield* chunkerFrom(input)
     const progress = input.json ? silentProgress : yield* Progress
@@ -185,7 +166,8 @@ export const index = Command.make(
       ...analyzerFrom(input),
       ...ruleOption("keep", input.keep),
       rebuild: input.rebuild,
-      ...(Option.isSome(input.ann) ? { ann: annFrom(input.ann.value, input.vectorCodes) } : {}),
+      ...(Option.isSome(input.ann) ? { ann: input.ann.value === "hnsw" ? DEFAULT_ANN : ("exact" as const) } : {}),
+      ...(Option.isSome(input.vectorCodes) ? { vectorCodes: input.vectorCodes.value } : {}),
       ...(Option.isSome(input.vectorStorage) ? { vectorStorage: input.vectorStorage.value } : {}),
       prune: input.prune,
       progress: (done: number, total: number, stage: "embedding" | "indexing" | "graphs") =>

@@ -64,3 +64,15 @@ export type IndexRunError = typeof IndexRunError.Type
 
 /** Whether `u` is one of the index run's failures. */
 export const isIndexRunError: (u: unknown) => u is IndexRunError = Schema.is(IndexRunError)
+
+/** `--vector-codes` for an index without graphs: codes say how the approximate index's graphs are walked. */
+export class CodesNeedGraphs extends Schema.TaggedError<CodesNeedGraphs>()("CodesNeedGraphs", {
+  location: Schema.String
+}) {
+  override get message(): string {
+    return (
+      `--vector-codes sets how the graphs of an approximate vector index are walked, and ${this.location} has none: ` +
+      "add --ann hnsw (changing it needs --rebuild), for example: funcpipe index notes/ --ann hnsw --vector-codes i8"
+    )
+  }
+}

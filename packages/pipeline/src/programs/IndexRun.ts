@@ -28,7 +28,7 @@ import { rootLabelsOf } from "../read/Folder.ts"
 import { keepChange, keepTest } from "../read/Keep.ts"
 import { IndexStore, type IndexWriter, type StoredEntry } from "../store/IndexStore.ts"
 import { type DocToWrite, preparesVectors, writePrepared } from "./DocumentWrites.ts"
-import { NothingKept, NothingToIndex, PruneNeeded, SettingsChanged } from "./IndexErrors.ts"
+import { CodesNeedGraphs, NothingKept, NothingToIndex, PruneNeeded, SettingsChanged } from "./IndexErrors.ts"
 import { type KnownFiles, knownFiles, StampTally } from "./KnownFiles.ts"
 
 /** How an index run cleans, chunks and writes. */
@@ -45,6 +45,11 @@ export interface IndexOptions {
   readonly ann?: AnnConfig | "exact"
   /** How vectors finer than float32 are stored; absent, the index keeps its own (`float32` for a new index). */
   readonly vectorStorage?: VectorStorage
+  /**
+   * The rows the graphs are walked over (`--vector-codes`): i8 codes or float32 rows; absent, the index keeps its
+   * own. Only for an index with graphs (`CodesNeedGraphs` otherwise).
+   */
+  readonly vectorCodes?: "i8" | "float32"
   /**
    * The caller named no analyzer version: an existing index keeps its own, and `analyzer.version` applies to a new
    * index (or a rebuilt one) only.
@@ -141,6 +146,13 @@ interface Run {
   /** The model's embedder, through the embedding cache when the model is costly and a cache is at hand. */
   readonly embedder: Embedder["Service"]
   readonly settings: IndexSettings
+  /** The rows the graphs are walked over, as the run names them (`--vector-codes`); absent, the index's own. */
+  readonly vectorCodes: "i8" | "float32" | undefined
+  /**
+   * The index was made before vector storage was a setting and the run names none: it stores exactly, and its
+   * manifest goes on naming none, so that a later rebuild moves it to the default.
+   */
+  readonly storageUnnamed?: boolean
   readonly roots: ReadonlyArray<string>
   /** The label each root's files are read with (see `keptLabels`), recorded in the manifest. */
   readonly labels: Readonly<Record<string, string>>
@@ -217,6 +229,7 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
       ann: options.ann,
       vectorStorage: options.vectorStorage
     },
+    vectorCodes: options.vectorCodes,
     roots,
     labels: options.rebuild === true ? rootLabelsOf(path, roots) : yield* keptLabels(store, path, roots),
     keep,
@@ -462,6 +475,7 @@ const finishRun = Effect.fnUntraced(function* (
     yield* writer.putManifest(
       new IndexManifest({
         ...run.settings,
+        ...(run.storageUnnamed === true ? { vectorStorage: undefined } : {}),
         ann: run.settings.ann === "exact" ? undefined : run.settings.ann,
         ...(isKeepAll(run.keep) ? {} : { keep: run.keep }),
         rootLabels: run.labels,
@@ -496,17 +510,26 @@ const runLocked = (asked: Run, startedAt: number, replaced: Option.Option<IndexM
     }
     // The index's own settings: a rebuild writes a new file, so they are those of the file it replaces.
     const own = Option.orElse(existing, () => replaced)
-    // The vector index is the index's own unless the run names one (`--ann`).
-    if (run.settings.ann === undefined) {
-      run = { ...run, settings: { ...run.settings, ann: Option.isSome(own) ? own.value.ann : undefined } }
+    // The vector index is the index's own unless the run names one (`--ann`), and so are the rows its graphs are
+    // walked over unless the run names them (`--vector-codes`).
+    const ownAnn = Option.isSome(own) ? own.value.ann : undefined
+    const ann = run.settings.ann ?? ownAnn
+    if (ann === undefined || ann === "exact") {
+      if (run.vectorCodes !== undefined) return yield* new CodesNeedGraphs({ location: run.store.location })
+    } else {
+      const named = run.vectorCodes ?? (typeof run.settings.ann === "object" ? run.settings.ann.codes : undefined)
+      const codes = named === undefined ? ownAnn?.codes : named === "i8" ? "i8" : undefined
+      const { codes: _, ...graphs } = ann
+      run = { ...run, settings: { ...run.settings, ann: codes === undefined ? graphs : { ...graphs, codes } } }
     }
+    if (run.settings.ann === undefined) run = { ...run, settings: { ...run.settings, ann } }
     // So is the vector storage: `float32` for a new index, `exact` for one made before it was a setting (which a
     // rebuild moves to the default).
     if (run.settings.vectorStorage === undefined) {
       const named = Option.isSome(own) ? own.value.vectorStorage : undefined
-      const vectorStorage =
-        named ?? (Option.isSome(existing) && !run.rebuild ? vectorStorageOf(existing.value) : DEFAULT_VECTOR_STORAGE)
-      run = { ...run, settings: { ...run.settings, vectorStorage } }
+      const unnamed = named === undefined && Option.isSome(existing) && !run.rebuild
+      const vectorStorage = named ?? (unnamed ? vectorStorageOf(existing.value) : DEFAULT_VECTOR_STORAGE)
+      run = { ...run, settings: { ...run.settings, vectorStorage }, storageUnnamed: unnamed }
     }
     if (Option.isSome(existing) && !run.rebuild) {
       const migration = planMigration(existing.value, run.settings)

@@ -71,6 +71,9 @@ const MODULE = moduleOf(
 
 const instances = compiled(MODULE)
 
+/** The fewest codes held in a kernel's memory (1 MiB): below it, the JavaScript twin costs little. */
+export const MIN_CODES = 1_048_576
+
 /** Rows coded as bytes: `count` rows of `dimensions` codes, then room for a query's; and each row's scale. */
 export interface CodeRows {
   readonly count: number
@@ -114,7 +117,10 @@ export const holdCodes = (count: number, d: number): CodeRows => {
     const codes = new Int8Array(length)
     return { count, dimensions: d, codes, scales, dot: (a, b) => dotCodes(codes, a, codes, b, d), simd: false }
   }
-  if (instances === null || length > 2 ** 32 - 65_536) return plain()
+  // A WebAssembly memory reserves much address space however small, so a few rows are walked in JavaScript; and a
+  // product of more than 133,148 components could pass the kernel's 32-bit sum, which the twin's float64 one does not.
+  if (instances === null || length < MIN_CODES || length > 2 ** 32 - 65_536 || d * LEVELS * LEVELS >= 2 ** 31)
+    return plain()
   try {
     const exports = instances()
     const memory = exports["memory"] as WasmMemory

@@ -114,7 +114,8 @@ export const decodeCodes = (bytes: Uint8Array, count: number, d: number): CodeRo
   const scales = new DataView(bytes.buffer, bytes.byteOffset + at, 8 * count)
   for (let r = 0; r < count; r++) {
     const scale = scales.getFloat64(8 * r, true)
-    if (!(scale >= 0 && scale <= 1)) return "its scan codes have a scale out of range"
+    // A unit row's largest component is at most 1, so its scale at most 1/127.
+    if (!(scale >= 0 && scale <= 1 / 127)) return "its scan codes have a scale out of range"
     rows.scales[r] = scale
   }
   return rows
