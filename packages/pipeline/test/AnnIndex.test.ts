@@ -183,6 +183,12 @@ describe("an index with an approximate vector index", () => {
         const checked = yield* checkIndex({ queries: 2 }).pipe(on(coded.file))
         assert.isFalse(isSound(checked))
         assert.include(JSON.stringify(checked.checks), "scan codes")
+        // Walked over float32 rows, the index answers approximately again, and check still finds the damaged codes.
+        yield* indexPaths([`${coded.dir}/docs.jsonl`], { vectorCodes: "float32" }).pipe(on(coded.file))
+        assert.strictEqual((yield* ask(coded.file, "w1 w2", { annCandidates: 16 })).length, 10)
+        const again = yield* checkIndex({ queries: 2 }).pipe(on(coded.file))
+        assert.isFalse(isSound(again))
+        assert.include(JSON.stringify(again.checks), "its scan codes have another size than its rows")
         const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
         assert.isTrue(isSound(report), JSON.stringify(report.checks))
         // A run that names the graphs but not their rows keeps the codes; naming float32 rows turns them off.

@@ -275,6 +275,9 @@ const checkAnn = (
     if (missing > 0)
       t.add(`${missing} segment${missing === 1 ? " has" : "s have"} no vector graph although the index names one`)
   })
+  guarded(t.add, "reading the vector graphs' scan codes", () => {
+    for (const problem of snapshot.annDamage?.() ?? []) t.add(problem)
+  })
   if (snapshot.annSearch === undefined) return t.done("no vector graphs to ask")
   let hits = 0
   let asked = 0

@@ -100,6 +100,8 @@ export interface IndexView {
   readonly annSearch?: ((query: ArrayLike<number>, ef: number, filter?: PositionFilter) => AnnFound) | undefined
   /** How many segments have no graph although the index names an approximate index (damage; they are scanned). */
   readonly annMissing?: (() => number) | undefined
+  /** What is damaged in the approximate index's stored parts that a walk may not read yet (its scan codes). */
+  readonly annDamage?: (() => ReadonlyArray<string>) | undefined
 }
 
 /** Candidates of a vector query with their exact scores (NaN for a row whose cosine is undefined). */

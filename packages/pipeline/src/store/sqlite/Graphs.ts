@@ -73,11 +73,11 @@ export interface GroupRow {
   readonly legacy?: boolean
 }
 
-const hasColumn = (db: DatabaseSync, name: "segments" | "codes") =>
+export const hasColumn = (db: DatabaseSync, name: "segments" | "codes") =>
   (statement(db, "PRAGMA table_info(ann)").all() as Array<{ name: string }>).some((c) => c.name === name)
 const hasGroups = (db: DatabaseSync) => hasColumn(db, "segments")
 
-const groupRows = (db: DatabaseSync): Array<GroupRow> =>
+export const groupRows = (db: DatabaseSync): Array<GroupRow> =>
   (
     statement(
       db,
@@ -120,7 +120,7 @@ export const liveGroups = (
 /** What a graph was built with, as its row records it: a graph built otherwise is built again. */
 const configOf = (ann: AnnConfig) => `hnsw m=${ann.m} efConstruction=${ann.efConstruction}`
 
-const hasTable = (db: DatabaseSync) =>
+export const hasTable = (db: DatabaseSync) =>
   (
     statement(db, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'ann'").get() as {
       n: number
@@ -391,14 +391,6 @@ export const buildPlannedGraphs = (
       discard: true
     })
   )
-}
-
-/** How many segments are in no graph (the index names an approximate index, so each should be in one). */
-export const missingGraphs = (db: DatabaseSync): number => {
-  const ids = (statement(db, "SELECT id FROM segments").all() as Array<{ id: number }>).map((row) => row.id)
-  if (!hasTable(db)) return ids.length
-  const covered = new Set(liveGroups(groupRows(db), new Set(ids)).kept.flatMap((group) => group.members))
-  return ids.filter((id) => !covered.has(id)).length
 }
 
 /** A group's graph with the rows it walks, kept with its first segment's decoded columns. */

@@ -24,7 +24,8 @@ import {
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
-import { graphSearch, missingGraphs } from "./Graphs.ts"
+import { damagedCodes, missingGraphs } from "./GraphHealth.ts"
+import { graphSearch } from "./Graphs.ts"
 import {
   type Corrupt,
   columnsOf,
@@ -480,6 +481,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         ? undefined
         : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined, codes: manifestValue.ann.codes })
     const readMissing = sqliteReads((_: undefined) => missingGraphs(db))
+    const readDamage = sqliteReads((_: undefined) => damagedCodes(db, dimensions))
     const readAnn = sqliteReads(
       (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined }): AnnFound =>
         annSearch!(a.query, a.ef, a.filter)
@@ -515,7 +517,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       },
       filter: sqliteReads(filter),
       annSearch: annSearch === undefined ? undefined : (query, ef, filter) => readAnn({ query, ef, filter }),
-      annMissing: manifestValue.ann === undefined ? undefined : () => readMissing(undefined)
+      annMissing: manifestValue.ann === undefined ? undefined : () => readMissing(undefined),
+      annDamage: manifestValue.ann === undefined ? undefined : () => readDamage(undefined)
     }
   }
 }

@@ -105,18 +105,26 @@ export const encodeCodes = (count: number, d: number, segments: Iterable<Float32
   return bytes
 }
 
-/** Stored codes (`encodeCodes`) held for walking, or why they cannot be (their size, a scale that is not a number). */
-export const decodeCodes = (bytes: Uint8Array, count: number, d: number): CodeRows | string => {
+/** Why stored codes (`encodeCodes`) of `count` rows cannot be walked (their size, a scale out of range), if they cannot. */
+export const codesProblem = (bytes: Uint8Array, count: number, d: number): string | undefined => {
   const at = scalesAt(count, d)
   if (bytes.byteLength !== at + 8 * count) return "its scan codes have another size than its rows"
-  const rows = holdCodes(count, d)
-  rows.codes.set(new Int8Array(bytes.buffer, bytes.byteOffset, count * d))
   const scales = new DataView(bytes.buffer, bytes.byteOffset + at, 8 * count)
   for (let r = 0; r < count; r++) {
     const scale = scales.getFloat64(8 * r, true)
     // A unit row's largest component is at most 1, so its scale at most 1/127.
     if (!(scale >= 0 && scale <= 1 / 127)) return "its scan codes have a scale out of range"
-    rows.scales[r] = scale
   }
+  return undefined
+}
+
+/** Stored codes (`encodeCodes`) held for walking, or why they cannot be (`codesProblem`). */
+export const decodeCodes = (bytes: Uint8Array, count: number, d: number): CodeRows | string => {
+  const problem = codesProblem(bytes, count, d)
+  if (problem !== undefined) return problem
+  const rows = holdCodes(count, d)
+  rows.codes.set(new Int8Array(bytes.buffer, bytes.byteOffset, count * d))
+  const scales = new DataView(bytes.buffer, bytes.byteOffset + scalesAt(count, d), 8 * count)
+  for (let r = 0; r < count; r++) rows.scales[r] = scales.getFloat64(8 * r, true)
   return rows
 }
