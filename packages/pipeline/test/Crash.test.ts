@@ -99,11 +99,11 @@ const runUntilKilled = <E = never>(
     return yield* Fiber.join(exit)
   })
 
-/** The index file's vector graphs, by segment. */
+/** The index file's vector graphs, by segment, with their scan codes. */
 const graphsIn = (indexFile: string) => {
   const db = new DatabaseSync(indexFile, { readOnly: true })
   try {
-    return db.prepare("SELECT segment, config, data FROM ann ORDER BY segment").all()
+    return db.prepare("SELECT segment, config, data, codes FROM ann ORDER BY segment").all()
   } finally {
     db.close()
   }
@@ -135,14 +135,14 @@ describe("crash safety", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
         const indexFile = `${dir}/index.db`
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(300, "v1"))
-        // With an approximate vector index: its graphs are written in the same transaction, so they survive alike.
-        // (A small graph: what is tested is that it survives, not how well it finds.)
-        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker, ann: { ...DEFAULT_ANN, m: 8, efConstruction: 16 } }).pipe(
-          Effect.provide(layerSqlite(indexFile))
-        )
+        // With an approximate vector index: its graphs and their scan codes are written in the same transaction, so
+        // they survive alike. (A small graph: what is tested is that it survives, not how well it finds.)
+        const ann = { ...DEFAULT_ANN, m: 8, efConstruction: 16, codes: "i8" as const }
+        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker, ann }).pipe(Effect.provide(layerSqlite(indexFile)))
         const before = { ...(yield* snapshot(indexFile)), graphs: graphsIn(indexFile) }
         assert.strictEqual(before.documents.length, 300)
         assert.isNotEmpty(before.graphs)
+        assert.isTrue(before.graphs.every((graph) => graph["codes"] instanceof Uint8Array))
 
         // Every document changes, so the killed run had rewritten most of the index inside its transaction.
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(400, "v2"))
