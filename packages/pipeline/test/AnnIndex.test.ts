@@ -6,6 +6,7 @@
 import { DatabaseSync } from "node:sqlite"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { parseRule } from "@funcpipe/domain/RuleParser"
 import { Effect, FileSystem, Layer, Option, Result } from "effect"
@@ -206,6 +207,61 @@ describe("an index with an approximate vector index", () => {
       }).pipe(Effect.scoped, Effect.provide(Base)),
     // Three indexes built and checked: a minute leaves room for a busy machine; only a hang fails it.
     60_000
+  )
+
+  it.live("keeps the float32 blocks its walks read where a later exact scan reads them, with the same answers", () =>
+    Effect.gen(function* () {
+      // A model whose vectors are float32 already (stored as they are, kept in a scan kernel's memory).
+      const float32 = Embedder.of({
+        model: ModelLabel.make("test-f32"),
+        dimensions: 8,
+        fingerprint: "test",
+        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
+        embedMany: (texts) =>
+          Effect.succeed(
+            texts.map((text) => {
+              let h = 0
+              for (const c of text) h = (h * 31 + c.charCodeAt(0)) % 1_000_003
+              const vector = Array.from({ length: 8 }, (_, j) => Math.fround(Math.sin(h + j * 1.7))) as [
+                number,
+                ...Array<number>
+              ]
+              return new Embedding({ vector, model: ModelLabel.make("test-f32") })
+            })
+          )
+      })
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-f32-" })
+      const lines = Array.from({ length: 400 }, (_, id) =>
+        JSON.stringify({ doc_id: `d${id}`, title: "", text: `n${id}` })
+      )
+      yield* fs.writeFileString(`${dir}/docs.jsonl`, lines.join("\n"))
+      const file = `${dir}/index.db`
+      const layer = Layer.mergeAll(layerSqlite(file), Layer.succeed(Embedder, float32), DocumentSource.layer)
+      yield* indexPaths([`${dir}/docs.jsonl`], { ann: { ...DEFAULT_ANN, codes: "i8" } }).pipe(Effect.provide(layer))
+      const queries = [0, 1, 2, 3].map((q) => Array.from({ length: 8 }, (_, j) => Math.cos(q * 5 + j)))
+      const fresh = Effect.scoped(
+        Effect.map(
+          IndexStore.use((store) => store.snapshot),
+          (snapshot) => queries.map((q) => topVectors(Option.getOrThrow(snapshot), q, 10))
+        )
+      ).pipe(Effect.provide(layer))
+      // A fresh snapshot's exact answers, before any walk has kept a block.
+      const before = yield* fresh
+      // One snapshot walks (its first walk reads rows, its later ones keep blocks), then scans every vector.
+      const served = yield* Effect.scoped(
+        Effect.map(
+          IndexStore.use((store) => store.snapshot),
+          (found) => {
+            const snapshot = Option.getOrThrow(found)
+            for (const q of queries) for (let i = 0; i < 3; i++) snapshot.annSearch!(q, 16)
+            return queries.map((q) => topVectors(snapshot, q, 10))
+          }
+        )
+      ).pipe(Effect.provide(layer))
+      assert.deepStrictEqual(served, before)
+      assert.strictEqual(served[0]!.length, 10)
+    }).pipe(Effect.scoped, Effect.provide(Base))
   )
 
   it.live("builds on worker threads, beside the writing thread, the very graphs one thread builds", () =>

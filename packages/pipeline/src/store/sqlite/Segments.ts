@@ -190,22 +190,29 @@ export const keptBlocks = (
   columns: SegmentColumns
 ): Array<KeptBlock> => {
   const kept: Array<KeptBlock> = []
-  // Decided by the first float32 block: a segment's blocks come from one model, so they share an encoding.
-  let held: Float32Array | undefined | null = null
   for (let b = 0; b * segment.blockRows < segment.count; b++) {
     let block: KeptBlock | undefined = columns.blocks.get(b)
     if (block === undefined) {
-      block = readKept(corrupt, db, segment, dimensions, b, (stored) => {
-        if (held === null) held = holdFloats(segment.count * dimensions, dimensions, segment.count)
-        const from = b * segment.blockRows * dimensions
-        return held?.subarray(from, from + stored.rows * dimensions)
-      })
+      block = readKept(corrupt, db, segment, dimensions, b, roomIn(columns, segment, dimensions, b))
       columns.blocks.set(b, block)
     }
     kept.push(block)
   }
   return kept
 }
+
+/**
+ * Where block `b`'s float32 rows are kept: their stretch of the segment's room in a scan kernel's memory (made by the
+ * first float32 block: a segment's blocks come from one model, so they share an encoding), or a new array.
+ */
+const roomIn =
+  (columns: SegmentColumns, segment: SegmentRow, dimensions: number, b: number) =>
+  (stored: ReturnType<typeof storedBlock>): Float32Array | undefined => {
+    if (columns.held === undefined)
+      columns.held = holdFloats(segment.count * dimensions, dimensions, segment.count) ?? null
+    const from = b * segment.blockRows * dimensions
+    return columns.held?.subarray(from, from + stored.rows * dimensions)
+  }
 
 /**
  * Block `b` of a segment as kept (see `keptBlocks`), read alone when no scan has kept it yet: a walk of the graphs
@@ -221,7 +228,7 @@ export const keptBlockAt = (
 ): KeptBlock => {
   let block = columns.blocks.get(b)
   if (block === undefined) {
-    block = readKept(corrupt, db, segment, dimensions, b, () => undefined)
+    block = readKept(corrupt, db, segment, dimensions, b, roomIn(columns, segment, dimensions, b))
     columns.blocks.set(b, block)
   }
   return block

@@ -249,6 +249,12 @@ export interface SegmentColumns {
   /** Its chunks' lengths, once a query has needed them: a stretch of the last snapshot lengths that held them. */
   lengths: Uint32Array | undefined
   readonly blocks: Map<number, KeptBlock>
+  /**
+   * Room for its float32 rows in a scan kernel's memory, made by the first float32 block kept (`null`: none could be
+   * had): blocks kept there lie one after another, and a scan reads them in place. Pages no block was written to take
+   * no memory.
+   */
+  held?: Float32Array | null
 }
 
 /** A vector block kept for later scans: decoded to float64 with its magnitudes, or its float32 components as stored. */
