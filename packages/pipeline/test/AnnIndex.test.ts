@@ -44,9 +44,10 @@ const graphRows = (file: string) => {
   const db = new DatabaseSync(file, { readOnly: true })
   try {
     return {
-      graphs: db.prepare("SELECT segment, data FROM ann ORDER BY segment").all() as Array<{
+      graphs: db.prepare("SELECT segment, data, codes FROM ann ORDER BY segment").all() as Array<{
         segment: number
         data: Uint8Array
+        codes: Uint8Array | null
       }>,
       segments: (db.prepare("SELECT id FROM segments ORDER BY id").all() as Array<{ id: number }>).map((r) => r.id)
     }
@@ -269,14 +270,15 @@ describe("an index with an approximate vector index", () => {
       const fs = yield* FileSystem.FileSystem
       /**
        * Three runs, each adding documents (a segment each), into a new index; then its graphs dropped and a run that
-       * builds them all again at once. Its graphs.
+       * builds them all again at once. Its graphs, with their scan codes (made from the rows a graph was built from on
+       * the writing thread, and read again for one built on another).
        */
       const grown = Effect.gen(function* () {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-threads-" })
         const file = `${dir}/index.db`
         for (const n of [150, 300, 450]) {
           yield* fs.writeFileString(`${dir}/docs.jsonl`, jsonl(n))
-          yield* indexPaths([`${dir}/docs.jsonl`], { ann: DEFAULT_ANN }).pipe(on(file))
+          yield* indexPaths([`${dir}/docs.jsonl`], { ann: { ...DEFAULT_ANN, codes: "i8" } }).pipe(on(file))
         }
         const db = new DatabaseSync(file)
         db.exec("DELETE FROM ann")
@@ -304,6 +306,7 @@ describe("an index with an approximate vector index", () => {
       ).pipe(Layer.provide(layerWorkers(new URL("../src/index/prepare/PrepareWorker.ts", import.meta.url), 1)))
       const threaded = yield* grown.pipe(Effect.provide(counted))
       assert.isAtLeast(alone.graphs.length, 3)
+      assert.isTrue(alone.graphs.every((graph) => graph.codes instanceof Uint8Array))
       // The last run's graphs were shared: some built by the pool's thread, the others by the writing thread.
       assert.isAtLeast(built, 1)
       assert.isBelow(built, alone.graphs.length)

@@ -280,17 +280,24 @@ export const groupGraphJob = (db: DatabaseSync, corrupt: Corrupt, plan: GraphPla
 
 /**
  * Stores a group's built graph (its bytes, as `buildGraphBytes` gives them), with its rows' scan codes when the index
- * walks over them (made from the stored vectors a segment at a time); `IndexCorrupt` for a block it cannot read.
+ * walks over them (from `rows`, the unit rows it was built from, or else the stored vectors a segment at a time);
+ * `IndexCorrupt` for a block it cannot read.
  */
 export const storeGroupGraph = (
   db: DatabaseSync,
   corrupt: Corrupt,
   plan: GraphPlan,
   group: ReadonlyArray<SegmentRow>,
-  bytes: Uint8Array
+  bytes: Uint8Array,
+  rows?: Float32Array
 ): IndexCorrupt | undefined => {
   const d = plan.dimensions
-  function* units() {
+  // The unit rows the graph was built from, when this thread still has them; else read again a segment at a time.
+  function* units(): Generator<Float32Array> {
+    if (rows !== undefined) {
+      yield rows.subarray(0, rowsIn(group) * d)
+      return
+    }
     for (const segment of group) {
       const unit = new Float32Array(segment.count * d)
       storedUnitRows(corrupt, db, segment, d, unit, 0)
@@ -325,7 +332,7 @@ export const buildGroupGraph = (
 ): IndexCorrupt | undefined => {
   const job = jobIn(db, corrupt, plan, group, holdRows((rowsIn(group) + 1) * plan.dimensions, plan.dimensions))
   if (job instanceof IndexCorrupt) return job
-  return storeGroupGraph(db, corrupt, plan, group, buildGraphBytes(job))
+  return storeGroupGraph(db, corrupt, plan, group, buildGraphBytes(job), job.rows)
 }
 
 /**
