@@ -55,6 +55,7 @@ export const PIPELINE_STATUS: { readonly [Tag in PipelineError["_tag"]]: 400 | 4
   DimensionMismatch: 409,
   SettingsChanged: 409,
   PruneNeeded: 409,
+  CodesNeedGraphs: 409,
   IndexMissing: 503,
   NotAnIndex: 503,
   IndexCorrupt: 503,

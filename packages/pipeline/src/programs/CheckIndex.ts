@@ -275,10 +275,16 @@ const checkAnn = (
     if (missing > 0)
       t.add(`${missing} segment${missing === 1 ? " has" : "s have"} no vector graph although the index names one`)
   })
+  let damaged = false
   guarded(t.add, "reading the vector graphs' scan codes", () => {
-    for (const problem of snapshot.annDamage?.() ?? []) t.add(problem)
+    for (const problem of snapshot.annDamage?.() ?? []) {
+      t.add(problem)
+      damaged = true
+    }
   })
   if (snapshot.annSearch === undefined) return t.done("no vector graphs to ask")
+  // Damaged codes are said once: every walk over them would fail alike.
+  if (damaged && snapshot.manifest.ann?.codes !== undefined) return t.done("the graphs' scan codes are damaged")
   let hits = 0
   let asked = 0
   for (const ask of asks) {

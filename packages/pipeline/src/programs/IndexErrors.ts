@@ -58,13 +58,6 @@ export class NothingKept extends Schema.TaggedError<NothingKept>()("NothingKept"
   }
 }
 
-/** The failures of an index run's own rules (the store's and the models' have their families). */
-export const IndexRunError = Schema.Union([SettingsChanged, PruneNeeded, NothingToIndex, NothingKept])
-export type IndexRunError = typeof IndexRunError.Type
-
-/** Whether `u` is one of the index run's failures. */
-export const isIndexRunError: (u: unknown) => u is IndexRunError = Schema.is(IndexRunError)
-
 /** `--vector-codes` for an index without graphs: codes say how the approximate index's graphs are walked. */
 export class CodesNeedGraphs extends Schema.TaggedError<CodesNeedGraphs>()("CodesNeedGraphs", {
   location: Schema.String
@@ -76,3 +69,10 @@ export class CodesNeedGraphs extends Schema.TaggedError<CodesNeedGraphs>()("Code
     )
   }
 }
+
+/** The failures of an index run's own rules (the store's and the models' have their families). */
+export const IndexRunError = Schema.Union([SettingsChanged, PruneNeeded, NothingToIndex, NothingKept, CodesNeedGraphs])
+export type IndexRunError = typeof IndexRunError.Type
+
+/** Whether `u` is one of the index run's failures. */
+export const isIndexRunError: (u: unknown) => u is IndexRunError = Schema.is(IndexRunError)

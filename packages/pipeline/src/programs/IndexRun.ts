@@ -474,8 +474,7 @@ const finishRun = Effect.fnUntraced(function* (
     yield* writer.putRoots(run.roots)
     yield* writer.putManifest(
       new IndexManifest({
-        ...run.settings,
-        ...(run.storageUnnamed === true ? { vectorStorage: undefined } : {}),
+        ...settingsToRecord(run),
         ann: run.settings.ann === "exact" ? undefined : run.settings.ann,
         ...(isKeepAll(run.keep) ? {} : { keep: run.keep }),
         rootLabels: run.labels,
@@ -490,6 +489,13 @@ const finishRun = Effect.fnUntraced(function* (
   }
   return { pruneNeeded, keepChanged }
 })
+
+/** The run's settings as its manifest records them: without a vector storage where the index names none. */
+const settingsToRecord = (run: Run): IndexSettings => {
+  if (run.storageUnnamed !== true) return run.settings
+  const { vectorStorage: _, ...rest } = run.settings
+  return rest
+}
 
 /** The run under the write lock: check the settings, plan and write every record, then finish. */
 const runLocked = (asked: Run, startedAt: number, replaced: Option.Option<IndexManifest>) => (writer: IndexWriter) =>
@@ -592,11 +598,19 @@ const runLocked = (asked: Run, startedAt: number, replaced: Option.Option<IndexM
 export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArray<string>, options: IndexOptions = {}) {
   const startedAt = yield* Clock.currentTimeMillis
   const { cached, run } = yield* startRun(paths, options)
-  if (cached && !run.dryRun) yield* embedAhead(run)
   // A rebuild keeps the settings of the index it replaces that the run does not name (a damaged one has none).
   const replaced = run.rebuild
     ? yield* Effect.orElseSucceed(run.store.manifest, () => Option.none<IndexManifest>())
     : Option.none<IndexManifest>()
+  // Codes for an index without graphs are refused before anything is embedded (and again under the lock).
+  if (run.vectorCodes !== undefined && (run.settings.ann === undefined || run.settings.ann === "exact")) {
+    const own = run.rebuild
+      ? replaced
+      : yield* Effect.orElseSucceed(run.store.manifest, () => Option.none<IndexManifest>())
+    const ann = run.settings.ann ?? (Option.isSome(own) ? own.value.ann : undefined)
+    if (ann === undefined || ann === "exact") return yield* new CodesNeedGraphs({ location: run.store.location })
+  }
+  if (cached && !run.dryRun) yield* embedAhead(run)
   const report = yield* run.store.transaction(runLocked(run, startedAt, replaced), {
     readOnly: run.dryRun,
     replace: run.rebuild,

@@ -566,7 +566,7 @@ export const graphSearch = (r: GraphReading) => {
         if (alone) rowsRead.set(id, (rowsRead.get(id) ?? 0) + 1)
         const block = alone
           ? (blocks[k]![b] ?? columnsOf(caches, segment).blocks.get(b))
-          : (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columnsOf(caches, segment), b))
+          : (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columnsOf(caches, segment), b, !first))
         // The row in float64 with its magnitude, by the very operations the exact scan uses.
         let vector: Float64Array
         if (block === undefined) {
