@@ -6,7 +6,6 @@
 import { DatabaseSync } from "node:sqlite"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Embedding, ModelLabel } from "@funcpipe/domain/Embedding"
 import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { parseRule } from "@funcpipe/domain/RuleParser"
 import { Effect, FileSystem, Layer, Option, Result } from "effect"
@@ -23,6 +22,7 @@ import { IndexCorrupt } from "../src/store/StoreErrors.ts"
 import { buildGroupGraph } from "../src/store/sqlite/Graphs.ts"
 import { segmentRows } from "../src/store/sqlite/Segments.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
+import { testEmbedder } from "./TestModels.ts"
 
 const WORDS = ["moon", "tide", "orbit", "comet", "saturn", "ring", "star", "probe", "dust", "light", "night", "sky"]
 
@@ -214,23 +214,10 @@ describe("an index with an approximate vector index", () => {
     Effect.gen(function* () {
       // A model whose vectors are float32 already (stored as they are, kept in a scan kernel's memory), 128 components:
       // 512 rows a block, so 1,100 documents make three blocks.
-      const float32 = Embedder.of({
-        model: ModelLabel.make("test-f32"),
-        dimensions: 128,
-        fingerprint: "test",
-        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
-        embedMany: (texts) =>
-          Effect.succeed(
-            texts.map((text) => {
-              let h = 0
-              for (const c of text) h = (h * 31 + c.charCodeAt(0)) % 1_000_003
-              const vector = Array.from({ length: 128 }, (_, j) => Math.fround(Math.sin(h + j * 1.7))) as [
-                number,
-                ...Array<number>
-              ]
-              return new Embedding({ vector, model: ModelLabel.make("test-f32") })
-            })
-          )
+      const float32 = testEmbedder("test-f32", 128, (text) => {
+        let h = 0
+        for (const c of text) h = (h * 31 + c.charCodeAt(0)) % 1_000_003
+        return Array.from({ length: 128 }, (_, j) => Math.fround(Math.sin(h + j * 1.7)))
       })
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-ann-f32-" })

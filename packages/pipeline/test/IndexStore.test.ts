@@ -17,6 +17,7 @@ import { scoreQuery, topChunksOf } from "../src/search/Engine.ts"
 import { IndexStore, type Snapshot } from "../src/store/IndexStore.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 import { bodiesSource } from "./Sources.ts"
+import { testEmbedder } from "./TestModels.ts"
 
 const docs = bodiesSource
 
@@ -318,21 +319,11 @@ describe("the SQLite index file", () => {
 describe("stored vectors", () => {
   /** A model whose components are `narrow` (float32) or not: a vector from the text's characters. */
   const model = (narrow: boolean) =>
-    Embedder.of({
-      model: ModelLabel.make(narrow ? "test-f32" : "test-f64"),
-      dimensions: 3,
-      fingerprint: "test",
-      usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
-      embedMany: (texts) =>
-        Effect.succeed(
-          texts.map((text) => {
-            const vector = [text.length / 7, (text.charCodeAt(0) % 13) / 3, 0.1 * (text.charCodeAt(1) || 1)].map((x) =>
-              narrow ? Math.fround(x) : x
-            ) as [number, ...Array<number>]
-            return new Embedding({ vector, model: ModelLabel.make(narrow ? "test-f32" : "test-f64") })
-          })
-        )
-    })
+    testEmbedder(narrow ? "test-f32" : "test-f64", 3, (text) =>
+      [text.length / 7, (text.charCodeAt(0) % 13) / 3, 0.1 * (text.charCodeAt(1) || 1)].map((x) =>
+        narrow ? Math.fround(x) : x
+      )
+    )
 
   it.effect.each([
     ["local-sha256", "float32", 2, undefined, undefined],
@@ -455,22 +446,11 @@ describe("damaged float32 vectors", () => {
       const fs = yield* FileSystem.FileSystem
       const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-vectors-" })
       const file = `${dir}/index.db`
-      const narrow = Embedder.of({
-        model: ModelLabel.make("test-f32"),
-        dimensions: 3,
-        fingerprint: "test",
-        usage: Effect.succeed({ requests: 0, inputTokens: undefined }),
-        embedMany: (texts) =>
-          Effect.succeed(
-            texts.map(
-              (text) =>
-                new Embedding({
-                  vector: [Math.fround(text.length / 7), 0.5, Math.fround(0.1 * text.charCodeAt(0))],
-                  model: ModelLabel.make("test-f32")
-                })
-            )
-          )
-      })
+      const narrow = testEmbedder("test-f32", 3, (text) => [
+        Math.fround(text.length / 7),
+        0.5,
+        Math.fround(0.1 * text.charCodeAt(0))
+      ])
       const model = Layer.succeed(Embedder, narrow)
       yield* indexPaths(["x"]).pipe(Effect.provide(Layer.mergeAll(layerSqlite(file), docs("alpha", "gamma"), model)))
       // A float32 NaN as the first component of every block.
