@@ -4,12 +4,10 @@ import { AnalyzerConfig, ChunkerConfig, CleanerConfig } from "@funcpipe/domain/C
 import type { RawDoc } from "@funcpipe/domain/Document"
 import {
   type AnnConfig,
-  DEFAULT_VECTOR_STORAGE,
   FORMAT_VERSION,
   IndexManifest,
   type IndexSettings,
-  type VectorStorage,
-  vectorStorageOf
+  type VectorStorage
 } from "@funcpipe/domain/Manifest"
 import { isKeepAll, keepAll, mapPaths, printRule, type Rule } from "@funcpipe/domain/Rule"
 import { Clock, Effect, Option, Path, Result, Stream } from "effect"
@@ -28,8 +26,9 @@ import { rootLabelsOf } from "../read/Folder.ts"
 import { keepChange, keepTest } from "../read/Keep.ts"
 import { IndexStore, type IndexWriter, type StoredEntry } from "../store/IndexStore.ts"
 import { type DocToWrite, preparesVectors, writePrepared } from "./DocumentWrites.ts"
-import { CodesNeedGraphs, NothingKept, NothingToIndex, PruneNeeded, SettingsChanged } from "./IndexErrors.ts"
+import { NothingKept, NothingToIndex, PruneNeeded, SettingsChanged } from "./IndexErrors.ts"
 import { type KnownFiles, knownFiles, StampTally } from "./KnownFiles.ts"
+import { type AskedSettings, codesWithoutGraphs, recordedSettings, runSettings } from "./RunSettings.ts"
 
 /** How an index run cleans, chunks and writes. */
 export interface IndexOptions {
@@ -148,11 +147,8 @@ interface Run {
   readonly settings: IndexSettings
   /** The rows the graphs are walked over, as the run names them (`--vector-codes`); absent, the index's own. */
   readonly vectorCodes: "i8" | "float32" | undefined
-  /**
-   * The index was made before vector storage was a setting and the run names none: it stores exactly, and its
-   * manifest goes on naming none, so that a later rebuild moves it to the default.
-   */
-  readonly storageUnnamed?: boolean
+  /** The index names no vector storage, and its manifest goes on naming none (see `RunSettings`). */
+  readonly storageUnnamed: boolean
   readonly roots: ReadonlyArray<string>
   /** The label each root's files are read with (see `keptLabels`), recorded in the manifest. */
   readonly labels: Readonly<Record<string, string>>
@@ -230,6 +226,7 @@ const startRun = Effect.fnUntraced(function* (paths: ReadonlyArray<string>, opti
       vectorStorage: options.vectorStorage
     },
     vectorCodes: options.vectorCodes,
+    storageUnnamed: false,
     roots,
     labels: options.rebuild === true ? rootLabelsOf(path, roots) : yield* keptLabels(store, path, roots),
     keep,
@@ -474,7 +471,7 @@ const finishRun = Effect.fnUntraced(function* (
     yield* writer.putRoots(run.roots)
     yield* writer.putManifest(
       new IndexManifest({
-        ...settingsToRecord(run),
+        ...recordedSettings(run),
         ann: run.settings.ann === "exact" ? undefined : run.settings.ann,
         ...(isKeepAll(run.keep) ? {} : { keep: run.keep }),
         rootLabels: run.labels,
@@ -490,12 +487,8 @@ const finishRun = Effect.fnUntraced(function* (
   return { pruneNeeded, keepChanged }
 })
 
-/** The run's settings as its manifest records them: without a vector storage where the index names none. */
-const settingsToRecord = (run: Run): IndexSettings => {
-  if (run.storageUnnamed !== true) return run.settings
-  const { vectorStorage: _, ...rest } = run.settings
-  return rest
-}
+/** What a run asks of the settings, for `runSettings`. */
+const askedOf = (run: Run): AskedSettings => ({ location: run.store.location, ...run })
 
 /** The run under the write lock: check the settings, plan and write every record, then finish. */
 const runLocked = (asked: Run, startedAt: number, replaced: Option.Option<IndexManifest>) => (writer: IndexWriter) =>
@@ -504,39 +497,9 @@ const runLocked = (asked: Run, startedAt: number, replaced: Option.Option<IndexM
     const existing = asked.rebuild
       ? yield* Effect.orElseSucceed(writer.manifest, () => Option.none<IndexManifest>())
       : yield* writer.manifest
-    let run = asked
-    if (Option.isSome(existing) && !run.rebuild && run.analyzerVersionFromIndex) {
-      const { version } = existing.value.analyzer
-      const analyzer = new AnalyzerConfig({
-        stopWords: run.settings.analyzer.stopWords,
-        stemmer: run.settings.analyzer.stemmer,
-        ...(version === undefined ? {} : { version })
-      })
-      run = { ...run, settings: { ...run.settings, analyzer } }
-    }
-    // The index's own settings: a rebuild writes a new file, so they are those of the file it replaces.
-    const own = Option.orElse(existing, () => replaced)
-    // The vector index is the index's own unless the run names one (`--ann`), and so are the rows its graphs are
-    // walked over unless the run names them (`--vector-codes`).
-    const ownAnn = Option.isSome(own) ? own.value.ann : undefined
-    const ann = run.settings.ann ?? ownAnn
-    if (ann === undefined || ann === "exact") {
-      if (run.vectorCodes !== undefined) return yield* new CodesNeedGraphs({ location: run.store.location })
-    } else {
-      const named = run.vectorCodes ?? (typeof run.settings.ann === "object" ? run.settings.ann.codes : undefined)
-      const codes = named === undefined ? ownAnn?.codes : named === "i8" ? "i8" : undefined
-      const { codes: _, ...graphs } = ann
-      run = { ...run, settings: { ...run.settings, ann: codes === undefined ? graphs : { ...graphs, codes } } }
-    }
-    if (run.settings.ann === undefined) run = { ...run, settings: { ...run.settings, ann } }
-    // So is the vector storage: `float32` for a new index, `exact` for one made before it was a setting (which a
-    // rebuild moves to the default).
-    if (run.settings.vectorStorage === undefined) {
-      const named = Option.isSome(own) ? own.value.vectorStorage : undefined
-      const unnamed = named === undefined && Option.isSome(existing) && !run.rebuild
-      const vectorStorage = named ?? (unnamed ? vectorStorageOf(existing.value) : DEFAULT_VECTOR_STORAGE)
-      run = { ...run, settings: { ...run.settings, vectorStorage }, storageUnnamed: unnamed }
-    }
+    const resolved = runSettings(askedOf(asked), existing, replaced)
+    if (Result.isFailure(resolved)) return yield* resolved.failure
+    let run: Run = { ...asked, ...resolved.success }
     if (Option.isSome(existing) && !run.rebuild) {
       const migration = planMigration(existing.value, run.settings)
       if (migration._tag !== "Compatible") {
@@ -603,12 +566,12 @@ export const indexPaths = Effect.fn("indexPaths")(function* (paths: ReadonlyArra
     ? yield* Effect.orElseSucceed(run.store.manifest, () => Option.none<IndexManifest>())
     : Option.none<IndexManifest>()
   // Codes for an index without graphs are refused before anything is embedded (and again under the lock).
-  if (run.vectorCodes !== undefined && (run.settings.ann === undefined || run.settings.ann === "exact")) {
+  if (run.vectorCodes !== undefined) {
     const own = run.rebuild
       ? replaced
       : yield* Effect.orElseSucceed(run.store.manifest, () => Option.none<IndexManifest>())
-    const ann = run.settings.ann ?? (Option.isSome(own) ? own.value.ann : undefined)
-    if (ann === undefined || ann === "exact") return yield* new CodesNeedGraphs({ location: run.store.location })
+    const refused = codesWithoutGraphs(askedOf(run), own)
+    if (refused !== undefined) return yield* refused
   }
   if (cached && !run.dryRun) yield* embedAhead(run)
   const report = yield* run.store.transaction(runLocked(run, startedAt, replaced), {
