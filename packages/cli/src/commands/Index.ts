@@ -39,14 +39,14 @@ const printUsage = (chunks: number) =>
     })
   )
 
-/** `--ann hnsw` on an index in PostgreSQL, which keeps no graphs yet. */
-export class AnnNotInPostgres extends Schema.TaggedError<AnnNotInPostgres>()("AnnNotInPostgres", {
+/** `--vector-codes float32` on an index in PostgreSQL, whose graphs are always walked over their i8 codes. */
+export class CodesFixedInPostgres extends Schema.TaggedError<CodesFixedInPostgres>()("CodesFixedInPostgres", {
   index: Schema.String
 }) {
   override get message(): string {
     return (
-      "--ann hnsw builds its graphs in SQLite indexes only for now; an index in PostgreSQL answers vector queries " +
-      "exactly (leave out --ann, or index into a SQLite file)"
+      "--vector-codes float32 is for SQLite indexes: an index in PostgreSQL walks its graphs over the i8 codes " +
+      "stored with them (leave out --vector-codes)"
     )
   }
 }
@@ -155,8 +155,8 @@ export const index = Command.make(
     // fifth less resident memory at peak on a 1 GB corpus) with half its full collections, whose marking threads
     // compete for the two cores.
     keepHeapNearLiveData(100)
-    if (Option.isSome(input.ann) && input.ann.value === "hnsw" && isPostgresUrl(input.index)) {
-      return yield* new AnnNotInPostgres({ index: input.index })
+    if (Option.isSome(input.vectorCodes) && input.vectorCodes.value === "float32" && isPostgresUrl(input.index)) {
+      return yield* new CodesFixedInPostgres({ index: input.index })
     }
     if (input.watch && input.dryRun) return yield* new WatchDryRun()
     const chunker = yield* chunkerFrom(input)

@@ -9,6 +9,7 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Snapshot } from "../store/IndexStore.ts"
 import { storeError } from "../store/postgres/PgFailures.ts"
+import { graphTablesOf } from "../store/postgres/PgGraphs.ts"
 import { PG_LAYOUT } from "../store/postgres/PgIndexStore.ts"
 import { decodeManifest, loadSnapshot } from "../store/postgres/PgRows.ts"
 import { parsePgUrl, scrubUrl } from "../store/postgres/PgUrl.ts"
@@ -53,6 +54,7 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function* (u
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
   const meta = sql(`${schema}.meta`)
   const documents = sql(`${schema}.documents`)
+  const graphTables = graphTablesOf(sql, schema)
 
   /** The pin, from one statement (so one committed state); none when the schema has no index yet. */
   const readPin = Effect.gen(function* () {
@@ -93,7 +95,7 @@ export const makePartitionReader = Effect.fn("makePartitionReader")(function* (u
         if (Option.isNone(found)) return Option.none<Partition>()
         // The shard of each row as `shardOf` computes it (see cluster/Shards.ts).
         const inShard = sql`('x' || lpad(substr(md5(doc_id), 1, 8), 16, '0'))::bit(64)::bigint % ${shards} = ${shard}`
-        const snapshot = yield* loadSnapshot(sql, documents, location, found.value.manifest, inShard)
+        const snapshot = yield* loadSnapshot(sql, documents, location, found.value.manifest, inShard, graphTables)
         return Option.some({ ...found.value, snapshot })
       })
     )

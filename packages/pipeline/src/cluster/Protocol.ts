@@ -107,7 +107,9 @@ export const Search = Rpc.make("Search", {
     b: Schema.Number,
     chunks: Schema.Number,
     totalLength: Schema.Number,
-    df: Schema.Array(Schema.Number)
+    df: Schema.Array(Schema.Number),
+    /** Candidates each of the shard's graphs proposes (`efSearch`); absent, every vector is scored. */
+    ef: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
   },
   success: Schema.Struct({
     hits: Schema.Array(HitSchema),

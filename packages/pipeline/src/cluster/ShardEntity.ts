@@ -45,7 +45,7 @@ export const layerShardEntities = IndexShard.toLayer(
         Effect.flatMap(at(payload.token), (p) =>
           scoring(() => {
             const view = withGlobalStats(p.snapshot, distinct(payload.terms), payload)
-            const query = { terms: payload.terms, vector: payload.vector ?? undefined }
+            const query = { terms: payload.terms, vector: payload.vector ?? undefined, ef: payload.ef }
             const params = new Bm25Params({ k1: payload.k1, b: payload.b } as Bm25Params)
             const filter = payload.where === null ? undefined : p.snapshot.filter(payload.where)
             const answer = shardAnswer(view, query, payload.mode, params, payload.k, payload.depth, filter)

@@ -271,9 +271,8 @@ const checkAnn = (
 ): CheckResult => {
   const t = tally("ann")
   guarded(t.add, "counting the vector graphs", () => {
-    const missing = snapshot.annMissing?.() ?? 0
-    if (missing > 0)
-      t.add(`${missing} segment${missing === 1 ? " has" : "s have"} no vector graph although the index names one`)
+    const missing = snapshot.annMissing?.()
+    if (missing !== undefined) t.add(missing)
   })
   let damaged = false
   guarded(t.add, "reading the vector graphs' scan codes", () => {

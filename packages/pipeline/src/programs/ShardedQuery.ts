@@ -13,6 +13,7 @@ import { analyze } from "../analysis/Analyzer.ts"
 import { call, IndexShard, PartitionSource, ShardsUnavailable, shardEntityId } from "../cluster/Protocol.ts"
 import { distinct, fuseHits, type Hit, mergeHits, scoreKind, shardOf, sumStats } from "../cluster/Shards.ts"
 import { defaultMode, FUSION_DEPTH } from "../search/Engine.ts"
+import { DEFAULT_EF_SEARCH } from "../search/Hnsw.ts"
 import { prepareQuery } from "../search/Query.ts"
 import { IndexMissing } from "../search/QueryErrors.ts"
 import { queryFilter, queryVector, stopWordsOnly } from "./QueryIndex.ts"
@@ -30,6 +31,13 @@ export interface ShardedQueryOptions {
    * shard before its top k, with the whole index's BM25 statistics, so the answer is the single node's.
    */
   readonly where?: Rule
+  /**
+   * Score every vector even where the index has an approximate vector index (its graphs); without it, vector and
+   * hybrid queries on such an index walk each shard's graphs, as `serve` does.
+   */
+  readonly exact?: boolean
+  /** How many candidates each graph proposes (`efSearch`; default `DEFAULT_EF_SEARCH`). */
+  readonly annCandidates?: number
   /** The longest a query may take before `ShardsUnavailable` (default 30 s). */
   readonly timeout?: Duration.Input
 }
@@ -93,6 +101,9 @@ export const queryShards = Effect.fn("queryShards")(function* (
     const asked = yield* queryVector(prepared.text, manifest, options.mode ?? defaultMode(manifest.model))
     const { mode, note } = asked
     const vector = asked.vector ?? null
+    // The runners keep their shards' graphs in memory, so a sharded query walks them unless told to scan.
+    const ef =
+      manifest.ann === undefined || options.exact === true ? {} : { ef: options.annCandidates ?? DEFAULT_EF_SEARCH }
     const parts =
       mode === "vector"
         ? ids.map(() => ({ chunks: 0, totalLength: 0, df: unique.map(() => 0) }))
@@ -115,6 +126,7 @@ export const queryShards = Effect.fn("queryShards")(function* (
             depth: FUSION_DEPTH,
             k1: params.k1,
             b: params.b,
+            ...ef,
             ...stats
           })
         ),

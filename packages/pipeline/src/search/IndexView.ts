@@ -98,8 +98,11 @@ export interface IndexView {
    * its exact score (NaN where the cosine is undefined); absent when the index has no approximate index.
    */
   readonly annSearch?: ((query: ArrayLike<number>, ef: number, filter?: PositionFilter) => AnnFound) | undefined
-  /** How many segments have no graph although the index names an approximate index (damage; they are scanned). */
-  readonly annMissing?: (() => number) | undefined
+  /**
+   * What of the index is in no graph although it names an approximate index (damage: those chunks are scanned), as
+   * `check` says it; `undefined` when every chunk is in one.
+   */
+  readonly annMissing?: (() => string | undefined) | undefined
   /** What is damaged in the approximate index's stored parts that a walk may not read yet (its scan codes). */
   readonly annDamage?: (() => ReadonlyArray<string>) | undefined
 }

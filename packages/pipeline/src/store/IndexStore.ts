@@ -303,6 +303,13 @@ export const view = <A>(
   return make(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.byteLength / size)
 }
 
+/** A typed array over a `bytea` (see `view`); `undefined` for anything else or a length that does not divide. */
+export const typed = <A>(
+  value: unknown,
+  size: number,
+  make: (buffer: ArrayBuffer, offset: number, length: number) => A
+) => (value instanceof Uint8Array && value.byteLength % size === 0 ? view(value, size, make) : undefined)
+
 /** The writer of a dry run over an index that does not exist yet: nothing stored, nothing to write. */
 export const emptyWriter = (location: string): IndexWriter => {
   const refuse = Effect.fail(new StoreFailure({ location, reason: "a dry run writes nothing" }))

@@ -23,6 +23,7 @@ import {
 import { storedDocOf } from "../LoadedSnapshot.ts"
 import { ForeignSchema, IndexCorrupt, IndexTooNew, IndexTooOld, type StoreError, StoreFailure } from "../StoreErrors.ts"
 import { storeError } from "./PgFailures.ts"
+import { type GraphTables, graphTablesOf, updateGraphs } from "./PgGraphs.ts"
 import { reconnecting } from "./PgReconnect.ts"
 import {
   decodeManifest,
@@ -111,6 +112,8 @@ interface PgStore {
   readonly schema: string
   readonly meta: Statement.Identifier
   readonly documentsTable: Statement.Identifier
+  /** The tables the vector graphs are read and written with. */
+  readonly graphTables: GraphTables
   readonly busyMillis: number
   /** The snapshot of the last state loaded, kept while no commit changes the token. */
   cached: { readonly token: string; readonly snapshot: Snapshot } | undefined
@@ -247,7 +250,14 @@ const readSnapshot = (c: PgStore) =>
       if (Option.isNone(found)) return Option.none<Snapshot>()
       const cached = c.cached
       if (cached?.token === state.token) return Option.some(cached.snapshot)
-      const loaded = yield* loadSnapshot(c.sql, c.documentsTable, c.location, found.value, c.sql.literal("TRUE"))
+      const loaded = yield* loadSnapshot(
+        c.sql,
+        c.documentsTable,
+        c.location,
+        found.value,
+        c.sql.literal("TRUE"),
+        c.graphTables
+      )
       c.cached = { token: state.token, snapshot: loaded }
       return Option.some(loaded)
     })
@@ -323,12 +333,12 @@ const flush = (p: PgWriting) =>
       c,
       "writing documents"
     )(
-      c.sql`
-        INSERT INTO ${c.documentsTable} ${c.sql.insert(rows)}
-        ON CONFLICT (doc_id) DO UPDATE SET source = EXCLUDED.source, title = EXCLUDED.title,
-          categories = EXCLUDED.categories, hash = EXCLUDED.hash, chunks = EXCLUDED.chunks, body = EXCLUDED.body,
-          spans = EXCLUDED.spans, lengths = EXCLUDED.lengths, terms = EXCLUDED.terms, term_ids = EXCLUDED.term_ids,
-          vectors = EXCLUDED.vectors`.pipe(Effect.asVoid)
+      // A document written again gets a row of its own (a new id), never changed in place: a vector graph names its
+      // rows by id, and must not find other vectors there than it was built from.
+      Effect.andThen(
+        c.sql`DELETE FROM ${c.documentsTable} WHERE doc_id IN ${c.sql.in(rows.map((row) => row["doc_id"] as string))}`,
+        c.sql`INSERT INTO ${c.documentsTable} ${c.sql.insert(rows)}`
+      ).pipe(Effect.asVoid)
     )
   })
 
@@ -382,12 +392,16 @@ const clear = (p: PgWriting) =>
             ? Effect.all(
                 [
                   c.sql`DELETE FROM ${c.documentsTable}`,
+                  c.sql`DROP TABLE IF EXISTS ${c.graphTables.ann}`,
                   c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots', 'file_stamps')`,
                   c.sql`UPDATE ${c.meta} SET value = ${randomUUID()} WHERE key = 'generation'`
                 ],
                 { discard: true }
               )
-            : Effect.andThen(c.sql`DROP TABLE ${c.documentsTable}, ${c.meta}`, createTables(c))
+            : Effect.andThen(
+                c.sql`DROP TABLE IF EXISTS ${c.documentsTable}, ${c.meta}, ${c.graphTables.ann}`,
+                createTables(c)
+              )
         )
       })
 
@@ -453,9 +467,11 @@ const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOn
         p,
         "writing the manifest",
         Effect.suspend(() => {
-          // An index in PostgreSQL keeps no vector graphs yet, so its manifest names none (one copied from a SQLite
-          // index with graphs answers exactly here, and says so).
-          const m = given.ann === undefined ? given : new IndexManifest({ ...given, ann: undefined })
+          // Graphs in PostgreSQL are always walked over their stored codes (see PgGraphs.ts), and the manifest says so.
+          const m =
+            given.ann === undefined || given.ann.codes === "i8"
+              ? given
+              : new IndexManifest({ ...given, ann: { ...given.ann, codes: "i8" } })
           p.manifestValue = Option.some(m)
           return upsertMeta(c, "manifest", encodeManifest(m))
         })
@@ -477,18 +493,29 @@ const makeWriter = (c: PgStore, state: Extract<State, { _tag: "Index" }>, readOn
         Effect.suspend(() => upsertMeta(c, "file_stamps", encodeStamps(stamps)))
       )
   }
-  /** Writes what is buffered and, if anything changed, moves the version on; called once, just before the commit. */
-  const finish = Effect.andThen(
-    flush(p),
-    Effect.suspend(() =>
-      p.changed
-        ? mapSqlError(
-            c,
-            "committing"
-          )(c.sql`UPDATE ${c.meta} SET value = (value::bigint + 1)::text WHERE key = 'version'`)
-        : Effect.void
+  /**
+   * Writes what is buffered and, if anything changed, brings the vector graphs up to date and moves the version on;
+   * called once, just before the commit.
+   */
+  const finish = (options: TransactionOptions) =>
+    Effect.andThen(
+      flush(p),
+      Effect.suspend(() =>
+        p.changed
+          ? mapSqlError(
+              c,
+              "committing"
+            )(
+              Effect.gen(function* () {
+                const manifest = p.manifestValue ?? (yield* manifestOf(c, state.manifest))
+                if (Option.isSome(manifest))
+                  yield* updateGraphs(c.sql, c.graphTables, c.location, manifest.value, options)
+                yield* c.sql`UPDATE ${c.meta} SET value = (value::bigint + 1)::text WHERE key = 'version'`
+              })
+            )
+          : Effect.void
+      )
     )
-  )
   return { writer, finish }
 }
 
@@ -526,7 +553,7 @@ const transaction = <A, E, R>(
           yield* checkLayout(c, state, true)
           const { finish, writer } = makeWriter(c, state, false)
           const result = yield* restore(body(writer))
-          yield* finish
+          yield* finish(transactionOptions)
           return result
         })
       )
@@ -542,6 +569,7 @@ const make = (sql: PgClient.PgClient, target: PgTarget, options: PgStoreOptions)
     schema: target.schema,
     meta: sql(`${target.schema}.meta`),
     documentsTable: sql(`${target.schema}.documents`),
+    graphTables: graphTablesOf(sql, target.schema),
     busyMillis: options.busyTimeoutMillis ?? 2000,
     cached: undefined
   }

@@ -4,9 +4,11 @@ import { IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import { deflateBody, type PackReader } from "../../index/BodyPack.ts"
-import { type ChunkRecord, type DocRecord, type TermTable, view } from "../IndexStore.ts"
+import { type ChunkRecord, type DocRecord, type TermTable, typed } from "../IndexStore.ts"
+import { withGraphs } from "../LoadedGraphs.ts"
 import { type LoadedDoc, snapshotLoader } from "../LoadedSnapshot.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
+import { type GraphTables, loadGraphs } from "./PgGraphs.ts"
 
 export { decodeManifestJson as decodeManifest } from "@funcpipe/domain/Manifest"
 export const encodeManifest = Schema.encodeSync(Schema.fromJsonString(IndexManifest))
@@ -87,11 +89,15 @@ export const loadSnapshot = Effect.fnUntraced(function* (
   documents: Statement.Identifier,
   location: string,
   manifest: IndexManifest,
-  where: Statement.Fragment
+  where: Statement.Fragment,
+  graphTables?: GraphTables
 ) {
   const loader = snapshotLoader(location, manifest)
   const corrupt = (error: unknown) =>
     error instanceof IndexCorrupt ? error : new IndexCorrupt({ location, detail: String(error) })
+  // Where each document's chunks are, by row id: what the graphs' rows are mapped to.
+  const loaded = new Map<number, { readonly first: number; readonly chunks: number }>()
+  let positions = 0
   let after = 0n
   for (;;) {
     const rows = yield* sql<Record<string, unknown>>`
@@ -99,7 +105,12 @@ export const loadSnapshot = Effect.fnUntraced(function* (
       LIMIT ${LOAD_PAGE}`
     yield* Effect.try({
       try: () => {
-        for (const row of rows) loader.add(loadedDoc(location, row))
+        for (const row of rows) {
+          const doc = loadedDoc(location, row)
+          loader.add(doc)
+          if (graphTables !== undefined) loaded.set(Number(row["id"]), { first: positions, chunks: doc.chunks })
+          positions += doc.chunks
+        }
       },
       catch: corrupt
     })
@@ -108,15 +119,11 @@ export const loadSnapshot = Effect.fnUntraced(function* (
     if (typeof last !== "bigint") return yield* new IndexCorrupt({ location, detail: "a document's row id is damaged" })
     after = last
   }
-  return yield* Effect.try({ try: loader.finish, catch: corrupt })
+  const snapshot = yield* Effect.try({ try: loader.finish, catch: corrupt })
+  if (graphTables === undefined || manifest.ann === undefined) return snapshot
+  const graphs = yield* loadGraphs(sql, graphTables, location, manifest, loaded)
+  return yield* Effect.try({ try: () => withGraphs(snapshot, graphs, location), catch: corrupt })
 })
-
-/** A typed array over a `bytea` (see `view`); `undefined` for anything else or a length that does not divide. */
-export const typed = <A>(
-  value: unknown,
-  size: number,
-  make: (buffer: ArrayBuffer, offset: number, length: number) => A
-) => (value instanceof Uint8Array && value.byteLength % size === 0 ? view(value, size, make) : undefined)
 
 /** A loaded document from its row; `IndexCorrupt` (thrown) when a column is not what the writer wrote. */
 const loadedDoc = (location: string, row: Record<string, unknown>): LoadedDoc => {

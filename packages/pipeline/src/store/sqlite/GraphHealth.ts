@@ -9,12 +9,15 @@ import { statement } from "./Connection.ts"
 import { groupRows, hasColumn, hasTable, liveGroups } from "./Graphs.ts"
 import { codesProblem } from "./WalkRows.ts"
 
-/** How many segments are in no graph (the index names an approximate index, so each should be in one). */
-export const missingGraphs = (db: DatabaseSync): number => {
+/** The segments in no graph (the index names an approximate index, so each should be in one), as `check` says it. */
+export const missingGraphs = (db: DatabaseSync): string | undefined => {
   const ids = (statement(db, "SELECT id FROM segments").all() as Array<{ id: number }>).map((row) => row.id)
-  if (!hasTable(db)) return ids.length
-  const covered = new Set(liveGroups(groupRows(db), new Set(ids)).kept.flatMap((group) => group.members))
-  return ids.filter((id) => !covered.has(id)).length
+  const covered = hasTable(db)
+    ? new Set(liveGroups(groupRows(db), new Set(ids)).kept.flatMap((group) => group.members))
+    : new Set<number>()
+  const missing = ids.filter((id) => !covered.has(id)).length
+  if (missing === 0) return undefined
+  return `${missing} segment${missing === 1 ? " has" : "s have"} no vector graph although the index names one`
 }
 
 /** Each graph whose stored scan codes cannot be walked, and why, at `dimensions` components a row. */

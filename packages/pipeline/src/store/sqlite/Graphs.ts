@@ -20,7 +20,7 @@ import { holdRows } from "../../search/GraphKernel.ts"
 import { type Graph, isGraphNode } from "../../search/Hnsw.ts"
 import { decodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
-import { clamp } from "../../search/VectorScan.ts"
+import { exactScore, NO_WALK, walkQuery } from "../../search/Rescore.ts"
 import type { GraphBuilder } from "../IndexStore.ts"
 import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
@@ -118,7 +118,7 @@ export const liveGroups = (
 }
 
 /** What a graph was built with, as its row records it: a graph built otherwise is built again. */
-const configOf = (ann: AnnConfig) => `hnsw m=${ann.m} efConstruction=${ann.efConstruction}`
+export const configOf = (ann: AnnConfig) => `hnsw m=${ann.m} efConstruction=${ann.efConstruction}`
 
 export const hasTable = (db: DatabaseSync) =>
   (
@@ -508,15 +508,9 @@ export const graphSearch = (r: GraphReading) => {
     return found
   }
   return (query: ArrayLike<number>, ef: number, filter?: PositionFilter): AnnFound => {
-    const q = Float64Array.from(query)
-    let qLength = 0
-    for (let j = 0; j < d; j++) qLength += q[j]! * q[j]!
-    qLength = Math.sqrt(qLength)
-    // A query whose length is not a normal number cannot be made a unit vector for the walk (its scores are those of
-    // the exact scan's arithmetic, which copes): the caller scans, as told by a cut at +Infinity.
-    if (!(qLength >= 2 ** -511 && qLength < Number.POSITIVE_INFINITY))
-      return { positions: new Int32Array(0), scores: new Float64Array(0), cutAt: Number.POSITIVE_INFINITY }
-    const unit = Float32Array.from(q, (x) => x / qLength)
+    const prepared = walkQuery(query, d)
+    if (prepared === undefined) return NO_WALK
+    const { unit } = prepared
     const positions: Array<number> = []
     const scores: Array<number> = []
     let cutAt = Number.NEGATIVE_INFINITY
@@ -581,9 +575,7 @@ export const graphSearch = (r: GraphReading) => {
           vector = block.vectors.subarray(at * d, (at + 1) * d)
           magnitude[0] = block.magnitudes[at]!
         }
-        let dot = 0
-        for (let j = 0; j < d; j++) dot += q[j]! * vector[j]!
-        const score = magnitude[0] === 0 ? Number.NaN : clamp(dot / (qLength * magnitude[0]!))
+        const score = exactScore(prepared, vector, magnitude[0]!, d)
         positions.push(offsets[members[k]!]! + local)
         scores.push(score)
         if (score < lowest) lowest = score
