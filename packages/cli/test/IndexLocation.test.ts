@@ -86,4 +86,25 @@ describePg("the index location in PostgreSQL", () => {
       }).pipe(Effect.provide(TestLayer)),
     30_000
   )
+
+  it.effect(
+    "builds graphs there with --ann hnsw, walked over i8 codes, and refuses --vector-codes float32 in one line",
+    () =>
+      Effect.gen(function* () {
+        const { url } = yield* freshSchema
+        yield* output(["index", sample, "--index", url, "--ann", "hnsw"])
+        const status = JSON.parse(yield* output(["status", "--index", url, "--json"]))
+        assert.strictEqual(status.ann.codes, "i8")
+        const walked = JSON.parse(
+          yield* output(["query", "saturn moon probe", "--index", url, "--ann-candidates", "64", "--json"])
+        )
+        const exact = JSON.parse(yield* output(["query", "saturn moon probe", "--index", url, "--json"]))
+        assert.deepStrictEqual(walked.results, exact.results)
+        const refused = yield* Effect.flip(run(["index", sample, "--index", url, "--vector-codes", "float32"]))
+        assert.strictEqual(refused._tag, "CodesFixedInPostgres")
+        assert.include(refused.message, "leave out --vector-codes")
+        assert.notInclude(refused.message, "\n")
+      }).pipe(Effect.provide(TestLayer)),
+    30_000
+  )
 })

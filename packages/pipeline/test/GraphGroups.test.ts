@@ -4,6 +4,7 @@
  * once there are more than `MAX_OPEN_GROUPS` of them, so that many small runs do not leave a query many graphs to walk.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { planGraphUpdate } from "../src/store/postgres/PgGraphs.ts"
 import { groupRowsOf, groupsToBuild, liveGroups, MAX_OPEN_GROUPS, packGroups } from "../src/store/sqlite/Graphs.ts"
 import { maxChunksOf, type SegmentRow } from "../src/store/sqlite/Tables.ts"
 
@@ -143,5 +144,55 @@ describe("the groups of segments that share a vector graph", () => {
       dropped.map((g) => g.segment),
       [2, 3, 4]
     )
+  })
+})
+
+describe("the groups of document rows that share a vector graph in PostgreSQL", () => {
+  const rows = (ids: ReadonlyArray<number>, chunks = 10) => ids.map((id) => ({ id, chunks }))
+  const CONFIG = "hnsw m=16 efConstruction=100"
+
+  it("builds a graph over new documents, as many as fit, and leaves stored graphs alone", () => {
+    const stored = [{ id: 1, config: CONFIG, docs: rows([1, 2, 3]) }]
+    const live = rows([1, 2, 3, 4, 5, 6, 7])
+    assert.deepStrictEqual(planGraphUpdate(stored, live, CONFIG, 1000), { drop: [], groups: [rows([4, 5, 6, 7])] })
+    // At most `limit` rows a graph, a document never split (one larger than the limit gets a graph of its own).
+    const plan = planGraphUpdate([], [...rows([1, 2, 3]), { id: 4, chunks: 50 }, ...rows([5])], CONFIG, 25)
+    assert.deepStrictEqual(
+      plan.groups.map((group) => group.map((doc) => doc.id)),
+      [[1, 2], [3], [4], [5]]
+    )
+    // Nothing new, nothing deleted: nothing to do.
+    assert.deepStrictEqual(planGraphUpdate(stored, rows([1, 2, 3]), CONFIG, 1000), { drop: [], groups: [] })
+  })
+
+  it("builds again a graph that lost more than half its rows, or was built with other settings", () => {
+    const stored = [
+      { id: 1, config: CONFIG, docs: rows([1, 2, 3, 4]) },
+      { id: 2, config: CONFIG, docs: rows([5, 6, 7, 8]) }
+    ]
+    // Half of graph 1 gone: kept (its rows are walked through); three quarters of graph 2 gone: built again.
+    const plan = planGraphUpdate(stored, rows([1, 2, 8]), CONFIG, 1000)
+    assert.deepStrictEqual(plan, { drop: [2], groups: [rows([8])] })
+    // Every row of a graph gone: dropped, nothing to build.
+    assert.deepStrictEqual(planGraphUpdate(stored, rows([5, 6, 7, 8]), CONFIG, 1000), { drop: [1], groups: [] })
+    const other = planGraphUpdate(stored, rows([1, 2, 3, 4, 5, 6, 7, 8]), "hnsw m=8 efConstruction=100", 1000)
+    assert.deepStrictEqual(other, { drop: [1, 2], groups: [rows([1, 2, 3, 4, 5, 6, 7, 8])] })
+  })
+
+  it("gathers the graphs under half full again once there would be more than MAX_OPEN_GROUPS of them", () => {
+    const stored = Array.from({ length: MAX_OPEN_GROUPS }, (_, k) => ({
+      id: k + 1,
+      config: CONFIG,
+      docs: rows([2 * k + 1, 2 * k + 2])
+    }))
+    const before = rows(Array.from({ length: 2 * MAX_OPEN_GROUPS }, (_, i) => i + 1))
+    const added = rows([100])
+    const plan = planGraphUpdate(stored, [...before, ...added], CONFIG, 1000)
+    assert.deepStrictEqual(plan.drop, [1, 2])
+    assert.deepStrictEqual(plan.groups, [[...before, ...added]])
+    // A full graph is never gathered with them.
+    const full = [{ id: 9, config: CONFIG, docs: rows([50, 51, 52, 53, 54, 55]) }, ...stored]
+    const again = planGraphUpdate(full, [...before, ...rows([50, 51, 52, 53, 54, 55]), ...added], CONFIG, 100)
+    assert.deepStrictEqual(again.drop, [1, 2])
   })
 })

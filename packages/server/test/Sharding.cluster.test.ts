@@ -13,11 +13,12 @@ import { assert, it } from "@effect/vitest"
 import { type AnswerView, answerJson } from "@funcpipe/domain/Answer"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DocId, RawDoc } from "@funcpipe/domain/Document"
+import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
 import { rankingOrder } from "@funcpipe/domain/Ranking"
 import { anyOf, eq, type Rule, startsWith } from "@funcpipe/domain/Rule"
 import { shardOf } from "@funcpipe/pipeline/cluster/Shards"
 import { Embedder } from "@funcpipe/pipeline/models/Embedder"
-import { indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
+import { type IndexOptions, indexPaths } from "@funcpipe/pipeline/programs/IndexRun"
 import { queryIndex } from "@funcpipe/pipeline/programs/QueryIndex"
 import { queryShards } from "@funcpipe/pipeline/programs/ShardedQuery"
 import { DocumentSource } from "@funcpipe/pipeline/read/DocumentSource"
@@ -148,7 +149,7 @@ const kill = (proc: ChildProcess) =>
   })
 
 /** The index in a fresh schema, its cluster tables dropped when the scope closes. */
-const indexed = (state: { corpus: Corpus }) =>
+const indexed = (state: { corpus: Corpus }, options: Omit<IndexOptions, "chunker"> = {}) =>
   Effect.gen(function* () {
     const { url } = yield* freshSchema
     const prefix = clusterPrefix({ index: url })
@@ -163,9 +164,14 @@ const indexed = (state: { corpus: Corpus }) =>
         )
       )
     )
-    yield* indexPaths(["corpus"], { chunker }).pipe(Effect.provide(Layer.merge(layerPostgres(url), sourceOf(state))))
+    yield* indexPaths(["corpus"], { chunker, ...options }).pipe(
+      Effect.provide(Layer.merge(layerPostgres(url), sourceOf(state)))
+    )
     return url
   })
+
+/** The schema a test URL names. */
+const parsed = (url: string) => ({ schema: new URL(url).searchParams.get("schema")! })
 
 const local = Layer.mergeAll(Embedder.layerLocalSha256, NodeServices.layer)
 
@@ -212,6 +218,71 @@ describePg("sharded serving", () => {
               assert.deepStrictEqual(answerJson(got[i]!.answer), answerJson(answers[i]!), `${name}: its JSON`)
             })
           }
+        }).pipe(Effect.provide(layerEntry({ index: url })))
+      }).pipe(Effect.provide(local)),
+    180_000
+  )
+
+  it.live(
+    "an index with graphs: each shard walks them for its documents, and the merged answer is scored exactly",
+    () =>
+      Effect.gen(function* () {
+        const state = { corpus: corpusOf(5) }
+        const url = yield* indexed(state, { ann: DEFAULT_ANN })
+        const asked = [
+          ["alpha beta", 10, "vector"],
+          ["omega über kappa", 20, "vector"],
+          ["alpha beta gamma delta", 10, "hybrid"]
+        ] as const
+        const store = Effect.provide(layerPostgres(url))
+        const exact = yield* Effect.forEach(asked, ([q, k, mode]) =>
+          Effect.map(queryIndex(q, k, { mode, exact: true }), rowsOf)
+        ).pipe(store)
+        // Every chunk's exact cosine, to hold each walked answer's scores to.
+        const cosines = yield* Effect.forEach(asked, ([q]) =>
+          Effect.map(
+            queryIndex(q, 10_000, { mode: "vector", exact: true }),
+            (answer) => new Map(rowsOf(answer).map(([score, docId, start]) => [`${docId} ${start}`, score]))
+          )
+        ).pipe(store)
+        yield* startRunner(url)
+        yield* startRunner(url)
+        yield* Effect.gen(function* () {
+          for (const shards of [2, 8]) {
+            for (const [i, [q, k, mode]] of asked.entries()) {
+              const name = `${shards} shards, ${mode} "${q}"`
+              // Where each walk may look at every row, the answer is the exact one, to the bit.
+              const all = yield* queryShards(q, k, { mode, shards, annCandidates: 10_000, timeout: "60 seconds" })
+              assert.deepStrictEqual(rowsOf(all), exact[i]!, name)
+              // At a small efSearch, every vector score is the chunk's exact cosine, in the ranking order.
+              const walked = rowsOf(yield* queryShards(q, k, { mode, shards, annCandidates: 4, timeout: "60 seconds" }))
+              assert.isAbove(walked.length, 0, name)
+              const keys = walked.map(([score, docId, start, end, text]) => ({ score, docId, start, end, text }))
+              assert.deepStrictEqual([...keys].sort(rankingOrder), keys, name)
+              if (mode === "vector")
+                for (const [score, docId, start] of walked)
+                  assert.strictEqual(score, cosines[i]!.get(`${docId} ${start}`), name)
+            }
+          }
+          // The runners walk the graphs: a new version whose graphs' codes are damaged fails as damage when walked,
+          // and still answers when every vector is scored.
+          state.corpus = corpusOf(6)
+          yield* indexPaths(["corpus"], { chunker }).pipe(
+            Effect.provide(Layer.merge(layerPostgres(url), sourceOf(state)))
+          )
+          const { schema } = parsed(url)
+          yield* onServer((sql) => sql`UPDATE ${sql(`${schema}.ann`)} SET codes = substring(codes from 1 for 10)`)
+          const failed = yield* Effect.flip(
+            queryShards("alpha", 5, { mode: "vector", shards: 2, timeout: "60 seconds" })
+          )
+          assert.include(failed.message, "scan codes")
+          const scanned = yield* queryShards("alpha", 5, {
+            mode: "vector",
+            shards: 2,
+            exact: true,
+            timeout: "60 seconds"
+          })
+          assert.strictEqual(scanned.results.length, 5)
         }).pipe(Effect.provide(layerEntry({ index: url })))
       }).pipe(Effect.provide(local)),
     180_000

@@ -105,10 +105,28 @@ export const loadedGraphSearch = (
   return { annSearch, annMissing }
 }
 
-/** `snapshot` with the approximate search over `graphs` (a snapshot held in memory has one vector block). */
-export const withGraphs = (snapshot: Snapshot, graphs: ReadonlyArray<LoadedGraph>, location: string): Snapshot => {
+/**
+ * `snapshot` with the approximate search over `graphs` (a snapshot held in memory has one vector block), and what of
+ * its graphs did not load (`damage`): then approximate queries fail with it as `IndexCorrupt`, exact ones answer.
+ */
+export const withGraphs = (
+  snapshot: Snapshot,
+  graphs: ReadonlyArray<LoadedGraph>,
+  damage: ReadonlyArray<string>,
+  location: string
+): Snapshot => {
   const [block] = snapshot.vectorBlocks()
   if (block === undefined || block.codes !== undefined) throw new Error("withGraphs: not a loaded snapshot")
   const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
-  return { ...snapshot, ...loadedGraphSearch(block, snapshot.dimensions, snapshot.positions, graphs, corrupt) }
+  const { annMissing, annSearch } = loadedGraphSearch(block, snapshot.dimensions, snapshot.positions, graphs, corrupt)
+  return {
+    ...snapshot,
+    annSearch: (query, ef, filter) => {
+      if (damage.length > 0) throw corrupt(damage[0]!)
+      return annSearch(query, ef, filter)
+    },
+    // A graph that did not load is damage, said once; its chunks are not also counted as in no graph.
+    annMissing: () => (damage.length > 0 ? undefined : annMissing()),
+    annDamage: () => damage
+  }
 }

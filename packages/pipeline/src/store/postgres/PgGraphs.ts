@@ -19,6 +19,7 @@ import type { SqlClient, SqlError, Statement } from "effect/sql"
 import type { CodeRows } from "../../search/CodeKernel.ts"
 import { buildGraphBytes, type GraphJob } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
+import type { Graph } from "../../search/Hnsw.ts"
 import { decodeGraph } from "../../search/HnswBytes.ts"
 import { type TransactionOptions, typed } from "../IndexStore.ts"
 import type { LoadedGraph } from "../LoadedGraphs.ts"
@@ -270,49 +271,65 @@ export type LoadedRows = ReadonlyMap<number, { readonly first: number; readonly 
 
 /**
  * The stored graphs the snapshot walks, each row mapped to its position (-1 for a row not loaded: its document gone,
- * or in another shard). A graph built with other settings than the manifest's is left out (its chunks are scanned,
- * and `check` says so). `IndexCorrupt` for a graph or its codes that do not read.
+ * or in another shard), and what is damaged: a graph, its codes or its documents that do not read are left out and
+ * said there (an approximate query then fails as damage, an exact one still answers). A graph built with other
+ * settings than the manifest's is left out too (its chunks are scanned, and `check` says so).
  */
 export const loadGraphs = (
   sql: SqlClient.SqlClient,
   t: GraphTables,
-  location: string,
   manifest: IndexManifest,
   loaded: LoadedRows
-): Effect.Effect<Array<LoadedGraph>, SqlError.SqlError | IndexCorrupt> =>
+): Effect.Effect<{ readonly graphs: Array<LoadedGraph>; readonly damage: Array<string> }, SqlError.SqlError> =>
   Effect.gen(function* () {
     const ann: AnnConfig | undefined = manifest.ann
-    if (ann === undefined || !(yield* hasAnnTable(sql, t))) return []
-    const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
+    const graphs: Array<LoadedGraph> = []
+    const damage: Array<string> = []
+    if (ann === undefined || !(yield* hasAnnTable(sql, t))) return { graphs, damage }
     const d = manifest.dimensions
     const ids = yield* sql<{ id: unknown }>`SELECT id FROM ${t.ann} WHERE config = ${configOf(ann)} ORDER BY first_doc`
-    const graphs: Array<LoadedGraph> = []
     // One graph at a time: a graph with its codes can be a few hundred MB.
     for (const { id } of ids) {
       const [row] = yield* sql<{ docs: unknown; counts: unknown; graph: unknown; codes: unknown }>`
         SELECT docs, counts, graph, codes FROM ${t.ann} WHERE id = ${id}`
       const named = `the vector graph ${String(id)}`
       const docs = row === undefined ? undefined : docRowsOf(row.docs, row.counts)
-      if (row === undefined || docs === undefined)
-        return yield* corrupt(`${named} is damaged: its documents do not read`)
+      if (row === undefined || docs === undefined) {
+        damage.push(`${named} is damaged: its documents do not read`)
+        continue
+      }
       const count = chunksIn(docs)
       const graph = row.graph instanceof Uint8Array ? decodeGraph(row.graph) : "the graph is not bytes"
-      if (typeof graph === "string") return yield* corrupt(`${named} is damaged: ${graph}`)
-      if (graph.count !== count) return yield* corrupt(`${named} has another row count than its documents`)
       const codes: CodeRows | string =
-        row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, d) : "its codes are not bytes"
-      if (typeof codes === "string") return yield* corrupt(`${named} is damaged: ${codes}`)
-      const positions = new Int32Array(count).fill(-1)
-      let at = 0
-      for (const doc of docs) {
-        const here = loaded.get(doc.id)
-        if (here !== undefined) {
-          if (here.chunks !== doc.chunks) return yield* corrupt(`${named} has another chunk count for a document`)
-          for (let c = 0; c < doc.chunks; c++) positions[at + c] = here.first + c
-        }
-        at += doc.chunks
-      }
-      graphs.push({ graph, codes, positions })
+        row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, d) : "its scan codes are not bytes"
+      const positions = mapRows(docs, count, loaded)
+      const problem =
+        typeof graph === "string"
+          ? graph
+          : graph.count !== count
+            ? "it has another row count than its documents"
+            : typeof codes === "string"
+              ? codes
+              : positions === undefined
+                ? "it has another chunk count for a document"
+                : undefined
+      if (problem !== undefined) damage.push(`${named} is damaged: ${problem}`)
+      else graphs.push({ graph: graph as Graph, codes: codes as CodeRows, positions: positions! })
     }
-    return graphs
+    return { graphs, damage }
   })
+
+/** Each of a graph's `count` rows' position in the snapshot, or -1; `undefined` where a document's chunks differ. */
+const mapRows = (docs: ReadonlyArray<DocRows>, count: number, loaded: LoadedRows): Int32Array | undefined => {
+  const positions = new Int32Array(count).fill(-1)
+  let at = 0
+  for (const doc of docs) {
+    const here = loaded.get(doc.id)
+    if (here !== undefined) {
+      if (here.chunks !== doc.chunks) return undefined
+      for (let c = 0; c < doc.chunks; c++) positions[at + c] = here.first + c
+    }
+    at += doc.chunks
+  }
+  return positions
+}

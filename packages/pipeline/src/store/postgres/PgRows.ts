@@ -121,8 +121,8 @@ export const loadSnapshot = Effect.fnUntraced(function* (
   }
   const snapshot = yield* Effect.try({ try: loader.finish, catch: corrupt })
   if (graphTables === undefined || manifest.ann === undefined) return snapshot
-  const graphs = yield* loadGraphs(sql, graphTables, location, manifest, loaded)
-  return yield* Effect.try({ try: () => withGraphs(snapshot, graphs, location), catch: corrupt })
+  const { damage, graphs } = yield* loadGraphs(sql, graphTables, manifest, loaded)
+  return yield* Effect.try({ try: () => withGraphs(snapshot, graphs, damage, location), catch: corrupt })
 })
 
 /** A loaded document from its row; `IndexCorrupt` (thrown) when a column is not what the writer wrote. */
