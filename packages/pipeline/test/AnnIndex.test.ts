@@ -19,6 +19,7 @@ import type { GraphJob } from "../src/search/GraphBuild.ts"
 import { topVectors } from "../src/search/VectorScan.ts"
 import { IndexStore } from "../src/store/IndexStore.ts"
 import { IndexCorrupt } from "../src/store/StoreErrors.ts"
+import { rescoreCount } from "../src/store/sqlite/GraphSearch.ts"
 import { buildGroupGraph } from "../src/store/sqlite/Graphs.ts"
 import { segmentRows } from "../src/store/sqlite/Segments.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
@@ -107,6 +108,26 @@ describe("an index with an approximate vector index", () => {
         }).join("\n")
         const { dir, file } = yield* built(lines, { ann: DEFAULT_ANN })
         const before = graphRows(file).graphs
+        // A top k at least as deep as efSearch (a hybrid query's 1,000) still comes from the graphs, not the exact scan.
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const snapshot = Option.getOrThrow(yield* IndexStore.use((store) => store.snapshot))
+            const [query] = yield* Embedder.use((e) => e.embedMany(["w1 w2 w3"]))
+            let scans = 0
+            const counted = {
+              ...snapshot,
+              vectorBlocks: () => {
+                scans++
+                return snapshot.vectorBlocks()
+              }
+            }
+            const walked = topVectors(counted, query!.vector, 40, undefined, 16)
+            assert.strictEqual(scans, 0)
+            assert.strictEqual(walked.length, 40)
+            const exact = new Map(topVectors(snapshot, query!.vector, 300).map((top) => [top.position, top.score]))
+            for (const top of walked) assert.strictEqual(top.score, exact.get(top.position))
+          })
+        ).pipe(on(file))
         const texts = ["w1 w2 w3", "w10 w500", "w77 w78 w79 w80", "w900 w3 w41", "w5", "w600 w601"]
         // The candidates the graphs propose for each text, as chunk keys.
         const proposed = (text: string, at = file) =>
@@ -169,6 +190,24 @@ describe("an index with an approximate vector index", () => {
         ).pipe(on(coded.file))
         assert.deepStrictEqual(twice[1], twice[0])
         assert.isAbove(twice[0].positions.length, 0)
+        // Over codes, a caller that keeps a few has only the walks' nearest scored (each scored read from the file):
+        // fewer candidates, each with the score it has among all, and the same best few.
+        const [wide, few] = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const snapshot = Option.getOrThrow(yield* IndexStore.use((store) => store.snapshot))
+            const [query] = yield* Embedder.use((e) => e.embedMany(["w1 w2 w3"]))
+            return [snapshot.annSearch!(query!.vector, 64), snapshot.annSearch!(query!.vector, 64, undefined, 3)]
+          })
+        ).pipe(on(coded.file))
+        assert.strictEqual(wide!.positions.length, 64)
+        assert.strictEqual(few!.positions.length, rescoreCount(3))
+        const scoreOf = new Map(Array.from(wide!.positions, (p, i) => [p, wide!.scores[i]!]))
+        few!.positions.forEach((p, i) => assert.strictEqual(few!.scores[i], scoreOf.get(p)))
+        const best = (found: typeof wide) =>
+          Array.from(found!.positions, (p, i) => [found!.scores[i]!, p] as const)
+            .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+            .slice(0, 3)
+        assert.deepStrictEqual(best(few), best(wide))
         // A first walk reads its candidates' rows alone, and a damaged block is damage, as when it is read whole.
         const copy = `${coded.file}.cut`
         const fs = yield* FileSystem.FileSystem

@@ -14,7 +14,7 @@
 
 export type VectorEncoding = "u16" | "f32" | "f64"
 
-const BYTES: Record<VectorEncoding, number> = { u16: 2, f32: 4, f64: 8 }
+export const BYTES: Record<VectorEncoding, number> = { u16: 2, f32: 4, f64: 8 }
 
 /** The narrowest exact encoding of `values` (every component finite). */
 export const encodingOf = (values: Float64Array): VectorEncoding => {

@@ -94,10 +94,13 @@ export interface IndexView {
    */
   readonly documentFrequency?: ((term: string) => number) | undefined
   /**
-   * The approximate vector index's candidates for a query (`ef` a segment, live and allowed by the filter), each with
-   * its exact score (NaN where the cosine is undefined); absent when the index has no approximate index.
+   * The approximate vector index's candidates for a query (`ef` a graph, live and allowed by the filter), each with
+   * its exact score (NaN where the cosine is undefined); absent when the index has no approximate index. A caller that
+   * keeps the best `keep` lets a store that reads what it scores score only the candidates nearest by its walk.
    */
-  readonly annSearch?: ((query: ArrayLike<number>, ef: number, filter?: PositionFilter) => AnnFound) | undefined
+  readonly annSearch?:
+    | ((query: ArrayLike<number>, ef: number, filter?: PositionFilter, keep?: number) => AnnFound)
+    | undefined
   /**
    * What of the index is in no graph although it names an approximate index (damage: those chunks are scanned), as
    * `check` says it; `undefined` when every chunk is in one.

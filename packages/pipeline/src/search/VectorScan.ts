@@ -328,9 +328,11 @@ export const topVectors = (
     return heap.take()
   }
   if (ef === undefined || view.annSearch === undefined) return exact()
-  const wide = Math.max(ef, k)
+  // At least k candidates past the k asked for where k reaches ef (a hybrid query's depth of 1,000): with no more
+  // than k, the k-th would be the list's last, at its cut, and the answer always the exact scan's.
+  const wide = Math.max(ef, k + Math.min(k, ef))
   if (filter !== undefined && scansFiltered(filter, wide, view.liveChunks)) return exact()
-  const found = view.annSearch(vector, wide, filter)
+  const found = view.annSearch(vector, wide, filter, k)
   const heap = new TopK(k, tiesOf(view))
   for (let i = 0; i < found.positions.length; i++) {
     const score = found.scores[i]!

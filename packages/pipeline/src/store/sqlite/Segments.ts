@@ -1,7 +1,12 @@
 /** A segment's columns as one read transaction reads them: its row, chunk lengths, vector blocks and deletions, checked. */
 
 import type { DatabaseSync } from "node:sqlite"
-import { decodeRows as decodeBlock, encodingFor } from "../../index/VectorCodec.ts"
+import {
+  BYTES as BYTES_OF,
+  decodeRows as decodeBlock,
+  encodingFor,
+  type VectorEncoding
+} from "../../index/VectorCodec.ts"
 import { holdFloats } from "../../search/FloatScan.ts"
 import type { IndexCorrupt } from "../StoreErrors.ts"
 import type { Caches } from "./Caches.ts"
@@ -131,15 +136,22 @@ export const storedRowInto = (
   block: number,
   at: number,
   vector: Float64Array,
-  magnitude: Float64Array
+  magnitude: Float64Array,
+  encodings?: Map<number, VectorEncoding>
 ): void => {
   const rows = rowsInBlock(segment.blockRows, segment.count, block)
-  const found = statement(db, "SELECT length(data) AS n, typeof(data) AS kind FROM vectors WHERE id = ?").get(
-    segment.id * BLOCKS_PER_SEGMENT + block
-  ) as { n: number; kind: string } | undefined
-  const encoding = found?.kind === "blob" ? encodingFor(found.n, rows * dimensions) : undefined
-  if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
-  const size = found!.n / (rows * dimensions)
+  const id = segment.id * BLOCKS_PER_SEGMENT + block
+  // A block's encoding, from its length: read once per block where the caller keeps them (`encodings`).
+  let encoding = encodings?.get(id)
+  if (encoding === undefined) {
+    const found = statement(db, "SELECT length(data) AS n, typeof(data) AS kind FROM vectors WHERE id = ?").get(id) as
+      | { n: number; kind: string }
+      | undefined
+    encoding = found?.kind === "blob" ? encodingFor(found.n, rows * dimensions) : undefined
+    if (encoding === undefined) throw corrupt(`segment ${segment.id} has a vector block of the wrong size`)
+    encodings?.set(id, encoding)
+  }
+  const size = BYTES_OF[encoding]
   const data = (
     statement(db, "SELECT substr(data, ?, ?) AS data FROM vectors WHERE id = ?").get(
       1 + at * dimensions * size,
@@ -239,6 +251,10 @@ export const keptBlockAt = (
   }
   return block
 }
+
+/** Block `b` read and decoded for one query, kept nowhere (a walk over codes lets it go once the query is answered). */
+export const blockOnce = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, dimensions: number, b: number) =>
+  readKept(corrupt, db, segment, dimensions, b, () => undefined)
 
 /** Block `b` read and decoded to be kept; its float32 components (if so stored) copied into `room`'s array or anew. */
 const readKept = (

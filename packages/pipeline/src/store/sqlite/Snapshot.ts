@@ -10,7 +10,7 @@ import { bodyIn } from "../../index/BodyPack.ts"
 import { decodePostings } from "../../index/Postings.ts"
 import { decodeVectors, encodingFor, type VectorEncoding } from "../../index/VectorCodec.ts"
 import { type TableColumn, TableFilter } from "../../search/Filter.ts"
-import type { AnnFound, PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
+import type { PositionFilter, TermBlock, VectorBlock } from "../../search/IndexView.ts"
 import { documentTies } from "../../search/Ranker.ts"
 import type { BodyEntry } from "../BodyCache.ts"
 import {
@@ -25,7 +25,7 @@ import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
 import { damagedCodes, missingGraphs } from "./GraphHealth.ts"
-import { graphSearch } from "./Graphs.ts"
+import { graphSearch } from "./GraphSearch.ts"
 import {
   type Corrupt,
   columnsOf,
@@ -483,8 +483,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
     const readMissing = sqliteReads((_: undefined) => missingGraphs(db))
     const readDamage = sqliteReads((_: undefined) => damagedCodes(db, dimensions))
     const readAnn = sqliteReads(
-      (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined }): AnnFound =>
-        annSearch!(a.query, a.ef, a.filter)
+      (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined; keep: number | undefined }) =>
+        annSearch!(a.query, a.ef, a.filter, a.keep)
     )
     const documents = sqliteReads<void, ReturnType<typeof documentsOf>>(documentsOf)
     let tieAsks = 0
@@ -516,7 +516,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         return tieOrder()
       },
       filter: sqliteReads(filter),
-      annSearch: annSearch === undefined ? undefined : (query, ef, filter) => readAnn({ query, ef, filter }),
+      annSearch:
+        annSearch === undefined ? undefined : (query, ef, filter, keep) => readAnn({ query, ef, filter, keep }),
       annMissing: manifestValue.ann === undefined ? undefined : () => readMissing(undefined),
       annDamage: manifestValue.ann === undefined ? undefined : () => readDamage(undefined)
     }

@@ -6,18 +6,21 @@
 
 import { type CodeRows, codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
-import { type Graph, searchGraph, searchGraphBy } from "../../search/Hnsw.ts"
+import { type Graph, searchGraphBy, searchGraphWithin } from "../../search/Hnsw.ts"
 import type { KeptBlock, SegmentRow } from "./Tables.ts"
 
 /** A group's rows held for walking its graph. */
 export interface WalkRows {
-  /** The rows nearest the unit `query` that `keep` allows (`searchGraph`), found through these rows. */
+  /**
+   * The rows nearest the unit `query` that `keep` allows (`searchGraph`), found through these rows, with their
+   * distances by these rows (1 - their product with the query), nearest first.
+   */
   readonly search: (
     graph: Graph,
     query: Float32Array,
     ef: number,
     keep: ((row: number) => boolean) | undefined
-  ) => Int32Array
+  ) => { readonly rows: Int32Array; readonly dists: Float64Array }
 }
 
 /** One of a group's segments, with its kept blocks and the group's row where it starts. */
@@ -40,12 +43,12 @@ export const walkRowsOf = (
   stored: CodeRows | undefined
 ): WalkRows => {
   if (codes !== undefined && stored !== undefined)
-    return { search: (graph, query, ef, keep) => searchGraphBy(graph, codeDistance(stored, query), ef, keep).rows }
+    return { search: (graph, query, ef, keep) => searchGraphBy(graph, codeDistance(stored, query), ef, keep) }
   if (codes === undefined) {
     const data = holdRows((count + 1) * d, d)
     for (const { at, blocks, segment } of parts()) unitRowsInto(segment, d, blocks, data, at)
     const rows = { count, dimensions: d, data }
-    return { search: (graph, query, ef, keep) => searchGraph(graph, rows, query, ef, keep) }
+    return { search: (graph, query, ef, keep) => searchGraphWithin(graph, rows, query, ef, keep) }
   }
   const coded = holdCodes(count, d)
   for (const { at, blocks, segment } of parts()) {
@@ -53,7 +56,7 @@ export const walkRowsOf = (
     unitRowsInto(segment, d, blocks, unit, 0)
     for (let r = 0; r < segment.count; r++) coded.scales[at + r] = codeRow(unit, r * d, d, coded.codes, (at + r) * d)
   }
-  return { search: (graph, query, ef, keep) => searchGraphBy(graph, codeDistance(coded, query), ef, keep).rows }
+  return { search: (graph, query, ef, keep) => searchGraphBy(graph, codeDistance(coded, query), ef, keep) }
 }
 
 /** A segment's rows as unit float32 vectors, from its kept blocks, into `data` from row `at` on. */
