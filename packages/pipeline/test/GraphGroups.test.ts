@@ -4,7 +4,7 @@
  * once there are more than `MAX_OPEN_GROUPS` of them, so that many small runs do not leave a query many graphs to walk.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { planGraphUpdate } from "../src/store/postgres/PgGraphs.ts"
+import { planGraphUpdate, type StoredGraph } from "../src/store/postgres/PgGraphs.ts"
 import { groupRowsOf, groupsToBuild, liveGroups, MAX_OPEN_GROUPS, packGroups } from "../src/store/sqlite/Graphs.ts"
 import { maxChunksOf, type SegmentRow } from "../src/store/sqlite/Tables.ts"
 
@@ -179,20 +179,57 @@ describe("the groups of document rows that share a vector graph in PostgreSQL", 
     assert.deepStrictEqual(other, { drop: [1, 2], groups: [rows([1, 2, 3, 4, 5, 6, 7, 8])] })
   })
 
-  it("gathers the graphs under half full again once there would be more than MAX_OPEN_GROUPS of them", () => {
+  it("builds the two smallest groups under half full again as one while there are more than MAX_OPEN_GROUPS", () => {
     const stored = Array.from({ length: MAX_OPEN_GROUPS }, (_, k) => ({
       id: k + 1,
       config: CONFIG,
       docs: rows([2 * k + 1, 2 * k + 2])
     }))
     const before = rows(Array.from({ length: 2 * MAX_OPEN_GROUPS }, (_, i) => i + 1))
-    const added = rows([100])
-    const plan = planGraphUpdate(stored, [...before, ...added], CONFIG, 1000)
-    assert.deepStrictEqual(plan.drop, [1, 2])
-    assert.deepStrictEqual(plan.groups, [[...before, ...added]])
+    // The new group (10 rows) and the smaller stored graph (20 rows; of two the same, the earlier) become one.
+    const plan = planGraphUpdate(stored, [...before, ...rows([100])], CONFIG, 1000)
+    assert.deepStrictEqual(plan, { drop: [1], groups: [rows([1, 2, 100])] })
     // A full graph is never gathered with them.
     const full = [{ id: 9, config: CONFIG, docs: rows([50, 51, 52, 53, 54, 55]) }, ...stored]
-    const again = planGraphUpdate(full, [...before, ...rows([50, 51, 52, 53, 54, 55]), ...added], CONFIG, 100)
-    assert.deepStrictEqual(again.drop, [1, 2])
+    const again = planGraphUpdate(full, [...before, ...rows([50, 51, 52, 53, 54, 55, 100])], CONFIG, 100)
+    assert.deepStrictEqual(again.drop, [1])
+  })
+
+  it("rebuilds only small graphs when runs add a document at a time beside a large graph", () => {
+    const limit = 100_000
+    let stored: Array<StoredGraph> = [
+      { id: 1, config: CONFIG, docs: rows(Array.from({ length: 4000 }, (_, i) => i + 1)) }
+    ]
+    let next = 2
+    let rebuilt = 0
+    const live = [...stored[0]!.docs]
+    for (let run = 0; run < 200; run++) {
+      live.push({ id: 10_000 + run, chunks: 10 })
+      const plan = planGraphUpdate(stored, live, CONFIG, limit)
+      assert.notInclude(plan.drop, 1)
+      const dropped = new Set(plan.drop)
+      stored = [
+        ...stored.filter((g) => !dropped.has(g.id)),
+        ...plan.groups.map((docs) => ({ id: next++, config: CONFIG, docs }))
+      ]
+      for (const docs of plan.groups) rebuilt += docs.reduce((n, doc) => n + doc.chunks, 0)
+      assert.isAtMost(stored.length, MAX_OPEN_GROUPS + 1)
+    }
+    // 200 runs of 10 rows: the small graph is rebuilt each time, never the 40,000-row one (200 × 40,000 rows).
+    assert.isBelow(rebuilt, 200 * 2010)
+  })
+
+  it("drops a stored graph whose documents do not match the table's, and builds its rows again", () => {
+    const live = rows([1, 2, 3, 4])
+    const copy = { id: 2, config: CONFIG, docs: rows([1, 2]) }
+    const twice = planGraphUpdate([{ id: 1, config: CONFIG, docs: rows([1, 2]) }, copy], live, CONFIG, 1000)
+    assert.include(twice.drop, 2)
+    assert.notInclude(twice.drop, 1)
+    const unsorted = planGraphUpdate([{ id: 1, config: CONFIG, docs: rows([2, 1]) }], live, CONFIG, 1000)
+    assert.deepStrictEqual(unsorted, { drop: [1], groups: [live] })
+    const empty = planGraphUpdate([{ id: 1, config: CONFIG, docs: rows([1, 2], 0) }], live, CONFIG, 1000)
+    assert.deepStrictEqual(empty, { drop: [1], groups: [live] })
+    const counted = planGraphUpdate([{ id: 1, config: CONFIG, docs: rows([1, 2], 7) }], live, CONFIG, 1000)
+    assert.deepStrictEqual(counted, { drop: [1], groups: [live] })
   })
 })

@@ -64,6 +64,10 @@ const hasAnnTable = (sql: SqlClient.SqlClient, t: GraphTables) =>
     (rows) => rows[0]?.found === true
   )
 
+/** Removes every graph (the table stays, for readers that saw it). */
+export const dropGraphs = (sql: SqlClient.SqlClient, t: GraphTables) =>
+  Effect.flatMap(hasAnnTable(sql, t), (found) => (found ? Effect.asVoid(sql`DELETE FROM ${t.ann}`) : Effect.void))
+
 /** A document row with chunks: its row id and chunk count. */
 export interface DocRows {
   readonly id: number
@@ -87,9 +91,12 @@ const chunksIn = (docs: ReadonlyArray<DocRows>) => docs.reduce((sum, doc) => sum
 
 /**
  * What a run changes in the graphs, from the stored graphs and the live document rows (those with chunks, in row-id
- * order), at `limit` rows a graph: graphs built otherwise (`config`) or that have lost more than half their rows are
- * dropped and their live rows grouped again with the rows in no graph; when that leaves more than `MAX_OPEN_GROUPS`
- * groups under half full, those are grouped again too. A document never spans two groups.
+ * order), at `limit` rows a graph. Dropped, their live rows grouped again with the rows in no graph: a graph built
+ * otherwise (`config`), one that has lost more than half its rows, and one whose documents do not match the table's
+ * (out of order, repeated, in an earlier graph, or of another chunk count: damage). Then, while more than
+ * `MAX_OPEN_GROUPS` groups are under half full (stored graphs and new groups alike), the two smallest are built again as
+ * one: a run that adds a few documents rebuilds a small graph, never a large one, and each row is rebuilt only as often
+ * as its group doubles. A document never spans two groups.
  */
 export const planGraphUpdate = (
   stored: ReadonlyArray<StoredGraph>,
@@ -97,40 +104,65 @@ export const planGraphUpdate = (
   config: string,
   limit: number
 ): GraphUpdate => {
-  const liveIds = new Set(live.map((doc) => doc.id))
+  const liveChunks = new Map(live.map((doc) => [doc.id, doc.chunks]))
   const drop: Array<number> = []
-  const kept: Array<{ readonly id: number; readonly rows: number; readonly docs: ReadonlyArray<DocRows> }> = []
+  /** A group under half full: a stored graph's (`id`) or one to build. */
+  type Open = { readonly id: number | undefined; readonly docs: ReadonlyArray<DocRows>; readonly rows: number }
+  const open: Array<Open> = []
   const covered = new Set<number>()
   for (const graph of stored) {
-    const docs = graph.docs.filter((doc) => liveIds.has(doc.id))
+    const sound = graph.docs.every(
+      (doc, k) =>
+        doc.chunks > 0 &&
+        (k === 0 || doc.id > graph.docs[k - 1]!.id) &&
+        !covered.has(doc.id) &&
+        (liveChunks.get(doc.id) ?? doc.chunks) === doc.chunks
+    )
+    const docs = graph.docs.filter((doc) => liveChunks.has(doc.id))
     const rows = chunksIn(docs)
-    if (graph.config !== config || rows === 0 || 2 * rows < chunksIn(graph.docs)) drop.push(graph.id)
-    else {
-      kept.push({ id: graph.id, rows, docs })
-      for (const doc of docs) covered.add(doc.id)
+    if (!sound || graph.config !== config || rows === 0 || 2 * rows < chunksIn(graph.docs)) {
+      drop.push(graph.id)
+      continue
     }
+    for (const doc of docs) covered.add(doc.id)
+    if (2 * rows < limit) open.push({ id: graph.id, docs, rows })
   }
-  let pool = live.filter((doc) => !covered.has(doc.id))
-  const pack = (docs: ReadonlyArray<DocRows>) => {
-    const groups: Array<Array<DocRows>> = []
-    let rows = limit
-    for (const doc of [...docs].sort((a, b) => a.id - b.id)) {
-      if (rows + doc.chunks > limit) {
-        groups.push([])
-        rows = 0
-      }
-      groups[groups.length - 1]!.push(doc)
-      rows += doc.chunks
+  const groups = pack(
+    live.filter((doc) => !covered.has(doc.id) && doc.chunks > 0),
+    limit
+  )
+  const built: Array<ReadonlyArray<DocRows>> = []
+  for (const docs of groups) {
+    const rows = chunksIn(docs)
+    if (2 * rows < limit) open.push({ id: undefined, docs, rows })
+    else built.push(docs)
+  }
+  const order = (a: Open, b: Open) => a.rows - b.rows || a.docs[0]!.id - b.docs[0]!.id
+  while (open.length > MAX_OPEN_GROUPS) {
+    open.sort(order)
+    const [a, b] = open.splice(0, 2) as [Open, Open]
+    for (const one of [a, b]) if (one.id !== undefined) drop.push(one.id)
+    const docs = [...a.docs, ...b.docs].sort((x, y) => x.id - y.id)
+    open.push({ id: undefined, docs, rows: a.rows + b.rows })
+  }
+  for (const one of open) if (one.id === undefined) built.push(one.docs)
+  built.sort((a, b) => a[0]!.id - b[0]!.id)
+  return { drop: drop.sort((a, b) => a - b), groups: built }
+}
+
+/** Documents in row-id order packed into groups of at most `limit` rows (a larger document in a group of its own). */
+const pack = (docs: ReadonlyArray<DocRows>, limit: number): Array<Array<DocRows>> => {
+  const groups: Array<Array<DocRows>> = []
+  let rows = 0
+  for (const doc of [...docs].sort((a, b) => a.id - b.id)) {
+    if (groups.length === 0 || rows + doc.chunks > limit) {
+      groups.push([])
+      rows = 0
     }
-    return groups
+    groups[groups.length - 1]!.push(doc)
+    rows += doc.chunks
   }
-  const small = kept.filter((graph) => 2 * graph.rows < limit)
-  const open = pack(pool).filter((group) => 2 * chunksIn(group) < limit).length
-  if (small.length > 0 && small.length + open > MAX_OPEN_GROUPS) {
-    for (const graph of small) drop.push(graph.id)
-    pool = [...pool, ...small.flatMap((graph) => graph.docs)]
-  }
-  return { drop, groups: pack(pool) }
+  return groups
 }
 
 /** Documents read per statement while a graph's rows are gathered. */
@@ -151,7 +183,8 @@ export const updateGraphs = (
   Effect.gen(function* () {
     const ann = manifest.ann
     if (ann === undefined) {
-      if (yield* hasAnnTable(sql, t)) yield* sql`DROP TABLE ${t.ann}`
+      // Emptied, not dropped: a reader loading meanwhile may have seen the table, and must still find it.
+      yield* dropGraphs(sql, t)
       return
     }
     yield* createAnnTable(sql, t)
@@ -170,6 +203,7 @@ export const updateGraphs = (
       id: Number(row.id),
       chunks: Number(row.chunks)
     }))
+    if (!live.every((doc) => Number.isSafeInteger(doc.id))) return yield* corrupt("a document's row id is out of range")
     const plan = planGraphUpdate(stored, live, configOf(ann), groupRowsOf(d))
     if (plan.drop.length > 0) yield* sql`DELETE FROM ${t.ann} WHERE id IN ${sql.in(plan.drop)}`
     let done = 0
@@ -217,7 +251,8 @@ const docRowsOf = (docs: unknown, counts: unknown): Array<DocRows> | undefined =
   const ids = typed(docs, 8, (b, o, n) => new BigInt64Array(b, o, n))
   const chunks = typed(counts, 4, (b, o, n) => new Uint32Array(b, o, n))
   if (ids === undefined || chunks === undefined || ids.length !== chunks.length) return undefined
-  return Array.from(ids, (id, k) => ({ id: Number(id), chunks: chunks[k]! }))
+  const rows = Array.from(ids, (id, k) => ({ id: Number(id), chunks: chunks[k]! }))
+  return rows.every((doc) => Number.isSafeInteger(doc.id)) ? rows : undefined
 }
 
 /**
@@ -236,18 +271,16 @@ const unitRows = (
   Effect.gen(function* () {
     const count = chunksIn(group)
     const data = into ?? new Float32Array((count + 1) * d)
-    const wanted = new Map(group.map((doc) => [doc.id, doc.chunks]))
-    const last = group[group.length - 1]!.id
-    let after = group[0]!.id - 1
     let at = 0
-    for (;;) {
+    // The group's own rows, a page of ids at a time (a regrouped graph's rows may lie far apart in the table).
+    for (let from = 0; from < group.length; from += READ_PAGE) {
+      const ids = group.slice(from, from + READ_PAGE)
       const page = yield* sql<{ id: unknown; vectors: unknown }>`
-        SELECT id, vectors FROM ${t.documents} WHERE id > ${after} AND id <= ${last} ORDER BY id LIMIT ${READ_PAGE}`
-      for (const row of page) {
-        const id = Number(row.id)
-        after = id
-        const chunks = wanted.get(id)
-        if (chunks === undefined) continue
+        SELECT id, vectors FROM ${t.documents} WHERE id IN ${sql.in(ids.map((doc) => doc.id))} ORDER BY id`
+      if (page.length !== ids.length || page.some((row, k) => Number(row.id) !== ids[k]!.id))
+        return yield* corrupt("a document of a vector graph vanished while the graph was built")
+      for (const [k, row] of page.entries()) {
+        const { chunks, id } = ids[k]!
         const vectors = typed(row.vectors, 8, (b, o, n) => new Float64Array(b, o, n))
         if (vectors === undefined || vectors.length !== chunks * d)
           return yield* corrupt(`the vectors of document row ${id} are unreadable`)
@@ -260,9 +293,7 @@ const unitRows = (
           for (let k = 0; k < d; k++) data[at * d + k] = vectors[r * d + k]! / magnitude
         }
       }
-      if (page.length < READ_PAGE) break
     }
-    if (at !== count) return yield* corrupt("a document of a vector graph vanished while the graph was built")
     return data
   })
 
@@ -279,7 +310,8 @@ export const loadGraphs = (
   sql: SqlClient.SqlClient,
   t: GraphTables,
   manifest: IndexManifest,
-  loaded: LoadedRows
+  loaded: LoadedRows,
+  positions: number
 ): Effect.Effect<{ readonly graphs: Array<LoadedGraph>; readonly damage: Array<string> }, SqlError.SqlError> =>
   Effect.gen(function* () {
     const ann: AnnConfig | undefined = manifest.ann
@@ -287,6 +319,8 @@ export const loadGraphs = (
     const damage: Array<string> = []
     if (ann === undefined || !(yield* hasAnnTable(sql, t))) return { graphs, damage }
     const d = manifest.dimensions
+    // The positions a graph loaded so far holds: a later graph that holds one of them too is damage.
+    const covered = new Uint8Array(positions)
     const ids = yield* sql<{ id: unknown }>`SELECT id FROM ${t.ann} WHERE config = ${configOf(ann)} ORDER BY first_doc`
     // One graph at a time: a graph with its codes can be a few hundred MB.
     for (const { id } of ids) {
@@ -302,7 +336,7 @@ export const loadGraphs = (
       const graph = row.graph instanceof Uint8Array ? decodeGraph(row.graph) : "the graph is not bytes"
       const codes: CodeRows | string =
         row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, d) : "its scan codes are not bytes"
-      const positions = mapRows(docs, count, loaded)
+      const at = mapRows(docs, count, loaded, covered)
       const problem =
         typeof graph === "string"
           ? graph
@@ -310,23 +344,38 @@ export const loadGraphs = (
             ? "it has another row count than its documents"
             : typeof codes === "string"
               ? codes
-              : positions === undefined
-                ? "it has another chunk count for a document"
+              : typeof at === "string"
+                ? at
                 : undefined
       if (problem !== undefined) damage.push(`${named} is damaged: ${problem}`)
-      else graphs.push({ graph: graph as Graph, codes: codes as CodeRows, positions: positions! })
+      else {
+        for (const p of at as Int32Array) if (p >= 0) covered[p] = 1
+        graphs.push({ graph: graph as Graph, codes: codes as CodeRows, positions: at as Int32Array })
+      }
     }
     return { graphs, damage }
   })
 
-/** Each of a graph's `count` rows' position in the snapshot, or -1; `undefined` where a document's chunks differ. */
-const mapRows = (docs: ReadonlyArray<DocRows>, count: number, loaded: LoadedRows): Int32Array | undefined => {
+/**
+ * Each of a graph's `count` rows' position in the snapshot, or -1; or why they cannot be mapped (a document of another
+ * chunk count, or a chunk that `covered` says an earlier graph holds, or this one twice).
+ */
+const mapRows = (
+  docs: ReadonlyArray<DocRows>,
+  count: number,
+  loaded: LoadedRows,
+  covered: Uint8Array
+): Int32Array | string => {
   const positions = new Int32Array(count).fill(-1)
+  const seen = new Set<number>()
   let at = 0
   for (const doc of docs) {
     const here = loaded.get(doc.id)
     if (here !== undefined) {
-      if (here.chunks !== doc.chunks) return undefined
+      if (here.chunks !== doc.chunks) return "it has another chunk count for a document"
+      if (seen.has(doc.id) || covered[here.first] === 1)
+        return "it holds chunks another graph holds, or holds them twice"
+      seen.add(doc.id)
       for (let c = 0; c < doc.chunks; c++) positions[at + c] = here.first + c
     }
     at += doc.chunks

@@ -23,7 +23,7 @@ import {
 import { storedDocOf } from "../LoadedSnapshot.ts"
 import { ForeignSchema, IndexCorrupt, IndexTooNew, IndexTooOld, type StoreError, StoreFailure } from "../StoreErrors.ts"
 import { storeError } from "./PgFailures.ts"
-import { type GraphTables, graphTablesOf, updateGraphs } from "./PgGraphs.ts"
+import { dropGraphs, type GraphTables, graphTablesOf, updateGraphs } from "./PgGraphs.ts"
 import { reconnecting } from "./PgReconnect.ts"
 import {
   decodeManifest,
@@ -392,7 +392,7 @@ const clear = (p: PgWriting) =>
             ? Effect.all(
                 [
                   c.sql`DELETE FROM ${c.documentsTable}`,
-                  c.sql`DROP TABLE IF EXISTS ${c.graphTables.ann}`,
+                  dropGraphs(c.sql, c.graphTables),
                   c.sql`DELETE FROM ${c.meta} WHERE key IN ('manifest', 'roots', 'file_stamps')`,
                   c.sql`UPDATE ${c.meta} SET value = ${randomUUID()} WHERE key = 'generation'`
                 ],

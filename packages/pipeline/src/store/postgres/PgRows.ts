@@ -108,7 +108,10 @@ export const loadSnapshot = Effect.fnUntraced(function* (
         for (const row of rows) {
           const doc = loadedDoc(location, row)
           loader.add(doc)
-          if (graphTables !== undefined) loaded.set(Number(row["id"]), { first: positions, chunks: doc.chunks })
+          const id = Number(row["id"])
+          if (!Number.isSafeInteger(id))
+            throw new IndexCorrupt({ location, detail: "a document's row id is out of range" })
+          if (graphTables !== undefined) loaded.set(id, { first: positions, chunks: doc.chunks })
           positions += doc.chunks
         }
       },
@@ -121,7 +124,7 @@ export const loadSnapshot = Effect.fnUntraced(function* (
   }
   const snapshot = yield* Effect.try({ try: loader.finish, catch: corrupt })
   if (graphTables === undefined || manifest.ann === undefined) return snapshot
-  const { damage, graphs } = yield* loadGraphs(sql, graphTables, manifest, loaded)
+  const { damage, graphs } = yield* loadGraphs(sql, graphTables, manifest, loaded, positions)
   return yield* Effect.try({ try: () => withGraphs(snapshot, graphs, damage, location), catch: corrupt })
 })
 
