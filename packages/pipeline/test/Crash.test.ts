@@ -10,7 +10,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ChunkerConfig, ChunkSize, Overlap } from "@funcpipe/domain/Config"
 import { DEFAULT_ANN } from "@funcpipe/domain/Manifest"
-import { describePg, freshSchema, writeLocks } from "@funcpipe/test-kit/PgFixture"
+import { describePg, freshSchema, onServer, writeLocks } from "@funcpipe/test-kit/PgFixture"
 import { Effect, Fiber, FileSystem, Layer } from "effect"
 import { Embedder } from "../src/models/Embedder.ts"
 import { layerIndexStore } from "../src/programs/IndexLocation.ts"
@@ -200,9 +200,18 @@ describePg("crash safety in PostgreSQL", () => {
         const dir = yield* fs.makeTempDirectoryScoped({ prefix: "funcpipe-crash-" })
         const { schema, url } = yield* freshSchema
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(150, "v1"))
-        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(Effect.provide(layerIndexStore(url)))
-        const before = yield* snapshot(url)
+        // With graphs, written in the same transaction as the documents, so they survive alike.
+        const ann = { ...DEFAULT_ANN, m: 8, efConstruction: 16 }
+        yield* indexPaths([`${dir}/corpus.jsonl`], { chunker, ann }).pipe(Effect.provide(layerIndexStore(url)))
+        const graphs = onServer((sql) =>
+          Effect.map(
+            sql`SELECT id, first_doc, docs, counts, graph, codes FROM ${sql(`${schema}.ann`)} ORDER BY id`,
+            (rows) => rows.map((row) => ({ ...row }))
+          )
+        )
+        const before = { ...(yield* snapshot(url)), graphs: yield* graphs }
         assert.strictEqual(before.documents.length, 150)
+        assert.isNotEmpty(before.graphs)
 
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(200, "v2"))
         // While the child waits to be killed it holds the index's write lock: it is inside its write transaction.
@@ -218,7 +227,7 @@ describePg("crash safety in PostgreSQL", () => {
         // The server notices the dead connection on its own time; a write lock it kept would stop every later run.
         while ((yield* writeLocks(schema, true)) > 0) yield* Effect.sleep("10 millis")
 
-        assert.deepStrictEqual(yield* snapshot(url), before)
+        assert.deepStrictEqual({ ...(yield* snapshot(url)), graphs: yield* graphs }, before)
         // The server rolled the dead run back: the next run goes ahead.
         const report = yield* indexPaths([`${dir}/corpus.jsonl`], { chunker }).pipe(
           Effect.provide(layerIndexStore(url))
