@@ -202,7 +202,9 @@ describe("an index with an approximate vector index", () => {
         assert.strictEqual(wide!.positions.length, 64)
         assert.strictEqual(few!.positions.length, rescoreCount(3))
         const scoreOf = new Map(Array.from(wide!.positions, (p, i) => [p, wide!.scores[i]!]))
-        few!.positions.forEach((p, i) => assert.strictEqual(few!.scores[i], scoreOf.get(p)))
+        few!.positions.forEach((p, i) => {
+          assert.strictEqual(few!.scores[i], scoreOf.get(p))
+        })
         const best = (found: typeof wide) =>
           Array.from(found!.positions, (p, i) => [found!.scores[i]!, p] as const)
             .sort((a, b) => b[0] - a[0] || a[1] - b[1])
