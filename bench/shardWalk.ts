@@ -8,12 +8,9 @@
  */
 
 import { parseArgs } from "node:util"
-import { makePartitionReader } from "@funcpipe/pipeline/cluster/PgPartition"
-import { mergeHits } from "@funcpipe/pipeline/cluster/Shards"
-import type { Top } from "@funcpipe/pipeline/search/Ranker"
-import { topVectors } from "@funcpipe/pipeline/search/VectorScan"
-import { IndexStore } from "@funcpipe/pipeline/store/IndexStore"
-import { layerPostgres } from "@funcpipe/pipeline/store/postgres/PgIndexStore"
+import { IndexStore, type Top, topVectors } from "@funcpipe/pipeline"
+import { makePartitionReader, mergeHits } from "@funcpipe/pipeline/cluster"
+import { layerPostgres } from "@funcpipe/pipeline/postgres"
 import { Effect, Option } from "effect"
 import { markdownTable } from "./Table.ts"
 
