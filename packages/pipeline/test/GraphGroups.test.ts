@@ -4,6 +4,7 @@
  * once there are more than `MAX_OPEN_GROUPS` of them, so that many small runs do not leave a query many graphs to walk.
  */
 import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
 import { planGraphUpdate, type StoredGraph } from "../src/store/postgres/PgGraphs.ts"
 import { groupRowsOf, groupsToBuild, liveGroups, MAX_OPEN_GROUPS, packGroups } from "../src/store/sqlite/Graphs.ts"
 import { maxChunksOf, type SegmentRow } from "../src/store/sqlite/Tables.ts"
@@ -231,5 +232,45 @@ describe("the groups of document rows that share a vector graph in PostgreSQL", 
     assert.deepStrictEqual(empty, { drop: [1], groups: [live] })
     const counted = planGraphUpdate([{ id: 1, config: CONFIG, docs: rows([1, 2], 7) }], live, CONFIG, 1000)
     assert.deepStrictEqual(counted, { drop: [1], groups: [live] })
+  })
+  it("never builds a group past the limit, whatever the stored graphs hold (a document larger than it alone)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 1, max: 60 }), { minLength: 1, maxLength: 8 }), { maxLength: 12 }),
+        fc.array(fc.integer({ min: 1, max: 60 }), { maxLength: 20 }),
+        fc.func(fc.boolean()),
+        (graphs, added, alive) => {
+          const limit = 100
+          let id = 1
+          const stored = graphs.map((sizes, g) => ({
+            id: g + 1,
+            config: CONFIG,
+            docs: sizes.map((chunks) => ({ id: id++, chunks }))
+          }))
+          const live = [
+            ...stored.flatMap((g) => g.docs).filter((doc) => alive(doc.id)),
+            ...added.map((chunks) => ({ id: id++, chunks }))
+          ]
+          const plan = planGraphUpdate(stored, live, CONFIG, limit)
+          const again = planGraphUpdate(stored, live, CONFIG, limit)
+          assert.deepStrictEqual(again, plan)
+          for (const group of plan.groups) {
+            const rows = group.reduce((n, doc) => n + doc.chunks, 0)
+            assert.isTrue(rows <= limit || group.length === 1, `a group of ${rows} rows`)
+          }
+          // Every live document is in exactly one graph: a kept one or one to build.
+          const dropped = new Set(plan.drop)
+          const held = [
+            ...stored.filter((g) => !dropped.has(g.id)).flatMap((g) => g.docs.filter((doc) => alive(doc.id))),
+            ...plan.groups.flat()
+          ].map((doc) => doc.id)
+          assert.deepStrictEqual(
+            [...held].sort((a, b) => a - b),
+            live.map((doc) => doc.id).sort((a, b) => a - b)
+          )
+        }
+      ),
+      { numRuns: 300, seed: 20261202 }
+    )
   })
 })

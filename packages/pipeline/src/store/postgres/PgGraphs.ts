@@ -143,7 +143,10 @@ export const planGraphUpdate = (
     const [a, b] = open.splice(0, 2) as [Open, Open]
     for (const one of [a, b]) if (one.id !== undefined) drop.push(one.id)
     const docs = [...a.docs, ...b.docs].sort((x, y) => x.id - y.id)
-    open.push({ id: undefined, docs, rows: a.rows + b.rows })
+    const rows = a.rows + b.rows
+    // A group half full or more is done with: merged again, it could outgrow `limit`.
+    if (2 * rows < limit) open.push({ id: undefined, docs, rows })
+    else built.push(docs)
   }
   for (const one of open) if (one.id === undefined) built.push(one.docs)
   built.sort((a, b) => a[0]!.id - b[0]!.id)
@@ -191,7 +194,7 @@ export const updateGraphs = (
     const corrupt = (detail: string) => new IndexCorrupt({ location, detail })
     const d = manifest.dimensions
     const storedRows = yield* sql<{ id: unknown; config: unknown; docs: unknown; counts: unknown }>`
-      SELECT id, config, docs, counts FROM ${t.ann} ORDER BY first_doc`
+      SELECT id, config, docs, counts FROM ${t.ann} ORDER BY first_doc, id`
     const stored: Array<StoredGraph> = []
     for (const row of storedRows) {
       const docs = docRowsOf(row.docs, row.counts)
@@ -321,7 +324,9 @@ export const loadGraphs = (
     const d = manifest.dimensions
     // The positions a graph loaded so far holds: a later graph that holds one of them too is damage.
     const covered = new Uint8Array(positions)
-    const ids = yield* sql<{ id: unknown }>`SELECT id FROM ${t.ann} WHERE config = ${configOf(ann)} ORDER BY first_doc`
+    const ids = yield* sql<{
+      id: unknown
+    }>`SELECT id FROM ${t.ann} WHERE config = ${configOf(ann)} ORDER BY first_doc, id`
     // One graph at a time: a graph with its codes can be a few hundred MB.
     for (const { id } of ids) {
       const [row] = yield* sql<{ docs: unknown; counts: unknown; graph: unknown; codes: unknown }>`

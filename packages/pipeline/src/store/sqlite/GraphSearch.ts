@@ -13,15 +13,7 @@ import { exactScore, NO_WALK, walkQuery } from "../../search/Rescore.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
 import { groupRows, hasColumn, hasTable, liveGroups } from "./Graphs.ts"
-import {
-  blockOnce,
-  type Corrupt,
-  columnsOf,
-  keptBlockAt,
-  keptBlocks,
-  startAtOrBefore,
-  storedRowInto
-} from "./Segments.ts"
+import { type Corrupt, columnsOf, keptBlockAt, keptBlocks, startAtOrBefore, storedRowInto } from "./Segments.ts"
 import { BLOCKS_PER_SEGMENT, type KeptBlock, type SegmentColumns, type SegmentRow } from "./Tables.ts"
 import { decodeCodes, type WalkRows, walkRowsOf } from "./WalkRows.ts"
 
@@ -177,7 +169,9 @@ export const graphSearch = (r: GraphReading) => {
     const row64 = new Float64Array(d)
     const magnitude = new Float64Array(1)
     const rowsRead = new Map<number, number>()
-    const readNow = new Map<number, KeptBlock>()
+    // Whether some candidate was left unscored, and the lowest score of those scored.
+    let skipped = false
+    let lowestScored = Number.POSITIVE_INFINITY
     for (const { dists, full, rows, walk } of found) {
       const { blocks, members, starts } = walk
       let lowest = Number.POSITIVE_INFINITY
@@ -186,6 +180,7 @@ export const graphSearch = (r: GraphReading) => {
         // Past the walks' best (`keep` given, over codes): left unscored, and so the walk's list not known whole.
         if (walk.state !== undefined && dists[i]! > within) {
           all = false
+          skipped = true
           continue
         }
         const row = rows[i]!
@@ -195,19 +190,16 @@ export const graphSearch = (r: GraphReading) => {
         const b = Math.floor(local / segment.blockRows)
         const at = local % segment.blockRows
         const columns = columnsOf(caches, segment)
-        // A snapshot's first walk, and every walk over codes, reads a candidate's row alone (a command that asks once
-        // keeps nothing), unless its block had rows read already (many rows of one vector, say): then the block,
-        // once. Later walks over float32 rows keep the blocks they read, as a server asks again.
+        // Every walk over codes reads its candidates' rows alone and keeps nothing (reading a block whole for its
+        // several candidates was slower, and left more garbage, on a server's hybrid queries). A snapshot's first walk
+        // over float32 rows does too (a command that asks once keeps nothing), unless the block had rows read already
+        // (many rows of one vector, say): then the block, once. Later walks keep the blocks they read.
         const id = segment.id * BLOCKS_PER_SEGMENT + b
         const alone = compact || (first && (rowsRead.get(id) ?? 0) < ROWS_READ_ALONE)
         if (alone) rowsRead.set(id, (rowsRead.get(id) ?? 0) + 1)
         const block = alone
           ? (blocks[k]![b] ?? columns.blocks.get(b))
-          : compact
-            ? (blocks[k]![b] ??
-              columns.blocks.get(b) ??
-              cached(readNow, id, () => blockOnce(corrupt, db, segment, d, b)))
-            : (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columns, b, !first))
+          : (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columns, b, !first))
         // The row in float64 with its magnitude, by the very operations the exact scan uses.
         let vector: Float64Array
         if (block === undefined) {
@@ -226,11 +218,16 @@ export const graphSearch = (r: GraphReading) => {
         positions.push(offsets[members[k]!]! + local)
         scores.push(score)
         if (score < lowest) lowest = score
+        if (score < lowestScored) lowestScored = score
       }
       // A full list may have cut rows of its lowest score off: the caller then scans, where that score reaches its
       // top k. A list not scored whole ranks below the rows scored, as far as walking distances tell.
       if (full && all && lowest > cutAt) cutAt = lowest
     }
+    // Rows left unscored are farther by the walk than every row scored, yet one may score as high as one scored (codes
+    // round): where the top k reaches the lowest score scored, rows of its score may be among them, and the caller
+    // scans.
+    if (skipped && lowestScored > cutAt) cutAt = lowestScored
     return { positions: Int32Array.from(positions), scores: Float64Array.from(scores), cutAt }
   }
 }
@@ -252,10 +249,4 @@ const rescoredWithin = (
   const wanted = rescoreCount(keep)
   if (dists.length <= wanted) return Number.POSITIVE_INFINITY
   return dists.sort((a, b) => a - b)[wanted - 1]!
-}
-
-const cached = <K, V>(map: Map<K, V>, key: K, make: () => V): V => {
-  let value = map.get(key)
-  if (value === undefined) map.set(key, (value = make()))
-  return value
 }

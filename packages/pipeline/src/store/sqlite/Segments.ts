@@ -252,10 +252,6 @@ export const keptBlockAt = (
   return block
 }
 
-/** Block `b` read and decoded for one query, kept nowhere (a walk over codes lets it go once the query is answered). */
-export const blockOnce = (corrupt: Corrupt, db: DatabaseSync, segment: SegmentRow, dimensions: number, b: number) =>
-  readKept(corrupt, db, segment, dimensions, b, () => undefined)
-
 /** Block `b` read and decoded to be kept; its float32 components (if so stored) copied into `room`'s array or anew. */
 const readKept = (
   corrupt: Corrupt,
