@@ -29,3 +29,26 @@ export const buildGraphBytes = (job: GraphJob): Uint8Array =>
       }
     )
   )
+
+/**
+ * A row as graphs are built from it, into `out` from `to`: each component divided by the row's magnitude (given, or
+ * `sqrt(Σ x·x)` summed left to right, as a decoded block has it) and rounded to float32. An all-zero row is left as
+ * `out` holds it (zero). Returns the magnitude, for a caller that checks it.
+ */
+export const unitRowInto = (
+  source: ArrayLike<number>,
+  from: number,
+  d: number,
+  out: Float32Array,
+  to: number,
+  magnitude?: number
+): number => {
+  let m = magnitude
+  if (m === undefined) {
+    let sum = 0
+    for (let k = 0; k < d; k++) sum += source[from + k]! * source[from + k]!
+    m = Math.sqrt(sum)
+  }
+  if (m !== 0) for (let k = 0; k < d; k++) out[to + k] = source[from + k]! / m
+  return m
+}

@@ -4,6 +4,7 @@
  * exact score whatever the store.
  */
 
+import { decodeRows } from "../index/VectorCodec.ts"
 import type { AnnFound } from "./IndexView.ts"
 import { clamp } from "./VectorScan.ts"
 
@@ -40,4 +41,28 @@ export const exactScore = (query: WalkQuery, vector: Float64Array, magnitude: nu
   let dot = 0
   for (let j = 0; j < d; j++) dot += q[j]! * vector[j]!
   return magnitude === 0 ? Number.NaN : clamp(dot / (qLength * magnitude))
+}
+
+/** A block of rows held in memory: float32 components, or decoded float64 ones with each row's magnitude. */
+export type HeldRows =
+  | { readonly floats: Float32Array; readonly vectors?: undefined; readonly magnitudes?: undefined }
+  | { readonly floats?: undefined; readonly vectors: Float64Array; readonly magnitudes: Float64Array }
+
+/**
+ * Row `at` of a held block in float64, with its magnitude into `magnitude[0]`, by the operations of the exact scan: a
+ * float32 row widened into `row64`, a decoded row as it is. `undefined` where a float32 component is not finite.
+ */
+export const heldRow = (
+  block: HeldRows,
+  at: number,
+  d: number,
+  row64: Float64Array,
+  magnitude: Float64Array
+): Float64Array | undefined => {
+  if (block.floats === undefined) {
+    magnitude[0] = block.magnitudes[at]!
+    return block.vectors.subarray(at * d, (at + 1) * d)
+  }
+  const bytes = new Uint8Array(block.floats.buffer, block.floats.byteOffset + at * d * 4, d * 4)
+  return decodeRows(bytes, "f32", 1, d, row64, magnitude) === "ok" ? row64 : undefined
 }

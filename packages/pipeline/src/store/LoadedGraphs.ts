@@ -6,11 +6,10 @@
  * from the snapshot's vectors.
  */
 
-import { decodeRows } from "../index/VectorCodec.ts"
 import { type CodeRows, codeDistance } from "../search/CodeKernel.ts"
 import { type Graph, isGraphNode, searchGraphBy } from "../search/Hnsw.ts"
 import type { AnnFound, DecodedBlock, FloatBlock, PositionFilter } from "../search/IndexView.ts"
-import { exactScore, NO_WALK, walkQuery } from "../search/Rescore.ts"
+import { exactScore, heldRow, NO_WALK, walkQuery } from "../search/Rescore.ts"
 import type { Snapshot } from "./IndexStore.ts"
 import { IndexCorrupt } from "./StoreErrors.ts"
 
@@ -52,13 +51,10 @@ export const loadedGraphSearch = (
   const magnitude = new Float64Array(1)
   /** A position's vector in float64 with its magnitude, by the operations of the exact scan. */
   const vectorAt = (p: number): Float64Array => {
-    if (block.floats === undefined) {
-      magnitude[0] = block.magnitudes[p]!
-      return block.vectors.subarray(p * d, (p + 1) * d)
-    }
-    const bytes = new Uint8Array(block.floats.buffer, block.floats.byteOffset + p * d * 4, d * 4)
-    if (decodeRows(bytes, "f32", 1, d, row64, magnitude) !== "ok") throw block.damaged()
-    return row64
+    const vector = heldRow(block, p, d, row64, magnitude)
+    // Only a float32 row can fail to widen.
+    if (vector === undefined) throw (block as FloatBlock).damaged()
+    return vector
   }
 
   const annSearch = (query: ArrayLike<number>, ef: number, filter?: PositionFilter): AnnFound => {

@@ -17,7 +17,7 @@ import type { AnnConfig, IndexManifest } from "@funcpipe/domain/Manifest"
 import { Effect, Semaphore } from "effect"
 import type { SqlClient, SqlError, Statement } from "effect/sql"
 import type { CodeRows } from "../../search/CodeKernel.ts"
-import { buildGraphBytes, type GraphJob } from "../../search/GraphBuild.ts"
+import { buildGraphBytes, type GraphJob, unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import type { Graph } from "../../search/Hnsw.ts"
 import { decodeGraph } from "../../search/HnswBytes.ts"
@@ -287,14 +287,9 @@ const unitRows = (
         const vectors = typed(row.vectors, 8, (b, o, n) => new Float64Array(b, o, n))
         if (vectors === undefined || vectors.length !== chunks * d)
           return yield* corrupt(`the vectors of document row ${id} are unreadable`)
-        for (let r = 0; r < chunks; r++, at++) {
-          let sum = 0
-          for (let k = 0; k < d; k++) sum += vectors[r * d + k]! * vectors[r * d + k]!
-          const magnitude = Math.sqrt(sum)
-          if (!Number.isFinite(magnitude)) return yield* corrupt(`a vector of document row ${id} is not finite`)
-          if (magnitude === 0) continue
-          for (let k = 0; k < d; k++) data[at * d + k] = vectors[r * d + k]! / magnitude
-        }
+        for (let r = 0; r < chunks; r++, at++)
+          if (!Number.isFinite(unitRowInto(vectors, r * d, d, data, at * d)))
+            return yield* corrupt(`a vector of document row ${id} is not finite`)
       }
     }
     return data

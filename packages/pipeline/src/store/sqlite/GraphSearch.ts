@@ -5,11 +5,11 @@
 
 import type { DatabaseSync } from "node:sqlite"
 import type { AnnConfig } from "@funcpipe/domain/Manifest"
-import { decodeRows as decodeBlock, type VectorEncoding } from "../../index/VectorCodec.ts"
+import type { VectorEncoding } from "../../index/VectorCodec.ts"
 import { type Graph, isGraphNode } from "../../search/Hnsw.ts"
 import { decodeGraph } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
-import { exactScore, NO_WALK, walkQuery } from "../../search/Rescore.ts"
+import { exactScore, heldRow, NO_WALK, walkQuery } from "../../search/Rescore.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
 import { groupRows, hasColumn, hasTable, liveGroups } from "./Graphs.ts"
@@ -201,19 +201,10 @@ export const graphSearch = (r: GraphReading) => {
           ? (blocks[k]![b] ?? columns.blocks.get(b))
           : (blocks[k]![b] ??= keptBlockAt(corrupt, db, segment, d, columns, b, !first))
         // The row in float64 with its magnitude, by the very operations the exact scan uses.
-        let vector: Float64Array
-        if (block === undefined) {
-          storedRowInto(corrupt, db, segment, d, b, at, row64, magnitude, encodings)
-          vector = row64
-        } else if (block.floats !== undefined) {
-          const bytes = new Uint8Array(block.floats.buffer, block.floats.byteOffset + at * d * 4, d * 4)
-          if (decodeBlock(bytes, "f32", 1, d, row64, magnitude) !== "ok")
-            throw corrupt(`segment ${segment.id} has a vector that is not finite`)
-          vector = row64
-        } else {
-          vector = block.vectors.subarray(at * d, (at + 1) * d)
-          magnitude[0] = block.magnitudes[at]!
-        }
+        let vector: Float64Array | undefined = row64
+        if (block === undefined) storedRowInto(corrupt, db, segment, d, b, at, row64, magnitude, encodings)
+        else vector = heldRow(block, at, d, row64, magnitude)
+        if (vector === undefined) throw corrupt(`segment ${segment.id} has a vector that is not finite`)
         const score = exactScore(prepared, vector, magnitude[0]!, d)
         positions.push(offsets[members[k]!]! + local)
         scores.push(score)
@@ -245,8 +236,10 @@ const rescoredWithin = (
   keep: number | undefined
 ): number => {
   if (keep === undefined) return Number.POSITIVE_INFINITY
-  const dists = found.filter((f) => f.walk.state !== undefined).flatMap((f) => Array.from(f.dists))
+  const walked = found.filter((f) => f.walk.state !== undefined)
   const wanted = rescoreCount(keep)
-  if (dists.length <= wanted) return Number.POSITIVE_INFINITY
-  return dists.sort((a, b) => a - b)[wanted - 1]!
+  // Fewer found than would be scored (a hybrid query's deep list, say): every one is scored, nothing to sort.
+  if (walked.reduce((n, f) => n + f.dists.length, 0) <= wanted) return Number.POSITIVE_INFINITY
+  const dists = Float64Array.from(walked.flatMap((f) => Array.from(f.dists))).sort()
+  return dists[wanted - 1]!
 }

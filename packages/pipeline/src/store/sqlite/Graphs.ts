@@ -14,7 +14,7 @@
 import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Effect, Result } from "effect"
-import { buildGraphBytes, type GraphJob } from "../../search/GraphBuild.ts"
+import { buildGraphBytes, type GraphJob, unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import type { GraphBuilder } from "../IndexStore.ts"
 import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
@@ -120,12 +120,8 @@ const storedUnitRows = (
   for (let b = 0; b * segment.blockRows < segment.count; b++) {
     const stored = storedBlock(corrupt, db, segment, d, b)
     decodeRows(corrupt, segment, stored, d, vectors.subarray(0, stored.rows * d), magnitudes.subarray(0, stored.rows))
-    for (let r = 0; r < stored.rows; r++) {
-      const magnitude = magnitudes[r]!
-      if (magnitude === 0) continue
-      const to = (at + b * segment.blockRows + r) * d
-      for (let k = 0; k < d; k++) data[to + k] = vectors[r * d + k]! / magnitude
-    }
+    for (let r = 0; r < stored.rows; r++)
+      unitRowInto(vectors, r * d, d, data, (at + b * segment.blockRows + r) * d, magnitudes[r]!)
   }
 }
 

@@ -156,7 +156,7 @@ export const storedRowInto = (
     statement(db, "SELECT substr(data, ?, ?) AS data FROM vectors WHERE id = ?").get(
       1 + at * dimensions * size,
       dimensions * size,
-      segment.id * BLOCKS_PER_SEGMENT + block
+      id
     ) as { data: unknown }
   ).data
   if (!(data instanceof Uint8Array) || data.byteLength !== dimensions * size)

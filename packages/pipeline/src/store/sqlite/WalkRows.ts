@@ -5,6 +5,7 @@
  */
 
 import { type CodeRows, codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
+import { unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import { type Graph, searchGraphBy, searchGraphWithin } from "../../search/Hnsw.ts"
 import type { KeptBlock, SegmentRow } from "./Tables.ts"
@@ -71,19 +72,8 @@ export const unitRowsInto = (
     const from = at + b * segment.blockRows
     const rows = Math.min(segment.blockRows, segment.count - b * segment.blockRows)
     for (let r = 0; r < rows; r++) {
-      let norm = 0
-      if (block.floats !== undefined) {
-        // The magnitude as a decoded block has it (the sum of squares left to right), and each component divided by
-        // it, as the graph was built from.
-        for (let k = 0; k < d; k++) norm += block.floats[r * d + k]! * block.floats[r * d + k]!
-        const magnitude = Math.sqrt(norm)
-        if (magnitude === 0) continue
-        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.floats[r * d + k]! / magnitude
-      } else {
-        const magnitude = block.magnitudes[r]!
-        if (magnitude === 0) continue
-        for (let k = 0; k < d; k++) data[(from + r) * d + k] = block.vectors[r * d + k]! / magnitude
-      }
+      if (block.floats !== undefined) unitRowInto(block.floats, r * d, d, data, (from + r) * d)
+      else unitRowInto(block.vectors, r * d, d, data, (from + r) * d, block.magnitudes[r]!)
     }
   })
 }
