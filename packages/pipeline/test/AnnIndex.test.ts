@@ -41,15 +41,18 @@ const Base = Layer.mergeAll(NodeServices.layer)
 const on = (file: string) =>
   Effect.provide(Layer.mergeAll(layerSqlite(file), Embedder.layerLocalSha256, DocumentSource.layer))
 
+/** The index file's graphs (each head, paged), their rows (with their codes, when coded), and its segments. */
 const graphRows = (file: string) => {
   const db = new DatabaseSync(file, { readOnly: true })
   try {
     return {
-      graphs: db.prepare("SELECT segment, data, codes FROM ann ORDER BY segment").all() as Array<{
+      graphs: db.prepare("SELECT segment, data, codes, layout FROM ann ORDER BY segment").all() as Array<{
         segment: number
         data: Uint8Array
         codes: Uint8Array | null
+        layout: string | null
       }>,
+      rows: db.prepare("SELECT id, data FROM ann_rows ORDER BY id").all() as Array<{ id: number; data: Uint8Array }>,
       segments: (db.prepare("SELECT id FROM segments ORDER BY id").all() as Array<{ id: number }>).map((r) => r.id)
     }
   } finally {
@@ -163,22 +166,17 @@ describe("an index with an approximate vector index", () => {
           all += floats[i]!.length
         }
         assert.isAtLeast(shared, 0.8 * all)
-        // Built with codes from the start, an index stores them beside its graphs, and a walk reads them: the very
+        // Built with codes from the start, an index stores them with its graphs' rows, and a walk reads them: the very
         // candidates the codes made from the vectors when the graphs are loaded.
         const coded = yield* built(lines, { ann: { ...DEFAULT_ANN, codes: "i8" } })
-        const storedCodes = (at: string) => {
-          const db = new DatabaseSync(at, { readOnly: true })
-          const rows = db.prepare("SELECT codes FROM ann ORDER BY segment").all() as Array<{ codes: unknown }>
-          db.close()
-          return rows.map((row) => row.codes)
-        }
-        const codes = storedCodes(coded.file)
-        assert.isAbove(codes.length, 0)
-        assert.isTrue(codes.every((blob) => blob instanceof Uint8Array))
+        const stored = graphRows(coded.file)
+        assert.isAbove(stored.graphs.length, 0)
+        assert.isTrue(stored.graphs.every((graph) => graph.layout === "rows+i8" && graph.codes === null))
+        // A row: its 32 links, its scale and its 16 codes.
+        assert.isTrue(stored.rows.every((row) => row.data.byteLength === 32 * 4 + 8 + 16))
         // The same documents give the same graphs and the same codes, byte for byte.
         const twin = yield* built(lines, { ann: { ...DEFAULT_ANN, codes: "i8" } })
-        assert.deepStrictEqual(graphRows(twin.file).graphs, graphRows(coded.file).graphs)
-        assert.deepStrictEqual(storedCodes(twin.file), codes)
+        assert.deepStrictEqual(graphRows(twin.file), stored)
         for (const text of texts) assert.deepStrictEqual(yield* proposed(text, coded.file), yield* proposed(text))
         // A snapshot's first walk scores rows read alone, its later ones rows from kept blocks: the same bits.
         const twice = yield* Effect.scoped(
@@ -220,23 +218,31 @@ describe("an index with an approximate vector index", () => {
         const cut = yield* Effect.flip(ask(copy, "w1 w2 w3", { annCandidates: 16 }))
         assert.instanceOf(cut, IndexCorrupt)
         assert.include(cut.message, "vector block of the wrong size")
-        // Damaged codes: approximate queries fail as damage, exact ones still answer.
+        // Damaged codes (every row's scale set to 1, out of range): approximate queries fail as damage, exact ones
+        // still answer.
         const db = new DatabaseSync(coded.file)
-        db.exec("UPDATE ann SET codes = substr(codes, 1, 10)")
+        const rewrite = db.prepare("UPDATE ann_rows SET data = ? WHERE id = ?")
+        for (const row of db.prepare("SELECT id, data FROM ann_rows").all() as Array<{
+          id: number
+          data: Uint8Array
+        }>) {
+          new DataView(row.data.buffer, row.data.byteOffset).setFloat64(128, 1, true)
+          rewrite.run(row.data, row.id)
+        }
         db.close()
         const damaged = yield* Effect.flip(ask(coded.file, "w1 w2", { annCandidates: 16 }))
         assert.instanceOf(damaged, IndexCorrupt)
-        assert.include(damaged.message, "scan codes")
+        assert.include(damaged.message, "scan code scale out of range")
         assert.strictEqual((yield* ask(coded.file, "w1 w2", { exact: true })).length, 10)
         const checked = yield* checkIndex({ queries: 2 }).pipe(on(coded.file))
         assert.isFalse(isSound(checked))
-        assert.include(JSON.stringify(checked.checks), "scan codes")
+        assert.include(JSON.stringify(checked.checks), "scan code scale out of range")
         // Walked over float32 rows, the index answers approximately again, and check still finds the damaged codes.
         yield* indexPaths([`${coded.dir}/docs.jsonl`], { vectorCodes: "float32" }).pipe(on(coded.file))
         assert.strictEqual((yield* ask(coded.file, "w1 w2", { annCandidates: 16 })).length, 10)
         const again = yield* checkIndex({ queries: 2 }).pipe(on(coded.file))
         assert.isFalse(isSound(again))
-        assert.include(JSON.stringify(again.checks), "its scan codes have another size than its rows")
+        assert.include(JSON.stringify(again.checks), "scan code scale out of range")
         const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
         assert.isTrue(isSound(report), JSON.stringify(report.checks))
         // A run that names the graphs but not their rows keeps the codes; naming float32 rows turns them off.
@@ -337,7 +343,7 @@ describe("an index with an approximate vector index", () => {
       ).pipe(Layer.provide(layerWorkers(new URL("../src/index/prepare/PrepareWorker.ts", import.meta.url), 1)))
       const threaded = yield* grown.pipe(Effect.provide(counted))
       assert.isAtLeast(alone.graphs.length, 3)
-      assert.isTrue(alone.graphs.every((graph) => graph.codes instanceof Uint8Array))
+      assert.isTrue(alone.graphs.every((graph) => graph.layout === "rows+i8"))
       // The last run's graphs were shared: some built by the pool's thread, the others by the writing thread.
       assert.isAtLeast(built, 1)
       assert.isBelow(built, alone.graphs.length)

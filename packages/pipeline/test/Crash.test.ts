@@ -99,11 +99,14 @@ const runUntilKilled = <E = never>(
     return yield* Fiber.join(exit)
   })
 
-/** The index file's vector graphs, by segment, with their scan codes. */
+/** The index file's vector graphs (their heads, by segment) and their rows, with the rows' scan codes. */
 const graphsIn = (indexFile: string) => {
   const db = new DatabaseSync(indexFile, { readOnly: true })
   try {
-    return db.prepare("SELECT segment, config, data, codes FROM ann ORDER BY segment").all()
+    return {
+      heads: db.prepare("SELECT segment, config, data, layout FROM ann ORDER BY segment").all(),
+      rows: db.prepare("SELECT id, data FROM ann_rows ORDER BY id").all()
+    }
   } finally {
     db.close()
   }
@@ -141,8 +144,9 @@ describe("crash safety", () => {
         yield* indexPaths([`${dir}/corpus.jsonl`], { chunker, ann }).pipe(Effect.provide(layerSqlite(indexFile)))
         const before = { ...(yield* snapshot(indexFile)), graphs: graphsIn(indexFile) }
         assert.strictEqual(before.documents.length, 300)
-        assert.isNotEmpty(before.graphs)
-        assert.isTrue(before.graphs.every((graph) => graph["codes"] instanceof Uint8Array))
+        assert.isNotEmpty(before.graphs.heads)
+        assert.isNotEmpty(before.graphs.rows)
+        assert.isTrue(before.graphs.heads.every((graph) => graph["layout"] === "rows+i8"))
 
         // Every document changes, so the killed run had rewritten most of the index inside its transaction.
         yield* fs.writeFileString(`${dir}/corpus.jsonl`, corpus(400, "v2"))

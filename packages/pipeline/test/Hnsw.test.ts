@@ -1,7 +1,16 @@
 /** The HNSW graph: the same graph from the same rows, its bytes read back, its recall, and rows it must not return. */
 import { describe, expect, it } from "@effect/vitest"
-import { buildGraph, type Graph, type GraphRows, searchGraph } from "../src/search/Hnsw.ts"
-import { decodeGraph, encodeGraph } from "../src/search/HnswBytes.ts"
+import { codeDistance, codeRow, holdCodes } from "../src/search/CodeKernel.ts"
+import { buildGraph, type Graph, type GraphRows, isNode, searchGraph, searchGraphBy } from "../src/search/Hnsw.ts"
+import {
+  decodeGraph,
+  decodeGraphHead,
+  encodeGraph,
+  encodeGraphHead,
+  encodeGraphRow,
+  graphHeadProblem,
+  graphRowInto
+} from "../src/search/HnswBytes.ts"
 
 /** A seeded generator of uniform numbers in [0, 1) (mulberry32). */
 const seeded = (seed: number) => () => {
@@ -93,7 +102,7 @@ describe("the HNSW graph", { timeout: 60_000 }, () => {
     const low = graph.levels.indexOf(0)
     const headerAndBase = 32 + 2000 + graph.base.byteLength
     let at = headerAndBase
-    for (let row = 0; row < top; row++) at += (graph.upper[row]?.length ?? 0) * 4
+    for (let row = 0; row < top; row++) at += (graph.upper.at(row)?.length ?? 0) * 4
     const wrongLayer = bytes.slice()
     new DataView(wrongLayer.buffer).setInt32(at, low, true)
     expect(decodeGraph(wrongLayer)).toBe("the graph links to a row it does not have")
@@ -120,6 +129,86 @@ describe("the HNSW graph", { timeout: 60_000 }, () => {
       }
     }
   })
+  it("reads back paged, a row at a time as a walk reaches it, and answers as before; bytes that are not one say why", () => {
+    // Rows 100 … 149 copies of row 99: the head lists them, and they have no rows of their own.
+    const data = rows.data.slice()
+    for (let row = 100; row < 150; row++) data.copyWithin(row * 32, 99 * 32, 100 * 32)
+    const own: GraphRows = { ...rows, data }
+    const built = buildGraph(own)
+    const codes = holdCodes(own.count, 32)
+    for (let row = 0; row < own.count; row++) codes.scales[row] = codeRow(data, row * 32, 32, codes.codes, row * 32)
+    const head = encodeGraphHead(built, true)
+    const stored = new Map<number, Uint8Array>()
+    for (let row = 0; row < built.count; row++)
+      if (isNode(built.levels[row]!)) stored.set(row, encodeGraphRow(built, row, codes))
+    expect(stored.size).toBe(own.count - 50)
+    const paged = decodeGraphHead(head)
+    if (typeof paged === "string") throw new Error(paged)
+    expect(paged.coded).toBe(true)
+    expect(paged.graph.copies.get(99)?.length).toBe(50)
+    const read = holdCodes(own.count, 32)
+    const reached = new Set<number>()
+    for (let i = 0; i < 20; i++) {
+      const query = queries.data.subarray(i * 32, (i + 1) * 32)
+      const whole = codeDistance(codes, query)
+      const distance = codeDistance(read, query)
+      const walked = searchGraphBy(
+        paged.graph,
+        (row) => {
+          if (!reached.has(row)) {
+            expect(graphRowInto(stored.get(row)!, paged, row, 32, read)).toBeUndefined()
+            reached.add(row)
+          }
+          return distance(row)
+        },
+        32
+      )
+      expect(walked).toEqual(searchGraphBy(built, whole, 32))
+      // The first walk reaches a part of the rows only.
+      if (i === 0) expect(reached.size).toBeLessThan(stored.size / 2)
+    }
+    // The same graph, read whole after its rows: the same bytes.
+    for (const [row, bytes] of stored) expect(graphRowInto(bytes, paged, row, 32)).toBeUndefined()
+    expect(encodeGraph(paged.graph)).toEqual(encodeGraph(built))
+    // A head or row that is not one says why.
+    expect(decodeGraphHead(head.subarray(0, head.length - 4))).toMatch(/^the graph's head holds \d+ bytes, not \d+$/)
+    expect(decodeGraphHead(encodeGraph(built))).toBe("the graph's header is not one")
+    const noEntry = head.slice()
+    new DataView(noEntry.buffer).setInt32(20, -1, true)
+    expect(decodeGraphHead(noEntry)).toBe("the graph's entry is not a row on its top layer")
+    // Levels that do not add up to the head's counts: a walk does not look at them all, check does.
+    expect(graphHeadProblem(paged)).toBeUndefined()
+    const relevelled = head.slice()
+    relevelled[48 + built.levels.indexOf(0)] = 1
+    const misread = decodeGraphHead(relevelled)
+    if (typeof misread === "string") throw new Error(misread)
+    expect(graphHeadProblem(misread)).toBe("the graph's rows do not add up")
+    // An upper link to no row: left out of the walks, which still answer, and found by check.
+    const upperAt = 48 + ((own.count + 3) & ~3) + new DataView(head.buffer).getUint32(32, true) * 4
+    const badUpper = head.slice()
+    new DataView(badUpper.buffer).setInt32(upperAt, 5000, true)
+    const misled = decodeGraphHead(badUpper)
+    if (typeof misled === "string") throw new Error(misled)
+    expect(graphHeadProblem(misled)).toBe("the graph links to a row it does not have")
+    for (const [row, bytes] of stored) graphRowInto(bytes, misled, row, 32, read)
+    expect(searchGraphBy(misled.graph, codeDistance(read, queries.data.subarray(0, 32)), 32).rows.length).toBe(32)
+    const copyOfNothing = head.slice()
+    new DataView(copyOfNothing.buffer).setInt32(head.length - 4, 120, true)
+    expect(decodeGraphHead(copyOfNothing)).toBe("the graph has a copy of a row it does not have")
+    const node = stored.get(0)!
+    const badLink = node.slice()
+    new DataView(badLink.buffer).setInt32(4, 100, true)
+    expect(graphRowInto(badLink, paged, 0, 32, read)).toBe("row 0 of the graph links to a row it does not have")
+    const badScale = node.slice()
+    new DataView(badScale.buffer).setFloat64(128, 2, true)
+    expect(graphRowInto(badScale, paged, 0, 32, read)).toBe("row 0 of the graph has a scan code scale out of range")
+    expect(graphRowInto(badScale, paged, 0, 32, "check")).toBe("row 0 of the graph has a scan code scale out of range")
+    expect(graphRowInto(node.subarray(1), paged, 0, 32)).toBe(
+      `row 0 of the graph holds ${node.length - 1} bytes, not ${node.length}`
+    )
+    expect(graphRowInto(node, paged, 120, 32)).toBe("row 120 of the graph is a copy, which has no row of its own")
+  })
+
   it("keeps copies of one vector out of the graph, and returns them with their original", () => {
     // 400 rows, 300 of them one vector: the graph holds the 101 others and finds every row near the query.
     const copies: GraphRows = { ...rows, count: 400, data: rows.data.slice(0, 400 * 32) }

@@ -67,8 +67,8 @@ export const ask = Command.make(
       ...(Option.isSome(input.mode) ? { mode: input.mode.value } : {}),
       ...ruleOption("where", input.where),
       contextTokens: input.contextTokens,
-      // A process of its own asks once: the exact scan is the quicker (see query).
-      exact: true,
+      // A process of its own asks once: it walks only where that reads little (see query).
+      once: true,
       ...(system === undefined ? {} : { system })
     }).pipe(Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))))
     if (input.showPrompt) {

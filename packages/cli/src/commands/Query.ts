@@ -98,9 +98,10 @@ export const query = Command.make(
     const text = yield* queryText(yield* eitherText(input.text, input.query))
     const options = {
       ...queryOptionsFrom(input),
-      // One query in a process of its own scans exactly: walking the graphs first decodes every segment's vectors,
-      // which pays only where they stay in memory (serve, mcp). --ann-candidates asks for the graphs all the same.
-      exact: input.exact || Option.isNone(input.annCandidates),
+      // One query in a process of its own walks the graphs only where a walk reads just the rows it reaches (paged
+      // graphs over codes, --vector-codes i8); otherwise it scans exactly, which is then the quicker.
+      exact: input.exact,
+      once: true,
       ...ruleOption("where", input.where),
       // --raw shows the cleaned text: the passages need not be worked out (--json has them still).
       display: !input.raw || input.json

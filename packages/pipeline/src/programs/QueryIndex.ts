@@ -86,6 +86,12 @@ export interface QueryOptions {
   readonly display?: boolean
   /** Scan every vector even where the index has an approximate vector index. */
   readonly exact?: boolean
+  /**
+   * The process asks this one query (a command, not a server): it walks the graphs only where a walk reads just the
+   * rows it reaches (`IndexView.annPaged`), and scans otherwise, which is then the quicker; `annCandidates` walks all
+   * the same.
+   */
+  readonly once?: boolean
   /** How many candidates the approximate vector index proposes a segment (`efSearch`; default `DEFAULT_EF_SEARCH`). */
   readonly annCandidates?: number
 }
@@ -302,11 +308,17 @@ export const querySnapshot = Effect.fnUntraced(
               expandQuery(snapshot, terms, params, expand, (t) => analyze(t, manifest.analyzer), filter)
             )
           )
+    // A process asking once walks only where a walk reads just what it reaches.
+    const walks =
+      manifest.ann !== undefined &&
+      options.exact !== true &&
+      (options.once !== true ||
+        options.annCandidates !== undefined ||
+        (mode !== "lexical" && (yield* readSnapshot(location, () => snapshot.annPaged?.() === true))))
     const query = {
       terms: scoredTerms,
       vector,
-      ef:
-        manifest.ann === undefined || options.exact === true ? undefined : (options.annCandidates ?? DEFAULT_EF_SEARCH),
+      ef: walks ? (options.annCandidates ?? DEFAULT_EF_SEARCH) : undefined,
       time: times.time
     }
     // Lexical and vector rankings are one stage each (their scores are made as the top k is taken); a hybrid one is

@@ -48,8 +48,16 @@ export interface Graph {
   readonly base: Int32Array
   /** The copies of each original row that has any. */
   readonly copies: ReadonlyMap<number, ReadonlyArray<number>>
-  /** Upper-layer links of rows above layer 0: `m` slots for each of layers 1 … level, -1 where unused. */
-  readonly upper: ReadonlyArray<Int32Array | undefined>
+  /**
+   * Upper-layer links of rows above layer 0: `m` slots for each of layers 1 … level, -1 where unused (an array, or a
+   * paged graph's lookup that makes a row's only when asked).
+   */
+  readonly upper: UpperLinks
+}
+
+/** A graph's upper-layer links by row: `undefined` for a row on layer 0 alone. */
+export interface UpperLinks {
+  readonly at: (row: number) => Int32Array | undefined
 }
 
 /** The level of a row left out of the graph (no direction), and of a copy of an earlier row. */
@@ -213,11 +221,13 @@ const visitedOf = (graph: Graph): Visited => {
 /** How a search reaches rows: their distance to what is sought, and their links on a layer. */
 interface Walk {
   readonly distance: (row: number) => number
+  /** Told the links of a row before their distances are asked for, in order (`Reach`). */
+  readonly reach: Reach | undefined
   /** Layer-0 links, `m0` a row. */
   readonly base: Int32Array
   readonly m0: number
   /** Upper links, `m` a layer. */
-  readonly upper: ReadonlyArray<Int32Array | undefined>
+  readonly upper: UpperLinks
   readonly m: number
   readonly visited: Visited
   /** Heaps reused from search to search. */
@@ -229,7 +239,7 @@ interface Walk {
 const linksOf = (walk: Walk, row: number, layer: number) =>
   layer === 0
     ? { array: walk.base, start: row * walk.m0, count: walk.m0 }
-    : { array: walk.upper[row]!, start: (layer - 1) * walk.m, count: walk.m }
+    : { array: walk.upper.at(row)!, start: (layer - 1) * walk.m, count: walk.m }
 
 /** The closest row to what is sought on `layer`, going greedily from `from`. */
 const greedy = (walk: Walk, from: number, layer: number): number => {
@@ -238,6 +248,7 @@ const greedy = (walk: Walk, from: number, layer: number): number => {
   for (let moved = true; moved; ) {
     moved = false
     const { array, count, start } = linksOf(walk, best, layer)
+    walk.reach?.(array, start, count)
     for (let j = start; j < start + count; j++) {
       const next = array[j]!
       if (next < 0) break
@@ -279,6 +290,7 @@ const searchLayer = (
     if ((found.size >= ef && d > found.dist[0]!) || d > bound) break
     candidates.pop()
     const { array, count, start } = linksOf(walk, row, layer)
+    walk.reach?.(array, start, count)
     for (let j = start; j < start + count; j++) {
       const next = array[j]!
       if (next < 0) break
@@ -425,7 +437,7 @@ export const buildGraph = (rows: GraphRows, params: HnswParams = DEFAULT_HNSW): 
       maxLevel = level
       continue
     }
-    const walk: Walk = { ...shared, distance: (other) => between(row, other) }
+    const walk: Walk = { ...shared, reach: undefined, distance: (other) => between(row, other) }
     let from = entry
     for (let layer = maxLevel; layer > level; layer--) from = greedy(walk, from, layer)
     for (let layer = Math.min(level, maxLevel); layer >= 0; layer--) {
@@ -505,21 +517,29 @@ export const searchGraphWithin = (
 }
 
 /**
+ * Told, before a walk asks for the distances of a row's links, where they are: `links[start …)`, at most `count`, ending
+ * at the first -1 (some already visited). Rows read from storage as a walk reaches them are read together there.
+ */
+export type Reach = (links: Int32Array, start: number, count: number) => void
+
+/**
  * `searchGraphWithin` with the query's distance to each row given (`distance`), for rows held in another form than
- * float32 (scan codes, CodeKernel.ts).
+ * float32 (scan codes, CodeKernel.ts); `reach` is told of each row's links before their distances are asked for.
  */
 export const searchGraphBy = (
   graph: Graph,
   distance: (row: number) => number,
   ef: number,
   keep?: (row: number) => boolean,
-  bound = Number.POSITIVE_INFINITY
+  bound = Number.POSITIVE_INFINITY,
+  reach?: Reach
 ): { readonly rows: Int32Array; readonly dists: Float64Array } => {
   if (graph.entry < 0) return { rows: new Int32Array(0), dists: new Float64Array(0) }
   const m = graph.params.m
   const m0 = 2 * m
   const walk: Walk = {
     distance,
+    reach,
     base: graph.base,
     m0,
     upper: graph.upper,

@@ -108,6 +108,11 @@ export interface IndexView {
   readonly annMissing?: (() => string | undefined) | undefined
   /** What is damaged in the approximate index's stored parts that a walk may not read yet (its scan codes). */
   readonly annDamage?: (() => ReadonlyArray<string>) | undefined
+  /**
+   * Whether a walk reads only the graph rows it reaches (paged graphs walked over their stored codes), so that one
+   * query in a process of its own walks sooner than it scans; absent or false: a walk first reads every graph.
+   */
+  readonly annPaged?: (() => boolean) | undefined
 }
 
 /** Candidates of a vector query with their exact scores (NaN for a row whose cosine is undefined). */

@@ -25,7 +25,7 @@ import { type TransactionOptions, typed } from "../IndexStore.ts"
 import type { LoadedGraph } from "../LoadedGraphs.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { configOf, groupRowsOf, MAX_OPEN_GROUPS } from "../sqlite/Graphs.ts"
-import { decodeCodes, encodeCodes } from "../sqlite/WalkRows.ts"
+import { codeRowsOf, decodeCodes, encodeCodes } from "../sqlite/WalkRows.ts"
 
 /** The tables the graphs are read and written with. */
 export interface GraphTables {
@@ -225,7 +225,7 @@ export const updateGraphs = (
           database.withPermits(1)(unitRows(sql, t, group, d, here ? holdRows((count + 1) * d, d) : undefined, corrupt))
         const rows = yield* read(builder === undefined)
         // The codes first: a job's rows belong to the thread that builds it once sent.
-        const codes = encodeCodes(count, d, [rows.subarray(0, count * d)])
+        const codes = encodeCodes(codeRowsOf(count, d, [rows.subarray(0, count * d)]))
         const job: GraphJob = { rows, count, dimensions: d, m: ann.m, efConstruction: ann.efConstruction }
         const elsewhere = builder === undefined ? undefined : yield* builder.build(job)
         // A thread that could not build it leaves it to this one, with the rows read again.

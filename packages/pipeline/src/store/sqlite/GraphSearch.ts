@@ -7,15 +7,16 @@ import type { DatabaseSync } from "node:sqlite"
 import type { AnnConfig } from "@funcpipe/domain/Manifest"
 import type { VectorEncoding } from "../../index/VectorCodec.ts"
 import { type Graph, isGraphNode } from "../../search/Hnsw.ts"
-import { decodeGraph } from "../../search/HnswBytes.ts"
+import { decodeGraph, decodeGraphHead, graphHeadProblem } from "../../search/HnswBytes.ts"
 import type { AnnFound, PositionFilter } from "../../search/IndexView.ts"
 import { exactScore, heldRow, NO_WALK, walkQuery } from "../../search/Rescore.ts"
 import type { Caches } from "./Caches.ts"
 import { statement } from "./Connection.ts"
-import { groupRows, hasColumn, hasTable, liveGroups } from "./Graphs.ts"
+import { pagedCodeRows, readGraphRows } from "./GraphRows.ts"
+import { type GroupRow, groupRows, hasColumn, hasTable, liveGroups } from "./Graphs.ts"
 import { type Corrupt, columnsOf, keptBlockAt, keptBlocks, startAtOrBefore, storedRowInto } from "./Segments.ts"
 import { BLOCKS_PER_SEGMENT, type KeptBlock, type SegmentColumns, type SegmentRow } from "./Tables.ts"
-import { decodeCodes, type WalkRows, walkRowsOf } from "./WalkRows.ts"
+import { decodeCodes, type WalkPart, type WalkRows, walkRowsOf } from "./WalkRows.ts"
 
 /** A group's graph with the rows it walks, kept with its first segment's decoded columns. */
 interface GroupGraph {
@@ -55,6 +56,51 @@ interface Walk {
 }
 
 /**
+ * A group's graph and the rows its walks go through, from its `ann` row: a paged graph's head, its rows read as walks
+ * reach them (over codes stored with them) or all at once (over rows made from the blocks, `parts`); or a graph stored
+ * whole, with the codes stored beside it or made from the blocks.
+ */
+const groupGraph = (
+  r: GraphReading,
+  group: GroupRow,
+  row: { readonly data: unknown; readonly codes: unknown },
+  count: number,
+  named: string,
+  parts: () => ReadonlyArray<WalkPart>
+): { readonly graph: Graph; readonly rows: WalkRows } => {
+  const { codes, corrupt, db, dimensions: d } = r
+  const damaged = (problem: string) => corrupt(`${named} is damaged: ${problem}`)
+  if (!(row.data instanceof Uint8Array)) throw damaged("the graph is not a blob")
+  if (group.layout !== undefined) {
+    const paged = decodeGraphHead(row.data)
+    if (typeof paged === "string") throw damaged(paged)
+    if (paged.graph.count !== count) throw corrupt(`${named} has another row count`)
+    if (codes !== undefined && paged.coded)
+      return { graph: paged.graph, rows: pagedCodeRows(paged, group.segment, d, named) }
+    const problem = graphHeadProblem(paged) ?? readGraphRows(db, group.segment, paged, d)
+    if (problem !== undefined) throw damaged(problem)
+    return { graph: paged.graph, rows: walkRowsOf(parts, count, d, codes, undefined) }
+  }
+  const graph = decodeGraph(row.data)
+  if (typeof graph === "string") throw damaged(graph)
+  if (graph.count !== count) throw corrupt(`${named} has another row count`)
+  // Codes stored with the graph are walked as they are; otherwise the rows are made from every block.
+  const stored = row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, d) : undefined
+  if (typeof stored === "string") throw damaged(stored)
+  return { graph, rows: walkRowsOf(parts, count, d, codes, stored) }
+}
+
+/**
+ * Whether a walk of the index's graphs reads only the rows it reaches (every graph paged with its codes, walked over
+ * them): then one query in a fresh process walks sooner than it scans.
+ */
+export const walksPaged = (db: DatabaseSync, codes: AnnConfig["codes"], segments: ReadonlyArray<SegmentRow>) => {
+  if (codes === undefined || !hasTable(db)) return false
+  const { kept } = liveGroups(groupRows(db), new Set(segments.map((segment) => segment.id)))
+  return kept.length > 0 && kept.every((group) => group.layout === "rows+i8")
+}
+
+/**
  * A snapshot's approximate search over the groups' graphs, or `undefined` when the index has none: the `ef` rows
  * each graph finds nearest the query among live rows the filter allows, scored exactly. A segment in no graph (while
  * a run that would build it has not committed, or one that an older FuncPipe left) has every live row scored.
@@ -88,24 +134,18 @@ export const graphSearch = (r: GraphReading) => {
       })
       const first = segments[indexes[0]!]!
       const firstColumns = columnsOf(caches, first)
-      const key = `${group.members.join(" ")} ${group.config} ${codes ?? "float32"}`
+      const key = `${group.members.join(" ")} ${group.config} ${codes ?? "float32"} ${group.layout ?? "whole"}`
       let state = graphs.get(firstColumns)
       if (state?.key !== key) {
         const row = read.get(group.segment) as { data: unknown; codes: unknown }
-        const graph = row.data instanceof Uint8Array ? decodeGraph(row.data) : "the graph is not a blob"
         const named = `the vector graph of segment${indexes.length === 1 ? "" : "s"} ${group.members.join(", ")}`
-        if (typeof graph === "string") throw corrupt(`${named} is damaged: ${graph}`)
-        if (graph.count !== count) throw corrupt(`${named} has another row count`)
-        // Codes stored with the graph are walked as they are; otherwise the rows are made from every block.
-        const stored = row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, d) : undefined
-        if (typeof stored === "string") throw corrupt(`${named} is damaged: ${stored}`)
         const parts = () =>
           indexes.map((s, k) => {
             const all = blocksOf(s)
             blocks[k]!.splice(0, all.length, ...all)
             return { segment: segments[s]!, blocks: all, at: starts[k]! }
           })
-        state = { key, graph, rows: walkRowsOf(parts, count, d, codes, stored) }
+        state = { key, ...groupGraph(r, group, row, count, named, parts) }
         graphs.set(firstColumns, state)
         // A graph its other segments were first in (before they were grouped with this one) is not used again.
         for (const s of indexes.slice(1)) graphs.delete(columnsOf(caches, segments[s]!))
@@ -156,7 +196,7 @@ export const graphSearch = (r: GraphReading) => {
         const rows = Int32Array.from({ length: walk.count }, (_, row) => row).filter((row) => allowed?.(row) ?? true)
         return { walk, rows, dists: new Float64Array(rows.length), full: false }
       }
-      const { dists, rows } = state.rows.search(state.graph, unit, ef, allowed)
+      const { dists, rows } = state.rows.search(state.graph, unit, ef, allowed, { db, corrupt })
       let nodes = 0
       for (const row of rows) if (isGraphNode(state.graph, row)) nodes++
       // Full: the walk kept as many nodes as asked for (copies found with them not counted).

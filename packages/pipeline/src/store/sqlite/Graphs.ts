@@ -16,17 +16,22 @@ import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Effect, Result } from "effect"
 import { buildGraphBytes, type GraphJob, unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
+import type { Graph } from "../../search/Hnsw.ts"
+import { decodeGraph, encodeGraphHead } from "../../search/HnswBytes.ts"
 import type { GraphBuilder } from "../IndexStore.ts"
 import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
 import { statement } from "./Connection.ts"
+import { dropGraphRows, ROWS_TABLE, storeGraphRows } from "./GraphRows.ts"
 import { type Corrupt, decodeRows, segmentRows, storedBlock } from "./Segments.ts"
 import { isSmallSegment, maxChunksOf, readMetaIn, type SegmentRow } from "./Tables.ts"
-import { encodeCodes } from "./WalkRows.ts"
+import { codeRowsOf, decodeCodes } from "./WalkRows.ts"
 
 // `segment`: the group's first segment; `segments`: its segments' ids in position order (NULL in a graph stored before
-// groups, which covers its one segment); `codes`: its rows' i8 scan codes (`--vector-codes i8`; NULL without).
+// groups, which covers its one segment); `layout`: "rows" or "rows+i8" for a graph paged (`data` its head, its rows in
+// `ann_rows`, GraphRows.ts, with their i8 scan codes in "rows+i8"), NULL for one stored whole (`data` the graph,
+// `codes` its rows' i8 scan codes or NULL), as FuncPipe stored them before, and a run pages.
 const ANN_TABLE =
-  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL, segments TEXT, codes BLOB)"
+  "CREATE TABLE IF NOT EXISTS ann (segment INTEGER PRIMARY KEY, config TEXT NOT NULL, data BLOB NOT NULL, segments TEXT, codes BLOB, layout TEXT)"
 
 /** A graph's rows, as float32 unit vectors, are at most this many bytes: 174k rows at 384 dimensions, 671k at 100. */
 export const GROUP_BYTES = 256 * 1024 * 1024
@@ -47,9 +52,11 @@ export interface GroupRow {
   readonly members: ReadonlyArray<number>
   readonly config: string
   readonly legacy?: boolean
+  /** Whether the graph is paged ("rows", or "rows+i8" with its rows' codes), or stored whole (`undefined`). */
+  readonly layout?: "rows" | "rows+i8"
 }
 
-export const hasColumn = (db: DatabaseSync, name: "segments" | "codes") =>
+export const hasColumn = (db: DatabaseSync, name: "segments" | "codes" | "layout") =>
   (statement(db, "PRAGMA table_info(ann)").all() as Array<{ name: string }>).some((c) => c.name === name)
 const hasGroups = (db: DatabaseSync) => hasColumn(db, "segments")
 
@@ -57,13 +64,58 @@ export const groupRows = (db: DatabaseSync): Array<GroupRow> =>
   (
     statement(
       db,
-      `SELECT segment, config, ${hasGroups(db) ? "segments" : "NULL AS segments"} FROM ann ORDER BY segment`
-    ).all() as Array<{ segment: number; config: string; segments: unknown }>
-  ).map((row) =>
-    typeof row.segments === "string"
-      ? { segment: row.segment, config: row.config, members: row.segments.split(" ").map(Number) }
-      : { segment: row.segment, config: row.config, members: [row.segment], legacy: true }
+      `SELECT segment, config, ${hasGroups(db) ? "segments" : "NULL AS segments"}, ${
+        hasColumn(db, "layout") ? "layout" : "NULL AS layout"
+      } FROM ann ORDER BY segment`
+    ).all() as Array<{ segment: number; config: string; segments: unknown; layout: unknown }>
+  ).map((row) => {
+    const layout: { layout?: "rows" | "rows+i8" } =
+      row.layout === "rows" || row.layout === "rows+i8" ? { layout: row.layout } : {}
+    return typeof row.segments === "string"
+      ? { segment: row.segment, config: row.config, members: row.segments.split(" ").map(Number), ...layout }
+      : { segment: row.segment, config: row.config, members: [row.segment], legacy: true, ...layout }
+  })
+
+/** Removes the graph whose first segment is `segment`, with its rows. */
+const dropGroup = (db: DatabaseSync, segment: number) => {
+  statement(db, "DELETE FROM ann WHERE segment = ?").run(segment)
+  dropGraphRows(db, segment)
+}
+
+/**
+ * Stores `graph` for the group of first segment `segment` in the paged layout: its head in `ann`, its rows in
+ * `ann_rows`, coded from `codes` when given.
+ */
+const storePaged = (
+  db: DatabaseSync,
+  segment: number,
+  graph: Graph,
+  codes: ReturnType<typeof codeRowsOf> | undefined
+) => {
+  statement(db, "UPDATE ann SET data = ?, codes = NULL, layout = ? WHERE segment = ?").run(
+    encodeGraphHead(graph, codes !== undefined),
+    codes === undefined ? "rows" : "rows+i8",
+    segment
   )
+  storeGraphRows(db, segment, graph, codes)
+}
+
+/**
+ * A graph stored whole (by an older FuncPipe) stored again paged, as it is: `false` when it cannot be read, for the
+ * caller to drop and build again. `count` is how many rows its segments hold.
+ */
+const pageGroup = (db: DatabaseSync, group: GroupRow, count: number, dimensions: number): boolean => {
+  const row = statement(db, "SELECT data, codes FROM ann WHERE segment = ?").get(group.segment) as {
+    data: unknown
+    codes: unknown
+  }
+  const graph = row.data instanceof Uint8Array ? decodeGraph(row.data) : "not a blob"
+  if (typeof graph === "string" || graph.count !== count) return false
+  const codes = row.codes instanceof Uint8Array ? decodeCodes(row.codes, count, dimensions) : undefined
+  if (typeof codes === "string") return false
+  storePaged(db, group.segment, graph, codes)
+  return true
+}
 
 /**
  * The stored graphs that stand for segments of `present`: each listing only segments there, none of them in a graph
@@ -202,21 +254,36 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
   if (Result.isFailure(manifest)) return undefined
   const { ann, dimensions } = manifest.success
   if (ann === undefined) {
-    if (hasTable(db)) db.exec("DROP TABLE ann")
+    if (hasTable(db)) db.exec("DROP TABLE ann; DROP TABLE IF EXISTS ann_rows")
     return undefined
   }
   db.exec(ANN_TABLE)
+  db.exec(ROWS_TABLE)
   // A table from before groups gains their column; its graphs are groups of one segment.
   if (!hasGroups(db)) db.exec("ALTER TABLE ann ADD COLUMN segments TEXT")
   if (!hasColumn(db, "codes")) db.exec("ALTER TABLE ann ADD COLUMN codes BLOB")
-  db.prepare("DELETE FROM ann WHERE config <> ?").run(configOf(ann))
+  if (!hasColumn(db, "layout")) db.exec("ALTER TABLE ann ADD COLUMN layout TEXT")
+  const config = configOf(ann)
+  for (const group of groupRows(db)) if (group.config !== config) dropGroup(db, group.segment)
   try {
     const segments = segmentRows(corrupt, db)
-    const drop = db.prepare("DELETE FROM ann WHERE segment = ?")
-    const { kept, dropped } = liveGroups(groupRows(db), new Set(segments.map((segment) => segment.id)))
-    for (const group of dropped) drop.run(group.segment)
+    const counts = new Map(segments.map((segment) => [segment.id, segment.count]))
+    const live = liveGroups(groupRows(db), new Set(counts.keys()))
+    // Graphs stored whole are paged as they are (one that does not read is built again).
+    const kept = live.kept.filter(
+      (group) =>
+        group.layout !== undefined ||
+        pageGroup(
+          db,
+          group,
+          group.members.reduce((sum, id) => sum + counts.get(id)!, 0),
+          dimensions
+        )
+    )
+    const dropped = [...live.dropped, ...live.kept.filter((group) => !kept.includes(group))]
+    for (const group of dropped) dropGroup(db, group.segment)
     const { groups, regrouped } = groupsToBuild(segments, kept, dimensions)
-    for (const first of regrouped) drop.run(first)
+    for (const first of regrouped) dropGroup(db, first)
     return groups.length === 0 ? undefined : { groups, ann, dimensions }
   } catch (error) {
     if (error instanceof IndexCorrupt) return error
@@ -251,8 +318,8 @@ export const groupGraphJob = (db: DatabaseSync, corrupt: Corrupt, plan: GraphPla
   jobIn(db, corrupt, plan, group, new Float32Array((rowsIn(group) + 1) * plan.dimensions))
 
 /**
- * Stores a group's built graph (its bytes, as `buildGraphBytes` gives them), with its rows' scan codes when the index
- * walks over them (from `rows`, the unit rows it was built from, or else the stored vectors a segment at a time);
+ * Stores a group's built graph (its bytes, as `buildGraphBytes` gives them) in the paged layout, with its rows' scan
+ * codes when the index walks over them (from `rows`, the unit rows it was built from, or else the stored vectors a segment at a time);
  * `IndexCorrupt` for a block it cannot read.
  */
 export const storeGroupGraph = (
@@ -276,15 +343,17 @@ export const storeGroupGraph = (
       yield unit
     }
   }
+  // The builder's bytes are the graph stored whole: read back (and so checked), then stored paged.
+  const graph = decodeGraph(bytes)
+  if (typeof graph === "string") throw new Error(`a vector graph just built does not read back: ${graph}`)
   try {
-    const codes = plan.ann.codes === "i8" ? encodeCodes(rowsIn(group), d, units()) : null
-    db.prepare("INSERT INTO ann (segment, config, data, segments, codes) VALUES (?, ?, ?, ?, ?)").run(
+    const codes = plan.ann.codes === "i8" ? codeRowsOf(rowsIn(group), d, units()) : undefined
+    statement(db, "INSERT INTO ann (segment, config, data, segments) VALUES (?, ?, X'', ?)").run(
       group[0]!.id,
       configOf(plan.ann),
-      bytes,
-      group.map((g) => g.id).join(" "),
-      codes
+      group.map((g) => g.id).join(" ")
     )
+    storePaged(db, group[0]!.id, graph, codes)
     return undefined
   } catch (error) {
     if (error instanceof IndexCorrupt) return error

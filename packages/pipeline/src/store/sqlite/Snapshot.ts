@@ -25,7 +25,7 @@ import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
 import { damagedCodes, missingGraphs } from "./GraphHealth.ts"
-import { graphSearch } from "./GraphSearch.ts"
+import { graphSearch, walksPaged } from "./GraphSearch.ts"
 import {
   type Corrupt,
   columnsOf,
@@ -482,6 +482,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined, codes: manifestValue.ann.codes })
     const readMissing = sqliteReads((_: undefined) => missingGraphs(db))
     const readDamage = sqliteReads((_: undefined) => damagedCodes(db, dimensions))
+    const readPaged = sqliteReads((_: undefined) => walksPaged(db, manifestValue.ann?.codes, segments))
     const readAnn = sqliteReads(
       (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined; keep: number | undefined }) =>
         annSearch!(a.query, a.ef, a.filter, a.keep)
@@ -519,7 +520,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
       annSearch:
         annSearch === undefined ? undefined : (query, ef, filter, keep) => readAnn({ query, ef, filter, keep }),
       annMissing: manifestValue.ann === undefined ? undefined : () => readMissing(undefined),
-      annDamage: manifestValue.ann === undefined ? undefined : () => readDamage(undefined)
+      annDamage: manifestValue.ann === undefined ? undefined : () => readDamage(undefined),
+      annPaged: manifestValue.ann === undefined ? undefined : () => readPaged(undefined)
     }
   }
 }

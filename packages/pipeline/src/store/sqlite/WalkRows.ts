@@ -1,26 +1,30 @@
 /**
  * The rows a snapshot walks a group's graph over, made once per graph from the segments' kept vector blocks: unit
  * float32 rows, as the graph was built from (4 bytes a component), or their scan codes (`--vector-codes i8`: 1 byte a
- * component and a scale a row). Either only chooses where a walk goes; what it finds is scored from the blocks.
+ * component and a scale a row), unless stored with the graph (read whole here, or a row at a time, GraphRows.ts).
+ * Either only chooses where a walk goes; what it finds is scored from the blocks.
  */
 
 import { type CodeRows, codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
 import { unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import { type Graph, searchGraphBy, searchGraphWithin } from "../../search/Hnsw.ts"
+import type { RowSource } from "./GraphRows.ts"
 import type { KeptBlock, SegmentRow } from "./Tables.ts"
 
 /** A group's rows held for walking its graph. */
 export interface WalkRows {
   /**
    * The rows nearest the unit `query` that `keep` allows (`searchGraph`), found through these rows, with their
-   * distances by these rows (1 - their product with the query), nearest first.
+   * distances by these rows (1 - their product with the query), nearest first; rows not held yet are read through
+   * `source`.
    */
   readonly search: (
     graph: Graph,
     query: Float32Array,
     ef: number,
-    keep: ((row: number) => boolean) | undefined
+    keep: ((row: number) => boolean) | undefined,
+    source: RowSource
   ) => { readonly rows: Int32Array; readonly dists: Float64Array }
 }
 
@@ -81,20 +85,33 @@ export const unitRowsInto = (
 /** Where a stored codes blob's scales start: after its `count · d` codes, at a multiple of 8 bytes. */
 const scalesAt = (count: number, d: number) => Math.ceil((count * d) / 8) * 8
 
-/**
- * A group's i8 codes as stored beside its graph (`--vector-codes i8`), from its unit float32 rows given a segment at a
- * time: the codes, then each row's scale as a little-endian float64. A walk that reads them makes no float32 copy.
- */
-export const encodeCodes = (count: number, d: number, segments: Iterable<Float32Array>): Uint8Array => {
-  const at = scalesAt(count, d)
-  const bytes = new Uint8Array(at + 8 * count)
-  const codes = new Int8Array(bytes.buffer, 0, count * d)
-  const scales = new DataView(bytes.buffer, at)
+/** A group's rows as i8 codes, from its unit float32 rows given a segment at a time (as a paged graph stores them). */
+export const codeRowsOf = (
+  count: number,
+  d: number,
+  segments: Iterable<Float32Array>
+): Pick<CodeRows, "dimensions" | "codes" | "scales"> => {
+  const codes = new Int8Array(count * d)
+  const scales = new Float64Array(count)
   let row = 0
   for (const unit of segments) {
-    for (let r = 0; r * d < unit.length; r++, row++)
-      scales.setFloat64(8 * row, codeRow(unit, r * d, d, codes, row * d), true)
+    for (let r = 0; r * d < unit.length; r++, row++) scales[row] = codeRow(unit, r * d, d, codes, row * d)
   }
+  return { dimensions: d, codes, scales }
+}
+
+/**
+ * A group's i8 codes as one value, as FuncPipe stored them beside a graph stored whole: the codes, then each row's
+ * scale as a little-endian float64.
+ */
+export const encodeCodes = (rows: Pick<CodeRows, "dimensions" | "codes" | "scales">): Uint8Array => {
+  const count = rows.scales.length
+  const d = rows.dimensions
+  const at = scalesAt(count, d)
+  const bytes = new Uint8Array(at + 8 * count)
+  bytes.set(new Uint8Array(rows.codes.buffer, rows.codes.byteOffset, count * d))
+  const scales = new DataView(bytes.buffer, at)
+  for (let row = 0; row < count; row++) scales.setFloat64(8 * row, rows.scales[row]!, true)
   return bytes
 }
 
