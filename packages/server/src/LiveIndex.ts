@@ -9,7 +9,20 @@ import type { ModelMismatch } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexMissing } from "@funcpipe/pipeline/search/QueryErrors"
 import { IndexStore, readSnapshot, type Snapshot } from "@funcpipe/pipeline/store/IndexStore"
 import type { StoreError } from "@funcpipe/pipeline/store/StoreErrors"
-import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option, Schedule, Scope, Semaphore } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Metric,
+  Option,
+  Schedule,
+  Scope,
+  Semaphore
+} from "effect"
 
 /** One opened state of the index. */
 export interface Loaded {
@@ -74,6 +87,20 @@ export class LiveIndex extends Context.Service<
    */
   static readonly layer = (options: LiveIndexOptions) => Layer.effect(LiveIndex, make(options))
 }
+
+/** How many graph rows a server reads at a time between requests (a few milliseconds' reading). */
+const WARM_ROWS = 4096
+
+/**
+ * Reads a snapshot's graph rows (`IndexView.annWarm`) a slice at a time, letting requests in between, until every graph
+ * is held whole. A damaged row ends it: the walks that reach the row report it.
+ */
+const warmGraphs = (location: string, snapshot: Snapshot) =>
+  Effect.gen(function* () {
+    const warm = snapshot.annWarm
+    if (warm === undefined) return
+    while (!(yield* readSnapshot(location, () => warm(WARM_ROWS)))) yield* Effect.sleep(Duration.millis(1))
+  }).pipe(Effect.ignore)
 
 interface Generation {
   readonly loaded: Loaded
@@ -191,6 +218,9 @@ const make = Effect.fnUntraced(function* (options: LiveIndexOptions) {
     }
     current = { loaded, scope, users: 0, retired: false }
     failure = undefined
+    // Graphs read as walks reach them (paged) come to be held whole: a server asks again and again, and a walk that
+    // reads nothing is the quicker. Their rows are read a slice at a time between requests, until the snapshot closes.
+    yield* Effect.forkIn(warmGraphs(store.location, opened.value), scope)
     yield* retire(previous)
     if (reopened) return "unchanged" as const
     compactPending = previous !== undefined

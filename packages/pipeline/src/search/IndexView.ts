@@ -113,6 +113,12 @@ export interface IndexView {
    * query in a process of its own walks sooner than it scans; absent or false: a walk first reads every graph.
    */
   readonly annPaged?: (() => boolean) | undefined
+  /**
+   * Reads up to `rows` more of the graph rows that walks read as they reach them (paged graphs): a long-running process
+   * calls it between queries until it says true, when every graph is held whole and walks read nothing more. Absent
+   * where a store's graphs are read whole at the first walk.
+   */
+  readonly annWarm?: ((rows: number) => boolean) | undefined
 }
 
 /** Candidates of a vector query with their exact scores (NaN for a row whose cosine is undefined). */

@@ -90,7 +90,31 @@ export const pagedCodeRows = (paged: PagedGraph, segment: number, d: number, nam
   const codes = holdCodes(count, d)
   const loaded = new Uint8Array(count)
   const wanted: Array<number> = new Array(m0).fill(-1)
+  // The first row `fill` has not passed yet.
+  let filled = 0
   return {
+    /**
+     * Reads up to `budget` more rows a walk has not reached, in order, from the snapshot's connection (a long-running
+     * process's graphs come to be held whole, a slice between queries); how many it read, 0 once every row is held.
+     */
+    fill: (source: RowSource, budget: number): number => {
+      if (filled >= count) return 0
+      const rows = statement(source.db, "SELECT id, data FROM ann_rows WHERE id >= ? AND id < ? ORDER BY id LIMIT ?")
+      const found = rows.all(rowId(segment, filled), rowId(segment + 1, 0), budget) as Array<{
+        id: number
+        data: unknown
+      }>
+      for (const { data, id } of found) {
+        const row = id - rowId(segment, 0)
+        if (row >= count || loaded[row] === 1) continue
+        const problem =
+          data instanceof Uint8Array ? graphRowInto(data, paged, row, d, codes) : `row ${row} is not a blob`
+        if (problem !== undefined) throw source.corrupt(`${named} is damaged: ${problem}`)
+        loaded[row] = 1
+      }
+      filled = found.length < budget ? count : found.at(-1)!.id - rowId(segment, 0) + 1
+      return found.length
+    },
     search: (
       graph: Graph,
       query: Float32Array,

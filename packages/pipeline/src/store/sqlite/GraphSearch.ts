@@ -166,7 +166,25 @@ export const graphSearch = (r: GraphReading) => {
     walks = found
     return found
   }
-  return (query: ArrayLike<number>, ef: number, filter?: PositionFilter, keep?: number): AnnFound => {
+  /**
+   * Reads up to `budget` more graph rows that walks would read as they reach them: a long-running process's graphs
+   * come to be held whole, a slice between queries (see `IndexView.annWarm`). True once every graph is held whole.
+   */
+  const warm = (budget: number): boolean => {
+    let left = budget
+    for (const { state } of walksOf()) {
+      const fill = state?.rows.fill
+      if (fill === undefined) continue
+      while (left > 0) {
+        const read = fill({ db, corrupt }, left)
+        if (read === 0) break
+        left -= read
+      }
+      if (left <= 0) return false
+    }
+    return true
+  }
+  const search = (query: ArrayLike<number>, ef: number, filter?: PositionFilter, keep?: number): AnnFound => {
     const prepared = walkQuery(query, d)
     if (prepared === undefined) return NO_WALK
     const { unit } = prepared
@@ -261,6 +279,7 @@ export const graphSearch = (r: GraphReading) => {
     if (skipped && lowestScored > cutAt) cutAt = lowestScored
     return { positions: Int32Array.from(positions), scores: Float64Array.from(scores), cutAt }
   }
+  return { search, warm }
 }
 
 /** How many of the walks' candidates are scored for a caller that keeps `keep`: the rest rank below, by codes. */

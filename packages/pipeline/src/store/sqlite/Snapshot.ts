@@ -485,8 +485,9 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
     const readPaged = sqliteReads((_: undefined) => walksPaged(db, manifestValue.ann?.codes, segments))
     const readAnn = sqliteReads(
       (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined; keep: number | undefined }) =>
-        annSearch!(a.query, a.ef, a.filter, a.keep)
+        annSearch!.search(a.query, a.ef, a.filter, a.keep)
     )
+    const readWarm = sqliteReads((budget: number) => annSearch!.warm(budget))
     const documents = sqliteReads<void, ReturnType<typeof documentsOf>>(documentsOf)
     let tieAsks = 0
     return {
@@ -521,7 +522,8 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         annSearch === undefined ? undefined : (query, ef, filter, keep) => readAnn({ query, ef, filter, keep }),
       annMissing: manifestValue.ann === undefined ? undefined : () => readMissing(undefined),
       annDamage: manifestValue.ann === undefined ? undefined : () => readDamage(undefined),
-      annPaged: manifestValue.ann === undefined ? undefined : () => readPaged(undefined)
+      annPaged: manifestValue.ann === undefined ? undefined : () => readPaged(undefined),
+      annWarm: annSearch === undefined ? undefined : readWarm
     }
   }
 }

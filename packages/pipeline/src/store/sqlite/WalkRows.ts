@@ -26,6 +26,8 @@ export interface WalkRows {
     keep: ((row: number) => boolean) | undefined,
     source: RowSource
   ) => { readonly rows: Int32Array; readonly dists: Float64Array }
+  /** Reads up to `budget` more of the rows not held yet (`pagedCodeRows`); how many, 0 once all are held. */
+  readonly fill?: (source: RowSource, budget: number) => number
 }
 
 /** One of a group's segments, with its kept blocks and the group's row where it starts. */
