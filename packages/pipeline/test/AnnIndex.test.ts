@@ -431,46 +431,57 @@ describe("an index with an approximate vector index", () => {
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 
-  it.live("keeps its graphs in step as documents come and go, and never returns a deleted or filtered-out chunk", () =>
-    Effect.gen(function* () {
-      const { dir, file } = yield* built(jsonl(200), { ann: DEFAULT_ANN })
-      const fs = yield* FileSystem.FileSystem
-      // Half the documents gone, new ones added: later runs keep the index's own setting.
-      yield* fs.writeFileString(`${dir}/docs.jsonl`, `${jsonl(100, 100)}\n${jsonl(150, 1000)}`)
-      // The run says how far it is in building graphs: before each new one, and when all are built.
-      const told: Array<readonly [number, number]> = []
-      yield* indexPaths([`${dir}/docs.jsonl`], {
-        prune: true,
-        progress: (done, total, stage) => Effect.sync(() => void (stage === "graphs" && told.push([done, total])))
-      }).pipe(on(file))
-      assert.isAtLeast(told.length, 2)
-      const total = told[0]![1]
-      assert.deepStrictEqual(
-        told,
-        Array.from({ length: total + 1 }, (_, i) => [i, total] as const)
-      )
-      const rows = graphRows(file)
-      assert.deepStrictEqual(
-        rows.graphs.map((g) => g.segment),
-        rows.segments
-      )
-      for (const text of ["moon tide", "ring probe dust"]) {
-        const found = yield* ask(file, text, { annCandidates: 2000 })
-        assert.deepStrictEqual(found, yield* ask(file, text, { exact: true }))
-        for (const [docId] of yield* ask(file, text, {})) assert.isAtLeast(Number(docId.slice(1)), 100)
-        const where = Result.getOrThrow(parseRule('doc_id ^= "d10"'))
-        for (const [docId] of yield* ask(file, text, { where })) assert.match(docId, /^d10/)
-      }
-      // The graphs are what the approximate query reads: a damaged one is reported, and the exact scan still answers.
-      const db = new DatabaseSync(file)
-      db.exec("UPDATE ann SET data = X'00'")
-      db.close()
-      const damaged = yield* Effect.flip(ask(file, "moon tide", {}))
-      assert.strictEqual(damaged._tag, "IndexCorrupt")
-      assert.match(damaged.message, /the vector graph of segments? [0-9, ]+ is damaged/)
-      assert.isNotEmpty(yield* ask(file, "moon tide", { exact: true }))
-    }).pipe(Effect.scoped, Effect.provide(Base))
-  )
+  for (const ann of [DEFAULT_ANN, { ...DEFAULT_ANN, codes: "i8" as const }])
+    it.live(
+      `keeps its graphs in step as documents come and go, and never returns a deleted or filtered-out chunk (${ann.codes ?? "float32"})`,
+      () =>
+        Effect.gen(function* () {
+          const { dir, file } = yield* built(jsonl(200), { ann })
+          const fs = yield* FileSystem.FileSystem
+          // Half the documents gone, new ones added: later runs keep the index's own setting.
+          yield* fs.writeFileString(`${dir}/docs.jsonl`, `${jsonl(100, 100)}\n${jsonl(150, 1000)}`)
+          // The run says how far it is in building graphs: before each new one, and when all are built.
+          const told: Array<readonly [number, number]> = []
+          yield* indexPaths([`${dir}/docs.jsonl`], {
+            prune: true,
+            progress: (done, total, stage) => Effect.sync(() => void (stage === "graphs" && told.push([done, total])))
+          }).pipe(on(file))
+          assert.isAtLeast(told.length, 2)
+          const total = told[0]![1]
+          assert.deepStrictEqual(
+            told,
+            Array.from({ length: total + 1 }, (_, i) => [i, total] as const)
+          )
+          const rows = graphRows(file)
+          assert.deepStrictEqual(
+            rows.graphs.map((g) => g.segment),
+            rows.segments
+          )
+          // Every graph row belongs to a graph still there (2^27 rows a graph's keys), and check reads them all.
+          const graphsOfRows = new Set(rows.rows.map((row) => Math.floor(row.id / 2 ** 27)))
+          assert.deepStrictEqual(
+            [...graphsOfRows].sort((a, b) => a - b),
+            rows.segments
+          )
+          const report = yield* checkIndex({ queries: 4 }).pipe(on(file))
+          assert.isTrue(isSound(report), JSON.stringify(report.checks))
+          for (const text of ["moon tide", "ring probe dust"]) {
+            const found = yield* ask(file, text, { annCandidates: 2000 })
+            assert.deepStrictEqual(found, yield* ask(file, text, { exact: true }))
+            for (const [docId] of yield* ask(file, text, {})) assert.isAtLeast(Number(docId.slice(1)), 100)
+            const where = Result.getOrThrow(parseRule('doc_id ^= "d10"'))
+            for (const [docId] of yield* ask(file, text, { where })) assert.match(docId, /^d10/)
+          }
+          // The graphs are what the approximate query reads: a damaged one is reported, and the exact scan still answers.
+          const db = new DatabaseSync(file)
+          db.exec("UPDATE ann SET data = X'00'")
+          db.close()
+          const damaged = yield* Effect.flip(ask(file, "moon tide", {}))
+          assert.strictEqual(damaged._tag, "IndexCorrupt")
+          assert.match(damaged.message, /the vector graph of segments? [0-9, ]+ is damaged/)
+          assert.isNotEmpty(yield* ask(file, "moon tide", { exact: true }))
+        }).pipe(Effect.scoped, Effect.provide(Base))
+    )
 
   it.live("a damaged segment met while planning the graphs is reported as damage, and the run changes nothing", () =>
     Effect.gen(function* () {

@@ -93,13 +93,18 @@ const WARM_ROWS = 4096
 
 /**
  * Reads a snapshot's graph rows (`IndexView.annWarm`) a slice at a time, letting requests in between, until every graph
- * is held whole. A damaged row ends it: the walks that reach the row report it.
+ * is held whole; before the snapshot's first walk, it looks again every second (a server that never walks holds no
+ * graph). A row that does not read is left for the walk that reaches it to report.
  */
-const warmGraphs = (location: string, snapshot: Snapshot) =>
+export const warmGraphs = (location: string, snapshot: Snapshot) =>
   Effect.gen(function* () {
     const warm = snapshot.annWarm
     if (warm === undefined) return
-    while (!(yield* readSnapshot(location, () => warm(WARM_ROWS)))) yield* Effect.sleep(Duration.millis(1))
+    for (;;) {
+      const done = yield* readSnapshot(location, () => warm(WARM_ROWS))
+      if (done === true) return
+      yield* Effect.sleep(done === false ? Duration.millis(1) : Duration.seconds(1))
+    }
   }).pipe(Effect.ignore)
 
 interface Generation {

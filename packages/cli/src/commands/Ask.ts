@@ -16,7 +16,16 @@ import { layerIndexModel } from "@funcpipe/pipeline/programs/IndexModel"
 import { Clock, Console, Effect, FileSystem, Layer, Option, Result, Schema, Stdio, Stream } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { ChatModelMissing, chatChoice, llmFlags } from "../flags/Chat.ts"
-import { indexPath, json, rankingFlags, ruleOption, serviceFlags, where, withServiceFlags } from "../flags/Flags.ts"
+import {
+  annFlags,
+  indexPath,
+  json,
+  rankingFlags,
+  ruleOption,
+  serviceFlags,
+  where,
+  withServiceFlags
+} from "../flags/Flags.ts"
 import { queryText, STDIN_HINT } from "../flags/QueryText.ts"
 
 /** The chat model could not answer: why, in the provider's words (never with the key). */
@@ -37,6 +46,7 @@ export const ask = Command.make(
       Flag.withDefault(8)
     ),
     mode: rankingFlags.mode,
+    ...annFlags,
     where,
     index: indexPath,
     ...llmFlags,
@@ -69,6 +79,8 @@ export const ask = Command.make(
       contextTokens: input.contextTokens,
       // A process of its own asks once: it walks only where that reads little (see query).
       once: true,
+      ...(input.exact ? { exact: true } : {}),
+      ...(Option.isSome(input.annCandidates) ? { annCandidates: input.annCandidates.value } : {}),
       ...(system === undefined ? {} : { system })
     }).pipe(Effect.provide(Layer.provideMerge(withServiceFlags(input)(layerIndexModel), layerIndexStore(input.index))))
     if (input.showPrompt) {

@@ -14,6 +14,8 @@ const MAGIC = 0x4e485046 // "FPHN"
 const VERSION = 1
 const PAGED = 2
 const HEAD = 48
+/** The most links a row has on an upper layer that a graph may be built with (the manifest allows up to 64). */
+const MAX_M = 256
 
 /** What of held codes a stored row is made from, or read into. */
 type CodedRows = Pick<CodeRows, "dimensions" | "codes" | "scales">
@@ -125,7 +127,8 @@ export const decodeGraph = (bytes: Uint8Array): Graph | string => {
   const { count, m } = h
   const levelsBytes = (count + 3) & ~3
   const expected = 32 + levelsBytes + count * 2 * m * 4 + h.upperInts * 4
-  if (m < 1 || bytes.byteLength !== expected) return `the graph holds ${bytes.byteLength} bytes, not ${expected}`
+  if (m < 1 || m > MAX_M || bytes.byteLength !== expected)
+    return `the graph holds ${bytes.byteLength} bytes, not ${expected}`
   // Read in place where the links fall on 4-byte boundaries (a blob as SQLite hands it over), copied otherwise.
   const copy = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice()
   const levels = copy.subarray(32, 32 + count)
@@ -261,7 +264,7 @@ export const decodeGraphHead = (bytes: Uint8Array): PagedGraph | string => {
   const nodes = view.getUint32(44, true)
   const levelsBytes = (count + 3) & ~3
   const expected = HEAD + levelsBytes + (upperCount + upperInts + 2 * copyCount) * 4
-  if (m < 1 || flags > 1 || bytes.byteLength !== expected)
+  if (m < 1 || m > MAX_M || flags > 1 || bytes.byteLength !== expected)
     return `the graph's head holds ${bytes.byteLength} bytes, not ${expected}`
   const copy = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice()
   const levels = copy.subarray(HEAD, HEAD + count)

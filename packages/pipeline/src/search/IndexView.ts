@@ -115,10 +115,11 @@ export interface IndexView {
   readonly annPaged?: (() => boolean) | undefined
   /**
    * Reads up to `rows` more of the graph rows that walks read as they reach them (paged graphs): a long-running process
-   * calls it between queries until it says true, when every graph is held whole and walks read nothing more. Absent
+   * calls it between queries until it says true, when every graph is held whole and walks read nothing more (or the
+   * graphs are read whole by the first walk). `undefined`: no walk yet, so nothing to hold; ask again later. Absent
    * where a store's graphs are read whole at the first walk.
    */
-  readonly annWarm?: ((rows: number) => boolean) | undefined
+  readonly annWarm?: ((rows: number) => boolean | undefined) | undefined
 }
 
 /** Candidates of a vector query with their exact scores (NaN for a row whose cosine is undefined). */

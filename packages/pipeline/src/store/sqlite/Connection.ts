@@ -20,9 +20,17 @@ export const APPLICATION_ID = 0x46504950
 /**
  * The file's layout (its `user_version`), numbered apart from the manifest's format: 1 kept a row per chunk and per
  * posting, 2 immutable segments with a body per document, 3 bodies in packs (`BodyPack`), 4 chunk spans in their
- * document's row instead of a row per chunk.
+ * document's row instead of a row per chunk, 5 the same with its graphs paged (`ann_rows`, decision 0092). A file is
+ * 5 only while it has paged graphs: an older FuncPipe, which cannot read them, refuses it as newer, and keeps reading
+ * and writing any other.
  */
-export const LAYOUT = 4
+export const LAYOUT = 5
+
+/** The layout of a file without paged graphs: this build reads and writes it as it is (`isCurrentLayout`). */
+export const BASE_LAYOUT = 4
+
+/** Whether this build reads and writes a file of layout `version` as it is. */
+export const isCurrentLayout = (version: number) => version === BASE_LAYOUT || version === LAYOUT
 
 /** SQLite's extended result code in what node:sqlite threw, or `undefined` for anything that is not SQLite's error. */
 export const sqliteExtendedCode = (error: unknown): number | undefined =>
@@ -102,7 +110,7 @@ export const layoutVersion = Effect.fnUntraced(function* (
   const { appId, tables, version } = yield* sqlite(location, what, () => fileMarks(db))
   if (tables > 0 && appId !== APPLICATION_ID) return yield* new NotAnIndex({ location })
   if (version > LAYOUT) return yield* new IndexTooNew({ location, found: version, supported: LAYOUT })
-  if (version > 0 && version < LAYOUT && !olderLayout) {
+  if (version > 0 && version < BASE_LAYOUT && !olderLayout) {
     return yield* new IndexTooOld({ location, found: version, supported: LAYOUT })
   }
   return tables === 0 ? 0 : version

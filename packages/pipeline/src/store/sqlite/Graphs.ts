@@ -20,7 +20,7 @@ import type { Graph } from "../../search/Hnsw.ts"
 import { decodeGraph, encodeGraphHead } from "../../search/HnswBytes.ts"
 import type { GraphBuilder } from "../IndexStore.ts"
 import { IndexCorrupt, type StoreError } from "../StoreErrors.ts"
-import { statement } from "./Connection.ts"
+import { BASE_LAYOUT, LAYOUT, statement } from "./Connection.ts"
 import { dropGraphRows, ROWS_TABLE, storeGraphRows } from "./GraphRows.ts"
 import { type Corrupt, decodeRows, segmentRows, storedBlock } from "./Segments.ts"
 import { isSmallSegment, maxChunksOf, readMetaIn, type SegmentRow } from "./Tables.ts"
@@ -254,11 +254,13 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
   if (Result.isFailure(manifest)) return undefined
   const { ann, dimensions } = manifest.success
   if (ann === undefined) {
-    if (hasTable(db)) db.exec("DROP TABLE ann; DROP TABLE IF EXISTS ann_rows")
+    // Without paged graphs, the file is one an older FuncPipe reads (Connection.ts, LAYOUT).
+    if (hasTable(db)) db.exec(`DROP TABLE ann; DROP TABLE IF EXISTS ann_rows; PRAGMA user_version = ${BASE_LAYOUT}`)
     return undefined
   }
   db.exec(ANN_TABLE)
   db.exec(ROWS_TABLE)
+  db.exec(`PRAGMA user_version = ${LAYOUT}`)
   // A table from before groups gains their column; its graphs are groups of one segment.
   if (!hasGroups(db)) db.exec("ALTER TABLE ann ADD COLUMN segments TEXT")
   if (!hasColumn(db, "codes")) db.exec("ALTER TABLE ann ADD COLUMN codes BLOB")
@@ -269,20 +271,25 @@ export const planGraphs = (db: DatabaseSync, corrupt: Corrupt): GraphPlan | Inde
     const segments = segmentRows(corrupt, db)
     const counts = new Map(segments.map((segment) => [segment.id, segment.count]))
     const live = liveGroups(groupRows(db), new Set(counts.keys()))
-    // Graphs stored whole are paged as they are (one that does not read is built again).
-    const kept = live.kept.filter(
+    for (const group of live.dropped) dropGroup(db, group.segment)
+    const rowsOf = (group: GroupRow) => group.members.reduce((sum, id) => sum + counts.get(id)!, 0)
+    let plan = groupsToBuild(segments, live.kept, dimensions)
+    // Graphs stored whole that stay are paged as they are; one that does not read is dropped, and built again.
+    const unread = live.kept.filter(
       (group) =>
-        group.layout !== undefined ||
-        pageGroup(
-          db,
-          group,
-          group.members.reduce((sum, id) => sum + counts.get(id)!, 0),
-          dimensions
-        )
+        group.layout === undefined &&
+        !plan.regrouped.includes(group.segment) &&
+        !pageGroup(db, group, rowsOf(group), dimensions)
     )
-    const dropped = [...live.dropped, ...live.kept.filter((group) => !kept.includes(group))]
-    for (const group of dropped) dropGroup(db, group.segment)
-    const { groups, regrouped } = groupsToBuild(segments, kept, dimensions)
+    if (unread.length > 0) {
+      for (const group of unread) dropGroup(db, group.segment)
+      plan = groupsToBuild(
+        segments,
+        live.kept.filter((group) => !unread.includes(group)),
+        dimensions
+      )
+    }
+    const { groups, regrouped } = plan
     for (const first of regrouped) dropGroup(db, first)
     return groups.length === 0 ? undefined : { groups, ann, dimensions }
   } catch (error) {

@@ -28,6 +28,7 @@ import {
   backgroundSync,
   closeConnection,
   identityOf,
+  isCurrentLayout,
   isNewFile,
   LAYOUT,
   layoutVersion,
@@ -238,11 +239,12 @@ const transactionOf = (file: string, background: ReturnType<typeof backgroundSyn
                 yield* sqlite(location, "creating the tables", () => createTables(db))
                 madeTables = creating
               }
-              if (version === LAYOUT && !readOnly) yield* sqlite(location, "opening", () => db.exec(SEGMENTS_ORDER))
+              if (isCurrentLayout(version) && !readOnly)
+                yield* sqlite(location, "opening", () => db.exec(SEGMENTS_ORDER))
               const writer = sqliteWriter(
                 location,
                 db,
-                version === 0 || version === LAYOUT,
+                version === 0 || isCurrentLayout(version),
                 creating ? background.sync : undefined,
                 options.graphs,
                 options.graphBuilder

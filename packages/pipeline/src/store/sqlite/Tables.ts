@@ -8,7 +8,7 @@ import { Effect, Option, Result, Schema } from "effect"
 import { type RecordedStamp, sameStamp, stampRowOf, storedShown } from "../../base/Stamps.ts"
 import { StoredDoc, view } from "../IndexStore.ts"
 import { IndexCorrupt } from "../StoreErrors.ts"
-import { APPLICATION_ID, LAYOUT, sqlite, statement } from "./Connection.ts"
+import { APPLICATION_ID, BASE_LAYOUT, sqlite, statement } from "./Connection.ts"
 
 /** A segment's vectors are at most this many bytes, so one segment's blob stays small enough to read at once. */
 const MAX_SEGMENT_VECTOR_BYTES = 32 * 1024 * 1024
@@ -176,7 +176,7 @@ export const SEGMENTS_ORDER =
 export const createTables = (db: DatabaseSync): void => {
   db.exec(`
     PRAGMA application_id = ${APPLICATION_ID};
-    PRAGMA user_version = ${LAYOUT};
+    PRAGMA user_version = ${BASE_LAYOUT};
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     INSERT INTO meta (key, value) VALUES ('generation', '${randomUUID()}');
     CREATE TABLE documents (
