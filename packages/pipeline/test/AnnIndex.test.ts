@@ -23,6 +23,7 @@ import { rescoreCount } from "../src/store/sqlite/GraphSearch.ts"
 import { buildGroupGraph } from "../src/store/sqlite/Graphs.ts"
 import { segmentRows } from "../src/store/sqlite/Segments.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
+import { rewriteGraphRows } from "./GraphTables.ts"
 import { testEmbedder } from "./TestModels.ts"
 
 const WORDS = ["moon", "tide", "orbit", "comet", "saturn", "ring", "star", "probe", "dust", "light", "night", "sky"]
@@ -220,16 +221,7 @@ describe("an index with an approximate vector index", () => {
         assert.include(cut.message, "vector block of the wrong size")
         // Damaged codes (every row's scale set to 1, out of range): approximate queries fail as damage, exact ones
         // still answer.
-        const db = new DatabaseSync(coded.file)
-        const rewrite = db.prepare("UPDATE ann_rows SET data = ? WHERE id = ?")
-        for (const row of db.prepare("SELECT id, data FROM ann_rows").all() as Array<{
-          id: number
-          data: Uint8Array
-        }>) {
-          new DataView(row.data.buffer, row.data.byteOffset).setFloat64(128, 1, true)
-          rewrite.run(row.data, row.id)
-        }
-        db.close()
+        rewriteGraphRows(coded.file, (row) => row.setFloat64(128, 1, true))
         const damaged = yield* Effect.flip(ask(coded.file, "w1 w2", { annCandidates: 16 }))
         assert.instanceOf(damaged, IndexCorrupt)
         assert.include(damaged.message, "scan code scale out of range")

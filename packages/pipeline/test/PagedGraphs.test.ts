@@ -21,6 +21,7 @@ import { IndexCorrupt } from "../src/store/StoreErrors.ts"
 import { readGraphRows } from "../src/store/sqlite/GraphRows.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 import { encodeCodes } from "../src/store/sqlite/WalkRows.ts"
+import { rewriteGraphRows } from "./GraphTables.ts"
 
 const WORDS = ["moon", "tide", "orbit", "comet", "saturn", "ring", "star", "probe", "dust", "light", "night", "sky"]
 
@@ -171,16 +172,7 @@ describe("graphs stored paged", () => {
       assert.match(JSON.stringify(checked.checks), /\d+ of its rows are missing/)
       // Every row's first link to a row past the graph.
       const other = yield* built({ ...DEFAULT_ANN, codes: "i8" })
-      const rows = new DatabaseSync(other.file)
-      const rewrite = rows.prepare("UPDATE ann_rows SET data = ? WHERE id = ?")
-      for (const row of rows.prepare("SELECT id, data FROM ann_rows").all() as Array<{
-        id: number
-        data: Uint8Array
-      }>) {
-        new DataView(row.data.buffer, row.data.byteOffset).setInt32(0, 2 ** 31 - 1, true)
-        rewrite.run(row.data, row.id)
-      }
-      rows.close()
+      rewriteGraphRows(other.file, (row) => row.setInt32(0, 2 ** 31 - 1, true))
       const misled = yield* Effect.flip(ask(other.file, "moon tide", { annCandidates: 16 }))
       assert.instanceOf(misled, IndexCorrupt)
       assert.include(misled.message, "of the graph links to a row it does not have")
