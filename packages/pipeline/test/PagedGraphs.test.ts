@@ -18,7 +18,7 @@ import { holdCodes } from "../src/search/CodeKernel.ts"
 import { decodeGraphHead, encodeGraph } from "../src/search/HnswBytes.ts"
 import { IndexStore } from "../src/store/IndexStore.ts"
 import { IndexCorrupt } from "../src/store/StoreErrors.ts"
-import { readGraphRows } from "../src/store/sqlite/GraphRows.ts"
+import { pagedCodeRows, readGraphRows } from "../src/store/sqlite/GraphRows.ts"
 import { layerSqlite } from "../src/store/sqlite/SqliteIndexStore.ts"
 import { encodeCodes } from "../src/store/sqlite/WalkRows.ts"
 import { rewriteGraphRows } from "./GraphTables.ts"
@@ -232,6 +232,42 @@ describe("graphs stored paged", () => {
         ).pipe(on(again.file))
       )
       assert.instanceOf(failed, IndexCorrupt)
+    }).pipe(Effect.scoped, Effect.provide(Base))
+  )
+
+  it.live("are read whole past a row that does not read, which is left for the walk that reaches it", () =>
+    Effect.gen(function* () {
+      const { file } = yield* built({ ...DEFAULT_ANN, codes: "i8" })
+      const db = new DatabaseSync(file)
+      try {
+        db.exec("UPDATE ann_rows SET data = X'00' WHERE id = (SELECT min(id) FROM ann_rows)")
+        const { data, segment } = db.prepare("SELECT segment, data FROM ann ORDER BY segment LIMIT 1").get() as {
+          segment: number
+          data: Uint8Array
+        }
+        const paged = decodeGraphHead(data)
+        if (typeof paged === "string") throw new Error(paged)
+        const nodes = (
+          db
+            .prepare("SELECT count(*) AS n FROM ann_rows WHERE id >= ? AND id < ?")
+            .get(segment * 2 ** 27, (segment + 1) * 2 ** 27) as { n: number }
+        ).n
+        const rows = pagedCodeRows(paged, segment, 16, "the graph")
+        const source = { db, corrupt: (detail: string) => new IndexCorrupt({ location: file, detail }) }
+        let read = 0
+        for (let n = rows.fill(source, 7); n > 0; n = rows.fill(source, 7)) read += n
+        // Every row read, every one held but the damaged one.
+        assert.strictEqual(read, nodes)
+        assert.strictEqual(rows.held(), nodes - 1)
+        // A walk that reaches it reports it (one that may look at every row does).
+        const query = new Float32Array(16).fill(0.25)
+        assert.throws(
+          () => rows.search(paged.graph, query, nodes, undefined, source),
+          /the graph is damaged: row \d+ of the graph holds 1 bytes, not 152/
+        )
+      } finally {
+        db.close()
+      }
     }).pipe(Effect.scoped, Effect.provide(Base))
   )
 

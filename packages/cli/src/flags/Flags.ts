@@ -260,9 +260,9 @@ export const annFlags = {
     Flag.withMetavar("N"),
     Flag.withDescription(
       `With an approximate vector index: walk its graphs for N candidates per graph, all scored exactly (efSearch; ` +
-        `default ${DEFAULT_EF_SEARCH}). Without it, one query walks the graphs of an index built with ` +
-        "--vector-codes i8 (it reads only what the walk reaches) and scans every vector of any other (the quicker " +
-        "there for a process that asks once)"
+        `default ${DEFAULT_EF_SEARCH}). Without it, one query walks the graphs of an index whose graphs were built ` +
+        "with --vector-codes i8 (it reads only what the walk reaches) and scans every vector of any other (the " +
+        "quicker there for a process that asks once)"
     ),
     Flag.optional
   )

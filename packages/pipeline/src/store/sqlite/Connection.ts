@@ -21,8 +21,8 @@ export const APPLICATION_ID = 0x46504950
  * The file's layout (its `user_version`), numbered apart from the manifest's format: 1 kept a row per chunk and per
  * posting, 2 immutable segments with a body per document, 3 bodies in packs (`BodyPack`), 4 chunk spans in their
  * document's row instead of a row per chunk, 5 the same with its graphs paged (`ann_rows`, decision 0092). A file is
- * 5 only while it has paged graphs: an older FuncPipe, which cannot read them, refuses it as newer, and keeps reading
- * and writing any other.
+ * 5 while its index names graphs (`planGraphs`): an older FuncPipe, which cannot read paged graphs, refuses it as
+ * newer, and keeps reading and writing any other.
  */
 export const LAYOUT = 5
 

@@ -90,9 +90,16 @@ export const pagedCodeRows = (paged: PagedGraph, segment: number, d: number, nam
   const codes = holdCodes(count, d)
   const loaded = new Uint8Array(count)
   const wanted: Array<number> = new Array(m0).fill(-1)
-  // The first row `fill` has not passed yet.
+  // The first row `fill` has not passed yet, and how many rows are held.
   let filled = 0
+  let held = 0
+  const hold = (row: number) => {
+    loaded[row] = 1
+    held++
+  }
   return {
+    /** How many of the graph's rows are held (read once, kept). */
+    held: () => held,
     /**
      * Reads up to `budget` more rows a walk has not reached, in order, from the snapshot's connection (a long-running
      * process's graphs come to be held whole, a slice between queries); how many it read, 0 once every row is held.
@@ -104,13 +111,11 @@ export const pagedCodeRows = (paged: PagedGraph, segment: number, d: number, nam
         id: number
         data: unknown
       }>
+      // A row that does not read is left for the walk that reaches it to report (as `IndexCorrupt`).
       for (const { data, id } of found) {
         const row = id - rowId(segment, 0)
-        if (row >= count || loaded[row] === 1) continue
-        const problem =
-          data instanceof Uint8Array ? graphRowInto(data, paged, row, d, codes) : `row ${row} is not a blob`
-        if (problem !== undefined) throw source.corrupt(`${named} is damaged: ${problem}`)
-        loaded[row] = 1
+        if (row >= count || loaded[row] === 1 || !(data instanceof Uint8Array)) continue
+        if (graphRowInto(data, paged, row, d, codes) === undefined) hold(row)
       }
       filled = found.length < budget ? count : found.at(-1)!.id - rowId(segment, 0) + 1
       return found.length
@@ -127,7 +132,7 @@ export const pagedCodeRows = (paged: PagedGraph, segment: number, d: number, nam
         const problem =
           data instanceof Uint8Array ? graphRowInto(data, paged, row, d, codes) : `row ${row} is not a blob`
         if (problem !== undefined) throw damaged(problem)
-        loaded[row] = 1
+        hold(row)
       }
       const one = statement(source.db, "SELECT data FROM ann_rows WHERE id = ?")
       const some = statement(

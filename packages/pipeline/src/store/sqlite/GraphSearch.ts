@@ -166,17 +166,14 @@ export const graphSearch = (r: GraphReading) => {
     walks = found
     return found
   }
-  let paged: boolean | undefined
   /**
-   * Reads up to `budget` more graph rows that walks would read as they reach them: a long-running process's graphs
-   * come to be held whole, a slice between queries (see `IndexView.annWarm`). True once every graph is held whole, or
-   * where graphs are not paged over codes (a walk reads them whole); `undefined` before this snapshot's first walk (a
-   * process that never walks holds no graph).
+   * Reads up to `budget` more graph rows that walks would read as they reach them (those of graphs paged over codes;
+   * other graphs are read whole by the first walk): a long-running process's graphs come to be held whole, a slice
+   * between queries (see `IndexView.annWarm`). True once every graph is held whole; `undefined` before this snapshot's
+   * first walk (a process that never walks holds no graph).
    */
   const warm = (budget: number): boolean | undefined => {
     if (!walked) return undefined
-    paged ??= walksPaged(db, codes, segments)
-    if (!paged) return true
     let left = budget
     for (const { state } of walksOf()) {
       const fill = state?.rows.fill
