@@ -87,6 +87,9 @@ export interface CodeRows {
   readonly simd: boolean
 }
 
+/** Rows' codes and scales without a kernel: what a graph's stored rows are made from, or read into. */
+export type CodedRows = Pick<CodeRows, "dimensions" | "codes" | "scales">
+
 /** The product of `d` codes of `a` from `ai` and of `b` from `bi`: an integer, the same in any order. */
 export const dotCodes = (a: Int8Array, ai: number, b: Int8Array, bi: number, d: number): number => {
   let s = 0

@@ -7,7 +7,7 @@
  *   reaches it (`graphRowInto`). A walk of a million rows reaches a few thousand: a fresh process reads those only.
  */
 
-import type { CodeRows } from "./CodeKernel.ts"
+import type { CodedRows } from "./CodeKernel.ts"
 import { COPY, copiesIn, type Graph, isNode, MAX_LEVEL } from "./Hnsw.ts"
 
 const MAGIC = 0x4e485046 // "FPHN"
@@ -16,9 +16,6 @@ const PAGED = 2
 const HEAD = 48
 /** The most links a row has on an upper layer that a graph may be built with (the manifest allows up to 64). */
 const MAX_M = 256
-
-/** What of held codes a stored row is made from, or read into. */
-type CodedRows = Pick<CodeRows, "dimensions" | "codes" | "scales">
 
 /** The graph as bytes: a header, the levels, the layer-0 links, then each upper row's links, little-endian. */
 export const encodeGraph = (graph: Graph): Uint8Array => {
@@ -41,7 +38,7 @@ export const encodeGraph = (graph: Graph): Uint8Array => {
   return bytes
 }
 
-/** The fixed fields of either layout's header (the paged one has two more after them). */
+/** The fixed fields of either layout's header (the paged one has four more after them). */
 interface Header {
   readonly count: number
   readonly m: number
@@ -96,23 +93,29 @@ const upperLinks = (
     used += level * h.m
   }
   if (used !== h.upperInts) return "the graph's links do not add up"
-  // The entry: a row on the top layer, unless no row is in the graph at all.
-  const inGraph = levels.some(isNode)
-  const { entry, maxLevel } = h
-  if (inGraph ? entry < 0 || entry >= h.count || levels[entry] !== maxLevel || maxLevel > MAX_LEVEL : entry !== -1)
-    return "the graph's entry is not a row on its top layer"
+  const entry = entryProblem(levels, h, levels.some(isNode))
+  if (entry !== undefined) return entry
   for (let row = 0; row < h.count; row++) {
     const links = upper[row]
     if (links === undefined) continue
-    for (let i = 0; i < links.length; i++) {
-      const link = links[i]!
-      const layer = 1 + Math.floor(i / h.m)
-      if (link !== -1 && !(link >= 0 && link < h.count && levels[link]! < COPY && levels[link]! >= layer))
+    for (let i = 0; i < links.length; i++)
+      if (!upperLink(levels, h.count, links[i]!, 1 + Math.floor(i / h.m)))
         return "the graph links to a row it does not have"
-    }
   }
   return upper
 }
+
+/** Why the header's entry is not a row on the graph's top layer (it must be one unless no row is a node), if it is not. */
+const entryProblem = (levels: Uint8Array, h: Header, hasNodes: boolean): string | undefined => {
+  const { count, entry, maxLevel } = h
+  return (hasNodes ? entry < 0 || entry >= count || levels[entry] !== maxLevel || maxLevel > MAX_LEVEL : entry !== -1)
+    ? "the graph's entry is not a row on its top layer"
+    : undefined
+}
+
+/** Whether `original`, named by the copy at `row`, is an earlier node. */
+const copyOfNode = (levels: Uint8Array, row: number, original: number) =>
+  original >= 0 && original < row && isNode(levels[original]!)
 
 /** Whether `link` (a layer-0 slot) is empty or leads to a node of the graph. */
 const linksNode = (levels: Uint8Array, count: number, link: number) =>
@@ -141,9 +144,7 @@ export const decodeGraph = (bytes: Uint8Array): Graph | string => {
     const from = row * m0
     if (levels[row] === COPY) {
       // A copy names an earlier node in its first slot, and nothing else.
-      const original = base[from]!
-      if (!(original >= 0 && original < row && isNode(levels[original]!)))
-        return "the graph has a copy of a row it does not have"
+      if (!copyOfNode(levels, row, base[from]!)) return "the graph has a copy of a row it does not have"
       for (let i = from + 1; i < from + m0; i++)
         if (base[i] !== -1) return "the graph has a copy of a row it does not have"
       continue
@@ -165,9 +166,9 @@ export const decodeGraph = (bytes: Uint8Array): Graph | string => {
 
 /**
  * The head of a graph in the paged layout: the header (then how many rows are above layer 0, how many are copies,
- * whether its rows carry i8 scan codes, and how many rows are nodes), the levels, the rows above layer 0 in order, their links in that order, and
- * each copy with its original. Its rows go by `encodeGraphRow`. A head is read whole, and quickly: nothing in it is a
- * value a row (a million rows' head is about 1.5 MB).
+ * whether its rows carry i8 scan codes, and how many rows are nodes), the levels, the rows above layer 0 in order,
+ * their links in that order, and each copy with its original. Its rows go by `encodeGraphRow`. A head is read whole:
+ * about 6 bytes a row, mostly the upper links (5.5 MB for a million rows).
  */
 export const encodeGraphHead = (graph: Graph, coded: boolean): Uint8Array => {
   const { count, levels } = graph
@@ -274,8 +275,8 @@ export const decodeGraphHead = (bytes: Uint8Array): PagedGraph | string => {
   const pairs = ints.subarray(upperCount + upperInts)
   // What is checked here costs as the rows above layer 0 and the copies do, not as all rows: the levels of the others
   // are checked by `graphHeadProblem` (check), and a walk meets no more than a row whose links it cannot follow.
-  if (nodes > 0 ? entry < 0 || entry >= count || levels[entry] !== maxLevel || maxLevel > MAX_LEVEL : entry !== -1)
-    return "the graph's entry is not a row on its top layer"
+  const entryWrong = entryProblem(levels, h, nodes > 0)
+  if (entryWrong !== undefined) return entryWrong
   // The rows above layer 0, in order, and where each one's links start (checked when a walk first reaches it).
   const offsets = new Int32Array(upperCount)
   let at = 0
@@ -298,8 +299,7 @@ export const decodeGraphHead = (bytes: Uint8Array): PagedGraph | string => {
     const original = pairs[2 * i + 1]!
     if (!(row >= 0 && row < count && levels[row] === COPY && (i === 0 || row > pairs[2 * i - 2]!)))
       return "the graph's copies do not add up"
-    if (!(original >= 0 && original < row && isNode(levels[original]!)))
-      return "the graph has a copy of a row it does not have"
+    if (!copyOfNode(levels, row, original)) return "the graph has a copy of a row it does not have"
     base[row * m0] = original
     base.fill(-1, row * m0 + 1, (row + 1) * m0)
     const list = copiesOf.get(original)

@@ -26,7 +26,7 @@ export const missingGraphs = (db: DatabaseSync): string | undefined => {
  * Each graph whose stored parts a walk may not read yet cannot be read, and why, at `dimensions` components a row: a
  * graph stored whole, its scan codes; a paged one, its head and every row.
  */
-export const damagedCodes = (db: DatabaseSync, dimensions: number): Array<string> => {
+export const damagedGraphs = (db: DatabaseSync, dimensions: number): Array<string> => {
   if (!hasTable(db) || !hasColumn(db, "codes")) return []
   const rows = statement(db, "SELECT id, count FROM segments").all() as Array<{ id: number; count: number }>
   const counts = new Map(rows.map((row) => [row.id, row.count]))

@@ -7,7 +7,7 @@
  */
 
 import type { DatabaseSync } from "node:sqlite"
-import { type CodeRows, codeDistance, holdCodes } from "../../search/CodeKernel.ts"
+import { type CodedRows, type CodeRows, codeDistance, holdCodes } from "../../search/CodeKernel.ts"
 import { type Graph, isNode, searchGraphBy } from "../../search/Hnsw.ts"
 import { encodeGraphRow, graphRowInto, type PagedGraph } from "../../search/HnswBytes.ts"
 import { statement } from "./Connection.ts"
@@ -29,12 +29,7 @@ export const dropGraphRows = (db: DatabaseSync, segment: number): void => {
 }
 
 /** Stores each node's row of `graph` (copies have none) for the graph of first segment `segment`, coded from `codes`. */
-export const storeGraphRows = (
-  db: DatabaseSync,
-  segment: number,
-  graph: Graph,
-  codes: Pick<CodeRows, "dimensions" | "codes" | "scales"> | undefined
-): void => {
+export const storeGraphRows = (db: DatabaseSync, segment: number, graph: Graph, codes: CodedRows | undefined): void => {
   if (graph.count > ROWS_PER_GRAPH) throw new RangeError(`a graph of ${graph.count} rows is past the paged layout's`)
   dropGraphRows(db, segment)
   const insert = statement(db, "INSERT INTO ann_rows (id, data) VALUES (?, ?)")
@@ -53,7 +48,7 @@ export const readGraphRows = (
   d: number,
   codes?: CodeRows | "check"
 ): string | undefined => {
-  const { count, levels } = paged.graph
+  const { count } = paged.graph
   let read = 0
   const rows = statement(db, "SELECT id, data FROM ann_rows WHERE id >= ? AND id < ? ORDER BY id")
   for (const found of rows.iterate(rowId(segment, 0), rowId(segment + 1, 0)) as Iterable<{
@@ -67,9 +62,8 @@ export const readGraphRows = (
     if (problem !== undefined) return problem
     read++
   }
-  let nodes = 0
-  for (let row = 0; row < count; row++) if (isNode(levels[row]!)) nodes++
-  return read === nodes ? undefined : `${nodes - read} of its rows are missing`
+  // As many as the head says are nodes (`graphHeadProblem` holds the head to its levels).
+  return read === paged.nodes ? undefined : `${paged.nodes - read} of its rows are missing`
 }
 
 /** What a walk reads rows through: the snapshot's connection, and how it reports damage. */
@@ -90,6 +84,7 @@ export const pagedCodeRows = (paged: PagedGraph, segment: number, d: number, nam
   const codes = holdCodes(count, d)
   const loaded = new Uint8Array(count)
   const wanted: Array<number> = new Array(m0).fill(-1)
+  const readSome = `SELECT id, data FROM ann_rows WHERE id IN (${Array.from({ length: m0 }, () => "?").join(", ")})`
   // The first row `fill` has not passed yet, and how many rows are held.
   let filled = 0
   let held = 0
@@ -135,10 +130,7 @@ export const pagedCodeRows = (paged: PagedGraph, segment: number, d: number, nam
         hold(row)
       }
       const one = statement(source.db, "SELECT data FROM ann_rows WHERE id = ?")
-      const some = statement(
-        source.db,
-        `SELECT id, data FROM ann_rows WHERE id IN (${Array.from({ length: m0 }, () => "?").join(", ")})`
-      )
+      const some = statement(source.db, readSome)
       const coded = codeDistance(codes, query)
       const distance = (row: number) => {
         if (loaded[row] === 0) {

@@ -14,6 +14,7 @@
 import type { DatabaseSync } from "node:sqlite"
 import { type AnnConfig, decodeManifestJson } from "@funcpipe/domain/Manifest"
 import { Effect, Result } from "effect"
+import type { CodedRows } from "../../search/CodeKernel.ts"
 import { buildGraphBytes, type GraphJob, unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import type { Graph } from "../../search/Hnsw.ts"
@@ -86,12 +87,7 @@ const dropGroup = (db: DatabaseSync, segment: number) => {
  * Stores `graph` for the group of first segment `segment` in the paged layout: its head in `ann`, its rows in
  * `ann_rows`, coded from `codes` when given.
  */
-const storePaged = (
-  db: DatabaseSync,
-  segment: number,
-  graph: Graph,
-  codes: ReturnType<typeof codeRowsOf> | undefined
-) => {
+const storePaged = (db: DatabaseSync, segment: number, graph: Graph, codes: CodedRows | undefined) => {
   statement(db, "UPDATE ann SET data = ?, codes = NULL, layout = ? WHERE segment = ?").run(
     encodeGraphHead(graph, codes !== undefined),
     codes === undefined ? "rows" : "rows+i8",

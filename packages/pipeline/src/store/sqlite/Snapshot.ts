@@ -24,7 +24,7 @@ import {
 import { IndexCorrupt } from "../StoreErrors.ts"
 import { type Caches, cachePostings, ROW_CACHE_ENTRIES, ROW_VECTOR_BYTES } from "./Caches.ts"
 import { sqliteReadsAt, statement } from "./Connection.ts"
-import { damagedCodes, missingGraphs } from "./GraphHealth.ts"
+import { damagedGraphs, missingGraphs } from "./GraphHealth.ts"
 import { graphSearch, walksPaged } from "./GraphSearch.ts"
 import {
   type Corrupt,
@@ -481,7 +481,7 @@ export const snapshotReader = (location: string, cachesFor: (generation: string)
         ? undefined
         : graphSearch({ ...r, deleted: deleted as Uint8Array | undefined, codes: manifestValue.ann.codes })
     const readMissing = sqliteReads((_: undefined) => missingGraphs(db))
-    const readDamage = sqliteReads((_: undefined) => damagedCodes(db, dimensions))
+    const readDamage = sqliteReads((_: undefined) => damagedGraphs(db, dimensions))
     const readPaged = sqliteReads((_: undefined) => walksPaged(db, manifestValue.ann?.codes, segments))
     const readAnn = sqliteReads(
       (a: { query: ArrayLike<number>; ef: number; filter: PositionFilter | undefined; keep: number | undefined }) =>

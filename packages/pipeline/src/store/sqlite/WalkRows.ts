@@ -5,7 +5,7 @@
  * Either only chooses where a walk goes; what it finds is scored from the blocks.
  */
 
-import { type CodeRows, codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
+import { type CodedRows, type CodeRows, codeDistance, codeRow, holdCodes } from "../../search/CodeKernel.ts"
 import { unitRowInto } from "../../search/GraphBuild.ts"
 import { holdRows } from "../../search/GraphKernel.ts"
 import { type Graph, searchGraphBy, searchGraphWithin } from "../../search/Hnsw.ts"
@@ -88,11 +88,7 @@ export const unitRowsInto = (
 const scalesAt = (count: number, d: number) => Math.ceil((count * d) / 8) * 8
 
 /** A group's rows as i8 codes, from its unit float32 rows given a segment at a time (as a paged graph stores them). */
-export const codeRowsOf = (
-  count: number,
-  d: number,
-  segments: Iterable<Float32Array>
-): Pick<CodeRows, "dimensions" | "codes" | "scales"> => {
+export const codeRowsOf = (count: number, d: number, segments: Iterable<Float32Array>): CodedRows => {
   const codes = new Int8Array(count * d)
   const scales = new Float64Array(count)
   let row = 0
@@ -106,7 +102,7 @@ export const codeRowsOf = (
  * A group's i8 codes as one value, as FuncPipe stored them beside a graph stored whole: the codes, then each row's
  * scale as a little-endian float64.
  */
-export const encodeCodes = (rows: Pick<CodeRows, "dimensions" | "codes" | "scales">): Uint8Array => {
+export const encodeCodes = (rows: CodedRows): Uint8Array => {
   const count = rows.scales.length
   const d = rows.dimensions
   const at = scalesAt(count, d)
